@@ -1,0 +1,190 @@
+"""JSON text in Claude Code's byte format, and atomic, durable file writes.
+
+Format: files are ``JSON.stringify(value, null, 2)`` (2-space indent, no trailing newline, non-ASCII
+kept as UTF-8); structured messages inside an inbox entry's ``text`` are compact
+``JSON.stringify(value)``. Python's `json` produces the same bytes for the values these files hold.
+
+Writes: a temporary file in the same directory, flushed and fsynced, `os.replace` over the target,
+then the directory fsynced. A crash at any instant leaves the old file or the new one, never a torn
+one. Writers hold the target's lock, so any temporary file of that target found while writing was
+left by a writer that died: it is removed then (the "orphan" clean-up).
+
+Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
+survives kill -9, not power loss. Choose with the `durability` argument or ``SWARM_DURABILITY``.
+A failed fsync raises; it is never ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+Durability = Literal["power", "process"]
+TEMP_MARKER = ".swarm-tmp-"
+NEW_MARKER = ".swarm-new-"
+NEW_TEMP_MAX_AGE_S = 60.0
+
+
+def dumps_pretty(value: Any) -> str:
+    """``JSON.stringify(value, null, 2)``: the format of every team, inbox and task file."""
+    return _dumps(value, indent=2, separators=(",", ": "))
+
+
+def dumps_compact(value: Any) -> str:
+    """``JSON.stringify(value)``: the format of structured messages inside ``text``."""
+    return _dumps(value, indent=None, separators=(",", ":"))
+
+
+def _dumps(value: Any, indent: int | None, separators: tuple[str, str]) -> str:
+    text = json.dumps(value, indent=indent, separators=separators, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
+        text = json.dumps(value, indent=indent, separators=separators, ensure_ascii=True)
+    return text
+
+
+def default_durability() -> Durability:
+    value = os.environ.get("SWARM_DURABILITY", "power")
+    if value not in ("power", "process"):
+        raise ValueError(f"SWARM_DURABILITY must be 'power' or 'process', got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def temp_prefix(target: Path) -> str:
+    """Name prefix of the temporary files written for `target` (hidden, same directory)."""
+    return f".{target.name}{TEMP_MARKER}"
+
+
+def remove_orphan_temps(target: Path) -> int:
+    """Remove temporary files of `target` left by killed writers. Call only under its lock.
+
+    Temporary files of `ensure_file` are written without the lock, so only old ones are removed.
+    """
+    prefix = temp_prefix(target)
+    new_prefix = f".{target.name}{NEW_MARKER}"
+    old_enough = time.time() - NEW_TEMP_MAX_AGE_S
+    removed = 0
+    try:
+        entries = list(os.scandir(target.parent))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        orphan = entry.name.startswith(prefix) or (
+            entry.name.startswith(new_prefix) and _mtime(entry) < old_enough
+        )
+        if orphan:
+            try:
+                os.unlink(entry.path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None = None) -> None:
+    """Replace `target` with `data` atomically. The caller holds the target's lock."""
+    durable = (durability or default_durability()) == "power"
+    remove_orphan_temps(target)
+    temp = target.parent / f"{temp_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(temp)
+        raise
+    os.close(fd)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    if durable:
+        fsync_dir(target.parent)
+
+
+def atomic_write_text(target: Path, text: str, durability: Durability | None = None) -> None:
+    atomic_write_bytes(target, text.encode("utf-8"), durability)
+
+
+def write_json(target: Path, value: Any, durability: Durability | None = None) -> None:
+    """Write `value` to `target` in Claude Code's file format, atomically."""
+    atomic_write_text(target, dumps_pretty(value), durability)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_durably(path: Path, data: bytes, durability: Durability | None = None) -> None:
+    """Append `data` to `path` (created if missing) and fsync it; for append-only archives."""
+    durable = (durability or default_durability()) == "power"
+    created = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    if durable and created:
+        fsync_dir(path.parent)
+
+
+def ensure_file(path: Path, initial: str, durability: Durability | None = None) -> bool:
+    """Create `path` holding `initial` unless it exists (never overwrites). True if created.
+
+    The content is written to a temporary file first and hard-linked into place, so no reader
+    ever sees the file empty or half-written, and two creators cannot both win.
+    """
+    if path.exists():
+        return False
+    durable = (durability or default_durability()) == "power"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.parent / f".{path.name}{NEW_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with open(temp, "x", encoding="utf-8") as handle:
+            handle.write(initial)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+    finally:
+        _unlink_quietly(temp)
+    if durable:
+        fsync_dir(path.parent)
+    return True
+
+
+def _mtime(entry: os.DirEntry[str]) -> float:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

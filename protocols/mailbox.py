@@ -1,0 +1,254 @@
+"""Delivering messages between the members of a team through their inbox files.
+
+`Mailbox` is the file transport behind the small `MessageTransport` interface (send, broadcast,
+read, mark read, wait), so a second transport can be added later without touching callers.
+
+Guarantees:
+- a message goes only to a member of the team: an unknown recipient is an error and no orphan
+  inbox is created; ``"*"`` reaches every member but the sender, and refuses structured messages;
+- a send either lands in the inbox (under the lock, written atomically) or raises: it is never
+  dropped; a send repeated with the same ``message_id`` is stored once;
+- entries are marked read **by identity**: a message that arrives between a read and its mark
+  stays unread;
+- read entries are compacted into the archive, unread ones are never moved.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from protocols.clock import now_iso
+from protocols.errors import BroadcastRefused, UnknownMember
+from protocols.inbox import InboxEntry, InboxFile
+from protocols.jsonio import Durability
+from protocols.messages import StructuredMessage, decode
+from protocols.names import checked_component
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
+
+BROADCAST = "*"
+DEFAULT_COMPACT_AFTER = 32
+
+
+class MessageTransport(Protocol):
+    """What callers need from a message transport."""
+
+    def send(
+        self,
+        to: str,
+        body: str | StructuredMessage,
+        *,
+        sender: str,
+        summary: str | None = None,
+        color: str | None = None,
+        message_id: str | None = None,
+    ) -> list[InboxEntry]: ...
+
+    def read_unread(self, agent: str) -> list[InboxEntry]: ...
+
+    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int: ...
+
+    def wait(self, agent: str, timeout: float) -> list[InboxEntry]: ...
+
+
+def new_message_id() -> str:
+    return f"msg-{time.time_ns() // 1_000_000}-{secrets.token_hex(6)}"
+
+
+class Mailbox:
+    """The inboxes of one team, on disk."""
+
+    def __init__(
+        self,
+        paths: TeamPaths,
+        durability: Durability | None = None,
+        lock_timeout: float = 30.0,
+        compact_after: int = DEFAULT_COMPACT_AFTER,
+        rescan_s: float = DEFAULT_RESCAN_S,
+    ) -> None:
+        self.paths = paths
+        self.team = TeamFile(paths, durability)
+        self.durability = durability
+        self.lock_timeout = lock_timeout
+        self.compact_after = compact_after
+        self.rescan_s = rescan_s
+
+    def inbox(self, agent: str) -> InboxFile:
+        return InboxFile(
+            self.paths.inbox(agent),
+            self.paths.inbox_archive(agent),
+            self.durability,
+            self.lock_timeout,
+        )
+
+    # sending
+
+    def send(
+        self,
+        to: str,
+        body: str | StructuredMessage,
+        *,
+        sender: str,
+        summary: str | None = None,
+        color: str | None = None,
+        message_id: str | None = None,
+    ) -> list[InboxEntry]:
+        """Append a message to `to`'s inbox (or every other member's, for ``"*"``).
+
+        Returns the entries written. Raises `UnknownMember` for a recipient not in the team,
+        `BroadcastRefused` for a structured message to ``"*"``, `LockTimeout` if the inbox
+        stayed locked: in every failure case nothing was written.
+        """
+        if to == BROADCAST:
+            return self.broadcast(body, sender=sender, summary=summary, color=color)
+        self._require_members([to])
+        entry = self._entry(body, sender, summary, color, message_id)
+        return [self._append(to, entry, dedupe=message_id is not None)]
+
+    def broadcast(
+        self,
+        body: str | StructuredMessage,
+        *,
+        sender: str,
+        summary: str | None = None,
+        color: str | None = None,
+    ) -> list[InboxEntry]:
+        text = body if isinstance(body, str) else body.encode()
+        if not isinstance(body, str) or _is_structured(text):
+            raise BroadcastRefused(
+                "structured protocol messages cannot be broadcast to '*'; "
+                "send them to one member by name"
+            )
+        recipients = [n for n in self.team.load().member_names() if n != sender]
+        entry = self._entry(text, sender, summary, color, None)
+        written = []
+        for name in recipients:
+            one = entry.updated(id=f"{entry.id}-{name}")
+            written.append(self._append(name, one, dedupe=False))
+        return written
+
+    def _entry(
+        self,
+        body: str | StructuredMessage,
+        sender: str,
+        summary: str | None,
+        color: str | None,
+        message_id: str | None,
+    ) -> InboxEntry:
+        text = body if isinstance(body, str) else body.encode()
+        return InboxEntry.model_validate(
+            {
+                "from": sender,
+                "text": text,
+                "summary": summary,
+                "timestamp": now_iso(),
+                "color": color,
+                "read": False,
+                "id": message_id or new_message_id(),
+            }
+        )
+
+    def _append(self, to: str, entry: InboxEntry, dedupe: bool) -> InboxEntry:
+        inbox = self.inbox(to)
+        with inbox.lock():
+            loaded = inbox.load_locked()
+            if dedupe:
+                existing = next((e for e in loaded.entries if e.id == entry.id), None)
+                if existing is not None:
+                    return existing
+                if entry.identity in inbox.archived_identities():
+                    return entry
+            loaded.entries.append(entry)
+            inbox.store_locked(loaded, self.compact_after)
+        return entry
+
+    def _require_members(self, names: Sequence[str]) -> None:
+        members = self.team.load().member_names()
+        for name in names:
+            checked_component(name, "recipient")
+            if name not in members:
+                raise UnknownMember(
+                    f"no member named {name!r} in team {self.paths.team!r}; "
+                    f"members are: {', '.join(members)} (or '*' for everyone)"
+                )
+
+    # reading
+
+    def read_all(self, agent: str) -> list[InboxEntry]:
+        """Every entry in the live inbox, read or not, oldest first."""
+        return self.inbox(agent).load().entries
+
+    def read_unread(self, agent: str) -> list[InboxEntry]:
+        """Unread entries, oldest first, without marking them."""
+        return [e for e in self.read_all(agent) if not e.is_read]
+
+    def read_archive(self, agent: str) -> list[InboxEntry]:
+        return self.inbox(agent).read_archive()
+
+    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
+        """Mark exactly these entries read (by identity); returns how many were marked."""
+        wanted = {e.identity for e in entries}
+        if not wanted:
+            return 0
+        inbox = self.inbox(agent)
+        with inbox.lock():
+            loaded = inbox.load_locked()
+            marked = 0
+            for index, entry in enumerate(loaded.entries):
+                if entry.identity in wanted and not entry.is_read:
+                    loaded.entries[index] = entry.updated(read=True)
+                    marked += 1
+            if marked:
+                inbox.store_locked(loaded, self.compact_after)
+        return marked
+
+    def compact(self, agent: str, keep_read: int = 0) -> None:
+        """Move read entries to the archive now (normally done as the inbox is written)."""
+        inbox = self.inbox(agent)
+        with inbox.lock():
+            inbox.store_locked(inbox.load_locked(), keep_read)
+
+    def wait(
+        self, agent: str, timeout: float, watcher: InboxWatcher | None = None
+    ) -> list[InboxEntry]:
+        """Unread entries as soon as there are any, or [] after `timeout` seconds.
+
+        Wakes within milliseconds of a write (inotify) and rescans every `rescan_s` seconds in
+        case an event was lost. Pass a started `watcher` to keep one across many waits.
+        """
+        if watcher is None:
+            with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
+                return self.wait(agent, timeout, own)
+        deadline = time.monotonic() + timeout
+        inbox = self.inbox(agent)
+        seen: tuple[int, int, int] | None = None
+        while True:
+            watcher.clear()
+            signature = inbox.signature()
+            if signature is None or signature != seen:
+                loaded = inbox.load()
+                unread = [e for e in loaded.entries if not e.is_read]
+                if unread:
+                    return unread
+                seen = loaded.signature
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            watcher.wait(remaining)
+
+    def receive(self, agent: str, timeout: float, watcher: InboxWatcher | None = None):
+        """Wait for unread entries, mark them read and return them (at-least-once to caller)."""
+        entries = self.wait(agent, timeout, watcher)
+        self.mark_read(agent, entries)
+        return entries
+
+
+def _is_structured(text: str) -> bool:
+    try:
+        return decode(text) is not None
+    except ValueError:
+        return True

@@ -1,0 +1,79 @@
+"""Where every file of a team lives under the config root (spec section 1).
+
+The root is ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``. `TeamPaths` is the one place
+that turns a team name into paths; nothing else in the package joins path strings by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols.names import checked_component
+
+
+def config_root(env: dict[str, str] | None = None) -> Path:
+    """The config root: ``$CLAUDE_CONFIG_DIR`` if set and non-empty, else ``~/.claude``."""
+    environ = os.environ if env is None else env
+    configured = environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".claude"
+
+
+@dataclass(frozen=True)
+class TeamPaths:
+    """The paths of one team's files. Reading any existing team is allowed; see `names`."""
+
+    root: Path
+    team: str
+
+    def __post_init__(self) -> None:
+        checked_component(self.team, "team name")
+
+    @classmethod
+    def for_team(cls, team: str, root: Path | None = None) -> TeamPaths:
+        return cls(Path(root) if root is not None else config_root(), team)
+
+    @property
+    def team_dir(self) -> Path:
+        return self.root / "teams" / self.team
+
+    @property
+    def config(self) -> Path:
+        return self.team_dir / "config.json"
+
+    @property
+    def inboxes(self) -> Path:
+        return self.team_dir / "inboxes"
+
+    def inbox(self, agent: str) -> Path:
+        return self.inboxes / f"{checked_component(agent, 'agent name')}.json"
+
+    def inbox_archive(self, agent: str) -> Path:
+        """Append-only JSON lines of messages compacted out of the live inbox."""
+        return self.inboxes / f"{checked_component(agent, 'agent name')}.archive.jsonl"
+
+    @property
+    def permissions_pending(self) -> Path:
+        return self.team_dir / "permissions" / "pending"
+
+    @property
+    def permissions_resolved(self) -> Path:
+        return self.team_dir / "permissions" / "resolved"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.root / "tasks" / self.team
+
+    @property
+    def tasks_lock_target(self) -> Path:
+        return self.tasks_dir / ".lock"
+
+    @property
+    def highwatermark(self) -> Path:
+        return self.tasks_dir / ".highwatermark"
+
+    def task(self, task_id: str | int) -> Path:
+        return self.tasks_dir / f"{checked_component(str(task_id), 'task id')}.json"

@@ -1,0 +1,239 @@
+"""The team file ``teams/<team>/config.json`` (spec section 2): models and `TeamFile`.
+
+`TeamFile` creates a team (its lead member ``team-lead``, the inbox and task directories), adds,
+updates and removes members, and refuses duplicate names. Every change is a read-modify-write
+under the file's lock, written atomically; unknown keys (Claude Code's or a later version's) and
+the key order are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from protocols.clock import now_ms
+from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
+from protocols.jsonio import Durability, dumps_pretty, ensure_file, write_json
+from protocols.locks import FileGuard
+from protocols.names import LEAD_NAME, agent_id, validate_name
+from protocols.paths import TeamPaths
+from protocols.records import Record
+
+COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
+
+
+class Member(Record):
+    agentId: str
+    name: str
+    agentType: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    color: str | None = None
+    planModeRequired: bool | None = None
+    joinedAt: int
+    tmuxPaneId: str = ""
+    cwd: str = ""
+    subscriptions: list[Any] = Field(default_factory=list)
+    backendType: str | None = None
+    isActive: bool | None = None
+    mode: str | None = None
+    worktreePath: str | None = None
+    sessionId: str | None = None
+
+
+class TeamConfig(Record):
+    name: str
+    description: str | None = None
+    createdAt: int
+    leadAgentId: str
+    leadSessionId: str | None = None
+    members: list[Member] = Field(default_factory=list)
+
+    @classmethod
+    def from_json_dict(cls, raw: dict[str, Any]) -> TeamConfig:
+        config = super().from_json_dict(raw)
+        # keep each member's own key order too
+        members = [Member.from_json_dict(m) for m in raw.get("members", [])]
+        object.__setattr__(config, "members", members)
+        return config
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = super().to_json_dict()
+        data["members"] = [m.to_json_dict() for m in self.members]
+        return data
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+    def member_names(self) -> list[str]:
+        return [m.name for m in self.members]
+
+
+def next_color(config: TeamConfig) -> str:
+    """Round robin over `COLORS` (the lead holds red), skipping colors in use while any are free."""
+    used = {m.color for m in config.members if m.color} | {"red"}
+    start = len(config.members) % len(COLORS)
+    rotation = COLORS[start:] + COLORS[:start]
+    return next((c for c in rotation if c not in used), rotation[0])
+
+
+class TeamFile:
+    """Owner of one team's ``config.json``."""
+
+    def __init__(self, paths: TeamPaths, durability: Durability | None = None) -> None:
+        self.paths = paths
+        self.durability = durability
+
+    @property
+    def name(self) -> str:
+        return self.paths.team
+
+    def exists(self) -> bool:
+        return self.paths.config.exists()
+
+    def create(
+        self,
+        description: str | None = None,
+        cwd: str | Path = ".",
+        lead_model: str | None = None,
+        lead_session_id: str | None = None,
+    ) -> TeamConfig:
+        """Create the team with its lead member. Refuses an invalid or existing name."""
+        validate_name(self.paths.team, "team name")
+        team = self.paths.team
+        created = now_ms()
+        lead = Member(
+            agentId=agent_id(LEAD_NAME, team),
+            name=LEAD_NAME,
+            agentType=LEAD_NAME,
+            model=lead_model,
+            joinedAt=created,
+            tmuxPaneId="",
+            cwd=str(Path(cwd).resolve()),
+            subscriptions=[],
+        )
+        config = TeamConfig(
+            name=team,
+            description=description,
+            createdAt=created,
+            leadAgentId=agent_id(LEAD_NAME, team),
+            leadSessionId=lead_session_id or str(uuid.uuid4()),
+            members=[lead],
+        )
+        self.paths.team_dir.mkdir(parents=True, exist_ok=True)
+        if not ensure_file(self.paths.config, dumps_pretty(config.to_json_dict()), self.durability):
+            raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
+        self.paths.inboxes.mkdir(exist_ok=True)
+        ensure_file(self.paths.inbox(LEAD_NAME), "[]", self.durability)
+        self.paths.tasks_dir.mkdir(parents=True, exist_ok=True)
+        ensure_file(self.paths.tasks_lock_target, "", self.durability)
+        return config
+
+    def load(self) -> TeamConfig:
+        try:
+            raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise TeamNotFound(
+                f"team {self.paths.team!r} not found (no {self.paths.config})"
+            ) from None
+        except ValueError as exc:
+            raise ProtocolsError(f"{self.paths.config} is not valid JSON: {exc}") from None
+        try:
+            return TeamConfig.from_json_dict(raw)
+        except ValidationError as exc:
+            raise ProtocolsError(f"{self.paths.config} is not a valid team file: {exc}") from None
+
+    def update(self, change: Callable[[TeamConfig], TeamConfig]) -> TeamConfig:
+        """Apply `change` to the current config under the lock and write the result."""
+        if not self.exists():
+            raise TeamNotFound(f"team {self.paths.team!r} not found (no {self.paths.config})")
+        with FileGuard(self.paths.config):
+            config = change(self.load())
+            write_json(self.paths.config, config.to_json_dict(), self.durability)
+        return config
+
+    def add_member(
+        self,
+        name: str,
+        *,
+        agent_type: str | None = "general-purpose",
+        model: str | None = None,
+        prompt: str | None = None,
+        color: str | None = None,
+        plan_mode_required: bool = False,
+        tmux_pane_id: str = "",
+        cwd: str | Path = ".",
+        backend_type: str | None = None,
+        **extra: Any,
+    ) -> Member:
+        """Add a member (a new agent name: see `validate_name`). Refuses a duplicate name."""
+        validate_name(name, "agent name")
+        added: list[Member] = []
+
+        def change(config: TeamConfig) -> TeamConfig:
+            if config.member(name) is not None:
+                raise MemberExists(
+                    f"team {self.paths.team!r} already has a member named {name!r}; "
+                    "choose another name or remove the existing member first"
+                )
+            member = Member(
+                agentId=agent_id(name, self.paths.team),
+                name=name,
+                agentType=agent_type,
+                model=model,
+                prompt=prompt,
+                color=color or next_color(config),
+                planModeRequired=plan_mode_required,
+                joinedAt=now_ms(),
+                tmuxPaneId=tmux_pane_id,
+                cwd=str(Path(cwd).resolve()),
+                subscriptions=[],
+                backendType=backend_type,
+                **extra,
+            )
+            added.append(member)
+            return config.updated(members=[*config.members, member])
+
+        self.update(change)
+        ensure_file(self.paths.inbox(name), "[]", self.durability)
+        return added[0]
+
+    def update_member(self, name: str, **changes: Any) -> Member:
+        """Set fields of member `name` (spec names, e.g. ``isActive=False``); None removes a key."""
+        result: list[Member] = []
+
+        def change(config: TeamConfig) -> TeamConfig:
+            current = self._require(config, name)
+            new = current.updated(**changes)
+            result.append(new)
+            return config.updated(members=[new if m.name == name else m for m in config.members])
+
+        self.update(change)
+        return result[0]
+
+    def remove_member(self, name: str) -> Member:
+        """Remove member `name` (never the lead). Its inbox file is kept for the record."""
+        if name == LEAD_NAME:
+            raise ProtocolsError("the lead member 'team-lead' cannot be removed; delete the team")
+        removed: list[Member] = []
+
+        def change(config: TeamConfig) -> TeamConfig:
+            removed.append(self._require(config, name))
+            return config.updated(members=[m for m in config.members if m.name != name])
+
+        self.update(change)
+        return removed[0]
+
+    def _require(self, config: TeamConfig, name: str) -> Member:
+        member = config.member(name)
+        if member is None:
+            raise UnknownMember(
+                f"{name!r} is not a member of team {self.paths.team!r}; "
+                f"members: {', '.join(config.member_names())}"
+            )
+        return member

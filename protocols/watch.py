@@ -1,0 +1,80 @@
+"""Waking a reader when its inbox changes: watchdog (inotify) plus a periodic rescan.
+
+`InboxWatcher` watches the directory of one inbox file (the file itself is replaced on every
+write, so its inode changes) and sets an event when anything touches that file name: a rename
+onto it (swarm's atomic writes), a modification or close-after-write (Claude Code's in-place
+writes). inotify can drop events when its queue overflows, so waiters also wake every
+`rescan_s` seconds and look for themselves; nothing depends on an event arriving.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+DEFAULT_RESCAN_S = 0.25
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, names: set[str], changed: threading.Event) -> None:
+        self.names = names
+        self.changed = changed
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path and os.path.basename(os.fsdecode(path)) in self.names:
+                self.changed.set()
+                return
+
+
+class InboxWatcher:
+    """Context manager: ``with InboxWatcher(path) as w: w.wait(1.0)``."""
+
+    def __init__(self, *paths: Path, rescan_s: float = DEFAULT_RESCAN_S) -> None:
+        if not paths:
+            raise ValueError("InboxWatcher needs at least one path")
+        self.paths = [Path(p) for p in paths]
+        self.rescan_s = rescan_s
+        self.changed = threading.Event()
+        self._observer: Observer | None = None  # type: ignore[valid-type]
+
+    def start(self) -> InboxWatcher:
+        observer = Observer()
+        for directory in {p.parent for p in self.paths}:
+            directory.mkdir(parents=True, exist_ok=True)
+            names = {p.name for p in self.paths if p.parent == directory}
+            observer.schedule(_Handler(names, self.changed), str(directory), recursive=False)
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        return self
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+
+    def __enter__(self) -> InboxWatcher:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def clear(self) -> None:
+        """Forget earlier changes; call before looking at the file, then `wait`."""
+        self.changed.clear()
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the file changes or `min(timeout, rescan_s)` passes. True on a change."""
+        return self.changed.wait(max(0.0, min(timeout, self.rescan_s)))
