@@ -130,7 +130,7 @@ class InboxFile:
         return Loaded(entries, foreign, signature)
 
     def load_locked(self) -> Loaded:
-        """Load while holding the lock, waiting out a half-written file; moves aside a corrupt one."""
+        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
         deadline = time.monotonic() + self.parse_retry_s
         delay = 0.01
         while True:
@@ -225,4 +225,3 @@ def _parse(raw: bytes) -> tuple[list[InboxEntry], list[Any]]:
         log.warning("keeping an inbox item that is not a message as it is: %r", item)
         foreign.append(item)
     return entries, foreign
-

@@ -16,6 +16,7 @@ A failed fsync raises; it is never ignored.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -184,7 +185,5 @@ def _mtime(entry: os.DirEntry[str]) -> float:
 
 
 def _unlink_quietly(path: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -81,7 +81,7 @@ class PlanApprovalRequest(_Message):
 
 
 class PlanApprovalResponse(_Message):
-    """Approve: ``approved`` true and a ``permissionMode``; reject: ``approved`` false, ``feedback``."""
+    """Approve: ``approved`` true, ``permissionMode``; reject: ``approved`` false, ``feedback``."""
 
     type: Literal["plan_approval_response"] = "plan_approval_response"
     requestId: str

@@ -1,0 +1,44 @@
+"""protocols: everything swarm keeps on disk and everything that crosses a process boundary.
+
+The files are Claude Code 2.1.88's agent-team format (see docs/protocols.md). Import what you
+need from the submodules, or the common names from here:
+
+    from protocols import TeamPaths, TeamFile, Mailbox, TaskBoard
+
+Module map: `paths` (layout), `names` (name rules), `jsonio` (format, atomic writes), `locks`,
+`messages` (structured messages), `records` (order-keeping models), `team`, `inbox`, `mailbox`,
+`watch` (wake-ups), `tasks`, `permissions`, `correlation` (request ids), `clock`, `errors`.
+This package imports neither `swarm` nor `teammate`.
+"""
+
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import BROADCAST, Mailbox
+from protocols.messages import StructuredMessage, decode, encode
+from protocols.names import LEAD_NAME, validate_name
+from protocols.paths import TeamPaths, config_root
+from protocols.permissions import PermissionStore
+from protocols.tasks import ClaimFailure, ClaimResult, Task, TaskBoard
+from protocols.team import Member, TeamConfig, TeamFile
+
+__all__ = [
+    "BROADCAST",
+    "LEAD_NAME",
+    "ClaimFailure",
+    "ClaimResult",
+    "InboxEntry",
+    "Mailbox",
+    "Member",
+    "PermissionStore",
+    "ProtocolsError",
+    "StructuredMessage",
+    "Task",
+    "TaskBoard",
+    "TeamConfig",
+    "TeamFile",
+    "TeamPaths",
+    "config_root",
+    "decode",
+    "encode",
+    "validate_name",
+]
