@@ -1,0 +1,48 @@
+"""Shared pytest fixtures: an isolated config root for every test, teams, the Claude Code sample.
+
+Every test runs with ``CLAUDE_CONFIG_DIR`` pointing at its own temporary directory, so nothing
+touches the real ``~/.claude``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
+
+
+@pytest.fixture(autouse=True)
+def config_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "claude-config"
+    root.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return root
+
+
+@pytest.fixture
+def cc_root(config_root: Path) -> Path:
+    """The Claude Code 2.1.88 sample tree, copied into the test's config root."""
+    shutil.copytree(FIXTURES, config_root, dirs_exist_ok=True)
+    return config_root
+
+
+@pytest.fixture
+def paths(config_root: Path) -> TeamPaths:
+    return TeamPaths(config_root, "t")
+
+
+@pytest.fixture
+def team(paths: TeamPaths, tmp_path: Path) -> TeamFile:
+    """Team ``t`` with members alice, bob and carol besides the lead."""
+    team_file = TeamFile(paths)
+    team_file.create(description="test team", cwd=tmp_path)
+    for name in ("alice", "bob", "carol"):
+        team_file.add_member(name, cwd=tmp_path)
+    return team_file
