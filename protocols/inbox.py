@@ -1,11 +1,18 @@
 """One inbox file ``inboxes/<agent>.json`` (spec section 3): entries, loading, compaction.
 
-`InboxEntry` is one message as stored. `InboxFile` owns the file's bytes: it loads them (a file
-that does not parse is re-read for a moment, because Claude Code writes in place; one that stays
-broken is moved aside to ``<name>.json.corrupt-<timestamp>`` and a fresh inbox starts), rewrites
-them atomically under the lock, and compacts: read entries move to the append-only archive
-``<agent>.archive.jsonl`` beside the inbox, so the live file stays small. Unread entries are never
-moved. Messaging logic (who may send what to whom) lives in `protocols.mailbox`.
+`InboxEntry` is one message as handed to callers. `InboxFile` owns the file's bytes and works on
+the raw JSON items, so a write costs one C-speed parse and, for the common append, no
+re-serialisation of what is already there:
+
+- loading: a file that does not parse is re-read for a moment (Claude Code writes in place); one
+  that stays broken is moved aside to ``<name>.json.corrupt-<ms>``, the error is logged, and a
+  fresh inbox starts;
+- writing: under the lock, atomically; an append splices the new entry before the closing ``]``;
+- compaction: once more than `compact_after` entries are read, they move to the append-only
+  archive ``<agent>.archive.jsonl`` beside the inbox (archive first, then the live file, so a
+  crash in between duplicates nothing: the archive is checked first). Unread entries never move.
+
+Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 """
 
 from __future__ import annotations
@@ -23,14 +30,34 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from protocols.clock import now_ms
-from protocols.jsonio import Durability, append_durably, dumps_compact, ensure_file, write_json
+from protocols.jsonio import (
+    Durability,
+    append_durably,
+    atomic_write_text,
+    dumps_compact,
+    dumps_pretty,
+    ensure_file,
+)
 from protocols.locks import FileGuard
 from protocols.messages import StructuredMessage, decode
 from protocols.records import Record
 
 log = logging.getLogger(__name__)
 
-ARCHIVE_TAIL_BYTES = 256 * 1024
+ARCHIVE_TAIL_BYTES = 64 * 1024
+
+
+def identity_of(item: dict[str, Any]) -> str:
+    """swarm's ``id`` when present; otherwise a digest of sender, timestamp and text."""
+    given = item.get("id")
+    if isinstance(given, str) and given:
+        return given
+    key = f"{item.get('from')}\0{item.get('timestamp')}\0{item.get('text')}"
+    return "cc-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def is_read(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("read") is True
 
 
 class InboxEntry(Record):
@@ -50,13 +77,9 @@ class InboxEntry(Record):
 
     @property
     def identity(self) -> str:
-        """swarm's ``id`` when present; otherwise a digest of sender, timestamp and text."""
-        if self.id:
-            return self.id
-        digest = hashlib.sha1(
-            f"{self.from_}\0{self.timestamp}\0{self.text}".encode("utf-8", "surrogatepass")
+        return identity_of(
+            {"id": self.id, "from": self.from_, "timestamp": self.timestamp, "text": self.text}
         )
-        return "cc-" + digest.hexdigest()[:20]
 
     def structured(self) -> StructuredMessage | None:
         """The structured message in ``text``; None for a plain message.
@@ -81,11 +104,32 @@ def format_for_model(entries: Iterable[InboxEntry]) -> str:
 
 @dataclass
 class Loaded:
-    """An inbox as read: parsed entries, and entries kept verbatim because they are not objects."""
+    """An inbox as read: its raw items (dicts, or anything else kept verbatim) and its text."""
 
-    entries: list[InboxEntry]
-    foreign: list[Any]
+    items: list[Any]
+    text: str
     signature: tuple[int, int, int] | None
+
+    def entries(self) -> list[InboxEntry]:
+        """The items that are valid messages (others are logged and kept in the file)."""
+        result = []
+        for item in self.items:
+            try:
+                result.append(InboxEntry.from_json_dict(item))
+            except (ValidationError, TypeError, ValueError):
+                log.warning("an inbox item that is not a message was left as it is: %r", item)
+        return result
+
+    def unread(self) -> list[InboxEntry]:
+        result = []
+        for item in self.items:
+            if is_read(item):
+                continue
+            try:
+                result.append(InboxEntry.from_json_dict(item))
+            except (ValidationError, TypeError, ValueError):
+                log.warning("an inbox item that is not a message was left as it is: %r", item)
+        return result
 
 
 class InboxFile:
@@ -120,14 +164,18 @@ class InboxFile:
         """Load without the lock; None if the file does not parse right now."""
         signature = self.signature()
         try:
-            raw = self.path.read_bytes()
+            text = self.path.read_bytes().decode("utf-8")
         except FileNotFoundError:
-            return Loaded([], [], None)
+            return Loaded([], "[]", None)
+        except UnicodeDecodeError:
+            return None
         try:
-            entries, foreign = _parse(raw)
+            items = json.loads(text)
         except ValueError:
             return None
-        return Loaded(entries, foreign, signature)
+        if not isinstance(items, list):
+            return None
+        return Loaded(items, text, signature)
 
     def load_locked(self) -> Loaded:
         """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
@@ -151,7 +199,7 @@ class InboxFile:
             aside,
         )
         ensure_file(self.path, "[]", self.durability)
-        return Loaded([], [], None)
+        return Loaded([], "[]", None)
 
     def load(self) -> Loaded:
         """Load for reading: lock-free when the file parses, else under the lock."""
@@ -161,31 +209,46 @@ class InboxFile:
         with self.lock():
             return self.load_locked()
 
+    def append_locked(self, loaded: Loaded, item: dict[str, Any], compact_after: int) -> None:
+        """Add `item` at the end (call with the lock held)."""
+        if sum(1 for i in loaded.items if is_read(i)) > compact_after >= 0:
+            loaded.items.append(item)
+            self.store_locked(loaded, compact_after)
+            return
+        body = loaded.text.rstrip()
+        entry = dumps_pretty(item, level=1)
+        if loaded.items and body.endswith("]"):
+            text = body[:-1].rstrip() + ",\n  " + entry + "\n]"
+        else:
+            text = "[\n  " + entry + "\n]"
+        atomic_write_text(self.path, text, self.durability)
+
     def store_locked(self, loaded: Loaded, compact_after: int) -> None:
-        """Write `loaded` back (call with the lock held), compacting read entries first."""
-        entries = loaded.entries
-        read = [e for e in entries if e.is_read]
+        """Write `loaded.items` back (call with the lock held), compacting read entries first."""
+        items = loaded.items
+        read = [i for i in items if is_read(i)]
         if compact_after >= 0 and len(read) > compact_after:
             self._archive(read)
-            entries = [e for e in entries if not e.is_read]
-        data = [*loaded.foreign, *(e.to_json_dict() for e in entries)]
-        write_json(self.path, data, self.durability)
+            items = [i for i in items if not is_read(i)]
+        atomic_write_text(self.path, dumps_pretty(items), self.durability)
 
-    def archived_identities(self) -> set[str]:
-        """Identities of the most recently archived entries (the tail of the archive)."""
+    def archived_identities(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> set[str]:
+        """Identities of the entries in the last `tail_bytes` of the archive."""
         try:
             with open(self.archive, "rb") as handle:
                 size = handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, size - ARCHIVE_TAIL_BYTES))
+                handle.seek(max(0, size - tail_bytes))
                 tail = handle.read()
         except FileNotFoundError:
             return set()
         identities = set()
         for line in tail.splitlines():
             try:
-                identities.add(InboxEntry.from_json_dict(json.loads(line)).identity)
-            except (ValueError, ValidationError, TypeError):
+                item = json.loads(line)
+            except ValueError:
                 continue  # the first line of the tail may be cut
+            if isinstance(item, dict):
+                identities.add(identity_of(item))
         return identities
 
     def read_archive(self) -> list[InboxEntry]:
@@ -201,27 +264,15 @@ class InboxFile:
                 log.warning("skipping a damaged line in %s", self.archive)
         return entries
 
-    def _archive(self, read: list[InboxEntry]) -> None:
-        done = self.archived_identities()
-        fresh = [e for e in read if e.identity not in done]
+    def _archive(self, read: list[dict[str, Any]]) -> None:
+        lines = [dumps_compact(i) + "\n" for i in read]
+        # A crash between appending to the archive and rewriting the live file leaves that batch
+        # in both. It is a subset of this batch and the last thing in the archive, so looking
+        # back as many bytes as this batch holds finds all of it.
+        size = sum(len(line.encode("utf-8")) for line in lines)
+        done = self.archived_identities(tail_bytes=size + 1)
+        fresh = [
+            line for item, line in zip(read, lines, strict=True) if identity_of(item) not in done
+        ]
         if fresh:
-            data = "".join(dumps_compact(e.to_json_dict()) + "\n" for e in fresh)
-            append_durably(self.archive, data.encode("utf-8"), self.durability)
-
-
-def _parse(raw: bytes) -> tuple[list[InboxEntry], list[Any]]:
-    value = json.loads(raw.decode("utf-8"))
-    if not isinstance(value, list):
-        raise ValueError("an inbox must be a JSON array")
-    entries: list[InboxEntry] = []
-    foreign: list[Any] = []
-    for item in value:
-        if isinstance(item, dict):
-            try:
-                entries.append(InboxEntry.from_json_dict(item))
-                continue
-            except ValidationError:
-                pass
-        log.warning("keeping an inbox item that is not a message as it is: %r", item)
-        foreign.append(item)
-    return entries, foreign
+            append_durably(self.archive, "".join(fresh).encode("utf-8"), self.durability)

@@ -30,9 +30,14 @@ NEW_MARKER = ".swarm-new-"
 NEW_TEMP_MAX_AGE_S = 60.0
 
 
-def dumps_pretty(value: Any) -> str:
-    """``JSON.stringify(value, null, 2)``: the format of every team, inbox and task file."""
-    return _dumps(value, indent=2, separators=(",", ": "))
+def dumps_pretty(value: Any, level: int = 0) -> str:
+    """``JSON.stringify(value, null, 2)``: the format of every team, inbox and task file.
+
+    `level` indents the text as if it were nested that deep (the first line is not indented);
+    JSON strings never hold a raw newline, so indenting every line is safe.
+    """
+    text = _dumps(value, indent=2, separators=(",", ": "))
+    return text.replace("\n", "\n" + "  " * level) if level else text
 
 
 def dumps_compact(value: Any) -> str:

@@ -1,17 +1,21 @@
 """File locks that exclude both Claude Code's writers and swarm's own processes (spec section 6).
 
-`FileGuard` locks one file ``X``:
+`FileGuard` locks one file ``X`` in two layers:
 
-1. a `filelock` (flock) lock on the hidden file ``.X.flock`` beside it, so swarm processes queue in
-   the kernel and a dead holder's lock is released at once;
-2. the proper-lockfile lock Claude Code uses: the *directory* ``X.lock`` made with `mkdir`. A lock
+1. a kernel lock (flock, taken with `filelock.lock_descriptor`) on ``.swarm-locks/X.flock`` in a
+   hidden directory beside ``X``: swarm processes exclude each other there, and a dead holder's
+   lock is released by the kernel at once;
+2. the proper-lockfile lock Claude Code uses: the *directory* ``X.lock``, made with `mkdir`. A lock
    directory whose mtime is older than 10 s is stale and is removed; a held lock's mtime is
-   refreshed every 5 s by one background thread, so long holds are not taken for stale.
+   refreshed every 5 s by one background thread, so a long hold is not taken for stale.
 
-While a swarm process holds ``X.lock`` it records ``pid inode ctime`` in ``.X.flock``. The next
-swarm process (which then holds the flock) can tell that a leftover ``X.lock`` belongs to a dead
-swarm process and remove it at once instead of waiting out the stale window. Any other leftover
-lock directory (Claude Code's) is waited for and, once stale, removed.
+While a swarm process holds ``X.lock`` it records ``pid inode ctime`` of that directory in its
+flock file. The next swarm process (which then holds the flock) can tell that a leftover
+``X.lock`` was made by a swarm process that has died, and remove it at once instead of waiting out
+the stale window. Any other leftover (Claude Code's) is waited for and, once stale, removed.
+
+Waiting uses jittered exponential backoff (0.2 ms up to 2 ms) on one open descriptor: a retry
+costs one system call, so many waiters do not eat the CPU the holder needs.
 
 A lock that cannot be taken before the deadline raises `LockTimeout`: the caller's write does not
 happen and the caller is told. Nothing is silently dropped.
@@ -37,6 +41,8 @@ log = logging.getLogger(__name__)
 STALE_S = 10.0
 REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
+FLOCK_DIR = ".swarm-locks"
+_MAX_BACKOFF_S = 0.002
 
 
 def lock_dir_for(target: Path) -> Path:
@@ -45,7 +51,11 @@ def lock_dir_for(target: Path) -> Path:
 
 
 def flock_path_for(target: Path) -> Path:
-    return target.with_name(f".{target.name}.flock")
+    """swarm's flock file for `target`, in a hidden directory beside it.
+
+    It is kept out of the target's own directory so lock traffic does not wake inbox watchers.
+    """
+    return target.parent / FLOCK_DIR / f"{target.name}.flock"
 
 
 class FileGuard:
@@ -59,17 +69,12 @@ class FileGuard:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.target = Path(target)
-        self.lock_dir = lock_dir_for(self.target)
+        self.lock_dir = str(lock_dir_for(self.target))
+        self.flock_path = flock_path_for(self.target)
         self.timeout = timeout
         self.stale = stale
         self._clock = clock
-        self._flock = filelock.FileLock(
-            flock_path_for(self.target),
-            poll_interval=0.001,
-            thread_local=False,
-            preserve_lock_file=True,
-        )
-        self._held = False
+        self._fd: int | None = None
 
     def __enter__(self) -> FileGuard:
         self.acquire()
@@ -85,78 +90,103 @@ class FileGuard:
 
     @property
     def held(self) -> bool:
-        return self._held
+        return self._fd is not None
 
     def acquire(self) -> None:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.target} is already locked by this FileGuard")
         deadline = time.monotonic() + self.timeout
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        fd = self._open_flock_file()
         try:
-            self._flock.acquire(timeout=self.timeout)
-        except filelock.Timeout:
-            raise LockTimeout(
-                f"could not lock {self.target} within {self.timeout:.0f} s "
-                "(another swarm process holds it); nothing was written"
-            ) from None
-        try:
-            self._make_lock_dir(deadline)
+            self._take_flock(fd, deadline)
+            try:
+                self._make_lock_dir(fd, deadline)
+            except BaseException:
+                filelock.unlock_descriptor(fd)
+                raise
         except BaseException:
-            self._flock.release()
+            os.close(fd)
             raise
-        self._held = True
+        self._fd = fd
         _refresher().add(self.lock_dir)
 
     def release(self) -> None:
-        if not self._held:
+        fd = self._fd
+        if fd is None:
             return
-        self._held = False
+        self._fd = None
         _refresher().discard(self.lock_dir)
         try:
             os.rmdir(self.lock_dir)
         except FileNotFoundError:
             log.warning("lock %s was removed by another process while held", self.lock_dir)
         finally:
-            self._write_record("")
-            self._flock.release()
+            # the ownership record stays: it names a directory (inode, ctime) that is gone, so
+            # it can never match a lock directory made later
+            try:
+                filelock.unlock_descriptor(fd)
+            finally:
+                os.close(fd)
 
-    def _make_lock_dir(self, deadline: float) -> None:
-        delay = 0.002
+    def _open_flock_file(self) -> int:
+        try:
+            return os.open(self.flock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            self.flock_path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.flock_path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _take_flock(self, fd: int, deadline: float) -> None:
+        delay = 0.0002
+        while not filelock.lock_descriptor(fd, blocking=False):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockTimeout(
+                    f"could not lock {self.target} within {self.timeout:.0f} s "
+                    "(another swarm process holds it); nothing was written"
+                )
+            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            delay = min(delay * 1.5, _MAX_BACKOFF_S)
+
+    def _make_lock_dir(self, fd: int, deadline: float) -> None:
+        delay = 0.001
         while True:
             try:
                 os.mkdir(self.lock_dir)
             except FileExistsError:
                 pass
             else:
-                self._record_ownership()
+                self._record_ownership(fd)
                 return
-            if self._remove_if_abandoned():
+            if self._remove_if_abandoned(fd):
                 continue
-            if time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise LockTimeout(
                     f"could not lock {self.target}: {self.lock_dir} has been held for "
                     f"{self.timeout:.0f} s (by Claude Code or a hung process); nothing was written"
                 )
-            time.sleep(min(delay * (0.5 + random.random()), max(0.0, deadline - time.monotonic())))
+            time.sleep(min(delay * (0.5 + random.random()), remaining))
             delay = min(delay * 2, 0.05)
 
-    def _remove_if_abandoned(self) -> bool:
+    def _remove_if_abandoned(self, fd: int) -> bool:
         """Remove the lock directory if it is stale or left by a dead swarm process."""
         try:
             st = os.stat(self.lock_dir)
         except FileNotFoundError:
             return True
-        abandoned = st.st_mtime < self._clock() - self.stale or self._left_by_dead_swarm(st)
-        if not abandoned:
+        stale = st.st_mtime < self._clock() - self.stale
+        if not stale and not self._left_by_dead_swarm(fd, st):
             return False
         try:
             os.rmdir(self.lock_dir)
             log.info("removed abandoned lock %s", self.lock_dir)
-        except (FileNotFoundError, OSError):
+        except OSError:
             pass
         return True
 
-    def _left_by_dead_swarm(self, st: os.stat_result) -> bool:
+    def _left_by_dead_swarm(self, fd: int, st: os.stat_result) -> bool:
         try:
-            fields = Path(self._flock.lock_file).read_text().split()
+            fields = os.pread(fd, 128, 0).split()
             pid, ino, ctime_ns = (int(f) for f in fields)
         except (OSError, ValueError):
             return False
@@ -164,22 +194,14 @@ class FileGuard:
             return False
         return not _alive(pid)
 
-    def _record_ownership(self) -> None:
+    def _record_ownership(self, fd: int) -> None:
         try:
             st = os.stat(self.lock_dir)
-        except FileNotFoundError:
-            return
-        self._write_record(f"{os.getpid()} {st.st_ino} {st.st_ctime_ns}")
-
-    def _write_record(self, text: str) -> None:
-        try:
-            fd = os.open(self._flock.lock_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            record = f"{os.getpid()} {st.st_ino} {st.st_ctime_ns}".encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, record, 0)
         except OSError:
-            return
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
+            pass  # the record only speeds up recovery; the stale rule still applies
 
 
 def _alive(pid: int) -> bool:
@@ -199,11 +221,11 @@ class _Refresher:
 
     def __init__(self, interval: float = REFRESH_S) -> None:
         self.interval = interval
-        self._held: dict[Path, float] = {}
+        self._held: dict[str, float] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def add(self, lock_dir: Path) -> None:
+    def add(self, lock_dir: str) -> None:
         with self._guard:
             self._held[lock_dir] = time.monotonic()
             if self._thread is None or not self._thread.is_alive():
@@ -212,7 +234,7 @@ class _Refresher:
                 )
                 self._thread.start()
 
-    def discard(self, lock_dir: Path) -> None:
+    def discard(self, lock_dir: str) -> None:
         with self._guard:
             self._held.pop(lock_dir, None)
 

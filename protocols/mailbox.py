@@ -22,7 +22,7 @@ from typing import Protocol
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, UnknownMember
-from protocols.inbox import InboxEntry, InboxFile
+from protocols.inbox import InboxEntry, InboxFile, identity_of, is_read
 from protocols.jsonio import Durability
 from protocols.messages import StructuredMessage, decode
 from protocols.names import checked_component
@@ -156,14 +156,12 @@ class Mailbox:
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
-            if dedupe:
-                existing = next((e for e in loaded.entries if e.id == entry.id), None)
-                if existing is not None:
-                    return existing
-                if entry.identity in inbox.archived_identities():
-                    return entry
-            loaded.entries.append(entry)
-            inbox.store_locked(loaded, self.compact_after)
+            if dedupe and (
+                any(isinstance(i, dict) and i.get("id") == entry.id for i in loaded.items)
+                or entry.identity in inbox.archived_identities()
+            ):
+                return entry
+            inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
         return entry
 
     def _require_members(self, names: Sequence[str]) -> None:
@@ -180,11 +178,11 @@ class Mailbox:
 
     def read_all(self, agent: str) -> list[InboxEntry]:
         """Every entry in the live inbox, read or not, oldest first."""
-        return self.inbox(agent).load().entries
+        return self.inbox(agent).load().entries()
 
     def read_unread(self, agent: str) -> list[InboxEntry]:
         """Unread entries, oldest first, without marking them."""
-        return [e for e in self.read_all(agent) if not e.is_read]
+        return self.inbox(agent).load().unread()
 
     def read_archive(self, agent: str) -> list[InboxEntry]:
         return self.inbox(agent).read_archive()
@@ -198,9 +196,9 @@ class Mailbox:
         with inbox.lock():
             loaded = inbox.load_locked()
             marked = 0
-            for index, entry in enumerate(loaded.entries):
-                if entry.identity in wanted and not entry.is_read:
-                    loaded.entries[index] = entry.updated(read=True)
+            for item in loaded.items:
+                if isinstance(item, dict) and not is_read(item) and identity_of(item) in wanted:
+                    item["read"] = True
                     marked += 1
             if marked:
                 inbox.store_locked(loaded, self.compact_after)
@@ -231,7 +229,7 @@ class Mailbox:
             signature = inbox.signature()
             if signature is None or signature != seen:
                 loaded = inbox.load()
-                unread = [e for e in loaded.entries if not e.is_read]
+                unread = loaded.unread()
                 if unread:
                     return unread
                 seen = loaded.signature

@@ -9,6 +9,7 @@ the key order are kept.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,7 @@ class TeamFile:
     def __init__(self, paths: TeamPaths, durability: Durability | None = None) -> None:
         self.paths = paths
         self.durability = durability
+        self._cache: tuple[tuple[int, int, int], TeamConfig] | None = None
 
     @property
     def name(self) -> str:
@@ -135,6 +137,20 @@ class TeamFile:
         return config
 
     def load(self) -> TeamConfig:
+        """The current config (parsed again only when the file changed since the last load)."""
+        try:
+            st = os.stat(self.paths.config)
+        except FileNotFoundError:
+            st = None
+        signature = (st.st_ino, st.st_size, st.st_mtime_ns) if st else None
+        if signature and self._cache and self._cache[0] == signature:
+            return self._cache[1].model_copy(deep=True)
+        config = self._read()
+        if signature:
+            self._cache = (signature, config.model_copy(deep=True))
+        return config
+
+    def _read(self) -> TeamConfig:
         try:
             raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -153,7 +169,7 @@ class TeamFile:
         if not self.exists():
             raise TeamNotFound(f"team {self.paths.team!r} not found (no {self.paths.config})")
         with FileGuard(self.paths.config):
-            config = change(self.load())
+            config = change(self._read())
             write_json(self.paths.config, config.to_json_dict(), self.durability)
         return config
 
