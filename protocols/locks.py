@@ -43,6 +43,7 @@ REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
 _MAX_BACKOFF_S = 0.002
+_RECORD_BYTES = 80
 
 
 def lock_dir_for(target: Path) -> Path:
@@ -186,7 +187,7 @@ class FileGuard:
 
     def _left_by_dead_swarm(self, fd: int, st: os.stat_result) -> bool:
         try:
-            fields = os.pread(fd, 128, 0).split()
+            fields = os.pread(fd, _RECORD_BYTES, 0).split()
             pid, ino, ctime_ns = (int(f) for f in fields)
         except (OSError, ValueError):
             return False
@@ -197,8 +198,8 @@ class FileGuard:
     def _record_ownership(self, fd: int) -> None:
         try:
             st = os.stat(self.lock_dir)
-            record = f"{os.getpid()} {st.st_ino} {st.st_ctime_ns}".encode()
-            os.ftruncate(fd, 0)
+            # fixed width, so an overwrite needs no (slow, journalled) truncate
+            record = f"{os.getpid()} {st.st_ino} {st.st_ctime_ns}".ljust(_RECORD_BYTES).encode()
             os.pwrite(fd, record, 0)
         except OSError:
             pass  # the record only speeds up recovery; the stale rule still applies

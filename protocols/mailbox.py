@@ -123,7 +123,7 @@ class Mailbox:
                 "structured protocol messages cannot be broadcast to '*'; "
                 "send them to one member by name"
             )
-        recipients = [n for n in self.team.load().member_names() if n != sender]
+        recipients = [n for n in self.team.member_names() if n != sender]
         entry = self._entry(text, sender, summary, color, None)
         written = []
         for name in recipients:
@@ -165,7 +165,7 @@ class Mailbox:
         return entry
 
     def _require_members(self, names: Sequence[str]) -> None:
-        members = self.team.load().member_names()
+        members = self.team.member_names()
         for name in names:
             checked_component(name, "recipient")
             if name not in members:

@@ -150,6 +150,16 @@ class TeamFile:
             self._cache = (signature, config.model_copy(deep=True))
         return config
 
+    def member_names(self) -> list[str]:
+        """Names of the current members (cheap: no copy of the cached config)."""
+        try:
+            st = os.stat(self.paths.config)
+        except FileNotFoundError:
+            return self.load().member_names()  # raises TeamNotFound
+        if self._cache is None or self._cache[0] != (st.st_ino, st.st_size, st.st_mtime_ns):
+            return self.load().member_names()
+        return self._cache[1].member_names()
+
     def _read(self) -> TeamConfig:
         try:
             raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
