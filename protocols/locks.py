@@ -241,7 +241,7 @@ class _Refresher:
 
     def _run(self) -> None:
         while True:
-            time.sleep(1.0)
+            time.sleep(min(1.0, self.interval / 2))
             now = time.monotonic()
             with self._guard:  # under the guard, so a released lock is never touched
                 for path, touched in list(self._held.items()):

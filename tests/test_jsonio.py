@@ -1,0 +1,108 @@
+"""Claude Code's byte format and atomic, durable writes with orphan clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocols.jsonio import (
+    atomic_write_text,
+    dumps_compact,
+    dumps_pretty,
+    ensure_file,
+    remove_orphan_temps,
+    temp_prefix,
+    write_json,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_pretty_format_is_json_stringify_with_two_spaces() -> None:
+    value = {"a": [], "b": {}, "c": [1, {"d": "é"}], "e": None, "f": True}
+    assert dumps_pretty(value) == (
+        '{\n  "a": [],\n  "b": {},\n  "c": [\n    1,\n    {\n      "d": "é"\n    }\n  ],\n'
+        '  "e": null,\n  "f": true\n}'
+    )
+
+
+def test_compact_format_has_no_spaces() -> None:
+    assert dumps_compact({"a": [1, 2], "b": "x y"}) == '{"a":[1,2],"b":"x y"}'
+
+
+@given(json_values)
+def test_pretty_output_parses_back_and_never_ends_with_a_newline(value: object) -> None:
+    text = dumps_pretty(value)
+    assert json.loads(text) == value
+    assert not text.endswith("\n")
+    text.encode("utf-8")
+
+
+@given(json_values)
+def test_indenting_as_nested_keeps_the_value(value: object) -> None:
+    assert json.loads(dumps_pretty(value, level=3)) == value
+
+
+def test_lone_surrogates_are_escaped_so_the_file_is_valid_utf8() -> None:
+    text = dumps_pretty({"t": "a\ud800b"})
+    assert "\\ud800" in text
+    text.encode("utf-8")
+
+
+@pytest.fixture
+def tmp_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "d"
+    directory.mkdir()
+    return directory
+
+
+def test_write_replaces_the_file_and_leaves_no_temp(tmp_dir: Path) -> None:
+    target = tmp_dir / "x.json"
+    write_json(target, [1])
+    write_json(target, [1, 2])
+    assert target.read_text() == "[\n  1,\n  2\n]"
+    assert sorted(os.listdir(tmp_dir)) == ["x.json"]
+
+
+@pytest.mark.parametrize("durability", ["power", "process"])
+def test_both_durability_settings_write_the_same_bytes(tmp_path: Path, durability: str) -> None:
+    target = tmp_path / "x.json"
+    atomic_write_text(target, "[]", durability)  # type: ignore[arg-type]
+    assert target.read_text() == "[]"
+
+
+def test_an_unknown_durability_setting_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWARM_DURABILITY", "maybe")
+    with pytest.raises(ValueError, match="'power' or 'process'"):
+        atomic_write_text(tmp_path / "x", "[]")
+
+
+def test_orphan_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_dir: Path) -> None:
+    target = tmp_dir / "alice.json"
+    for n in range(3):
+        (tmp_dir / f"{temp_prefix(target)}999-{n}").write_text("[half")
+    other = tmp_dir / f"{temp_prefix(tmp_dir / 'bob.json')}999-0"
+    other.write_text("[")
+    write_json(target, [])
+    assert sorted(os.listdir(tmp_dir)) == sorted(["alice.json", other.name])
+    assert remove_orphan_temps(tmp_dir / "bob.json") == 1
+
+
+def test_ensure_file_creates_once_and_never_overwrites(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "inbox.json"
+    assert ensure_file(target, "[]") is True
+    target.write_text('[{"x": 1}]')
+    assert ensure_file(target, "[]") is False
+    assert target.read_text() == '[{"x": 1}]'
+    assert sorted(os.listdir(target.parent)) == ["inbox.json"]

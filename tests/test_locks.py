@@ -1,0 +1,99 @@
+"""Locks: Claude Code's mkdir protocol (stale after 10 s, refreshed while held), the flock under
+it, fast recovery from a dead swarm holder, and loud failure on timeout."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from protocols.errors import LockTimeout
+from protocols.locks import FileGuard, _Refresher, flock_path_for, lock_dir_for
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    path = tmp_path / "inbox.json"
+    path.write_text("[]")
+    return path
+
+
+def test_the_lock_is_claude_codes_directory_and_goes_away_on_release(target: Path) -> None:
+    with FileGuard(target) as guard:
+        assert guard.held
+        assert lock_dir_for(target).is_dir()
+        assert list(lock_dir_for(target).iterdir()) == []  # nothing may be put inside
+    assert not lock_dir_for(target).exists()
+    assert flock_path_for(target).parent.name == ".swarm-locks"
+
+
+def test_a_fresh_foreign_lock_makes_the_writer_wait_then_fail_loudly(target: Path) -> None:
+    os.mkdir(lock_dir_for(target))  # Claude Code holds it
+    started = time.monotonic()
+    with pytest.raises(LockTimeout, match="nothing was written"):
+        FileGuard(target, timeout=0.3).acquire()
+    assert time.monotonic() - started >= 0.3
+    assert lock_dir_for(target).is_dir()  # a live lock is not broken
+
+
+def test_a_stale_foreign_lock_is_removed(target: Path) -> None:
+    lock_dir = lock_dir_for(target)
+    os.mkdir(lock_dir)
+    old = time.time() - 11
+    os.utime(lock_dir, (old, old))
+    with FileGuard(target, timeout=2):
+        assert lock_dir.is_dir()
+    assert not lock_dir.exists()
+
+
+def test_staleness_follows_the_clock(target: Path) -> None:
+    os.mkdir(lock_dir_for(target))
+    later = time.time() + 10.5
+    with FileGuard(target, timeout=2, clock=lambda: later):
+        pass
+
+
+def _hold_and_die(target: str, ready: multiprocessing.synchronize.Event) -> None:
+    FileGuard(Path(target)).acquire()
+    ready.set()
+    os.kill(os.getpid(), 9)
+
+
+def test_a_lock_left_by_a_killed_swarm_process_is_taken_over_at_once(target: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_hold_and_die, args=(str(target), ready))
+    child.start()
+    child.join(10)
+    assert child.exitcode == -9
+    assert lock_dir_for(target).is_dir()  # the killed holder left Claude Code's lock behind
+    with FileGuard(target, timeout=2):  # well inside the 10 s stale window
+        pass
+
+
+def test_two_guards_in_one_process_exclude_each_other(target: Path) -> None:
+    with FileGuard(target), pytest.raises(LockTimeout):
+        FileGuard(target, timeout=0.2).acquire()
+
+
+def test_a_guard_cannot_be_acquired_twice(target: Path) -> None:
+    guard = FileGuard(target)
+    with guard, pytest.raises(RuntimeError):
+        guard.acquire()
+
+
+def test_long_holds_refresh_the_lock_mtime(target: Path) -> None:
+    lock_dir = lock_dir_for(target)
+    os.mkdir(lock_dir)
+    old = time.time() - 8
+    os.utime(lock_dir, (old, old))
+    refresher = _Refresher(interval=0.05)
+    refresher.add(str(lock_dir))
+    deadline = time.monotonic() + 5
+    while os.stat(lock_dir).st_mtime < time.time() - 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    refresher.discard(str(lock_dir))
+    assert os.stat(lock_dir).st_mtime > time.time() - 5
