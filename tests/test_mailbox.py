@@ -1,0 +1,239 @@
+"""Mailbox: send, broadcast, read, mark read by identity, wait, compaction, de-duplication and
+recovery from a corrupt inbox, all on real files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
+from protocols.inbox import format_for_model
+from protocols.locks import lock_dir_for
+from protocols.mailbox import Mailbox
+from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
+
+TRICKY = "quotes \" ' $(rm -rf ~) `id` \n newline ünïcødé 🐝 \\ backslash"
+
+
+@pytest.fixture
+def mailbox(team: TeamFile) -> Mailbox:
+    return Mailbox(team.paths)
+
+
+def test_a_message_lands_in_claude_codes_entry_format(mailbox: Mailbox, paths: TeamPaths) -> None:
+    (entry,) = mailbox.send("alice", TRICKY, sender="bob", summary="tricky text", color="green")
+    raw = paths.inbox("alice").read_text(encoding="utf-8")
+    assert not raw.endswith("\n")
+    (item,) = json.loads(raw)
+    assert list(item) == ["from", "text", "summary", "timestamp", "color", "read", "id"]
+    assert item["text"] == TRICKY and item["read"] is False and item["id"] == entry.id
+    assert item["timestamp"].endswith("Z") and len(item["timestamp"]) == 24
+    assert "ünïcødé 🐝" in raw  # UTF-8, not \u escapes
+
+
+def test_an_unknown_recipient_is_an_error_and_creates_no_inbox(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    with pytest.raises(UnknownMember, match=r"no member named 'alcie'.*alice"):
+        mailbox.send("alcie", "hi", sender="team-lead")
+    assert not paths.inbox("alcie").exists()
+
+
+@pytest.mark.parametrize("bad", ["../alice", "a/b", ""])
+def test_a_recipient_that_is_not_a_name_is_refused(mailbox: Mailbox, bad: str) -> None:
+    with pytest.raises(ProtocolsError, match=r"recipient|no member"):
+        mailbox.send(bad, "hi", sender="team-lead")
+
+
+def test_broadcast_reaches_every_member_but_the_sender(mailbox: Mailbox) -> None:
+    written = mailbox.send("*", "standup", sender="alice")
+    assert len(written) == 3
+    for name in ("team-lead", "bob", "carol"):
+        assert [e.text for e in mailbox.read_unread(name)] == ["standup"]
+    assert mailbox.read_unread("alice") == []
+
+
+def test_structured_messages_cannot_be_broadcast(mailbox: Mailbox, paths: TeamPaths) -> None:
+    request = ShutdownRequest(requestId="shutdown-1@x", from_="team-lead", timestamp="t")
+    with pytest.raises(BroadcastRefused):
+        mailbox.send("*", request, sender="team-lead")
+    with pytest.raises(BroadcastRefused):
+        mailbox.broadcast(request.encode(), sender="team-lead")
+    assert mailbox.read_unread("alice") == []
+
+
+def test_structured_messages_are_sent_as_compact_json_text(mailbox: Mailbox) -> None:
+    note = IdleNotification(
+        from_="alice", timestamp="2026-01-01T00:00:00.000Z", idleReason="available"
+    )
+    mailbox.send("team-lead", note, sender="alice", color="blue")
+    (entry,) = mailbox.read_unread("team-lead")
+    assert entry.text == note.encode()
+    assert entry.structured() == note
+
+
+def test_mark_read_is_by_identity_so_a_late_arrival_stays_unread(mailbox: Mailbox) -> None:
+    mailbox.send("alice", "first", sender="team-lead")
+    seen = mailbox.read_unread("alice")
+    mailbox.send("alice", "arrived between read and mark", sender="bob")
+    assert mailbox.mark_read("alice", seen) == 1
+    assert [e.text for e in mailbox.read_unread("alice")] == ["arrived between read and mark"]
+
+
+def test_claude_code_entries_without_an_id_are_marked_by_content(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    items = [
+        {"from": "bob", "text": "same", "timestamp": "2026-01-01T00:00:00.000Z", "read": False},
+        {"from": "bob", "text": "other", "timestamp": "2026-01-01T00:00:00.000Z"},
+    ]
+    paths.inbox("alice").write_text(json.dumps(items, indent=2))
+    first = mailbox.read_unread("alice")[0]
+    assert mailbox.mark_read("alice", [first]) == 1
+    assert [e.text for e in mailbox.read_unread("alice")] == ["other"]
+
+
+def test_a_resent_message_with_the_same_id_is_stored_once(mailbox: Mailbox) -> None:
+    mailbox.send("alice", "once", sender="team-lead", message_id="m-1")
+    mailbox.send("alice", "once", sender="team-lead", message_id="m-1")
+    assert len(mailbox.read_all("alice")) == 1
+    mailbox.mark_read("alice", mailbox.read_unread("alice"))
+    mailbox.compact("alice")
+    assert mailbox.read_all("alice") == []
+    mailbox.send("alice", "once", sender="team-lead", message_id="m-1")  # already delivered
+    assert mailbox.read_all("alice") == []
+    assert [e.id for e in mailbox.read_archive("alice")] == ["m-1"]
+
+
+def test_compaction_moves_read_messages_and_never_unread_ones(team: TeamFile) -> None:
+    mailbox = Mailbox(team.paths, compact_after=4)
+    for n in range(10):
+        mailbox.send("alice", f"m{n}", sender="team-lead")
+    mailbox.mark_read("alice", mailbox.read_unread("alice")[:6])
+    mailbox.send("alice", "m10", sender="team-lead")
+    live = mailbox.read_all("alice")
+    assert [e.text for e in live] == ["m6", "m7", "m8", "m9", "m10"]
+    assert all(not e.is_read for e in live)
+    assert [e.text for e in mailbox.read_archive("alice")] == [f"m{n}" for n in range(6)]
+
+
+def test_the_live_inbox_stays_small_when_its_reader_keeps_up(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    for n in range(300):
+        mailbox.send("alice", f"message {n} " + "x" * 200, sender="team-lead")
+        mailbox.mark_read("alice", mailbox.read_unread("alice"))
+    assert os.path.getsize(paths.inbox("alice")) < 16 * 1024
+    assert len(mailbox.read_archive("alice")) >= 300 - 33
+
+
+def test_a_corrupt_inbox_is_moved_aside_and_a_fresh_one_started(
+    mailbox: Mailbox, paths: TeamPaths, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = paths.inbox("alice")
+    inbox.write_text('[{"from": "bob", "text": "cut off')
+    with caplog.at_level(logging.ERROR):
+        mailbox.send("alice", "after the damage", sender="team-lead")
+    (aside,) = [p for p in inbox.parent.iterdir() if ".corrupt-" in p.name]
+    assert aside.name.startswith("alice.json.corrupt-")
+    assert aside.read_text() == '[{"from": "bob", "text": "cut off'
+    assert [e.text for e in mailbox.read_unread("alice")] == ["after the damage"]
+    assert "moved it to" in caplog.text
+
+
+def test_a_half_written_inbox_is_waited_for_not_thrown_away(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    mailbox.send("alice", "kept", sender="team-lead")
+    inbox = paths.inbox("alice")
+    whole = inbox.read_text()
+    inbox.write_text(whole[:10])  # Claude Code is in the middle of an in-place write
+    timer = threading.Timer(0.1, inbox.write_text, args=(whole,))
+    timer.start()
+    mailbox.send("alice", "next", sender="team-lead")
+    timer.join()
+    assert [e.text for e in mailbox.read_unread("alice")] == ["kept", "next"]
+    assert not [p for p in inbox.parent.iterdir() if ".corrupt-" in p.name]
+
+
+def test_items_that_are_not_messages_are_kept_in_the_file(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    paths.inbox("alice").write_text('[42, {"from": "bob"}]')
+    mailbox.send("alice", "hello", sender="team-lead")
+    items = json.loads(paths.inbox("alice").read_text())
+    assert items[:2] == [42, {"from": "bob"}]
+    assert [e.text for e in mailbox.read_unread("alice")] == ["hello"]
+
+
+def test_wait_wakes_on_a_write_from_another_thread(mailbox: Mailbox, paths: TeamPaths) -> None:
+    with InboxWatcher(paths.inbox("alice")) as watcher:
+        assert mailbox.wait("alice", 0.05, watcher) == []
+        sender = threading.Thread(
+            target=mailbox.send, args=("alice", "wake up"), kwargs={"sender": "bob"}
+        )
+        sender.start()
+        entries = mailbox.wait("alice", 10, watcher)
+        sender.join()
+    assert [e.text for e in entries] == ["wake up"]
+
+
+def test_wait_finds_messages_by_rescanning_when_no_event_arrives(
+    mailbox: Mailbox, paths: TeamPaths, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "unrelated" / "file.json"
+    with InboxWatcher(elsewhere, rescan_s=0.05) as deaf:  # never sees alice's inbox change
+        mailbox.send("alice", "found anyway", sender="bob")
+        entries = mailbox.wait("alice", 10, deaf)
+    assert [e.text for e in entries] == ["found anyway"]
+
+
+def test_wait_sees_claude_codes_in_place_writes(mailbox: Mailbox, paths: TeamPaths) -> None:
+    item = {
+        "from": "bob",
+        "text": "in place",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "read": False,
+    }
+    with InboxWatcher(paths.inbox("alice"), rescan_s=60) as watcher:
+        assert mailbox.wait("alice", 0.01, watcher) == []
+        writer = threading.Timer(0.05, paths.inbox("alice").write_text, args=(json.dumps([item]),))
+        writer.start()
+        entries = mailbox.wait("alice", 10, watcher)
+        writer.join()
+    assert [e.text for e in entries] == ["in place"]
+
+
+def test_receive_marks_what_it_returns(mailbox: Mailbox) -> None:
+    mailbox.send("alice", "x", sender="team-lead")
+    assert [e.text for e in mailbox.receive("alice", 1)] == ["x"]
+    assert mailbox.read_unread("alice") == []
+
+
+def test_a_send_that_cannot_lock_raises_and_writes_nothing(
+    team: TeamFile, paths: TeamPaths
+) -> None:
+    mailbox = Mailbox(paths, lock_timeout=0.2)
+    mailbox.send("alice", "before", sender="team-lead")
+    os.mkdir(lock_dir_for(paths.inbox("alice")))  # held by Claude Code
+    with pytest.raises(LockTimeout):
+        mailbox.send("alice", "during", sender="team-lead")
+    os.rmdir(lock_dir_for(paths.inbox("alice")))
+    assert [e.text for e in mailbox.read_unread("alice")] == ["before"]
+
+
+def test_unread_messages_are_formatted_for_the_model_like_claude_code(mailbox: Mailbox) -> None:
+    mailbox.send("alice", "plain", sender="team-lead")
+    mailbox.send("alice", "hello", sender="bob", color="green", summary="greets")
+    assert format_for_model(mailbox.read_unread("alice")) == (
+        '<teammate-message teammate_id="team-lead">\nplain\n</teammate-message>\n\n'
+        '<teammate-message teammate_id="bob" color="green" summary="greets">\nhello\n</teammate-message>'
+    )

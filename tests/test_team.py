@@ -1,0 +1,130 @@
+"""TeamFile: create a team with its lead, members with round-robin colors, no duplicates, and
+unknown keys kept on rewrite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+
+
+def test_create_writes_claude_codes_team_layout(paths: TeamPaths, tmp_path: Path) -> None:
+    config = TeamFile(paths).create(description="Working on X", cwd=tmp_path, lead_model="opus")
+    raw = paths.config.read_text()
+    assert not raw.endswith("\n")
+    data = json.loads(raw)
+    assert list(data) == [
+        "name",
+        "description",
+        "createdAt",
+        "leadAgentId",
+        "leadSessionId",
+        "members",
+    ]
+    assert data["leadAgentId"] == "team-lead@t"
+    (lead,) = data["members"]
+    assert list(lead) == [
+        "agentId",
+        "name",
+        "agentType",
+        "model",
+        "joinedAt",
+        "tmuxPaneId",
+        "cwd",
+        "subscriptions",
+    ]
+    assert lead["name"] == "team-lead" and lead["tmuxPaneId"] == "" and lead["subscriptions"] == []
+    assert config.createdAt == lead["joinedAt"]
+    assert paths.inbox("team-lead").read_text() == "[]"
+    assert paths.tasks_dir.is_dir() and paths.tasks_lock_target.exists()
+
+
+def test_creating_an_existing_team_is_refused_and_keeps_it(paths: TeamPaths) -> None:
+    TeamFile(paths).create(description="first")
+    with pytest.raises(TeamExists):
+        TeamFile(paths).create(description="second")
+    assert TeamFile(paths).load().description == "first"
+
+
+def test_colors_are_handed_out_round_robin_after_the_leads_red(team: TeamFile) -> None:
+    colors = [m.color for m in team.load().members]
+    assert colors == [None, "blue", "green", "yellow"]
+
+
+def test_colors_in_use_are_skipped_until_all_are_taken(team: TeamFile, tmp_path: Path) -> None:
+    team.remove_member("carol")  # lead, alice (blue), bob (green): yellow is next and free
+    assert team.add_member("dave", cwd=tmp_path).color == "yellow"
+    team.remove_member("alice")  # blue is free again; the rotation goes on from the count
+    names = ["e1", "e2", "e3", "e4", "e5"]
+    colors = [team.add_member(n, cwd=tmp_path).color for n in names]
+    assert colors == ["purple", "orange", "pink", "cyan", "blue"]
+    assert team.add_member("e6", cwd=tmp_path).color == "red"  # all taken: plain round robin
+
+
+def test_member_entries_have_claude_codes_keys_in_order(team: TeamFile) -> None:
+    alice = json.loads(team.paths.config.read_text())["members"][1]
+    assert list(alice) == [
+        "agentId",
+        "name",
+        "agentType",
+        "color",
+        "planModeRequired",
+        "joinedAt",
+        "tmuxPaneId",
+        "cwd",
+        "subscriptions",
+    ]
+    assert alice["agentId"] == "alice@t"
+
+
+def test_duplicate_member_names_are_refused(team: TeamFile) -> None:
+    with pytest.raises(MemberExists, match="already has a member named 'alice'"):
+        team.add_member("alice")
+    assert team.load().member_names().count("alice") == 1
+
+
+def test_update_and_remove_members(team: TeamFile) -> None:
+    team.update_member("bob", isActive=False, tmuxPaneId="%3", pid=1234)
+    bob = team.load().member("bob")
+    assert bob.isActive is False and bob.tmuxPaneId == "%3" and bob.model_extra["pid"] == 1234
+    team.update_member("bob", isActive=None)
+    assert "isActive" not in json.loads(team.paths.config.read_text())["members"][2]
+    removed = team.remove_member("bob")
+    assert removed.name == "bob"
+    assert team.load().member_names() == ["team-lead", "alice", "carol"]
+
+
+def test_unknown_member_and_lead_removal_are_errors(team: TeamFile) -> None:
+    with pytest.raises(UnknownMember, match="members: team-lead, alice, bob, carol"):
+        team.update_member("zed", isActive=True)
+    with pytest.raises(ProtocolsError, match="cannot be removed"):
+        team.remove_member("team-lead")
+
+
+def test_unknown_keys_written_by_others_survive_a_rewrite(team: TeamFile, tmp_path: Path) -> None:
+    data = json.loads(team.paths.config.read_text())
+    data["hiddenPaneIds"] = ["%9"]
+    data["members"][1]["futureKey"] = {"x": 1}
+    team.paths.config.write_text(json.dumps(data, indent=2))
+    team.add_member("dave", cwd=tmp_path)
+    after = json.loads(team.paths.config.read_text())
+    assert after["hiddenPaneIds"] == ["%9"]
+    assert after["members"][1]["futureKey"] == {"x": 1}
+    assert list(after)[-1] == "hiddenPaneIds"
+
+
+def test_missing_team_is_a_clear_error(config_root: Path) -> None:
+    with pytest.raises(TeamNotFound, match="team 'nope' not found"):
+        TeamFile(TeamPaths(config_root, "nope")).load()
+
+
+def test_a_broken_team_file_is_a_clear_error(paths: TeamPaths) -> None:
+    TeamFile(paths).create()
+    paths.config.write_text('{"name": ')
+    with pytest.raises(ProtocolsError, match="not valid JSON"):
+        TeamFile(paths).load()
