@@ -1,0 +1,37 @@
+# One command each: `make demo` and `make test` create the environment, install, and run.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test test-fast lint bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install  ## a team of worker processes sharing a task board, offline
+	$(PY) examples/protocols_demo.py
+
+test: install  ## every test, including the real-process stress and crash tests
+	$(PY) -m pytest
+
+test-fast: install  ## everything but the slow stress tests
+	$(PY) -m pytest -m "not slow"
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+	$(PY) bench/latency.py
+	$(PY) bench/throughput.py
+	$(PY) bench/claims.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info
