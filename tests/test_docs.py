@@ -1,0 +1,32 @@
+"""The Python examples in README.md and docs/ run as written (each file's blocks in order, in a
+fresh interpreter with its own CLAUDE_CONFIG_DIR)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+@pytest.mark.parametrize("doc", [d for d in DOCS if BLOCK.search(d.read_text())], ids=lambda p: p.name)
+def test_python_examples_run(doc: Path, config_root: Path) -> None:
+    program = "\n".join(BLOCK.findall(doc.read_text()))
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=REPO,
+        env={**os.environ, "CLAUDE_CONFIG_DIR": str(config_root)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    for expected in re.findall(r"print\(.*?\)\s+# (.+)$", program, re.M):
+        assert expected.strip() in result.stdout, f"{expected!r} not in output:\n{result.stdout}"
