@@ -47,16 +47,15 @@ def lead(workers: int, keep: bool) -> int:
     counts = [board.create(f"count {m.name}", str(m), metadata={"file": str(m)}) for m in modules]
     total = board.create("sum up", "add the counts", metadata={"sum": True})
     board.update(total.id, addBlockedBy=[t.id for t in counts])
-    print(f"{len(counts) + 1} tasks on the board; #{total.id} is blocked by the other {len(counts)}")
+    print(f"{len(counts) + 1} tasks; #{total.id} is blocked by the other {len(counts)}")
 
     names = [f"worker-{n}" for n in range(1, workers + 1)]
     procs = []
     for name in names:
         team.add_member(name, agent_type="demo-worker", cwd=REPO, backend_type="subprocess")
         mailbox.send(name, "Work the board until it is empty.", sender=LEAD_NAME)
-        procs.append(
-            subprocess.Popen([sys.executable, __file__, "worker", "--root", str(root), "--name", name])
-        )
+        command = [sys.executable, __file__, "worker", "--root", str(root), "--name", name]
+        procs.append(subprocess.Popen(command))
     print(f"spawned {', '.join(names)} as separate processes\n")
 
     pending = PendingRequests()
@@ -81,8 +80,10 @@ def lead(workers: int, keep: bool) -> int:
                 for name in team.load().member_names():
                     if name != LEAD_NAME:
                         request = ShutdownRequest(
-                            requestId=shutdown_request_id(name), from_=LEAD_NAME,
-                            reason="board done", timestamp=now_iso(),
+                            requestId=shutdown_request_id(name),
+                            from_=LEAD_NAME,
+                            reason="board done",
+                            timestamp=now_iso(),
                         )
                         pending.add(request)
                         mailbox.send(name, request, sender=LEAD_NAME)
@@ -90,8 +91,10 @@ def lead(workers: int, keep: bool) -> int:
 
     result = board.require(total.id)
     print(f"\nresult: {result.metadata.get('result')}")
-    print(f"lead received {len(latencies)} messages; delivery p50 "
-          f"{sorted(latencies)[len(latencies) // 2]:.0f} ms (timestamps have 1 ms resolution)")
+    print(
+        f"lead received {len(latencies)} messages; delivery p50 "
+        f"{sorted(latencies)[len(latencies) // 2]:.0f} ms (timestamps have 1 ms resolution)"
+    )
     print(f"members left: {team.load().member_names()}")
     if keep:
         print(f"files kept in {root}")
@@ -113,7 +116,9 @@ def worker(root: Path, name: str) -> int:
                 if isinstance(message, ShutdownRequest) and not is_stale(message, me.joinedAt):
                     board.release_all(name)
                     reply = ShutdownApproved(
-                        requestId=message.requestId, from_=name, timestamp=now_iso(),
+                        requestId=message.requestId,
+                        from_=name,
+                        timestamp=now_iso(),
                         backendType="subprocess",
                     )
                     mailbox.send(LEAD_NAME, reply, sender=name, color=me.color)
@@ -131,8 +136,12 @@ def worker(root: Path, name: str) -> int:
                 board.update(task.id, status="completed", lines=lines)
                 result = f"{Path(task.metadata['file']).name}: {lines} lines"
             note = IdleNotification(
-                from_=name, timestamp=now_iso(), idleReason="available",
-                summary=f"#{task.id} {result}", completedTaskId=task.id, completedStatus="resolved",
+                from_=name,
+                timestamp=now_iso(),
+                idleReason="available",
+                summary=f"#{task.id} {result}",
+                completedTaskId=task.id,
+                completedStatus="resolved",
             )
             mailbox.send(LEAD_NAME, note, sender=name, color=me.color)
 
