@@ -7,7 +7,8 @@ need from the submodules, or the common names from here:
 
 Module map: `paths` (layout), `names` (name rules), `jsonio` (format, atomic writes), `locks`,
 `messages` (structured messages), `records` (order-keeping models), `team`, `inbox`, `mailbox`,
-`watch` (wake-ups), `tasks`, `permissions`, `correlation` (request ids), `clock`, `errors`.
+`watch` (wake-ups), `task` (one task), `tasks` (the board), `permissions`, `correlation`
+(request ids), `clock`, `errors`.
 This package imports neither `swarm` nor `teammate`.
 """
 
@@ -18,7 +19,8 @@ from protocols.messages import StructuredMessage, decode, encode
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths, config_root
 from protocols.permissions import PermissionStore
-from protocols.tasks import ClaimFailure, ClaimResult, Task, TaskBoard
+from protocols.task import ClaimFailure, ClaimResult, Task
+from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamConfig, TeamFile
 
 __all__ = [

@@ -16,15 +16,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
@@ -32,53 +29,12 @@ from protocols.jsonio import Durability, atomic_write_text, dumps_pretty, ensure
 from protocols.locks import FileGuard
 from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
-from protocols.records import Record
+from protocols.task import STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
 
 if TYPE_CHECKING:
     from protocols.mailbox import Mailbox
 
 log = logging.getLogger(__name__)
-
-TaskStatus = Literal["pending", "in_progress", "completed"]
-STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
-_TASK_FILE = re.compile(r"^(\d+)\.json$")
-
-
-class Task(Record):
-    id: str
-    subject: str
-    description: str
-    activeForm: str | None = None
-    status: TaskStatus = "pending"
-    blocks: list[str] = Field(default_factory=list)
-    blockedBy: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
-    owner: str | None = None  # added after creation, so it goes at the end
-
-    @property
-    def internal(self) -> bool:
-        return bool((self.metadata or {}).get("_internal"))
-
-    @property
-    def unfinished(self) -> bool:
-        return self.status != "completed"
-
-
-class ClaimFailure(StrEnum):
-    TASK_NOT_FOUND = "task_not_found"
-    ALREADY_CLAIMED = "already_claimed"
-    ALREADY_RESOLVED = "already_resolved"
-    BLOCKED = "blocked"
-    AGENT_BUSY = "agent_busy"
-
-
-@dataclass
-class ClaimResult:
-    success: bool
-    task: Task | None = None
-    reason: ClaimFailure | None = None
-    blocked_by: list[str] = field(default_factory=list)
-    busy_with: list[str] = field(default_factory=list)
 
 
 class TaskBoard:
@@ -112,7 +68,7 @@ class TaskBoard:
             names = os.listdir(self.paths.tasks_dir)
         except FileNotFoundError:
             return []
-        return sorted(int(m.group(1)) for n in names if (m := _TASK_FILE.match(n)))
+        return sorted(int(m.group(1)) for n in names if (m := TASK_FILE.match(n)))
 
     def get(self, task_id: str | int) -> Task | None:
         """The task, or None if there is no valid file for it."""
