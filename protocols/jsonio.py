@@ -4,10 +4,11 @@ Format: files are ``JSON.stringify(value, null, 2)`` (2-space indent, no trailin
 kept as UTF-8); structured messages inside an inbox entry's ``text`` are compact
 ``JSON.stringify(value)``. Python's `json` produces the same bytes for the values these files hold.
 
-Writes: a temporary file in the same directory, flushed and fsynced, `os.replace` over the target,
-then the directory fsynced. A crash at any instant leaves the old file or the new one, never a torn
-one. Writers hold the target's lock, so any temporary file of that target found while writing was
-left by a writer that died: it is removed then (the "orphan" clean-up).
+Writes: a temporary file on the same file system (``.swarm-tmp/`` beside the target), flushed and
+fsynced, `os.replace` over the target, then the target's directory fsynced. A crash at any
+instant leaves the old file or the new one, never a torn one. Writers hold the target's lock, so
+any temporary file of that target found while writing was left by a writer that died: it is
+removed then (the "orphan" clean-up).
 
 Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
 survives kill -9, not power loss. Choose with the `durability` argument or ``SWARM_DURABILITY``.
@@ -25,8 +26,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 Durability = Literal["power", "process"]
-TEMP_MARKER = ".swarm-tmp-"
-NEW_MARKER = ".swarm-new-"
+TEMP_DIR = ".swarm-tmp"
+TEMP_MARKER = ".tmp-"
+NEW_MARKER = ".new-"
 NEW_TEMP_MAX_AGE_S = 60.0
 
 
@@ -61,9 +63,19 @@ def default_durability() -> Durability:
     return value  # type: ignore[return-value]
 
 
+def temp_dir(target: Path) -> Path:
+    """Where temporary files for `target` are written: ``.swarm-tmp/`` in its directory.
+
+    Same file system, so `os.replace` is atomic; a different directory, so writing and renaming
+    temporary files does not wake watchers of `target`'s directory (and inotify reports the
+    rename onto `target` as one event, not a from/to pair a watcher must match up).
+    """
+    return target.parent / TEMP_DIR
+
+
 def temp_prefix(target: Path) -> str:
-    """Name prefix of the temporary files written for `target` (hidden, same directory)."""
-    return f".{target.name}{TEMP_MARKER}"
+    """Name prefix of `target`'s temporary files inside `temp_dir(target)`."""
+    return f"{target.name}{TEMP_MARKER}"
 
 
 def remove_orphan_temps(target: Path) -> int:
@@ -72,11 +84,11 @@ def remove_orphan_temps(target: Path) -> int:
     Temporary files of `ensure_file` are written without the lock, so only old ones are removed.
     """
     prefix = temp_prefix(target)
-    new_prefix = f".{target.name}{NEW_MARKER}"
+    new_prefix = f"{target.name}{NEW_MARKER}"
     old_enough = time.time() - NEW_TEMP_MAX_AGE_S
     removed = 0
     try:
-        entries = list(os.scandir(target.parent))
+        entries = list(os.scandir(temp_dir(target)))
     except FileNotFoundError:
         return 0
     for entry in entries:
@@ -92,19 +104,33 @@ def remove_orphan_temps(target: Path) -> int:
     return removed
 
 
+def _open_temp(target: Path, marker: str) -> tuple[int, Path]:
+    name = f"{target.name}{marker}{os.getpid()}-{secrets.token_hex(4)}"
+    path = temp_dir(target) / name
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return os.open(path, flags, 0o644), path
+    except FileNotFoundError:
+        temp_dir(target).mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o644), path
+
+
+def _write_all(fd: int, data: bytes, durable: bool) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    if durable:
+        os.fsync(fd)
+
+
 def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None = None) -> None:
     """Replace `target` with `data` atomically. The caller holds the target's lock."""
     durable = (durability or default_durability()) == "power"
     remove_orphan_temps(target)
-    temp = target.parent / f"{temp_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd, temp = _open_temp(target, TEMP_MARKER)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
+        _write_all(fd, data, durable)
     except BaseException:
         os.close(fd)
         _unlink_quietly(temp)
@@ -164,13 +190,12 @@ def ensure_file(path: Path, initial: str, durability: Durability | None = None) 
         return False
     durable = (durability or default_durability()) == "power"
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.parent / f".{path.name}{NEW_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    fd, temp = _open_temp(path, NEW_MARKER)
     try:
-        with open(temp, "x", encoding="utf-8") as handle:
-            handle.write(initial)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
+        try:
+            _write_all(fd, initial.encode("utf-8"), durable)
+        finally:
+            os.close(fd)
         try:
             os.link(temp, path)
         except FileExistsError:

@@ -16,6 +16,7 @@ from types import TracebackType
 
 from watchdog.events import (
     FileClosedEvent,
+    FileCreatedEvent,
     FileMovedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
@@ -57,7 +58,10 @@ class InboxWatcher:
                 _Handler(names, self.changed),
                 str(directory),
                 recursive=False,
-                event_filter=[FileMovedEvent, FileClosedEvent],  # inotify mask: fewer wake-ups
+                # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO
+                # (reported as created, since its IN_MOVED_FROM is in another directory);
+                # Claude Code's in-place writes as IN_CLOSE_WRITE
+                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
             )
         observer.daemon = True
         observer.start()

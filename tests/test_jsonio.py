@@ -16,6 +16,7 @@ from protocols.jsonio import (
     dumps_pretty,
     ensure_file,
     remove_orphan_temps,
+    temp_dir,
     temp_prefix,
     write_json,
 )
@@ -70,7 +71,8 @@ def test_write_replaces_the_file_and_leaves_no_temp(tmp_dir: Path) -> None:
     write_json(target, [1])
     write_json(target, [1, 2])
     assert target.read_text() == "[\n  1,\n  2\n]"
-    assert sorted(os.listdir(tmp_dir)) == ["x.json"]
+    assert sorted(os.listdir(tmp_dir)) == [".swarm-tmp", "x.json"]
+    assert os.listdir(temp_dir(target)) == []
 
 
 @pytest.mark.parametrize("durability", ["power", "process"])
@@ -90,12 +92,14 @@ def test_an_unknown_durability_setting_is_refused(
 
 def test_orphan_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_dir: Path) -> None:
     target = tmp_dir / "alice.json"
+    temps = temp_dir(target)
+    temps.mkdir()
     for n in range(3):
-        (tmp_dir / f"{temp_prefix(target)}999-{n}").write_text("[half")
-    other = tmp_dir / f"{temp_prefix(tmp_dir / 'bob.json')}999-0"
+        (temps / f"{temp_prefix(target)}999-{n}").write_text("[half")
+    other = temps / f"{temp_prefix(tmp_dir / 'bob.json')}999-0"
     other.write_text("[")
     write_json(target, [])
-    assert sorted(os.listdir(tmp_dir)) == sorted(["alice.json", other.name])
+    assert os.listdir(temps) == [other.name]
     assert remove_orphan_temps(tmp_dir / "bob.json") == 1
 
 
@@ -105,4 +109,5 @@ def test_ensure_file_creates_once_and_never_overwrites(tmp_path: Path) -> None:
     target.write_text('[{"x": 1}]')
     assert ensure_file(target, "[]") is False
     assert target.read_text() == '[{"x": 1}]'
-    assert sorted(os.listdir(target.parent)) == ["inbox.json"]
+    assert sorted(os.listdir(target.parent)) == [".swarm-tmp", "inbox.json"]
+    assert os.listdir(temp_dir(target)) == []
