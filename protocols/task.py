@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from protocols.records import Record
 
@@ -22,6 +22,10 @@ TASK_FILE = re.compile(r"^(\d+)\.json$")
 
 
 class Task(Record):
+    """One task file. Frozen: change a task with `updated` (or `TaskBoard.update`)."""
+
+    model_config = ConfigDict(frozen=True)
+
     id: str
     subject: str
     description: str

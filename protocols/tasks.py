@@ -18,7 +18,6 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -51,6 +50,8 @@ class TaskBoard:
         self.mailbox = mailbox
         self.durability = durability
         self.lock_timeout = lock_timeout
+        # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
+        self._cache: dict[str, tuple[tuple[int, int, int], Task | None]] = {}
 
     # locks
 
@@ -64,15 +65,21 @@ class TaskBoard:
     # reading
 
     def task_ids(self) -> list[int]:
+        return [task_id for task_id, _ in self._task_files()]
+
+    def _task_files(self) -> list[tuple[int, str]]:
+        """(id, path) of every ``<N>.json`` by id (plain strings: this runs per claim)."""
+        directory = str(self.paths.tasks_dir)
         try:
-            names = os.listdir(self.paths.tasks_dir)
+            names = os.listdir(directory)
         except FileNotFoundError:
             return []
-        return sorted(int(m.group(1)) for n in names if (m := TASK_FILE.match(n)))
+        found = ((int(m.group(1)), n) for n in names if (m := TASK_FILE.match(n)))
+        return sorted((i, os.path.join(directory, n)) for i, n in found)
 
     def get(self, task_id: str | int) -> Task | None:
         """The task, or None if there is no valid file for it."""
-        return self._read(self.paths.task(str(task_id)))
+        return self._read(str(self.paths.task(str(task_id))))
 
     def require(self, task_id: str | int) -> Task:
         task = self.get(task_id)
@@ -82,22 +89,38 @@ class TaskBoard:
 
     def list(self, include_internal: bool = False) -> list[Task]:
         """Valid tasks by id; ``metadata._internal`` ones only when asked."""
-        tasks = (self._read(self.paths.task(str(i))) for i in self.task_ids())
+        tasks = (self._read(path, cached_ok=True) for _, path in self._task_files())
         return [t for t in tasks if t is not None and (include_internal or not t.internal)]
 
-    def _read(self, path: Path, retry_s: float = 0.2) -> Task | None:
+    def _read(self, path: str, cached_ok: bool = False, retry_s: float = 0.2) -> Task | None:
+        """The task in `path`.
+
+        With `cached_ok`, a file whose (inode, size, mtime) did not change since it was last
+        parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
+        a cached read can be stale: it is only used for listings, never for a compare-and-set.
+        """
         deadline = time.monotonic() + retry_s
         while True:
             try:
-                raw = json.loads(path.read_bytes())
-                return Task.from_json_dict(raw)
+                st = os.stat(path)
+                signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+                cached = self._cache.get(path)
+                if cached_ok and cached is not None and cached[0] == signature:
+                    return cached[1]
+                with open(path, "rb") as handle:
+                    task = Task.from_json_dict(json.loads(handle.read()))
             except FileNotFoundError:
+                self._cache.pop(path, None)
                 return None
             except (ValueError, ValidationError, TypeError) as exc:
                 if time.monotonic() >= deadline:  # Claude Code writes in place: retry briefly
                     log.warning("skipping invalid task file %s: %s", path, _first_line(exc))
+                    self._cache[path] = (signature, None)
                     return None
                 time.sleep(0.02)
+                continue
+            self._cache[path] = (signature, task)
+            return task
 
     # writing
 
