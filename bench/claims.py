@@ -26,19 +26,17 @@ The last line printed is one line of ``key=value`` pairs.
 from __future__ import annotations
 
 import argparse
-import math
 import multiprocessing as mp
 import os
-import queue
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
+
+from benchkit import collect, percentile, verdict
 
 from protocols import TaskBoard, TeamFile, TeamPaths
 from protocols.jsonio import default_durability
@@ -69,13 +67,6 @@ class WorkerResult:
     refused: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     timed_out: bool = False
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (`pct` in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(pct / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def make_board(board: TaskBoard, tasks: int, block_every: int) -> dict[str, list[str]]:
@@ -133,18 +124,6 @@ def worker_main(
     results.put(result)
 
 
-def collect(results: Queue, count: int, timeout: float) -> list[Any]:
-    """`count` items from `results`, waiting at most `timeout` seconds in all."""
-    deadline = time.monotonic() + timeout
-    items = []
-    while len(items) < count:
-        try:
-            items.append(results.get(timeout=max(0.1, deadline - time.monotonic())))
-        except queue.Empty:
-            break
-    return items
-
-
 def blocked_violations(claims: list[Claim], blocked_by: dict[str, list[str]]) -> int:
     """Claims that returned before one of the task's blockers even began to be completed."""
     completed_at: dict[str, int] = {}
@@ -158,10 +137,6 @@ def blocked_violations(claims: list[Claim], blocked_by: dict[str, list[str]]) ->
             if done is None or claim.claim_end < done:
                 violations += 1
     return violations
-
-
-def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
 
 
 def main() -> None:

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
 import random
 import tempfile
 import time
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
@@ -40,6 +38,8 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
+
+from benchkit import percentile, verdict
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
 from protocols.jsonio import default_durability, write_json
@@ -64,13 +64,6 @@ def parse_text(text: str) -> tuple[int, int]:
     """(seq, sent_ns) from a `message_text` body."""
     fields = dict(part.split("=", 1) for part in text.split()[1:])
     return int(fields["seq"]), int(fields["sent_ns"])
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (`pct` in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(pct / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 # ours: watcher + wait, one message at a time
@@ -246,10 +239,6 @@ def run_baseline(
     payloads = run_pair(receiver, sender, results, expected=1)
     latencies_ns, marked_unseen = payloads["baseline"]
     return [ns / 1e6 for ns in latencies_ns.values()], marked_unseen
-
-
-def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
 
 
 def main() -> None:

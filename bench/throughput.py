@@ -25,19 +25,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
-import queue
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
+
+from benchkit import collect, percentile, verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.jsonio import default_durability
@@ -69,13 +67,6 @@ class ReaderResult:
 
 def message_text(writer: int, seq: int) -> str:
     return f"w{writer}-{seq:05d}"
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (`pct` in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(pct / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def writer_main(
@@ -141,22 +132,6 @@ def reader_main(
             mailbox.mark_read(READER, entries)
             result.mark_read_ns += time.monotonic_ns() - started
     results.put(result)
-
-
-def collect(results: Queue, count: int, timeout: float) -> list[Any]:
-    """`count` items from `results`, waiting at most `timeout` seconds in all."""
-    deadline = time.monotonic() + timeout
-    items = []
-    while len(items) < count:
-        try:
-            items.append(results.get(timeout=max(0.1, deadline - time.monotonic())))
-        except queue.Empty:
-            break
-    return items
-
-
-def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
 
 
 def main() -> None:

@@ -168,12 +168,7 @@ def append_durably(path: Path, data: bytes, durability: Durability | None = None
     created = not path.exists()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
+        _write_all(fd, data, durable)
     finally:
         os.close(fd)
     if durable and created:

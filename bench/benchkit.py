@@ -1,0 +1,33 @@
+"""Helpers shared by the benchmark scripts: percentiles, verdicts, collecting child results."""
+
+from __future__ import annotations
+
+import math
+import queue
+import time
+from collections.abc import Sequence
+from multiprocessing.queues import Queue
+from typing import Any
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (`pct` in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def collect(results: Queue, count: int, timeout: float) -> list[Any]:
+    """`count` items from `results`, waiting at most `timeout` seconds in all."""
+    deadline = time.monotonic() + timeout
+    items = []
+    while len(items) < count:
+        try:
+            items.append(results.get(timeout=max(0.1, deadline - time.monotonic())))
+        except queue.Empty:
+            break
+    return items
