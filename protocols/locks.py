@@ -23,6 +23,10 @@ happen and the caller is told. Nothing is silently dropped.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
 import logging
 import os
 import random
@@ -149,16 +153,13 @@ class FileGuard:
             delay = min(delay * 1.5, _MAX_BACKOFF_S)
 
     def _make_lock_dir(self, fd: int, deadline: float) -> None:
+        # read before our own attempts overwrite it: it may name a dead holder's directory
+        previous = _read_record(fd)
         delay = 0.001
         while True:
-            try:
-                os.mkdir(self.lock_dir)
-            except FileExistsError:
-                pass
-            else:
-                self._record_ownership(fd)
+            if not os.path.lexists(self.lock_dir) and self._try_make_lock_dir(fd):
                 return
-            if self._remove_if_abandoned(fd):
+            if self._remove_if_abandoned(fd, previous):
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -169,15 +170,50 @@ class FileGuard:
             time.sleep(min(delay * (0.5 + random.random()), remaining))
             delay = min(delay * 2, 0.05)
 
-    def _remove_if_abandoned(self, fd: int) -> bool:
+    def _try_make_lock_dir(self, fd: int) -> bool:
+        """Make Claude Code's lock directory, recorded as ours before anyone can see it.
+
+        The directory is made under a private name in ``.swarm-locks/``, its inode recorded in
+        the flock file, and only then renamed into place without replacing anything
+        (``renameat2(RENAME_NOREPLACE)``). A process killed at any point leaves either no lock
+        directory or one the record names, so the next swarm process never has to wait out the
+        stale window for it. (We hold the flock, so the private name is ours alone; one left by a
+        killed process is removed.)
+        """
+        private = str(self.flock_path) + ".new-lock"
+        try:
+            os.mkdir(private)
+        except FileExistsError:  # left by a swarm process killed before its rename
+            _rmdir_quietly(private)
+            os.mkdir(private)
+        try:
+            self._write_record(fd, os.stat(private).st_ino, 0)
+            rename_noreplace(private, self.lock_dir)
+        except FileExistsError:
+            self._write_record(fd, 0, 0)  # before the rmdir, so the inode is never reused
+            _rmdir_quietly(private)
+            return False
+        except NotImplementedError:  # no renameat2 here: the plain protocol
+            self._write_record(fd, 0, 0)
+            _rmdir_quietly(private)
+            try:
+                os.mkdir(self.lock_dir)
+            except FileExistsError:
+                return False
+        st = os.stat(self.lock_dir)
+        self._write_record(fd, st.st_ino, st.st_ctime_ns)
+        return True
+
+    def _remove_if_abandoned(self, fd: int, previous: tuple[int, int, int] | None) -> bool:
         """Remove the lock directory if it is stale or left by a dead swarm process."""
         try:
             st = os.stat(self.lock_dir)
         except FileNotFoundError:
             return True
         stale = st.st_mtime < self._clock() - self.stale
-        if not stale and not self._left_by_dead_swarm(fd, st):
+        if not stale and not _left_by_dead_swarm(previous, st):
             return False
+        self._write_record(fd, 0, 0)  # the record must not outlive the directory it names
         try:
             os.rmdir(self.lock_dir)
             log.info("removed abandoned lock %s", self.lock_dir)
@@ -185,24 +221,76 @@ class FileGuard:
             pass
         return True
 
-    def _left_by_dead_swarm(self, fd: int, st: os.stat_result) -> bool:
-        try:
-            fields = os.pread(fd, _RECORD_BYTES, 0).split()
-            pid, ino, ctime_ns = (int(f) for f in fields)
-        except (OSError, ValueError):
-            return False
-        if (ino, ctime_ns) != (st.st_ino, st.st_ctime_ns):
-            return False
-        return not _alive(pid)
+    def _write_record(self, fd: int, ino: int, ctime_ns: int) -> None:
+        """``pid inode ctime`` of the lock directory we are making; fixed width, so an overwrite
+        needs no (slow, journalled) truncate. Inode 0 means no directory."""
+        record = f"{os.getpid()} {ino} {ctime_ns}".ljust(_RECORD_BYTES).encode()
+        os.pwrite(fd, record, 0)
 
-    def _record_ownership(self, fd: int) -> None:
-        try:
-            st = os.stat(self.lock_dir)
-            # fixed width, so an overwrite needs no (slow, journalled) truncate
-            record = f"{os.getpid()} {st.st_ino} {st.st_ctime_ns}".ljust(_RECORD_BYTES).encode()
-            os.pwrite(fd, record, 0)
-        except OSError:
-            pass  # the record only speeds up recovery; the stale rule still applies
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    return function
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+def rename_noreplace(source: str, destination: str) -> None:
+    """Rename `source` to `destination` unless it exists (FileExistsError).
+
+    Raises NotImplementedError where the C library or the file system lacks renameat2.
+    """
+    function = _renameat2()
+    if function is None:
+        raise NotImplementedError("renameat2 is not available")
+    result = function(
+        _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(destination), _RENAME_NOREPLACE
+    )
+    if result == 0:
+        return
+    code = ctypes.get_errno()
+    if code in (errno.EEXIST, errno.ENOTEMPTY):
+        raise FileExistsError(code, os.strerror(code), destination)
+    if code in (errno.ENOSYS, errno.EINVAL):
+        raise NotImplementedError(f"renameat2: {os.strerror(code)}")
+    raise OSError(code, os.strerror(code), destination)
+
+
+def _rmdir_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(path)
+
+
+def _read_record(fd: int) -> tuple[int, int, int] | None:
+    """The ``pid inode ctime`` a swarm process wrote into the flock file, if any."""
+    try:
+        pid, ino, ctime_ns = (int(f) for f in os.pread(fd, _RECORD_BYTES, 0).split())
+    except (OSError, ValueError):
+        return None
+    return pid, ino, ctime_ns
+
+
+def _left_by_dead_swarm(record: tuple[int, int, int] | None, st: os.stat_result) -> bool:
+    """True if `record` names the lock directory `st` and its maker has died."""
+    if record is None:
+        return False
+    pid, ino, ctime_ns = record
+    if ino != st.st_ino or ctime_ns not in (0, st.st_ctime_ns):
+        return False  # ctime 0: killed between the rename and writing the ctime down
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
