@@ -9,8 +9,10 @@ re-serialisation of what is already there:
   fresh inbox starts;
 - writing: under the lock, atomically; an append splices the new entry before the closing ``]``;
 - compaction: once more than `compact_after` entries are read, they move to the append-only
-  archive ``<agent>.archive.jsonl`` beside the inbox (archive first, then the live file, so a
-  crash in between duplicates nothing: the archive is checked first). Unread entries never move.
+  archive ``<agent>.archive.jsonl`` beside the inbox: their read marks are on disk first, then
+  they are appended to the archive, then the live file is rewritten without them. A crash in
+  between leaves them read in both places; the next compaction sees them at the archive's tail
+  and does not archive them twice. Unread entries never move.
 
 Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 """
@@ -223,11 +225,19 @@ class InboxFile:
             text = "[\n  " + entry + "\n]"
         atomic_write_text(self.path, text, self.durability)
 
-    def store_locked(self, loaded: Loaded, compact_after: int) -> None:
-        """Write `loaded.items` back (call with the lock held), compacting read entries first."""
+    def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
+        """Write `loaded.items` back (call with the lock held), compacting read entries first.
+
+        Compaction archives entries only once their ``read`` flag is on disk: otherwise a crash
+        after archiving would leave them unread in the live file, to be delivered (and archived)
+        again. So when `reads_on_disk` is false (entries were just marked in memory), the marks
+        are written first.
+        """
         items = loaded.items
         read = [i for i in items if is_read(i)]
         if compact_after >= 0 and len(read) > compact_after:
+            if not reads_on_disk:
+                atomic_write_text(self.path, dumps_pretty(items), self.durability)
             self._archive(read)
             items = [i for i in items if not is_read(i)]
         atomic_write_text(self.path, dumps_pretty(items), self.durability)

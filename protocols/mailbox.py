@@ -201,7 +201,7 @@ class Mailbox:
                     item["read"] = True
                     marked += 1
             if marked:
-                inbox.store_locked(loaded, self.compact_after)
+                inbox.store_locked(loaded, self.compact_after, reads_on_disk=False)
         return marked
 
     def compact(self, agent: str, keep_read: int = 0) -> None:
