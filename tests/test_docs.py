@@ -16,7 +16,9 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
-@pytest.mark.parametrize("doc", [d for d in DOCS if BLOCK.search(d.read_text())], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if BLOCK.search(d.read_text())], ids=lambda p: p.name
+)
 def test_python_examples_run(doc: Path, config_root: Path) -> None:
     program = "\n".join(BLOCK.findall(doc.read_text()))
     result = subprocess.run(
