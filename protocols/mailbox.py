@@ -238,8 +238,14 @@ class Mailbox:
                 return []
             watcher.wait(remaining)
 
-    def receive(self, agent: str, timeout: float, watcher: InboxWatcher | None = None):
-        """Wait for unread entries, mark them read and return them (at-least-once to caller)."""
+    def receive(
+        self, agent: str, timeout: float, watcher: InboxWatcher | None = None
+    ) -> list[InboxEntry]:
+        """Wait for unread entries, mark them read and return them.
+
+        A crash between the wait and the mark leaves them unread: they are delivered again
+        (at least once), never lost.
+        """
         entries = self.wait(agent, timeout, watcher)
         self.mark_read(agent, entries)
         return entries

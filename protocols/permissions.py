@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -166,13 +167,13 @@ class PermissionStore:
                     removed.append(resolution.id)
         return removed
 
-    def _read_dir(self, directory: Any) -> list[PermissionFileRequest]:
+    def _read_dir(self, directory: Path) -> list[PermissionFileRequest]:
         if not directory.exists():
             return []
         found = (self._read(p) for p in sorted(directory.glob("*.json")))
         return sorted((r for r in found if r is not None), key=lambda r: r.createdAt)
 
-    def _read(self, path: Any) -> PermissionFileRequest | None:
+    def _read(self, path: Path) -> PermissionFileRequest | None:
         try:
             return PermissionFileRequest.from_json_dict(json.loads(path.read_bytes()))
         except FileNotFoundError:

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -299,7 +299,7 @@ class TaskBoard:
             self._write(claimed)
         return ClaimResult(True, claimed)
 
-    def _rewrite(self, task_id: str, change: Any) -> tuple[Task, Task]:
+    def _rewrite(self, task_id: str, change: Callable[[Task], Task]) -> tuple[Task, Task]:
         with self._task_lock(task_id):
             before = self.require(task_id)
             after = change(before)
