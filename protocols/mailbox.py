@@ -101,10 +101,13 @@ class Mailbox:
 
         Returns the entries written. Raises `UnknownMember` for a recipient not in the team,
         `BroadcastRefused` for a structured message to ``"*"``, `LockTimeout` if the inbox
-        stayed locked: in every failure case nothing was written.
+        stayed locked: then nothing was written to that inbox. Sending again with the same
+        `message_id` after a failure stores the message once.
         """
         if to == BROADCAST:
-            return self.broadcast(body, sender=sender, summary=summary, color=color)
+            return self.broadcast(
+                body, sender=sender, summary=summary, color=color, message_id=message_id
+            )
         self._require_members([to])
         entry = self._entry(body, sender, summary, color, message_id)
         return [self._append(to, entry, dedupe=message_id is not None)]
@@ -116,7 +119,13 @@ class Mailbox:
         sender: str,
         summary: str | None = None,
         color: str | None = None,
+        message_id: str | None = None,
     ) -> list[InboxEntry]:
+        """Send a plain message to every member but the sender, one inbox at a time.
+
+        If an inbox cannot be written, the error is raised after the earlier ones were; a
+        retry with the same `message_id` skips the members who already have it.
+        """
         text = body if isinstance(body, str) else body.encode()
         if not isinstance(body, str) or _is_structured(text):
             raise BroadcastRefused(
@@ -124,11 +133,11 @@ class Mailbox:
                 "send them to one member by name"
             )
         recipients = [n for n in self.team.member_names() if n != sender]
-        entry = self._entry(text, sender, summary, color, None)
+        entry = self._entry(text, sender, summary, color, message_id)
         written = []
         for name in recipients:
             one = entry.updated(id=f"{entry.id}-{name}")
-            written.append(self._append(name, one, dedupe=False))
+            written.append(self._append(name, one, dedupe=message_id is not None))
         return written
 
     def _entry(

@@ -61,6 +61,14 @@ def test_broadcast_reaches_every_member_but_the_sender(mailbox: Mailbox) -> None
     assert mailbox.read_unread("alice") == []
 
 
+def test_a_broadcast_retried_with_its_id_reaches_each_member_once(mailbox: Mailbox) -> None:
+    mailbox.send("bob", "already here", sender="team-lead")
+    mailbox.send("*", "retry me", sender="alice", message_id="b-1")
+    mailbox.send("*", "retry me", sender="alice", message_id="b-1")
+    for name in ("team-lead", "bob", "carol"):
+        assert [e.text for e in mailbox.read_unread(name)].count("retry me") == 1
+
+
 def test_structured_messages_cannot_be_broadcast(mailbox: Mailbox, paths: TeamPaths) -> None:
     request = ShutdownRequest(requestId="shutdown-1@x", from_="team-lead", timestamp="t")
     with pytest.raises(BroadcastRefused):
