@@ -27,11 +27,16 @@ DEFAULT_RESCAN_S = 0.25
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, names: set[str], changed: threading.Event) -> None:
+    """Sets `changed` for events on `names` (or on any file, when `names` is None)."""
+
+    def __init__(self, names: set[str] | None, changed: threading.Event) -> None:
         self.names = names
         self.changed = changed
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if self.names is None:
+            self.changed.set()
+            return
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path and os.path.basename(os.fsdecode(path)) in self.names:
                 self.changed.set()
@@ -39,21 +44,39 @@ class _Handler(FileSystemEventHandler):
 
 
 class InboxWatcher:
-    """Context manager: ``with InboxWatcher(path) as w: w.wait(1.0)``."""
+    """Context manager: ``with InboxWatcher(path) as w: w.wait(1.0)``.
 
-    def __init__(self, *paths: Path, rescan_s: float = DEFAULT_RESCAN_S) -> None:
-        if not paths:
-            raise ValueError("InboxWatcher needs at least one path")
+    `paths` are files to watch by name; `directories` are watched for any file written in them
+    (a teammate watches the task board's directory this way).
+    """
+
+    def __init__(
+        self,
+        *paths: Path,
+        directories: tuple[Path, ...] = (),
+        rescan_s: float = DEFAULT_RESCAN_S,
+    ) -> None:
+        if not paths and not directories:
+            raise ValueError("InboxWatcher needs at least one path or directory")
         self.paths = [Path(p) for p in paths]
+        self.directories = [Path(d) for d in directories]
         self.rescan_s = rescan_s
         self.changed = threading.Event()
         self._observer: Observer | None = None  # type: ignore[valid-type]
 
     def start(self) -> InboxWatcher:
         observer = Observer()
-        for directory in {p.parent for p in self.paths}:
+        watched: dict[Path, set[str] | None] = {}
+        for path in self.paths:
+            watched.setdefault(path.parent, set())
+        for path in self.paths:
+            names = watched[path.parent]
+            if names is not None:
+                names.add(path.name)
+        for directory in self.directories:
+            watched[directory] = None
+        for directory, names in watched.items():
             directory.mkdir(parents=True, exist_ok=True)
-            names = {p.name for p in self.paths if p.parent == directory}
             observer.schedule(
                 _Handler(names, self.changed),
                 str(directory),

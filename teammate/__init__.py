@@ -1,4 +1,7 @@
-"""teammate: one agent process (runtime loop, inbox handling, auto-claim, brains, tools).
+"""teammate: one agent process (`python -m teammate`, or the `swarm-teammate` script).
 
-Not built yet: it arrives with issue 3. It will import `protocols` only, never `swarm`.
+Modules: `options` (Claude Code's teammate command line), `runtime` (the WORK -> IDLE -> SHUTDOWN
+loop over the inbox and the task board), `brain` (the interface to whatever does the thinking),
+`shell_brain` (the offline brain that runs task commands), `cli` (the entry point).
+It imports `protocols` only, never `swarm`.
 """

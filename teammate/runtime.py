@@ -1,0 +1,362 @@
+"""The teammate's life: WORK -> IDLE -> SHUTDOWN, driven by its inbox and the task board.
+
+Each step reads the inbox first (a live ``shutdown_request`` before anything else), answers the
+other messages, then works: a task assigned to it, else the lowest claimable task on the board
+(`TaskBoard.claim_next`). When a turn ends it tells the lead (``idle_notification``) and marks
+itself inactive. Idle, it sleeps on inotify for its inbox and the task directory (with the
+watcher's periodic rescan as a safety net); it makes no model calls and does not poll the board.
+
+A ``shutdown_request`` sent before this teammate joined (``joinedAt``) was meant for a
+predecessor of the same name: it is ignored and reported to the lead, never obeyed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from protocols.clock import now_iso
+from protocols.correlation import is_stale
+from protocols.errors import ProtocolsError, UnknownMember
+from protocols.inbox import InboxEntry
+from protocols.locks import FLOCK_DIR
+from protocols.mailbox import Mailbox
+from protocols.messages import (
+    IdleNotification,
+    ModeSetRequest,
+    PermissionResponse,
+    ShutdownApproved,
+    ShutdownRejected,
+    ShutdownRequest,
+    TaskAssignment,
+)
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.permissions import request_permission
+from protocols.task import Task
+from protocols.tasks import TaskBoard
+from protocols.team import Member, TeamFile
+from protocols.watch import InboxWatcher
+from teammate.brain import Approval, Brain, Outcome
+from teammate.options import TeammateOptions
+
+BOARD_RESCAN_S = 5.0
+
+
+class TeammateError(Exception):
+    """The teammate cannot run (not a member, already running); the message says why."""
+
+
+class Stop(Exception):
+    """Raised by the SIGTERM handler: stop after releasing what this teammate holds."""
+
+
+class Teammate:
+    def __init__(
+        self,
+        options: TeammateOptions,
+        brain: Brain,
+        paths: TeamPaths,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.options = options
+        self.name = options.agent_name
+        self.brain = brain
+        self.paths = paths
+        self.mailbox = Mailbox(paths)
+        self.board = TaskBoard(paths, self.mailbox)
+        self.team = TeamFile(paths)
+        self._say = say
+        self.member: Member | None = None
+        self.stopped = False
+        self._watcher: InboxWatcher | None = None
+        self._board_seen: tuple[int, float] = (0, 0.0)
+        self._inbox_seen: tuple[int, int, int] | None = None
+
+    # lifecycle
+
+    def run(self) -> int:
+        """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
+        self.member = self._require_member()
+        with self._single_instance():
+            self.team.update_member(self.name, pid=os.getpid(), isActive=True)
+            self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
+            previous = signal.signal(signal.SIGTERM, _raise_stop)
+            try:
+                with InboxWatcher(
+                    self.paths.inbox(self.name), directories=(self.paths.tasks_dir,)
+                ) as watcher:
+                    self._watcher = watcher
+                    while not self.stopped:
+                        watcher.clear()
+                        if not self.step():
+                            watcher.wait(BOARD_RESCAN_S)
+            except Stop:
+                released = self.board.release_all(self.name)
+                self.say(f"stopped by SIGTERM; released {[t.id for t in released]}")
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+                self._set_active(False)
+        return 0
+
+    def step(self) -> bool:
+        """One pass: messages first, then at most one task. True if anything happened."""
+        entries = self._unread()
+        busy = self.handle_messages(entries)
+        if self.stopped:
+            return True
+        task = self._next_task(force=bool(entries))
+        if task is not None:
+            self._work(task)
+            return True
+        if busy:
+            self._send_idle()
+        return busy
+
+    # messages
+
+    def _unread(self) -> list[InboxEntry]:
+        """Unread entries; the file is only read again once it changed."""
+        inbox = self.mailbox.inbox(self.name)
+        signature = inbox.signature()
+        if signature is not None and signature == self._inbox_seen:
+            return []
+        loaded = inbox.load()
+        unread = loaded.unread()
+        self._inbox_seen = None if unread else loaded.signature
+        return unread
+
+    def handle_messages(self, entries: list[InboxEntry]) -> bool:
+        """Answer `entries`, a live shutdown request first. True if a turn took place."""
+        decoded = [(entry, self._decode(entry)) for entry in entries]
+        for entry, message in decoded:
+            if isinstance(message, ShutdownRequest):
+                self._on_shutdown(entry, message)
+                if self.stopped:
+                    return True
+        turn = False
+        for entry, message in decoded:
+            if isinstance(message, ShutdownRequest):
+                continue
+            if message is None:
+                self.say(f"message from {entry.from_}: {entry.text}")
+                reply = self.brain.reply_to(entry)
+                if reply and entry.from_ != self.name:
+                    self._send(entry.from_, reply, summary="acknowledged")
+                turn = True
+            elif isinstance(message, ModeSetRequest) and entry.from_ == LEAD_NAME:
+                self._set_mode(message.mode)
+            elif isinstance(message, TaskAssignment):
+                self.say(f"assigned task #{message.taskId}: {message.subject}")
+            elif not isinstance(message, PermissionResponse):
+                self.say(f"ignoring a {message.type} from {entry.from_}")
+            self.mailbox.mark_read(self.name, [entry])
+        return turn
+
+    def _decode(self, entry: InboxEntry) -> Any:
+        try:
+            return entry.structured()
+        except ProtocolsError as exc:
+            self.say(f"malformed message from {entry.from_} (kept in the inbox archive): {exc}")
+            return None
+
+    def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
+        self.mailbox.mark_read(self.name, [entry])
+        assert self.member is not None
+        if is_stale(request, self.member.joinedAt):
+            note = (
+                f"Ignored shutdown request {request.requestId}: it was sent before I joined "
+                "(meant for an earlier teammate of my name)."
+            )
+            self.say(note)
+            self._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
+            return
+        accept, reason = self.brain.accept_shutdown(request)
+        if not accept:
+            self.say(f"refusing shutdown: {reason}")
+            rejected = ShutdownRejected(
+                requestId=request.requestId, from_=self.name, reason=reason, timestamp=now_iso()
+            )
+            self._send(LEAD_NAME, rejected)
+            return
+        released = self.board.release_all(self.name)
+        member = self._current_member() or self.member
+        approved = ShutdownApproved(
+            requestId=request.requestId,
+            from_=self.name,
+            timestamp=now_iso(),
+            paneId=member.tmuxPaneId or None,
+            backendType=member.backendType or None,
+        )
+        self._send(LEAD_NAME, approved)
+        self.say(
+            f"shutting down ({request.reason or 'asked by the lead'}); released "
+            f"{[t.id for t in released] or 'no tasks'}"
+        )
+        self.stopped = True
+
+    # tasks
+
+    def _next_task(self, force: bool) -> Task | None:
+        """A task assigned to me, else the lowest claimable one; only when the board changed."""
+        try:
+            st = os.stat(self.paths.tasks_dir)
+        except FileNotFoundError:
+            return None
+        now = time.monotonic()
+        seen_mtime, seen_at = self._board_seen
+        if not force and st.st_mtime_ns == seen_mtime and now - seen_at < BOARD_RESCAN_S:
+            return None
+        task = self._claim()
+        # taking locks changes the directory's mtime too: note it after our own attempt, so
+        # only someone else's change (or the periodic rescan) makes us look again
+        with contextlib.suppress(FileNotFoundError):
+            self._board_seen = (os.stat(self.paths.tasks_dir).st_mtime_ns, now)
+        return task
+
+    def _claim(self) -> Task | None:
+        for task in self.board.list():
+            if task.owner == self.name and task.status == "pending":
+                claim = self.board.claim(task.id, self.name)
+                if claim.success:
+                    return claim.task
+        claim = self.board.claim_next(self.name)
+        return claim.task if claim is not None and claim.success else None
+
+    def _work(self, task: Task) -> None:
+        self._set_active(True)
+        self.say(f"working on #{task.id}: {task.subject}")
+        outcome = self.brain.work(task, self._ask_lead)
+        if self.stopped:
+            return
+        if outcome.status == "resolved":
+            self.board.update(task.id, actor=self.name, status="completed", **outcome.metadata)
+        else:
+            self.board.update(task.id, actor=self.name, **outcome.metadata)
+        self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
+        if outcome.report:
+            self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
+        self._send_idle(task, outcome)
+
+    def _ask_lead(self, tool: str, tool_input: dict[str, Any], description: str) -> Approval:
+        """The permission protocol: ask the lead and wait; a live shutdown request aborts."""
+        request = request_permission(
+            self.mailbox,
+            worker=self.name,
+            tool_name=tool,
+            tool_use_id=f"toolu_swarm_{secrets.token_hex(8)}",
+            description=description,
+            input=tool_input,
+            color=self.options.color,
+        )
+        self.say(f"asked the lead for permission ({request.request_id}): {description}")
+        watcher = self._watcher
+        while True:
+            if watcher is not None:
+                watcher.clear()
+            for entry in self.mailbox.read_unread(self.name):
+                message = self._decode(entry)
+                if isinstance(message, PermissionResponse) and message.request_id == (
+                    request.request_id
+                ):
+                    self.mailbox.mark_read(self.name, [entry])
+                    body = message.response
+                    self.say(f"permission {'granted' if message.approved else 'denied'}")
+                    return Approval(
+                        message.approved,
+                        message.error or "",
+                        body.updated_input if body is not None else None,
+                    )
+                if (
+                    isinstance(message, ShutdownRequest)
+                    and self.member is not None
+                    and (not is_stale(message, self.member.joinedAt))
+                ):
+                    return Approval(False, "a shutdown was requested while waiting")
+            if watcher is not None:
+                watcher.wait(BOARD_RESCAN_S)
+            else:
+                time.sleep(0.25)
+
+    # helpers
+
+    def _send_idle(self, task: Task | None = None, outcome: Outcome | None = None) -> None:
+        failed = outcome is not None and outcome.status == "failed"
+        note = IdleNotification(
+            from_=self.name,
+            timestamp=now_iso(),
+            idleReason="available",
+            summary=outcome.summary if outcome else None,
+            completedTaskId=task.id if task else None,
+            completedStatus=outcome.status if outcome else None,
+            failureReason=outcome.summary if failed else None,
+        )
+        self._send(LEAD_NAME, note)
+        self._set_active(False)
+
+    def _send(self, to: str, body: Any, summary: str | None = None) -> None:
+        try:
+            self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.options.color)
+        except UnknownMember as exc:
+            self.say(f"could not send to {to}: {exc}")
+
+    def _set_active(self, active: bool) -> None:
+        with contextlib.suppress(UnknownMember, ProtocolsError):
+            current = self._current_member()
+            if current is not None and current.isActive is not active:
+                self.team.update_member(self.name, isActive=active)
+
+    def _set_mode(self, mode: str) -> None:
+        if hasattr(self.brain, "permission_mode"):
+            self.brain.permission_mode = mode
+        self.say(f"permission mode is now {mode}")
+
+    def _current_member(self) -> Member | None:
+        return self.team.load().member(self.name)
+
+    def _require_member(self) -> Member:
+        member = self._current_member()
+        if member is None:
+            raise TeammateError(
+                f"{self.name!r} is not a member of team {self.paths.team!r}; "
+                "add it to the team (swarm spawn does) before starting the process"
+            )
+        return member
+
+    @contextlib.contextmanager
+    def _single_instance(self) -> Iterator[None]:
+        """Hold `.swarm-locks/<name>.instance` for the whole run: one process per name."""
+        path = self.paths.team_dir / FLOCK_DIR / f"{self.name}.instance"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not filelock.lock_descriptor(fd, blocking=False):
+                other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise TeammateError(
+                    f"a teammate named {self.name!r} is already running in team "
+                    f"{self.paths.team!r} (pid {other}); stop it before starting another"
+                )
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def say(self, text: str) -> None:
+        self._say(f"[{time.strftime('%H:%M:%S')}] {text}")
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise Stop()
+
+
+def team_paths(options: TeammateOptions, root: Path | None = None) -> TeamPaths:
+    return TeamPaths.for_team(options.team_name, root)
