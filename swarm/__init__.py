@@ -1,4 +1,6 @@
-"""swarm: the orchestrator and the `swarm` command line (spawn backends, the leader, status).
+"""swarm: the orchestrator and the `swarm` command line.
 
-Not built yet: it arrives with issue 3. Today the working layer is `protocols`, the team's files.
+Modules: `cli` (the click group and its one error funnel), `commands/` (the subcommands, one
+module per area), `members` (liveness, stopping, reaping), `requests` (requests waiting for the
+lead, and answering them), `errors`. Imports go one way: protocols <- teammate <- swarm.
 """

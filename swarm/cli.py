@@ -1,0 +1,66 @@
+"""The `swarm` command: parse, call the library, print. Every read command takes ``--json``.
+
+Errors from the library (`ProtocolsError`, `SwarmError`) are printed as one line on stderr with
+exit code 1; ``swarm --debug ...`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from protocols.errors import ProtocolsError
+from swarm.commands import messages, requests, status, tasks, teams
+from swarm.errors import SwarmError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="show tracebacks")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Run a team of agents as processes that talk through files.
+
+    \b
+    Files live under $CLAUDE_CONFIG_DIR (default ~/.claude), in Claude Code's
+    agent-team format. Typical session:
+      swarm team create demo
+      export SWARM_TEAM=demo
+      swarm task add "say hello" --command "echo hello"
+      swarm status
+    """
+    ctx.obj = {"debug": debug}
+
+
+for command in (
+    teams.team,
+    messages.send,
+    messages.inbox,
+    tasks.task,
+    requests.permissions,
+    requests.approve,
+    requests.deny,
+    status.status,
+    status.reap,
+):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=argv, prog_name="swarm", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except (ProtocolsError, SwarmError) as exc:
+        if debug:
+            raise
+        click.echo(f"swarm: error: {exc}", err=True)
+        return 1
+    return 0

@@ -1,0 +1,43 @@
+"""Helpers shared by the `swarm` commands: the --team and --json options, output, paths."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from protocols.errors import TeamNotFound
+from protocols.paths import TeamPaths, config_root
+
+
+def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--team",
+        "-t",
+        envvar="SWARM_TEAM",
+        required=True,
+        help="the team (default: $SWARM_TEAM)",
+    )(function)
+
+
+def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="print JSON")(function)
+
+
+def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
+    paths = TeamPaths(config_root(), team)
+    if must_exist and not paths.config.exists():
+        raise TeamNotFound(
+            f"team {team!r} not found under {paths.root}; `swarm team list` shows the teams"
+        )
+    return paths
+
+
+def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False) if as_json else text(value))
+
+
+def ids_text(ids: list[str]) -> str:
+    return ", ".join("#" + i for i in ids) or "-"

@@ -1,0 +1,1 @@
+"""The `swarm` subcommands, one module per area; `swarm.cli` puts them together."""

@@ -1,0 +1,92 @@
+"""`swarm send` and `swarm inbox`: messages between members."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from swarm.cli_common import emit, json_option, paths_for, team_option
+from swarm.errors import SwarmError
+
+
+@click.command()
+@click.argument("to")
+@click.argument("text")
+@click.option("--from", "sender", default=LEAD_NAME, show_default=True, help="the sender's name")
+@click.option("--summary", help="a 5-10 word preview")
+@team_option
+def send(to: str, text: str, sender: str, summary: str | None, team: str) -> None:
+    """Send TEXT to member TO (or "*" for everyone but the sender)."""
+    paths = paths_for(team)
+    sender_member = TeamFile(paths).load().member(sender)
+    color = sender_member.color if sender_member else None
+    written = Mailbox(paths).send(to, text, sender=sender, summary=summary, color=color)
+    if not written:
+        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {team!r}")
+    click.echo(f"sent to {', '.join(_recipients(paths, to, sender))}")
+
+
+def _recipients(paths: TeamPaths, to: str, sender: str) -> list[str]:
+    if to != "*":
+        return [to]
+    return [n for n in TeamFile(paths).load().member_names() if n != sender]
+
+
+def entry_json(entry: InboxEntry) -> dict[str, Any]:
+    try:
+        message = entry.structured()
+        kind = message.type if message is not None else "message"
+    except ProtocolsError:
+        kind = "invalid"
+    return {**entry.to_json_dict(), "type": kind}
+
+
+@click.command()
+@click.argument("name")
+@click.option("--unread", is_flag=True, help="only unread messages")
+@click.option("--mark-read", is_flag=True, help="mark what is shown as read")
+@click.option("--follow", "-f", is_flag=True, help="keep waiting for new messages")
+@json_option
+@team_option
+def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool, team: str) -> None:
+    """Show member NAME's inbox (oldest first)."""
+    paths = paths_for(team)
+    mailbox = Mailbox(paths)
+    if name not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{name!r} is not a member of team {team!r}")
+    entries = mailbox.read_unread(name) if unread or follow else mailbox.read_all(name)
+    _show_entries(entries, as_json)
+    if mark_read:
+        mailbox.mark_read(name, entries)
+    while follow:
+        entries = mailbox.wait(name, timeout=3600)
+        _show_entries(entries, as_json, lines=True)
+        mailbox.mark_read(name, entries) if mark_read else None
+
+
+def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False) -> None:
+    rows = [entry_json(e) for e in entries]
+    if as_json and lines:
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False))
+        return
+    emit(
+        rows,
+        as_json,
+        lambda rs: (
+            "\n".join(
+                f"{r['timestamp']} {'  ' if r.get('read') else '* '}{r['from']:<12} [{r['type']}] "
+                f"{r['text'] if r['type'] == 'message' else r.get('summary') or r['text'][:100]}"
+                for r in rs
+            )
+            or "no messages"
+        ),
+    )

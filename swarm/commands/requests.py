@@ -1,0 +1,65 @@
+"""`swarm permissions`, `swarm approve`, `swarm deny`: requests waiting for the lead."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from swarm import requests as requests_mod
+from swarm.cli_common import emit, json_option, paths_for, team_option
+
+
+@click.command()
+@json_option
+@team_option
+def permissions(as_json: bool, team: str) -> None:
+    """List requests waiting for an answer (permission, sandbox, plan approval)."""
+    pending = [p.to_json() for p in requests_mod.pending_requests(paths_for(team))]
+    emit(
+        pending,
+        as_json,
+        lambda ps: (
+            "\n".join(
+                f"{p['id']}  {p['kind']:<27} {p['teammate']:<12} {p['tool']:<12} "
+                f"{json.dumps(p['input'], ensure_ascii=False)[:80]}"
+                for p in ps
+            )
+            or "no pending requests"
+        ),
+    )
+
+
+@click.command()
+@click.argument("request_id")
+@click.option("--feedback", help="a note for the teammate")
+@click.option("--input", "updated", help="approve with this tool input instead (JSON object)")
+@team_option
+def approve(request_id: str, feedback: str | None, updated: str | None, team: str) -> None:
+    """Approve a pending request."""
+    new_input = _json_object(updated) if updated else None
+    done = requests_mod.answer(
+        paths_for(team), request_id, approve=True, text=feedback, updated_input=new_input
+    )
+    click.echo(f"approved {done.kind} {request_id} from {done.teammate}")
+
+
+@click.command()
+@click.argument("request_id")
+@click.option("--reason", help="why (sent to the teammate)")
+@team_option
+def deny(request_id: str, reason: str | None, team: str) -> None:
+    """Deny a pending request."""
+    done = requests_mod.answer(paths_for(team), request_id, approve=False, text=reason)
+    click.echo(f"denied {done.kind} {request_id} from {done.teammate}")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--input") from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--input")
+    return value

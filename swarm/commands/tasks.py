@@ -1,0 +1,144 @@
+"""`swarm task ...`: the task board."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from swarm.cli_common import emit, json_option, paths_for, team_option
+from swarm.errors import SwarmError
+
+
+@click.group()
+def task() -> None:
+    """Work with the team's task board."""
+
+
+@task.command("add")
+@click.argument("subject")
+@click.option("--description", "-d", default="", help="what to do")
+@click.option("--command", "-c", "command", help="a shell command for shell workers")
+@click.option("--blocked-by", multiple=True, help="a task id that must complete first")
+@team_option
+def task_add(
+    subject: str, description: str, command: str | None, blocked_by: tuple[str, ...], team: str
+) -> None:
+    """Add a task; prints its id."""
+    board = TaskBoard(paths_for(team))
+    for blocker in blocked_by:
+        board.require(blocker)
+    created = board.create(subject, description, metadata={"command": command} if command else None)
+    if blocked_by:
+        board.update(created.id, addBlockedBy=list(blocked_by))
+    click.echo(created.id)
+
+
+def task_line(t: dict[str, Any]) -> str:
+    owner = f" ({t['owner']})" if t.get("owner") else ""
+    blocked = (
+        f" [blocked by {', '.join('#' + b for b in t['blockedBy'])}]" if t["blockedBy"] else ""
+    )
+    return f"#{t['id']} [{t['status']}] {t['subject']}{owner}{blocked}"
+
+
+@task.command("list")
+@json_option
+@team_option
+def task_list(as_json: bool, team: str) -> None:
+    """List tasks (Claude Code's TaskList format)."""
+    tasks = [t.to_json_dict() for t in TaskBoard(paths_for(team)).list()]
+    emit(tasks, as_json, lambda ts: "\n".join(task_line(t) for t in ts) or "No tasks found")
+
+
+@task.command("show")
+@click.argument("task_id")
+@json_option
+@team_option
+def task_show(task_id: str, as_json: bool, team: str) -> None:
+    """Show one task."""
+    t = TaskBoard(paths_for(team)).require(task_id).to_json_dict()
+    emit(
+        t,
+        as_json,
+        lambda t: "\n".join(
+            [
+                f"Task #{t['id']}: {t['subject']}",
+                f"Status: {t['status']}",
+                f"Description: {t['description']}",
+            ]
+            + ([f"Owner: {t['owner']}"] if t.get("owner") else [])
+            + (
+                [f"Blocked by: {', '.join('#' + b for b in t['blockedBy'])}"]
+                if t["blockedBy"]
+                else []
+            )
+            + (
+                [f"Metadata: {json.dumps(t['metadata'], ensure_ascii=False)}"]
+                if t.get("metadata")
+                else []
+            )
+        ),
+    )
+
+
+@task.command("update")
+@click.argument("task_id")
+@click.option("--status", type=click.Choice(["pending", "in_progress", "completed", "deleted"]))
+@click.option("--owner", help="assign to a member")
+@click.option("--no-owner", is_flag=True, help="clear the owner")
+@click.option("--add-blocked-by", multiple=True, help="a task id that must complete first")
+@team_option
+def task_update(
+    task_id: str,
+    status: str | None,
+    owner: str | None,
+    no_owner: bool,
+    add_blocked_by: tuple[str, ...],
+    team: str,
+) -> None:
+    """Change a task's status, owner or dependencies."""
+    if owner and no_owner:
+        raise click.UsageError("--owner and --no-owner exclude each other")
+    paths = paths_for(team)
+    if owner and owner not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{owner!r} is not a member of team {team!r}")
+    changes: dict[str, Any] = {}
+    if status:
+        changes["status"] = status
+    if owner:
+        changes["owner"] = owner
+    if no_owner:
+        changes["owner"] = None
+    if add_blocked_by:
+        changes["addBlockedBy"] = list(add_blocked_by)
+    if not changes:
+        raise click.UsageError(
+            "nothing to change: give --status, --owner, --no-owner or --add-blocked-by"
+        )
+    board = TaskBoard(paths, Mailbox(paths))
+    board.require(task_id)
+    updated = board.update(task_id, actor=LEAD_NAME, **changes)
+    click.echo(f"deleted task #{task_id}" if updated is None else task_line(updated.to_json_dict()))
+
+
+@task.command("claim")
+@click.argument("task_id")
+@click.option("--as", "agent", required=True, help="the member who claims it")
+@team_option
+def task_claim(task_id: str, agent: str, team: str) -> None:
+    """Claim a task for a member; on failure prints the reason word and exits 1."""
+    paths = paths_for(team)
+    if agent not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{agent!r} is not a member of team {team!r}")
+    result = TaskBoard(paths).claim(task_id, agent)
+    if not result.success:
+        click.echo(str(result.reason), err=True)
+        sys.exit(1)
+    click.echo(task_line(result.task.to_json_dict()))

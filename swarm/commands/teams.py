@@ -1,0 +1,107 @@
+"""`swarm team ...`: create, list, show and delete teams."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import click
+
+from protocols.names import validate_name
+from protocols.paths import TeamPaths, config_root
+from protocols.team import TeamFile
+from swarm import members as members_mod
+from swarm.cli_common import emit, json_option, paths_for
+from swarm.errors import SwarmError
+
+
+@click.group()
+def team() -> None:
+    """Create, list, show and delete teams."""
+
+
+@team.command("create")
+@click.argument("name")
+@click.option("--description", "-d", help="what the team works on")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    help="the lead's working directory",
+)
+def team_create(name: str, description: str | None, cwd: Path) -> None:
+    """Create team NAME with its lead member `team-lead`."""
+    validate_name(name, "team name")
+    TeamFile(paths_for(name, must_exist=False)).create(description=description, cwd=cwd)
+    click.echo(f"created team {name!r}; use --team {name} or export SWARM_TEAM={name}")
+
+
+@team.command("list")
+@json_option
+def team_list(as_json: bool) -> None:
+    """List the teams under the config root."""
+    teams_dir = config_root() / "teams"
+    names = (
+        sorted(p.name for p in teams_dir.iterdir() if (p / "config.json").exists())
+        if teams_dir.is_dir()
+        else []
+    )
+    rows = []
+    for name in names:
+        config = TeamFile(TeamPaths(config_root(), name)).load()
+        rows.append(
+            {"name": name, "description": config.description, "members": len(config.members)}
+        )
+    emit(
+        rows,
+        as_json,
+        lambda rs: (
+            "\n".join(
+                f"{r['name']:<24} {r['members']} members  {r['description'] or ''}" for r in rs
+            )
+            or "no teams"
+        ),
+    )
+
+
+@team.command("show")
+@click.argument("name")
+@json_option
+def team_show(name: str, as_json: bool) -> None:
+    """Show team NAME's config."""
+    config = TeamFile(paths_for(name)).load()
+    emit(
+        config.to_json_dict(),
+        as_json,
+        lambda c: "\n".join(
+            [f"{c['name']}: {c.get('description') or ''}"]
+            + [
+                f"  {m['name']:<16} {m.get('agentType') or '':<16} {m.get('color') or '':<8} "
+                f"{m.get('backendType') or ''} {m.get('tmuxPaneId') or ''}"
+                for m in c["members"]
+            ]
+        ),
+    )
+
+
+@team.command("delete")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="stop live members first")
+def team_delete(name: str, force: bool) -> None:
+    """Delete team NAME: its teams/NAME and tasks/NAME directories."""
+    paths = paths_for(name)
+    live = [
+        m
+        for m in TeamFile(paths).load().members
+        if members_mod.member_state(m) in ("working", "idle")
+    ]
+    if live and not force:
+        raise SwarmError(
+            f"team {name!r} has live members ({', '.join(m.name for m in live)}); "
+            "shut them down first, or use --force"
+        )
+    for member in live:
+        members_mod.stop_member(paths, member)
+    shutil.rmtree(paths.team_dir, ignore_errors=False)
+    shutil.rmtree(paths.tasks_dir, ignore_errors=True)
+    click.echo(f"deleted team {name!r}")

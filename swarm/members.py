@@ -1,0 +1,100 @@
+"""What the leader knows about members' processes: alive, idle, working or dead; and reaping.
+
+A member's process is found from its member entry: the ``pid`` key a swarm teammate writes when
+it starts. Everything here reads files and asks the kernel; it never asks a teammate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols.mailbox import Mailbox
+from protocols.messages import TeammateTerminated
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import Member, TeamFile
+
+
+def process_alive(pid: int) -> bool:
+    """True if `pid` is a running process (a zombie counts as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def member_pid(member: Member) -> int | None:
+    pid = (member.model_extra or {}).get("pid")
+    return pid if isinstance(pid, int) else None
+
+
+def member_state(member: Member) -> str:
+    """``lead``, ``working``, ``idle``, ``dead``, or ``starting`` (no process recorded yet)."""
+    if member.name == LEAD_NAME:
+        return "lead"
+    pid = member_pid(member)
+    if pid is None:
+        return "starting"
+    if not process_alive(pid):
+        return "dead"
+    return "working" if member.isActive else "idle"
+
+
+@dataclass(frozen=True)
+class Reaped:
+    name: str
+    pid: int | None
+    released: list[str]
+
+
+def reap(paths: TeamPaths) -> list[Reaped]:
+    """Remove members whose process is gone; their unfinished tasks go back to ``pending``.
+
+    The lead is told with a ``teammate_terminated`` message in its inbox.
+    """
+    team = TeamFile(paths)
+    board = TaskBoard(paths)
+    mailbox = Mailbox(paths)
+    reaped = []
+    for member in team.load().members:
+        if member_state(member) != "dead":
+            continue
+        released = [t.id for t in board.release_all(member.name)]
+        team.remove_member(member.name)
+        note = TeammateTerminated(
+            message=f"{member.name} has stopped (pid {member_pid(member)} is gone); "
+            f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
+        )
+        mailbox.send(LEAD_NAME, note, sender=LEAD_NAME)
+        reaped.append(Reaped(member.name, member_pid(member), released))
+    return reaped
+
+
+def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
+    """Stop a member's process: SIGTERM, then SIGKILL after `timeout` seconds."""
+    pid = member_pid(member)
+    if pid is None or not process_alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if process_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
