@@ -11,7 +11,7 @@ import sys
 import click
 
 from protocols.errors import ProtocolsError
-from swarm.commands import messages, requests, status, tasks, teams
+from swarm.commands import lifecycle, messages, requests, status, tasks, teams
 from swarm.errors import SwarmError
 
 
@@ -42,6 +42,7 @@ for command in (
     requests.deny,
     status.status,
     status.reap,
+    lifecycle.shutdown,
 ):
     cli.add_command(command)
 

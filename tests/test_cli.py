@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import swarm
 
 from protocols.clock import now_iso
 from protocols.mailbox import Mailbox
@@ -23,15 +23,6 @@ from protocols.messages import (
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore
 from protocols.team import TeamFile
-
-
-def swarm(*args: str, team: str | None = "t") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ}
-    if team:
-        env["SWARM_TEAM"] = team
-    return subprocess.run(
-        [sys.executable, "-m", "swarm", *args], capture_output=True, text=True, timeout=60, env=env
-    )
 
 
 def tree_digest(root: Path) -> str:

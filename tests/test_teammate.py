@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import DEADLINE_S, teammate_argv, wait_for
 
 from protocols.clock import iso_from_ms, now_iso
 from protocols.mailbox import Mailbox
@@ -29,37 +30,6 @@ from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from teammate.options import UsageError, parse
 from teammate.shell_brain import DEFAULT_ASK_RULES, needs_approval
-
-DEADLINE_S = 20.0
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def teammate_argv(name: str, *extra: str, team: str = "t") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "teammate",
-        "--agent-id",
-        f"{name}@{team}",
-        "--agent-name",
-        name,
-        "--team-name",
-        team,
-        "--agent-color",
-        "blue",
-        "--model",
-        "shell",
-        *extra,
-    ]
 
 
 @pytest.fixture

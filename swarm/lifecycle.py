@@ -1,0 +1,133 @@
+"""Starting and stopping members: spawn (add the member, leave the prompt in its inbox, start the
+process with a backend) and the shutdown protocol seen from the lead.
+
+Nothing half-done is left behind: a spawn whose process cannot be started removes the member
+again; a shutdown that ends with the process gone always removes the member and returns its
+unfinished tasks to ``pending``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols.clock import now_iso
+from protocols.correlation import shutdown_request_id
+from protocols.errors import ProtocolsError
+from protocols.mailbox import Mailbox
+from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import Member, TeamFile
+from protocols.watch import InboxWatcher
+from swarm.errors import SwarmError
+from swarm.members import member_pid, process_alive, stop_member
+
+
+@dataclass(frozen=True)
+class ShutdownResult:
+    name: str
+    outcome: str  # approved | rejected | no-answer
+    reason: str
+    stopped: bool  # the member's process is gone and the member removed
+    released: list[str]
+
+
+def teammate_argv(
+    member: Member,
+    team: str,
+    model: str,
+    permission_mode: str | None = None,
+    plan_mode_required: bool = False,
+) -> list[str]:
+    """The teammate command line, exactly as Claude Code starts one (spec section 7)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "teammate",
+        "--agent-id",
+        member.agentId,
+        "--agent-name",
+        member.name,
+        "--team-name",
+        team,
+        "--agent-color",
+        member.color or "blue",
+    ]
+    if plan_mode_required:
+        argv.append("--plan-mode-required")
+    if member.agentType:
+        argv += ["--agent-type", member.agentType]
+    if permission_mode:
+        argv += ["--permission-mode", permission_mode]
+    return [*argv, "--model", model]
+
+
+def request_shutdown(
+    paths: TeamPaths,
+    name: str,
+    reason: str | None = None,
+    wait_s: float = 30.0,
+    force: bool = False,
+) -> ShutdownResult:
+    """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless."""
+    team = TeamFile(paths)
+    member = team.load().member(name)
+    if member is None or name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    mailbox = Mailbox(paths)
+    request = ShutdownRequest(
+        requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
+    )
+    mailbox.send(name, request, sender=LEAD_NAME)
+    answer = _await_answer(mailbox, request.requestId, wait_s)
+    if isinstance(answer, ShutdownRejected) and not force:
+        return ShutdownResult(name, "rejected", answer.reason, False, [])
+    outcome = (
+        "approved"
+        if isinstance(answer, ShutdownApproved)
+        else ("rejected" if isinstance(answer, ShutdownRejected) else "no-answer")
+    )
+    if outcome == "no-answer" and not force:
+        return ShutdownResult(name, outcome, f"no answer within {wait_s:g} s", False, [])
+    _wait_for_exit(member, 5.0 if outcome == "approved" else 0.0)
+    stop_member(paths, member)
+    released = [t.id for t in TaskBoard(paths).release_all(name)]
+    team.remove_member(name)
+    why = answer.reason if isinstance(answer, ShutdownRejected) else (reason or "")
+    return ShutdownResult(name, outcome, why, True, released)
+
+
+def _await_answer(mailbox: Mailbox, request_id: str, wait_s: float) -> object | None:
+    deadline = time.monotonic() + wait_s
+    with InboxWatcher(mailbox.paths.inbox(LEAD_NAME)) as watcher:
+        while True:
+            watcher.clear()
+            for entry in mailbox.read_unread(LEAD_NAME):
+                try:
+                    message = entry.structured()
+                except ProtocolsError:
+                    continue
+                if isinstance(message, ShutdownApproved | ShutdownRejected) and (
+                    message.requestId == request_id
+                ):
+                    mailbox.mark_read(LEAD_NAME, [entry])
+                    return message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            watcher.wait(remaining)
+
+
+def _wait_for_exit(member: Member, timeout: float) -> None:
+    pid = member_pid(member)
+    deadline = time.monotonic() + timeout
+    while pid is not None and process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def member_cwd(cwd: Path | None) -> Path:
+    return (cwd or Path.cwd()).resolve()
