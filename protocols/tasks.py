@@ -235,14 +235,16 @@ class TaskBoard:
             return self._claim_locked(str(task_id), agent, check_busy, start, tasks)
 
     def claim_next(self, agent: str, start: bool = True) -> ClaimResult | None:
-        """Auto-claim: the lowest-id pending, unowned, unblocked task. None if there is none."""
+        """Auto-claim: the lowest-id pending, unowned, unblocked task. None if there is none.
+
+        A first look without the lock finds out whether anything is claimable at all, so idle
+        workers asking again and again take no locks and write nothing.
+        """
+        if not _claimable({t.id: t for t in self.list(include_internal=True)}, self):
+            return None
         with self._list_lock():
             tasks = {t.id: t for t in self.list(include_internal=True)}
-            for task in tasks.values():
-                if task.internal or task.status != "pending" or task.owner:
-                    continue
-                if _open_blockers(task, tasks, self):
-                    continue
+            for task in _claimable(tasks, self):
                 result = self._claim_locked(task.id, agent, True, start, tasks)
                 if result.success or result.reason == ClaimFailure.AGENT_BUSY:
                     return result
@@ -334,6 +336,18 @@ class TaskBoard:
             self.mailbox.send(task.owner, message, sender=actor or "team-lead")
         except ProtocolsError as exc:
             log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
+
+
+def _claimable(tasks: dict[str, Task], board: TaskBoard) -> list[Task]:
+    """Pending, unowned, visible tasks whose blockers are all completed, by id."""
+    return [
+        t
+        for t in tasks.values()
+        if not t.internal
+        and t.status == "pending"
+        and not t.owner
+        and not _open_blockers(t, tasks, board)
+    ]
 
 
 def _open_blockers(task: Task, tasks: dict[str, Task], board: TaskBoard) -> list[str]:
