@@ -1,0 +1,76 @@
+"""The subprocess backend: a teammate as a plain child process in its own session, with its
+output appended to a log file.
+
+The child gets no terminal and no stdin, and leads its own process group, so `stop` reaches
+everything it started. The backend keeps the `Popen` of each child it started, to reap it; a
+backend in another process (a later ``swarm`` command) can still check and stop the pid.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+
+from swarm.backends.base import (
+    Spawned,
+    SpawnError,
+    SpawnRequest,
+    check_request,
+    child_env,
+    pid_alive,
+    reap_child,
+    terminate,
+)
+
+
+class SubprocessBackend:
+    backend_type = "subprocess"
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        """`environ` is where passed-through variables come from (default: `os.environ`)."""
+        self._environ = environ
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    def spawn(self, request: SpawnRequest) -> Spawned:
+        check_request(request)
+        environ = os.environ if self._environ is None else self._environ
+        try:
+            request.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(request.log_path, "ab")  # noqa: SIM115 - the child keeps its own copy
+        except OSError as error:
+            raise SpawnError(
+                f"cannot start {request.name!r}: cannot open log file {request.log_path}: {error}"
+            ) from error
+        with log:
+            try:
+                child = subprocess.Popen(
+                    request.argv,
+                    cwd=request.cwd,
+                    env=child_env(environ, request.env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as error:
+                raise SpawnError(
+                    f"cannot start {request.name!r}: {request.argv[0]!r}: {error}"
+                ) from error
+        self._children[child.pid] = child
+        return Spawned(self.backend_type, "", child.pid, None)
+
+    def is_alive(self, spawned: Spawned) -> bool:
+        child = self._children.get(spawned.pid)
+        if child is not None:
+            return child.poll() is None
+        reap_child(spawned.pid)
+        return pid_alive(spawned.pid)
+
+    def stop(self, spawned: Spawned, timeout: float = 5.0) -> None:
+        """SIGTERM the child's process group, wait up to `timeout` s, then SIGKILL; reap it."""
+        terminate(spawned.pid, timeout, alive=lambda: self.is_alive(spawned))
+        child = self._children.pop(spawned.pid, None)
+        if child is not None:
+            child.wait()
