@@ -42,6 +42,7 @@ for command in (
     requests.deny,
     status.status,
     status.reap,
+    lifecycle.spawn,
     lifecycle.shutdown,
 ):
     cli.add_command(command)

@@ -8,8 +8,10 @@ unfinished tasks to ``pending``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +20,12 @@ from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
-from protocols.names import LEAD_NAME
+from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.watch import InboxWatcher
+from swarm.backends import Spawned, SpawnRequest, choose_backend
 from swarm.errors import SwarmError
 from swarm.members import member_pid, process_alive, stop_member
 
@@ -64,6 +67,64 @@ def teammate_argv(
     if permission_mode:
         argv += ["--permission-mode", permission_mode]
     return [*argv, "--model", model]
+
+
+def spawn_member(
+    paths: TeamPaths,
+    name: str,
+    prompt: str,
+    *,
+    backend: str = "auto",
+    model: str = "shell",
+    agent_type: str = "general-purpose",
+    plan_mode_required: bool = False,
+    permission_mode: str | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Member, Spawned]:
+    """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
+
+    If the process cannot be started the member is removed again.
+    """
+    validate_name(name, "agent name")
+    directory = (cwd or Path.cwd()).resolve()
+    if not directory.is_dir():
+        raise SwarmError(f"--cwd {directory} is not a directory")
+    environ = env if env is not None else os.environ
+    chosen = choose_backend(backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None)
+    team = TeamFile(paths)
+    member = team.add_member(
+        name,
+        agent_type=agent_type,
+        model=model,
+        prompt=prompt,
+        cwd=directory,
+        plan_mode_required=plan_mode_required,
+        backend_type=chosen.backend_type,
+        **({"mode": permission_mode} if permission_mode else {}),
+    )
+    try:
+        Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
+        request = SpawnRequest(
+            name=name,
+            team=paths.team,
+            argv=teammate_argv(member, paths.team, model, permission_mode, plan_mode_required),
+            cwd=directory,
+            env={"CLAUDE_CONFIG_DIR": str(paths.root)},
+            log_path=paths.team_dir / "logs" / f"{name}.log",
+        )
+        spawned = chosen.spawn(request)
+    except BaseException:
+        team.remove_member(name)
+        raise
+    updated = team.update_member(
+        name,
+        tmuxPaneId=spawned.pane_id,
+        backendType=spawned.backend_type,
+        pid=spawned.pid,
+        **({"tmuxSocket": spawned.socket_name} if spawned.socket_name else {}),
+    )
+    return updated, spawned
 
 
 def request_shutdown(

@@ -6,10 +6,7 @@ it starts. Everything here reads files and asks the kernel; it never asks a team
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
+from swarm.backends import Spawned, choose_backend
 
 
 def process_alive(pid: int) -> bool:
@@ -85,16 +83,23 @@ def reap(paths: TeamPaths) -> list[Reaped]:
     return reaped
 
 
-def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
-    """Stop a member's process: SIGTERM, then SIGKILL after `timeout` seconds."""
+def spawned_of(member: Member) -> Spawned | None:
+    """How the member was started, from its entry (None for a member swarm did not start)."""
     pid = member_pid(member)
-    if pid is None or not process_alive(pid):
+    pane = member.tmuxPaneId if member.tmuxPaneId not in ("", "in-process") else ""
+    if member.backendType == "tmux" and pane:
+        socket = (member.model_extra or {}).get("tmuxSocket")
+        return Spawned("tmux", pane, pid or 0, socket if isinstance(socket, str) else None)
+    if pid is not None:
+        return Spawned("subprocess", "", pid, None)
+    return None
+
+
+def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
+    """Stop a member's process (SIGTERM, then SIGKILL after `timeout`) and close its pane."""
+    spawned = spawned_of(member)
+    if spawned is None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while process_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if process_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    socket = spawned.socket_name
+    backend = choose_backend(spawned.backend_type, socket_name=socket)
+    backend.stop(spawned, timeout)

@@ -49,6 +49,8 @@ from teammate.brain import Approval, Brain, Outcome
 from teammate.options import TeammateOptions
 
 BOARD_RESCAN_S = 5.0
+# inotify wakes an idle teammate; this rescan is only the safety net for lost events
+IDLE_RESCAN_S = 1.0
 
 
 class TeammateError(Exception):
@@ -92,7 +94,9 @@ class Teammate:
             previous = signal.signal(signal.SIGTERM, _raise_stop)
             try:
                 with InboxWatcher(
-                    self.paths.inbox(self.name), directories=(self.paths.tasks_dir,)
+                    self.paths.inbox(self.name),
+                    directories=(self.paths.tasks_dir,),
+                    rescan_s=IDLE_RESCAN_S,
                 ) as watcher:
                     self._watcher = watcher
                     while not self.stopped:

@@ -88,8 +88,17 @@ def test_workers_complete_a_dependency_graph_then_shut_down(
     ]
     assert sorted(m.completedTaskId for m in done) == ["1", "2", "3"]
     assert all(m.completedStatus == "resolved" for m in done)
-    acks = [e for e, m in lead_messages(mailbox) if m is None and e.text.startswith("Received")]
-    assert {e.from_ for e in acks} == {"alice", "bob"}
+    wait_for(
+        lambda: (
+            {
+                e.from_
+                for e, m in lead_messages(mailbox)
+                if m is None and e.text.startswith("Received")
+            }
+            == {"alice", "bob"}
+        ),
+        "both prompts to be acknowledged",
+    )
 
     requests = {name: shutdown(mailbox, name) for name in ("alice", "bob")}
     assert alice.wait(DEADLINE_S) == 0 and bob.wait(DEADLINE_S) == 0

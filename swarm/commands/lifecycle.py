@@ -1,13 +1,72 @@
-"""`swarm shutdown`: ask a teammate to stop (the shutdown protocol), or stop it with --force."""
+"""`swarm spawn` and `swarm shutdown`: start a teammate process; ask it to stop (the shutdown
+protocol), or stop it with --force."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from swarm.cli_common import ids_text, paths_for, team_option
-from swarm.lifecycle import request_shutdown
+from swarm.lifecycle import request_shutdown, spawn_member
+from teammate.options import PERMISSION_MODES
+
+
+@click.command()
+@click.argument("name")
+@click.option("--prompt", "-p", required=True, help="the first message in its inbox")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "tmux", "subprocess"]),
+    default="auto",
+    show_default=True,
+    help="auto: tmux when installed, else a subprocess",
+)
+@click.option(
+    "--model", default="shell", show_default=True, help="'shell' runs task commands offline"
+)
+@click.option("--agent-type", default="general-purpose", show_default=True)
+@click.option("--plan-mode-required", is_flag=True)
+@click.option("--permission-mode", type=click.Choice(PERMISSION_MODES))
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="its working directory (default: here)",
+)
+@team_option
+def spawn(
+    name: str,
+    prompt: str,
+    backend: str,
+    model: str,
+    agent_type: str,
+    plan_mode_required: bool,
+    permission_mode: str | None,
+    cwd: Path | None,
+    team: str,
+) -> None:
+    """Start teammate NAME in a tmux pane or a subprocess.
+
+    \b
+    Outside tmux, panes go to a private tmux server per team:
+      tmux -L swarm-<team> attach
+    Subprocess teammates log to teams/<team>/logs/<name>.log.
+    """
+    member, spawned = spawn_member(
+        paths_for(team),
+        name,
+        prompt,
+        backend=backend,
+        model=model,
+        agent_type=agent_type,
+        plan_mode_required=plan_mode_required,
+        permission_mode=permission_mode,
+        cwd=cwd,
+    )
+    where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
+    click.echo(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}")
 
 
 @click.command()

@@ -1,0 +1,190 @@
+"""A human-led team end to end through the `swarm` command, once with tmux panes (a private tmux
+server per test) and once with subprocesses: spawn three shell workers, feed a dependency graph,
+shut down, delete; a worker killed while holding a task; a stale shutdown request; bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import swarm, wait_for
+
+from protocols.mailbox import Mailbox
+from protocols.messages import ShutdownRequest
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from swarm.members import process_alive
+
+BACKENDS = [
+    "subprocess",
+    pytest.param(
+        "tmux", marks=pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
+    ),
+]
+
+
+@pytest.fixture
+def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A private tmux server for this test only; killed afterwards."""
+    socket = f"swarm-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    monkeypatch.setenv("SWARM_TMUX_SOCKET", socket)
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    yield socket
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+
+
+def panes(socket: str) -> list[str]:
+    result = subprocess.run(
+        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_title}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.stdout.split() if result.returncode == 0 else []
+
+
+def spawn(name: str, backend: str, cwd: Path, prompt: str = "Work the board.") -> None:
+    result = swarm("spawn", name, "--prompt", prompt, "--backend", backend, "--cwd", str(cwd))
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_three_workers_complete_a_dependency_graph_then_leave_nothing_behind(
+    backend: str, tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    assert swarm("team", "create", "t", team=None).returncode == 0
+    for name in ("w1", "w2", "w3"):
+        spawn(name, backend, tmp_path)
+    pids = [m.model_extra["pid"] for m in TeamFile(TeamPaths(config_root, "t")).load().members[1:]]
+    # 8 tasks: 1 -> {2, 3} -> 4; 5 -> 6; 7; 8 blocked by 4 and 6
+    graph = {1: [], 2: [1], 3: [1], 4: [2, 3], 5: [], 6: [5], 7: [], 8: [4, 6]}
+    for task_id, blockers in graph.items():
+        args = ["task", "add", f"step {task_id}", "--command", f"echo {task_id} >> log.txt"]
+        for blocker in blockers:
+            args += ["--blocked-by", str(blocker)]
+        assert swarm(*args).stdout.strip() == str(task_id)
+    board = TaskBoard(TeamPaths(config_root, "t"))
+    wait_for(
+        lambda: all(t.status == "completed" for t in board.list()),
+        "every task completed",
+        timeout=60,
+    )
+    order = [int(line) for line in (tmp_path / "log.txt").read_text().split()]
+    assert sorted(order) == list(graph)  # each exactly once
+    for task_id, blockers in graph.items():
+        assert all(order.index(b) < order.index(task_id) for b in blockers), order
+    if backend == "tmux":
+        assert sorted(panes(tmux_socket)) == ["w1", "w2", "w3"]
+    for name in ("w1", "w2", "w3"):
+        result = swarm("shutdown", name)
+        assert result.returncode == 0 and "approved" in result.stdout, result.stderr
+    assert swarm("team", "delete", "t", team=None).returncode == 0
+    assert not any(process_alive(pid) for pid in pids)
+    assert panes(tmux_socket) == []
+    assert not (config_root / "teams" / "t").exists() and not (config_root / "tasks" / "t").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_worker_killed_while_holding_a_task_is_reaped_and_the_task_done_by_another(
+    backend: str, tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    swarm("team", "create", "t", team=None)
+    spawn("w1", backend, tmp_path)
+    command = "if [ -e tried ]; then echo finished > done.txt; else touch tried; sleep 60; fi"
+    swarm("task", "add", "slow the first time", "--command", command)
+    team = TeamFile(TeamPaths(config_root, "t"))
+    board = TaskBoard(team.paths)
+    wait_for(
+        lambda: board.require("1").owner == "w1" and (tmp_path / "tried").exists(),
+        "w1 to start the task",
+    )
+    os.kill(team.load().member("w1").model_extra["pid"], signal.SIGKILL)
+    reaped = wait_for(
+        lambda: "reaped w1" in (out := swarm("reap").stdout) and out, "the reaper to see w1 dead"
+    )
+    assert "#1" in reaped
+    assert board.require("1").status == "pending" and board.require("1").owner is None
+    spawn("w2", backend, tmp_path)
+    wait_for(lambda: board.require("1").status == "completed", "w2 to complete the task")
+    assert board.require("1").owner == "w2" and (tmp_path / "done.txt").exists()
+    swarm("shutdown", "w2")
+
+
+def test_a_stale_shutdown_request_does_not_stop_a_respawned_worker(
+    tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    swarm("team", "create", "t", team=None)
+    spawn("w1", "subprocess", tmp_path)
+    assert swarm("shutdown", "w1").returncode == 0
+    paths = TeamPaths(config_root, "t")
+    team = TeamFile(paths)
+    team.add_member("w1")  # so the old request can be left in its inbox, as a lost message would be
+    old = ShutdownRequest(
+        requestId="shutdown-1@w1", from_="team-lead", timestamp="2020-01-01T00:00:00.000Z"
+    )
+    Mailbox(paths).send("w1", old, sender="team-lead")
+    team.remove_member("w1")
+    spawn("w1", "subprocess", tmp_path)
+    wait_for(
+        lambda: any(
+            "Ignored shutdown request shutdown-1@w1" in e.text
+            for e in Mailbox(paths).read_all("team-lead")
+        ),
+        "the stale request to be reported",
+    )
+    swarm("task", "add", "after", "--command", "true")
+    wait_for(
+        lambda: TaskBoard(paths).require("1").status == "completed", "the worker to keep working"
+    )
+    states = {
+        m["name"]: m["state"] for m in json.loads(swarm("status", "--json").stdout)["members"]
+    }
+    assert states["w1"] in ("idle", "working")
+    swarm("shutdown", "w1")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_prompt_full_of_shell_syntax_arrives_verbatim(
+    backend: str, tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    swarm("team", "create", "t", team=None)
+    marker = tmp_path / "injected"
+    prompt = f"Hi \"w1\" 'quoted' $(touch {marker}) `touch {marker}` ; touch {marker}\nline two ✓"
+    spawn("w1", backend, tmp_path, prompt=prompt)
+    paths = TeamPaths(config_root, "t")
+    ack = wait_for(
+        lambda: [e for e in Mailbox(paths).read_all("team-lead") if e.text.startswith("Received")],
+        "the ack",
+    )
+    assert ack
+    assert Mailbox(paths).read_all("w1")[0].text == prompt
+    assert not marker.exists()
+    swarm("shutdown", "w1")
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (("spawn", 'a"b', "--prompt", "x"), "invalid agent name"),
+        (("spawn", "$(touch x)", "--prompt", "x"), "invalid agent name"),
+        (("spawn", "w1", "--prompt", "x", "--backend", "docker"), "docker"),
+        (("spawn", "team-lead", "--prompt", "x"), "already has a member named 'team-lead'"),
+    ],
+)
+def test_bad_spawns_are_refused_and_add_no_member(
+    config_root: Path, args: tuple[str, ...], complaint: str
+) -> None:
+    swarm("team", "create", "t", team=None)
+    result = swarm(*args)
+    assert result.returncode != 0 and complaint in result.stderr
+    assert TeamFile(TeamPaths(config_root, "t")).load().member_names() == ["team-lead"]
