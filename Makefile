@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo demo-protocols test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -15,7 +15,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: install  ## a team of worker processes sharing a task board, offline
+demo: install  ## three offline shell workers in tmux panes (or subprocesses) work a task graph
+	$(PY) examples/shell_team_demo.py
+
+demo-protocols: install  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
 test: install  ## every test, including the real-process stress and crash tests

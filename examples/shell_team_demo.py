@@ -1,0 +1,141 @@
+"""`make demo`: a human-led team of three offline shell workers, end to end, no network.
+
+The lead (this script, standing in for a person at the `swarm` command) creates a team in a
+temporary config root, spawns three `shell` workers (tmux panes on a private server when tmux is
+installed, else subprocesses), and puts a small dependency graph on the task board. Workers claim
+tasks on their own; one task deletes a directory, so its worker asks the lead first and the lead
+approves it (as `swarm approve ID` would). The lead prints every message as it arrives, then shuts
+each worker down with the shutdown protocol and deletes the team.
+
+Usage: python examples/shell_team_demo.py [--backend auto|tmux|subprocess] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from protocols import LEAD_NAME, Mailbox, TaskBoard, TeamFile, TeamPaths
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.messages import IdleNotification, PermissionRequest
+from protocols.watch import InboxWatcher
+from swarm.lifecycle import request_shutdown, spawn_member
+from swarm.requests import answer
+
+TEAM = "demo"
+TASKS = [  # subject, command, blocked by (1-based positions in this list)
+    ("make the build directory", "mkdir -p build && echo made build/", []),
+    (
+        "write hello.txt",
+        "echo 'hello from the swarm' > build/hello.txt && cat build/hello.txt",
+        [1],
+    ),
+    ("write numbers.txt", "seq 1 5 > build/numbers.txt && wc -l build/numbers.txt", [1]),
+    ("add up the numbers", "awk '{s+=$1} END {print \"sum:\", s}' build/numbers.txt", [3]),
+    ("check both files", "ls build && grep -c . build/hello.txt build/numbers.txt", [2, 3]),
+    ("clean up the build", "rm -r build && echo removed build/", [4, 5]),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="auto", choices=["auto", "tmux", "subprocess"])
+    parser.add_argument("--keep", action="store_true", help="keep the files and print where")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
+    work = root / "work"
+    work.mkdir()
+    os.environ["CLAUDE_CONFIG_DIR"] = str(root)
+    os.environ.pop("TMUX", None)  # never split the terminal this runs in
+    paths = TeamPaths(root, TEAM)
+    TeamFile(paths).create(description="a shell team demo", cwd=work)
+    print(
+        f"team {TEAM!r} in {root}\n(the same with the CLI: export CLAUDE_CONFIG_DIR={root} "
+        f"SWARM_TEAM={TEAM}; swarm status)\n"
+    )
+    board = TaskBoard(paths)
+    ids: list[str] = []
+    for subject, command, blockers in TASKS:
+        task = board.create(subject, metadata={"command": command})
+        if blockers:
+            board.update(task.id, addBlockedBy=[ids[b - 1] for b in blockers])
+        ids.append(task.id)
+        after = f"  (after {', '.join('#' + ids[b - 1] for b in blockers)})" if blockers else ""
+        print(f"task #{task.id}: {subject}{after}")
+    print()
+    for name in ("ann", "ben", "cai"):
+        member, spawned = spawn_member(
+            paths, name, "Work the board.", backend=args.backend, cwd=work
+        )
+        where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+        print(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}")
+        if spawned.socket_name and name == "ann":
+            print(f"  watch the panes from another terminal: tmux -L {spawned.socket_name} attach")
+    print()
+    ok = lead_loop(paths, board)
+    print()
+    for name in ("ann", "ben", "cai"):
+        result = request_shutdown(paths, name, "the board is done", wait_s=10, force=True)
+        print(f"shutdown {name}: {result.outcome}")
+    print(f"\nboard: {', '.join(f'#{t.id} {t.status}' for t in board.list())}")
+    if args.keep:
+        print(f"files kept in {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if ok else 1
+
+
+def lead_loop(paths: TeamPaths, board: TaskBoard, timeout: float = 60.0) -> bool:
+    """Show messages as they arrive and approve permission requests, until the board is done."""
+    mailbox = Mailbox(paths)
+    reported: set[str] = set()
+    deadline = time.monotonic() + timeout
+    with InboxWatcher(paths.inbox(LEAD_NAME)) as watcher:
+        while time.monotonic() < deadline:
+            tasks = board.list()
+            if all(t.status == "completed" for t in tasks) and reported >= {t.id for t in tasks}:
+                return True
+            watcher.clear()
+            entries = mailbox.read_unread(LEAD_NAME)
+            for entry in entries:
+                done = show(paths, entry)
+                if done:
+                    reported.add(done)
+            mailbox.mark_read(LEAD_NAME, entries)
+            if not entries:
+                watcher.wait(1.0)
+    print("the board did not finish in time")
+    return False
+
+
+def show(paths: TeamPaths, entry: InboxEntry) -> str | None:
+    """Print one message to the lead; returns the id of a task it reports finished."""
+    try:
+        message = entry.structured()
+    except ProtocolsError as exc:
+        print(f"  ! {exc}")
+        return None
+    sender = entry.from_
+    if isinstance(message, PermissionRequest):
+        print(
+            f"  {sender:>4} asks to run {message.input.get('command')!r} "
+            f"({message.request_id}) -> approved by the lead"
+        )
+        answer(paths, message.request_id, approve=True)
+    elif isinstance(message, IdleNotification) and message.completedTaskId:
+        print(f"  {sender:>4} finished #{message.completedTaskId}: {message.completedStatus}")
+        return message.completedTaskId
+    elif message is None and not entry.text.startswith("Received"):
+        text = entry.text.strip().replace("\n", "\n       ")
+        print(f"  {sender:>4} says: {text}")
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
