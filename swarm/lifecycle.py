@@ -9,6 +9,7 @@ unfinished tasks to ``pending``.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ from protocols.team import Member, TeamFile
 from protocols.watch import InboxWatcher
 from swarm.backends import Spawned, SpawnRequest, choose_backend
 from swarm.errors import SwarmError
-from swarm.members import member_pid, process_alive, stop_member
+from swarm.members import member_pid, member_state, process_alive, stop_member
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,23 @@ def request_shutdown(
     team.remove_member(name)
     why = answer.reason if isinstance(answer, ShutdownRejected) else (reason or "")
     return ShutdownResult(name, outcome, why, True, released)
+
+
+def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
+    """Remove ``teams/<team>`` and ``tasks/<team>``. Refuses while members are alive, unless
+    `force`, which shuts them down first (the protocol, then stopping those that do not go)."""
+    live = [m for m in TeamFile(paths).load().members if member_state(m) in ("working", "idle")]
+    if live and not force:
+        raise SwarmError(
+            f"team {paths.team!r} has live members ({', '.join(m.name for m in live)}); "
+            "shut them down first (swarm shutdown NAME), or use --force"
+        )
+    results = [
+        request_shutdown(paths, m.name, "the team is being deleted", 10.0, True) for m in live
+    ]
+    shutil.rmtree(paths.team_dir)
+    shutil.rmtree(paths.tasks_dir, ignore_errors=True)
+    return results
 
 
 def _await_answer(mailbox: Mailbox, request_id: str, wait_s: float) -> object | None:

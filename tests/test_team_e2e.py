@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,3 +189,35 @@ def test_bad_spawns_are_refused_and_add_no_member(
     result = swarm(*args)
     assert result.returncode != 0 and complaint in result.stderr
     assert TeamFile(TeamPaths(config_root, "t")).load().member_names() == ["team-lead"]
+
+
+def test_team_delete_refuses_live_members_unless_forced(
+    tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    swarm("team", "create", "t", team=None)
+    spawn("w1", "subprocess", tmp_path)
+    pid = TeamFile(TeamPaths(config_root, "t")).load().member("w1").model_extra["pid"]
+    refused = swarm("team", "delete", "t", team=None)
+    assert refused.returncode == 1 and "live members (w1)" in refused.stderr
+    assert (config_root / "teams" / "t" / "config.json").exists()
+    forced = swarm("team", "delete", "t", "--force", team=None)
+    assert forced.returncode == 0 and "shut down w1: approved" in forced.stdout
+    assert not process_alive(pid)
+    assert not (config_root / "teams" / "t").exists()
+
+
+def test_inbox_follow_prints_messages_as_they_arrive(team: TeamFile) -> None:
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "swarm", "inbox", "alice", "--follow", "--json", "--team", "t"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swarm("send", "alice", "first").returncode == 0
+        line = json.loads(follower.stdout.readline())
+        assert (line["text"], line["type"]) == ("first", "message")
+        assert swarm("send", "alice", "second").returncode == 0
+        assert json.loads(follower.stdout.readline())["text"] == "second"
+    finally:
+        follower.terminate()
+        follower.wait(10)

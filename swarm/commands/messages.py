@@ -13,6 +13,7 @@ from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
 from swarm.cli_common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
 
@@ -62,31 +63,39 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
     mailbox = Mailbox(paths)
     if name not in TeamFile(paths).load().member_names():
         raise SwarmError(f"{name!r} is not a member of team {team!r}")
-    entries = mailbox.read_unread(name) if unread or follow else mailbox.read_all(name)
+    if follow:
+        _follow(mailbox, name, as_json, mark_read)
+        return
+    entries = mailbox.read_unread(name) if unread else mailbox.read_all(name)
     _show_entries(entries, as_json)
     if mark_read:
         mailbox.mark_read(name, entries)
-    while follow:
-        entries = mailbox.wait(name, timeout=3600)
-        _show_entries(entries, as_json, lines=True)
-        mailbox.mark_read(name, entries) if mark_read else None
+
+
+def _follow(mailbox: Mailbox, name: str, as_json: bool, mark_read: bool) -> None:
+    """Print unread messages as they arrive (JSON: one object per line) until interrupted."""
+    shown: set[str] = set()
+    with InboxWatcher(mailbox.paths.inbox(name)) as watcher:
+        while True:
+            watcher.clear()
+            fresh = [e for e in mailbox.read_unread(name) if e.identity not in shown]
+            if fresh:
+                _show_entries(fresh, as_json, lines=True)
+                shown.update(e.identity for e in fresh)
+                if mark_read:
+                    mailbox.mark_read(name, fresh)
+            watcher.wait(3600)
 
 
 def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False) -> None:
     rows = [entry_json(e) for e in entries]
-    if as_json and lines:
+    if lines:
         for row in rows:
-            click.echo(json.dumps(row, ensure_ascii=False))
+            click.echo(json.dumps(row, ensure_ascii=False) if as_json else _entry_line(row))
         return
-    emit(
-        rows,
-        as_json,
-        lambda rs: (
-            "\n".join(
-                f"{r['timestamp']} {'  ' if r.get('read') else '* '}{r['from']:<12} [{r['type']}] "
-                f"{r['text'] if r['type'] == 'message' else r.get('summary') or r['text'][:100]}"
-                for r in rs
-            )
-            or "no messages"
-        ),
-    )
+    emit(rows, as_json, lambda rs: "\n".join(_entry_line(r) for r in rs) or "no messages")
+
+
+def _entry_line(r: dict[str, Any]) -> str:
+    body = r["text"] if r["type"] == "message" else r.get("summary") or r["text"][:100]
+    return f"{r['timestamp']} {'  ' if r.get('read') else '* '}{r['from']:<12} [{r['type']}] {body}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import click
@@ -10,9 +9,8 @@ import click
 from protocols.names import validate_name
 from protocols.paths import TeamPaths, config_root
 from protocols.team import TeamFile
-from swarm import members as members_mod
 from swarm.cli_common import emit, json_option, paths_for
-from swarm.errors import SwarmError
+from swarm.lifecycle import delete_team
 
 
 @click.group()
@@ -86,22 +84,9 @@ def team_show(name: str, as_json: bool) -> None:
 
 @team.command("delete")
 @click.argument("name")
-@click.option("--force", is_flag=True, help="stop live members first")
+@click.option("--force", is_flag=True, help="shut live members down first (stopped if they refuse)")
 def team_delete(name: str, force: bool) -> None:
     """Delete team NAME: its teams/NAME and tasks/NAME directories."""
-    paths = paths_for(name)
-    live = [
-        m
-        for m in TeamFile(paths).load().members
-        if members_mod.member_state(m) in ("working", "idle")
-    ]
-    if live and not force:
-        raise SwarmError(
-            f"team {name!r} has live members ({', '.join(m.name for m in live)}); "
-            "shut them down first, or use --force"
-        )
-    for member in live:
-        members_mod.stop_member(paths, member)
-    shutil.rmtree(paths.team_dir, ignore_errors=False)
-    shutil.rmtree(paths.tasks_dir, ignore_errors=True)
+    for result in delete_team(paths_for(name), force):
+        click.echo(f"shut down {result.name}: {result.outcome}")
     click.echo(f"deleted team {name!r}")
