@@ -35,6 +35,8 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/latency.py
 	$(PY) bench/throughput.py
 	$(PY) bench/claims.py
+	$(PY) bench/spawn.py
+	$(PY) bench/idle_cpu.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info

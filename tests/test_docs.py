@@ -32,3 +32,30 @@ def test_python_examples_run(doc: Path, config_root: Path) -> None:
     assert result.returncode == 0, result.stderr
     for expected in re.findall(r"print\(.*?\)\s+# (.+)$", program, re.M):
         assert expected.strip() in result.stdout, f"{expected!r} not in output:\n{result.stdout}"
+
+
+SHELL_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+
+
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if SHELL_BLOCK.search(d.read_text())], ids=lambda p: p.name
+)
+def test_shell_examples_run(doc: Path, config_root: Path, tmp_path: Path) -> None:
+    script = "set -euo pipefail\n" + "\n".join(SHELL_BLOCK.findall(doc.read_text()))
+    socket = f"swarm-docs-{os.getpid()}"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_root), "SWARM_TMUX_SOCKET": socket}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    env.pop("TMUX", None)
+    try:
+        result = subprocess.run(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
