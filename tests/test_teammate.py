@@ -22,6 +22,7 @@ from protocols.messages import (
     IdleNotification,
     PermissionRequest,
     ShutdownApproved,
+    ShutdownRejected,
     ShutdownRequest,
 )
 from protocols.paths import TeamPaths
@@ -29,7 +30,8 @@ from protocols.permissions import permission_response
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from teammate.options import UsageError, parse
-from teammate.shell_brain import DEFAULT_ASK_RULES, needs_approval
+from teammate.runtime import Teammate
+from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain, needs_approval
 
 
 @pytest.fixture
@@ -368,3 +370,24 @@ def test_a_bad_command_line_exits_2_with_the_reason(tmp_path: Path) -> None:
 )
 def test_default_ask_rules(command: str, asks: bool) -> None:
     assert (needs_approval(command, DEFAULT_ASK_RULES) is not None) is asks
+
+
+class RefusingBrain(ShellBrain):
+    def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
+        return False, "still refactoring auth.py"
+
+
+def test_a_brain_may_refuse_a_shutdown(team: TeamFile, tmp_path: Path) -> None:
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    said: list[str] = []
+    teammate = Teammate(options, RefusingBrain(tmp_path), team.paths, say=said.append)
+    teammate.member = team.load().member("alice")
+    mailbox = Mailbox(team.paths)
+    request = shutdown(mailbox, "alice")
+    teammate.step()
+    assert not teammate.stopped
+    (entry,) = [e for e in mailbox.read_all("team-lead")]
+    refusal = entry.structured()
+    assert isinstance(refusal, ShutdownRejected)
+    assert (refusal.requestId, refusal.reason) == (request.requestId, "still refactoring auth.py")
+    assert mailbox.read_unread("alice") == []
