@@ -39,6 +39,7 @@ from types import TracebackType
 import filelock
 
 from protocols.errors import LockTimeout
+from protocols.pids import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -290,19 +291,7 @@ def _left_by_dead_swarm(record: tuple[int, int, int] | None, st: os.stat_result)
     pid, ino, ctime_ns = record
     if ino != st.st_ino or ctime_ns not in (0, st.st_ctime_ns):
         return False  # ctime 0: killed between the rename and writing the ctime down
-    return not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return not pid_alive(pid)
 
 
 class _Refresher:

@@ -6,34 +6,16 @@ it starts. Everything here reads files and asks the kernel; it never asks a team
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from protocols.mailbox import Mailbox
 from protocols.messages import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.pids import pid_alive as process_alive
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, choose_backend
-
-
-def process_alive(pid: int) -> bool:
-    """True if `pid` is a running process (a zombie counts as dead)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
 
 
 def member_pid(member: Member) -> int | None:

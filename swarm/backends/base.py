@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from protocols.pids import pid_alive
 from swarm.errors import SwarmError
 
 BACKEND_KINDS = ("auto", "tmux", "subprocess")
@@ -111,26 +112,6 @@ def check_request(request: SpawnRequest) -> None:
             f"cannot start {request.name!r}: invalid environment variable(s) {bad!r} "
             "(names must be non-empty without '=', names and values without NUL)"
         )
-
-
-def pid_alive(pid: int) -> bool:
-    """True if `pid` is a running process; a zombie (exited, not yet reaped) counts as dead."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: it exists
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False  # gone between the two checks
-    except OSError:
-        return True  # no /proc: os.kill already said it exists
-    fields = stat.rsplit(")", 1)[-1].split()
-    return not fields or fields[0] not in ("Z", "X")
 
 
 def pid_exists(pid: int) -> bool:
