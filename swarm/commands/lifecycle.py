@@ -84,6 +84,7 @@ def spawn(
 @team_option
 def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: str) -> None:
     """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped."""
+    click.echo(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer", err=True)
     result = request_shutdown(paths_for(team), name, reason, wait_s, force)
     if result.stopped:
         click.echo(
