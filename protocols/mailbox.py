@@ -15,13 +15,14 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from protocols.clock import now_iso
-from protocols.errors import BroadcastRefused, UnknownMember
+from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
 from protocols.inbox import InboxEntry, InboxFile, identity_of, is_read
 from protocols.jsonio import Durability
 from protocols.messages import StructuredMessage, decode
@@ -29,6 +30,8 @@ from protocols.names import checked_component
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
 from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
+
+log = logging.getLogger(__name__)
 
 BROADCAST = "*"
 DEFAULT_COMPACT_AFTER = 32
@@ -245,6 +248,41 @@ class Mailbox:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
+            watcher.wait(remaining)
+
+    def await_message(
+        self,
+        agent: str,
+        match: Callable[[Any], bool],
+        timeout: float,
+        watcher: InboxWatcher | None = None,
+        mark: bool = True,
+    ) -> tuple[InboxEntry, Any] | None:
+        """The first unread structured message in `agent`'s inbox that `match` accepts.
+
+        Waits up to `timeout` seconds. With `mark`, only that entry is marked read; every other
+        message stays unread for the caller's normal handling. Malformed structured messages are
+        logged and skipped. Returns (entry, message), or None on timeout.
+        """
+        if watcher is None:
+            with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
+                return self.await_message(agent, match, timeout, own, mark)
+        deadline = time.monotonic() + timeout
+        while True:
+            watcher.clear()
+            for entry in self.read_unread(agent):
+                try:
+                    message = entry.structured()
+                except ProtocolsError as exc:
+                    log.error("skipping a malformed message in %s's inbox: %s", agent, exc)
+                    continue
+                if message is not None and match(message):
+                    if mark:
+                        self.mark_read(agent, [entry])
+                    return entry, message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
             watcher.wait(remaining)
 
     def receive(

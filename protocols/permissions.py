@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +30,6 @@ from protocols.messages import PermissionRequest, PermissionResponse, Permission
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.records import Record
-from protocols.watch import InboxWatcher
 
 log = logging.getLogger(__name__)
 
@@ -235,20 +233,9 @@ def await_permission_response(
 
     Other messages stay unread for the caller's normal handling. None on timeout.
     """
-    deadline = time.monotonic() + timeout
-    with InboxWatcher(mailbox.paths.inbox(agent), rescan_s=mailbox.rescan_s) as watcher:
-        while True:
-            watcher.clear()
-            for entry in mailbox.read_unread(agent):
-                try:
-                    message = entry.structured()
-                except ProtocolsError as exc:
-                    log.error("ignoring a malformed message in %s's inbox: %s", agent, exc)
-                    continue
-                if isinstance(message, PermissionResponse) and message.request_id == request_id:
-                    mailbox.mark_read(agent, [entry])
-                    return message
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            watcher.wait(remaining)
+    found = mailbox.await_message(
+        agent,
+        lambda m: isinstance(m, PermissionResponse) and m.request_id == request_id,
+        timeout,
+    )
+    return found[1] if found else None

@@ -18,14 +18,12 @@ from pathlib import Path
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
-from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
-from protocols.watch import InboxWatcher
 from swarm.backends import Spawned, SpawnRequest, choose_backend
 from swarm.errors import SwarmError
 from swarm.members import member_pid, member_state, process_alive, stop_member
@@ -145,7 +143,14 @@ def request_shutdown(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
     )
     mailbox.send(name, request, sender=LEAD_NAME)
-    answer = _await_answer(mailbox, request.requestId, wait_s)
+    found = mailbox.await_message(
+        LEAD_NAME,
+        lambda m: (
+            isinstance(m, ShutdownApproved | ShutdownRejected) and m.requestId == request.requestId
+        ),
+        wait_s,
+    )
+    answer = found[1] if found else None
     if isinstance(answer, ShutdownRejected) and not force:
         return ShutdownResult(name, "rejected", answer.reason, False, [])
     outcome = (
@@ -178,27 +183,6 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     shutil.rmtree(paths.team_dir)
     shutil.rmtree(paths.tasks_dir, ignore_errors=True)
     return results
-
-
-def _await_answer(mailbox: Mailbox, request_id: str, wait_s: float) -> object | None:
-    deadline = time.monotonic() + wait_s
-    with InboxWatcher(mailbox.paths.inbox(LEAD_NAME)) as watcher:
-        while True:
-            watcher.clear()
-            for entry in mailbox.read_unread(LEAD_NAME):
-                try:
-                    message = entry.structured()
-                except ProtocolsError:
-                    continue
-                if isinstance(message, ShutdownApproved | ShutdownRejected) and (
-                    message.requestId == request_id
-                ):
-                    mailbox.mark_read(LEAD_NAME, [entry])
-                    return message
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            watcher.wait(remaining)
 
 
 def _wait_for_exit(member: Member, timeout: float) -> None:

@@ -262,33 +262,27 @@ class Teammate:
             color=self.options.color,
         )
         self.say(f"asked the lead for permission ({request.request_id}): {description}")
-        watcher = self._watcher
-        while True:
-            if watcher is not None:
-                watcher.clear()
-            for entry in self.mailbox.read_unread(self.name):
-                message = self._decode(entry)
-                if isinstance(message, PermissionResponse) and message.request_id == (
-                    request.request_id
-                ):
-                    self.mailbox.mark_read(self.name, [entry])
-                    body = message.response
-                    self.say(f"permission {'granted' if message.approved else 'denied'}")
-                    return Approval(
-                        message.approved,
-                        message.error or "",
-                        body.updated_input if body is not None else None,
-                    )
-                if (
-                    isinstance(message, ShutdownRequest)
-                    and self.member is not None
-                    and (not is_stale(message, self.member.joinedAt))
-                ):
-                    return Approval(False, "a shutdown was requested while waiting")
-            if watcher is not None:
-                watcher.wait(BOARD_RESCAN_S)
-            else:
-                time.sleep(0.25)
+        joined = self.member.joinedAt if self.member is not None else 0
+
+        def answer_or_shutdown(message: Any) -> bool:
+            if isinstance(message, PermissionResponse):
+                return message.request_id == request.request_id
+            return isinstance(message, ShutdownRequest) and not is_stale(message, joined)
+
+        found = None
+        while found is None:  # the lead may take as long as it likes
+            found = self.mailbox.await_message(
+                self.name, answer_or_shutdown, 3600.0, self._watcher, mark=False
+            )
+        entry, message = found
+        if isinstance(message, ShutdownRequest):  # left unread: the next step answers it
+            return Approval(False, "a shutdown was requested while waiting")
+        self.mailbox.mark_read(self.name, [entry])
+        body = message.response
+        self.say(f"permission {'granted' if message.approved else 'denied'}")
+        return Approval(
+            message.approved, message.error or "", body.updated_input if body is not None else None
+        )
 
     # helpers
 
