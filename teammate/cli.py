@@ -18,6 +18,7 @@ from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from teammate.instance import AlreadyRunning
 from teammate.options import UsageError, parse
 from teammate.runtime import Teammate, TeammateError
 from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return Teammate(options, brain, paths, say=say).run()
-    except (TeammateError, ProtocolsError) as exc:
+    except (TeammateError, AlreadyRunning, ProtocolsError) as exc:
         print(f"swarm-teammate: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -17,17 +17,13 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
-
-import filelock
 
 from protocols.clock import now_iso
 from protocols.correlation import is_stale
 from protocols.errors import ProtocolsError, UnknownMember
 from protocols.inbox import InboxEntry
-from protocols.locks import FLOCK_DIR
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
@@ -46,6 +42,7 @@ from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.watch import InboxWatcher
 from teammate.brain import Approval, Brain, Outcome
+from teammate.instance import single_instance
 from teammate.options import TeammateOptions
 
 BOARD_RESCAN_S = 5.0
@@ -88,7 +85,7 @@ class Teammate:
     def run(self) -> int:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
         self.member = self._require_member()
-        with self._single_instance():
+        with single_instance(self.paths, self.name):
             self.team.update_member(self.name, pid=os.getpid(), isActive=True)
             self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
             previous = signal.signal(signal.SIGTERM, _raise_stop)
@@ -329,32 +326,9 @@ class Teammate:
             )
         return member
 
-    @contextlib.contextmanager
-    def _single_instance(self) -> Iterator[None]:
-        """Hold `.swarm-locks/<name>.instance` for the whole run: one process per name."""
-        path = self.paths.team_dir / FLOCK_DIR / f"{self.name}.instance"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if not filelock.lock_descriptor(fd, blocking=False):
-                other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                raise TeammateError(
-                    f"a teammate named {self.name!r} is already running in team "
-                    f"{self.paths.team!r} (pid {other}); stop it before starting another"
-                )
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            yield
-        finally:
-            os.close(fd)
-
     def say(self, text: str) -> None:
         self._say(f"[{time.strftime('%H:%M:%S')}] {text}")
 
 
 def _raise_stop(signum: int, frame: object) -> None:
     raise Stop()
-
-
-def team_paths(options: TeammateOptions, root: Path | None = None) -> TeamPaths:
-    return TeamPaths.for_team(options.team_name, root)

@@ -1,0 +1,39 @@
+"""One process per teammate name: a kernel lock held for the whole run.
+
+The lock is a flock on ``teams/<team>/.swarm-locks/<name>.instance`` holding the owner's pid;
+the kernel releases it when the process dies, so a crashed teammate never blocks its successor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import filelock
+
+from protocols.locks import FLOCK_DIR
+from protocols.paths import TeamPaths
+
+
+class AlreadyRunning(Exception):
+    """Another process runs a teammate of that name; the message gives its pid."""
+
+
+@contextmanager
+def single_instance(paths: TeamPaths, name: str) -> Iterator[None]:
+    path = paths.team_dir / FLOCK_DIR / f"{name}.instance"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not filelock.lock_descriptor(fd, blocking=False):
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise AlreadyRunning(
+                f"a teammate named {name!r} is already running in team {paths.team!r} "
+                f"(pid {other}); stop it before starting another"
+            )
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
