@@ -83,11 +83,16 @@ def test_workers_complete_a_dependency_graph_then_shut_down(
     alice, bob = start("alice"), start("bob")
     wait_for(lambda: all(t.status == "completed" for t in board.list()), "all tasks completed")
     assert (tmp_path / "order.txt").read_text().split() == ["one", "two", "three"]
-    done = [
-        m
-        for _, m in lead_messages(mailbox)
-        if isinstance(m, IdleNotification) and m.completedTaskId
-    ]
+
+    def completion_reports() -> list[IdleNotification]:
+        return [
+            m
+            for _, m in lead_messages(mailbox)
+            if isinstance(m, IdleNotification) and m.completedTaskId
+        ]
+
+    # a worker marks the task completed, then reports it: wait for the reports too
+    done = wait_for(lambda: len(r := completion_reports()) >= 3 and r, "three completion reports")
     assert sorted(m.completedTaskId for m in done) == ["1", "2", "3"]
     assert all(m.completedStatus == "resolved" for m in done)
     wait_for(
