@@ -15,7 +15,7 @@ def client(api: MessagesAPI, **kwargs: object) -> anthropic.Anthropic:
 def test_a_text_turn_and_the_request_it_recorded() -> None:
     with MessagesAPI([Turn.text("Hello from the stub")]) as api:
         reply = client(api).messages.create(
-            model="claude-sonnet-4-5",
+            model="claude-stub",
             max_tokens=100,
             system="be brief",
             messages=[{"role": "user", "content": "hi"}],
