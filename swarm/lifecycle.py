@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,13 @@ from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
+from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, SpawnRequest, choose_backend
+from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
-from swarm.members import member_pid, member_state, process_alive, stop_member
+from swarm.members import member_pid, member_state, stop_member
 
 
 @dataclass(frozen=True)
@@ -187,10 +188,5 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
 
 def _wait_for_exit(member: Member, timeout: float) -> None:
     pid = member_pid(member)
-    deadline = time.monotonic() + timeout
-    while pid is not None and process_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
-def member_cwd(cwd: Path | None) -> Path:
-    return (cwd or Path.cwd()).resolve()
+    if pid is not None:
+        wait_until(lambda: not pid_alive(pid), timeout)

@@ -12,7 +12,7 @@ from protocols.mailbox import Mailbox
 from protocols.messages import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.pids import pid_alive as process_alive
+from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, choose_backend
@@ -30,7 +30,7 @@ def member_state(member: Member) -> str:
     pid = member_pid(member)
     if pid is None:
         return "starting"
-    if not process_alive(pid):
+    if not pid_alive(pid):
         return "dead"
     return "working" if member.isActive else "idle"
 

@@ -20,9 +20,9 @@ from helpers import swarm, wait_for
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownRequest
 from protocols.paths import TeamPaths
+from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-from swarm.members import process_alive
 
 BACKENDS = [
     "subprocess",
@@ -90,7 +90,7 @@ def test_three_workers_complete_a_dependency_graph_then_leave_nothing_behind(
         result = swarm("shutdown", name)
         assert result.returncode == 0 and "approved" in result.stdout, result.stderr
     assert swarm("team", "delete", "t", team=None).returncode == 0
-    assert not any(process_alive(pid) for pid in pids)
+    assert not any(pid_alive(pid) for pid in pids)
     assert panes(tmux_socket) == []
     assert not (config_root / "teams" / "t").exists() and not (config_root / "tasks" / "t").exists()
 
@@ -202,7 +202,7 @@ def test_team_delete_refuses_live_members_unless_forced(
     assert (config_root / "teams" / "t" / "config.json").exists()
     forced = swarm("team", "delete", "t", "--force", team=None)
     assert forced.returncode == 0 and "shut down w1: approved" in forced.stdout
-    assert not process_alive(pid)
+    assert not pid_alive(pid)
     assert not (config_root / "teams" / "t").exists()
 
 
