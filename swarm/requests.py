@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocols.clock import ms_from_iso, now_iso
+from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
@@ -58,10 +59,6 @@ class Pending:
             "description": self.description,
             "createdAt": self.created_ms,
         }
-
-
-def _request_id(message: Any) -> str:
-    return getattr(message, "request_id", None) or message.requestId
 
 
 def _describe(entry: InboxEntry, message: Any) -> Pending:
@@ -125,7 +122,7 @@ def pending_requests(paths: TeamPaths) -> list[Pending]:
     for name in {_describe(e, m).teammate for e, m in asked} & members:
         theirs = mailbox.read_archive(name) + mailbox.read_all(name)
         answered |= {
-            _request_id(m) for _, m in _structured(theirs) if isinstance(m, RESPONSE_TYPES)
+            request_id_of(m) for _, m in _structured(theirs) if isinstance(m, RESPONSE_TYPES)
         }
     found: dict[str, Pending] = {}
     for entry, message in asked:
