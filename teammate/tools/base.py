@@ -1,0 +1,133 @@
+"""How a tool is defined: one typed Python function, from which its JSON schema is derived.
+
+    @tool("Read", "Reads a file ...", read_only=True)
+    def read(ctx: ToolContext, file_path: Annotated[str, Field(description="...")],
+             offset: int | None = None) -> str: ...
+
+The decorator builds a strict Pydantic model from the function's keyword parameters (all but
+the first, the `ToolContext`), so the schema sent to the model and the validation of what the
+model sends back come from the same definition. A tool returns the text of its result; it
+raises `ToolError` for a failure the model should see (the loop turns it, and any other
+exception, into an ``is_error`` tool result: a tool never crashes the teammate).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+# what a tool does, for the permission modes: "read" never asks, "edit" asks outside
+# acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
+ToolKind = Literal["read", "edit", "execute", "team"]
+
+
+class ToolError(Exception):
+    """A failure to report to the model as the tool's (error) result."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use: the working directory, and the team it belongs to.
+
+    `team` is whatever object the team tools need (the Claude brain passes its `TeamLink`);
+    file and shell tools only use `cwd` and `output_limit`.
+    """
+
+    cwd: Path
+    agent_name: str = "agent"
+    team: Any = None
+    output_limit: int = 30_000
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """`path` made absolute against the working directory."""
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else self.cwd / candidate
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    kind: ToolKind
+    input_model: type[BaseModel]
+    function: Callable[..., str]
+
+    @property
+    def read_only(self) -> bool:
+        return self.kind in ("read",)
+
+    def schema(self) -> dict[str, Any]:
+        """The tool definition for the Messages API (`name`, `description`, `input_schema`)."""
+        input_schema = self.input_model.model_json_schema()
+        _tidy(input_schema)
+        return {"name": self.name, "description": self.description, "input_schema": input_schema}
+
+    def validate(self, tool_input: dict[str, Any]) -> BaseModel:
+        """The model's input checked against the schema; `ToolError` names each bad field."""
+        try:
+            return self.input_model.model_validate(tool_input)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolError(f"invalid input for {self.name}: {problems}") from None
+
+    def run(self, ctx: ToolContext, tool_input: dict[str, Any]) -> str:
+        arguments = self.validate(tool_input)
+        values = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        return self.function(ctx, **values)
+
+
+def tool(
+    name: str, description: str, kind: ToolKind = "read"
+) -> Callable[[Callable[..., str]], Tool]:
+    """Make a `Tool` of a function ``f(ctx, **fields) -> str``; see the module docstring."""
+
+    def wrap(function: Callable[..., str]) -> Tool:
+        hints = get_type_hints(function, include_extras=True)
+        parameters = list(inspect.signature(function).parameters.values())[1:]
+        fields: dict[str, Any] = {}
+        for parameter in parameters:
+            default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+            fields[parameter.name] = (hints[parameter.name], default)
+        model = create_model(f"{name}Input", __base__=_Strict, **fields)
+        return Tool(name, description, kind, model, function)
+
+    return wrap
+
+
+def _tidy(schema: Any) -> None:
+    """Remove Pydantic's noise from a schema: ``title`` keys, and ``X | None = None`` spelt as
+    ``anyOf [X, null]`` (an optional field is one the model may leave out)."""
+    if isinstance(schema, dict):
+        schema.pop("title", None)
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                for prop in value.values():
+                    _flatten_optional(prop)
+                    _tidy(prop)
+            else:
+                _tidy(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _tidy(item)
+
+
+def _flatten_optional(prop: dict[str, Any]) -> None:
+    options = prop.get("anyOf")
+    if prop.get("default", 0) is None and isinstance(options, list):
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1:
+            del prop["anyOf"], prop["default"]
+            prop.update(kept[0])
