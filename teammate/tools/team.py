@@ -1,0 +1,280 @@
+"""The team tools: SendMessage, TaskCreate, TaskUpdate, TaskList, TaskGet, ExitPlanMode.
+
+Names, input fields and result texts are Claude Code's (2.1.88), so prompts written for Claude
+Code's teammates work unchanged. They act through `ctx.team`, the `TeamLink` the runtime gives
+the brain (its mailbox, task board and the way to ask the lead).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocols.clock import now_iso
+from protocols.correlation import shutdown_request_id
+from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
+from protocols.messages import PlanApprovalResponse, ShutdownRequest
+from protocols.names import LEAD_NAME
+from protocols.task import describe, list_line
+from teammate.tools.base import ToolContext, ToolError, tool
+
+
+class ShutdownRequestInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["shutdown_request"]
+    reason: str | None = None
+
+
+class ShutdownResponseInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["shutdown_response"]
+    request_id: str
+    approve: bool
+    reason: str | None = None
+
+
+class PlanApprovalResponseInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["plan_approval_response"]
+    request_id: str
+    approve: bool
+    feedback: str | None = None
+
+
+Structured = Annotated[
+    ShutdownRequestInput | ShutdownResponseInput | PlanApprovalResponseInput,
+    Field(discriminator="type"),
+]
+
+
+def _result(**fields: Any) -> str:
+    return json.dumps({"success": True, **fields}, ensure_ascii=False)
+
+
+@tool(
+    "SendMessage",
+    'Send a message to a teammate\'s inbox (by name), or to every teammate with to: "*". '
+    "Your plain text output is not visible to anyone: use this tool to talk to the team.",
+    kind="team",
+)
+def send_message(
+    ctx: ToolContext,
+    to: Annotated[
+        str, Field(description='Recipient: teammate name, or "*" for broadcast to all teammates')
+    ],
+    message: Annotated[
+        str | Structured,
+        Field(description="Plain text message content, or a structured protocol message"),
+    ],
+    summary: Annotated[
+        str | None,
+        Field(
+            description="A 5-10 word summary shown as a preview in the UI "
+            "(required when message is a string)"
+        ),
+    ] = None,
+) -> str:
+    link = ctx.team
+    if not to.strip():
+        raise ToolError("to must not be empty")
+    if "@" in to:
+        raise ToolError(
+            'to must be a bare teammate name or "*" — there is only one team per session'
+        )
+    if isinstance(message, str):
+        if not summary or not summary.strip():
+            raise ToolError("summary is required when message is a string")
+        return _send_text(link, to, message, summary)
+    if to == "*":
+        raise ToolError('structured messages cannot be broadcast (to: "*")')
+    if isinstance(message, ShutdownRequestInput):
+        request_id = shutdown_request_id(to)
+        request = ShutdownRequest(
+            requestId=request_id, from_=link.name, reason=message.reason, timestamp=now_iso()
+        )
+        _send(link, to, request)
+        return _result(
+            message=f"Shutdown request sent to {to}. Request ID: {request_id}",
+            request_id=request_id,
+            target=to,
+        )
+    if isinstance(message, ShutdownResponseInput):
+        raise ToolError(
+            "shutdown requests are answered by the swarm runtime, not by a tool call; "
+            "there is nothing to do"
+        )
+    if link.name != LEAD_NAME:
+        raise ToolError(
+            "Only the team lead can approve plans. "
+            "Teammates cannot approve their own or other plans."
+        )
+    if message.approve:
+        response = PlanApprovalResponse(
+            requestId=message.request_id,
+            approved=True,
+            timestamp=now_iso(),
+            permissionMode="default",
+        )
+    else:
+        response = PlanApprovalResponse(
+            requestId=message.request_id,
+            approved=False,
+            feedback=message.feedback or "Plan needs revision",
+            timestamp=now_iso(),
+        )
+    _send(link, to, response)
+    verdict = "approved" if message.approve else "rejected"
+    return _result(message=f"Plan {verdict} for {to}.", request_id=message.request_id)
+
+
+def _send_text(link: Any, to: str, text: str, summary: str) -> str:
+    if to == "*":
+        try:
+            entries = link.mailbox.broadcast(
+                text, sender=link.name, summary=summary, color=link.color
+            )
+        except (BroadcastRefused, ProtocolsError) as exc:
+            raise ToolError(str(exc)) from None
+        recipients = [n for n in link.mailbox.team.member_names() if n != link.name]
+        if not entries:
+            return _result(
+                message="No teammates to broadcast to (you are the only team member)", recipients=[]
+            )
+        return _result(
+            message=f"Message broadcast to {len(entries)} teammate(s): {', '.join(recipients)}",
+            recipients=recipients,
+        )
+    _send(link, to, text, summary)
+    return _result(message=f"Message sent to {to}'s inbox")
+
+
+def _send(link: Any, to: str, body: Any, summary: str | None = None) -> None:
+    try:
+        link.mailbox.send(to, body, sender=link.name, summary=summary, color=link.color)
+    except UnknownMember:
+        names = ", ".join(n for n in link.mailbox.team.member_names() if n != link.name)
+        raise ToolError(
+            f"no teammate named {to!r} in this team; members: {names or 'none'}"
+        ) from None
+    except ProtocolsError as exc:
+        raise ToolError(str(exc)) from None
+
+
+@tool("TaskCreate", "Create a task in the team's task list.", kind="team")
+def task_create(
+    ctx: ToolContext,
+    subject: Annotated[str, Field(description="A brief title for the task")],
+    description: Annotated[str, Field(description="What needs to be done")],
+    activeForm: Annotated[
+        str | None,
+        Field(
+            description="Present continuous form shown in spinner when in_progress "
+            '(e.g., "Running tests")'
+        ),
+    ] = None,
+    metadata: Annotated[
+        dict[str, Any] | None, Field(description="Arbitrary metadata to attach to the task")
+    ] = None,
+) -> str:
+    task = ctx.team.board.create(subject, description, active_form=activeForm, metadata=metadata)
+    return f"Task #{task.id} created successfully: {task.subject}"
+
+
+TaskStatus = Literal["pending", "in_progress", "completed", "deleted"]
+
+
+@tool(
+    "TaskUpdate",
+    "Update a task: status, owner, subject, description, dependencies, metadata.",
+    kind="team",
+)
+def task_update(
+    ctx: ToolContext,
+    taskId: Annotated[str, Field(description="The ID of the task to update")],
+    subject: Annotated[str | None, Field(description="New subject for the task")] = None,
+    description: Annotated[str | None, Field(description="New description for the task")] = None,
+    activeForm: Annotated[
+        str | None, Field(description="Present continuous form shown in spinner when in_progress")
+    ] = None,
+    status: Annotated[TaskStatus | None, Field(description="New status for the task")] = None,
+    addBlocks: Annotated[
+        list[str] | None, Field(description="Task IDs that this task blocks")
+    ] = None,
+    addBlockedBy: Annotated[
+        list[str] | None, Field(description="Task IDs that block this task")
+    ] = None,
+    owner: Annotated[str | None, Field(description="New owner for the task")] = None,
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="Metadata keys to merge into the task. Set a key to null to delete it."),
+    ] = None,
+) -> str:
+    fields = {
+        key: value
+        for key, value in {
+            "subject": subject,
+            "description": description,
+            "activeForm": activeForm,
+            "status": status,
+            "addBlocks": addBlocks,
+            "addBlockedBy": addBlockedBy,
+            "owner": owner,
+            "metadata": metadata,
+        }.items()
+        if value is not None
+    }
+    board = ctx.team.board
+    if board.get(taskId) is None:
+        raise ToolError(f"Task #{taskId} not found")
+    try:
+        board.update(taskId, actor=ctx.team.name, **fields)
+    except ProtocolsError as exc:
+        raise ToolError(str(exc)) from None
+    text = f"Updated task #{taskId} {', '.join(fields)}"
+    if status == "completed":
+        text += (
+            "\n\nTask completed. Call TaskList now to find your next available task or see if "
+            "your work unblocked others."
+        )
+    return text
+
+
+@tool("TaskList", "List all tasks in the team's task list.", kind="team")
+def task_list(ctx: ToolContext) -> str:
+    tasks = ctx.team.board.list()
+    return "\n".join(list_line(task) for task in tasks) or "No tasks found"
+
+
+@tool("TaskGet", "Retrieve a task by ID.", kind="team")
+def task_get(
+    ctx: ToolContext, taskId: Annotated[str, Field(description="The ID of the task to retrieve")]
+) -> str:
+    task = ctx.team.board.get(taskId)
+    return describe(task) if task is not None else "Task not found"
+
+
+@tool(
+    "ExitPlanMode",
+    "When you are in plan mode and have finished planning, call this with your plan to ask the "
+    "team lead for approval. Once approved you may start making changes.",
+    kind="team",
+)
+def exit_plan_mode(
+    ctx: ToolContext,
+    plan: Annotated[
+        str | None, Field(description="The plan to present for approval (markdown)")
+    ] = None,
+    allowedPrompts: Annotated[
+        list[dict[str, Any]] | None,
+        Field(description="Prompt-based permissions needed to implement the plan"),
+    ] = None,
+) -> str:
+    exit_plan = ctx.extras.get("exit_plan_mode")
+    if exit_plan is None:
+        raise ToolError("ExitPlanMode is not available here")
+    return exit_plan(plan or "")
+
+
+TEAM_TOOLS = (send_message, task_create, task_update, task_list, task_get, exit_plan_mode)
