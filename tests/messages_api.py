@@ -6,8 +6,14 @@ JSON response and, when the request asks for ``"stream": true``, as server-sent 
 order the API uses (``message_start``, ``content_block_start``/``_delta``/``_stop`` per block,
 ``message_delta``, ``message_stop``).
 
-A script is a list of `Turn`s played in order, or a function from the request body to a `Turn`
-(to answer depending on what the model was sent). Every request is recorded in `requests`.
+A script is a list of `Turn`s (`teammate.script`, the format the scripted model plays too)
+played in order, or a function from the request body to a `Turn` (to answer depending on what
+the model was sent). Every request is recorded in `requests`.
+
+With ``cache=PromptCache()`` the server also counts tokens the way prompt caching bills them
+(an estimate: 4 characters a token): the longest prefix of the request that an earlier request
+marked with ``cache_control`` is ``cache_read_input_tokens``, what the new breakpoints add is
+``cache_creation_input_tokens``, the rest ``input_tokens``.
 `Turn.error` makes the server answer with that HTTP status instead (429, 529, 500 ...), to test
 retries.
 
@@ -17,46 +23,19 @@ retries.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from teammate.script import Turn
 
-@dataclass
-class Turn:
-    """One model response: content blocks, why it stopped, and token usage."""
-
-    content: list[dict[str, Any]] = field(default_factory=list)
-    stop_reason: str = "end_turn"
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5})
-    error: int | None = None  # answer with this HTTP status instead
-    retry_after: float | None = None
-
-    @classmethod
-    def text(cls, text: str, **kwargs: Any) -> Turn:
-        return cls([{"type": "text", "text": text}], **kwargs)
-
-    @classmethod
-    def tool(cls, name: str, tool_input: dict[str, Any], text: str | None = None) -> Turn:
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        blocks.append({"type": "tool_use", "id": _tool_id(), "name": name, "input": tool_input})
-        return cls(blocks, stop_reason="tool_use")
-
-    @classmethod
-    def failure(cls, status: int, retry_after: float | None = 0.0) -> Turn:
-        return cls(error=status, retry_after=retry_after)
-
-
+__all__ = ["MessagesAPI", "PromptCache", "Turn"]
 _ids = itertools.count(1)
-
-
-def _tool_id() -> str:
-    return f"toolu_stub_{next(_ids):06d}"
 
 
 Script = list[Turn] | Callable[[dict[str, Any]], Turn]
@@ -65,9 +44,12 @@ Script = list[Turn] | Callable[[dict[str, Any]], Turn]
 class MessagesAPI:
     """The server; a context manager that runs it on 127.0.0.1 on a free port."""
 
-    def __init__(self, script: Script, model: str = "claude-stub") -> None:
+    def __init__(
+        self, script: Script, model: str = "claude-stub", cache: PromptCache | None = None
+    ) -> None:
         self.script = script
         self.model = model
+        self.cache = cache
         self.requests: list[dict[str, Any]] = []
         self._turns = iter(script) if isinstance(script, list) else None
         self._lock = threading.Lock()
@@ -135,6 +117,10 @@ class MessagesAPI:
                 headers,
             )
             return
+        usage = dict(turn.usage)
+        if self.cache is not None:
+            with self._lock:
+                usage.update(self.cache.bill(body))
         message = {
             "id": f"msg_stub_{next(_ids):06d}",
             "type": "message",
@@ -143,12 +129,70 @@ class MessagesAPI:
             "content": turn.content,
             "stop_reason": turn.stop_reason,
             "stop_sequence": None,
-            "usage": turn.usage,
+            "usage": usage,
         }
         if body.get("stream"):
             _send_stream(handler, message)
         else:
             _send_json(handler, 200, message)
+
+
+class PromptCache:
+    """Prompt caching as the API bills it, with tokens estimated at 4 characters each.
+
+    The request is read as one sequence of blocks (tools, then system, then each message's
+    content blocks). A block carrying ``cache_control`` writes the prefix ending with it to the
+    cache; a later request reads the longest prefix, ending at any block boundary, that is in
+    the cache. Prefixes shorter than `min_tokens` are not cached (the API's minimum).
+    """
+
+    def __init__(self, min_tokens: int = 0) -> None:
+        self.min_tokens = min_tokens
+        self.prefixes: set[str] = set()
+
+    def bill(self, body: dict[str, Any]) -> dict[str, int]:
+        digest = hashlib.sha256()
+        boundaries: list[tuple[str, int, bool]] = []  # (prefix digest, tokens so far, breakpoint)
+        tokens = 0
+        for marked, block in _blocks(body):
+            text = json.dumps(block, sort_keys=True)
+            digest.update(text.encode())
+            tokens += max(1, len(text) // 4)
+            boundaries.append((digest.copy().hexdigest(), tokens, marked))
+        read = max((n for key, n, _ in boundaries if key in self.prefixes), default=0)
+        written = 0
+        for key, n, marked in boundaries:
+            if marked and n >= self.min_tokens and n > read:
+                self.prefixes.add(key)
+                written = max(written, n)
+        created = max(0, written - read)
+        return {
+            "input_tokens": tokens - read - created,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": created,
+        }
+
+
+def _blocks(body: dict[str, Any]) -> list[tuple[bool, Any]]:
+    """The request as (has a cache breakpoint, block without its marker), in prefix order."""
+    parts: list[tuple[str, Any]] = [("tool", tool) for tool in body.get("tools") or []]
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(("system", {"type": "text", "text": system}))
+    elif isinstance(system, list):
+        parts.extend(("system", block) for block in system)
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        parts.extend((message.get("role", "user"), block) for block in content or [])
+    blocks = []
+    for where, block in parts:
+        marked = isinstance(block, dict) and "cache_control" in block
+        if marked:
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+        blocks.append((marked, {where: block}))
+    return blocks
 
 
 def _send_json(
