@@ -64,6 +64,17 @@ class TeamPaths:
         return self.team_dir / "permissions" / "resolved"
 
     @property
+    def agents_dir(self) -> Path:
+        """swarm's own per-agent files: status and transcript (Claude Code has none here)."""
+        return self.team_dir / "agents"
+
+    def agent_status(self, agent: str) -> Path:
+        return self.agents_dir / f"{checked_component(agent, 'agent name')}.status.json"
+
+    def transcript(self, agent: str) -> Path:
+        return self.agents_dir / f"{checked_component(agent, 'agent name')}.transcript.jsonl"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.root / "tasks" / self.team
 

@@ -1,0 +1,51 @@
+"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from protocols.paths import TeamPaths
+from protocols.status import AgentState, AgentStatus, write_status
+from teammate.model import Usage
+
+
+class StatusReporter:
+    def __init__(self, paths: TeamPaths | None, name: str, model: str) -> None:
+        self.paths = paths
+        self.status = AgentStatus(name=name, model=model, pid=os.getpid())
+        self.usage = Usage()
+
+    def set(
+        self,
+        state: AgentState | None = None,
+        activity: str | None = None,
+        task: str | None = None,
+        clear_task: bool = False,
+    ) -> None:
+        if state is not None:
+            self.status.state = state
+        if activity is not None:
+            self.status.activity = activity[:200]
+        if task is not None or clear_task:
+            self.status.currentTask = task
+        self._write()
+
+    def model_call(self, usage: Usage | None) -> None:
+        """A model request was made (usage None: it failed)."""
+        self.status.requests += 1
+        if usage is not None:
+            self.status.turns += 1
+            self.usage.add(usage)
+            self.status.usage = self.usage.to_value()
+        self._write()
+
+    def tool_call(self, name: str) -> None:
+        self.status.toolCalls += 1
+        self.set(activity=f"running {name}")
+
+    def _write(self) -> None:
+        if self.paths is not None:
+            # the status file is for people watching; never stop work over it
+            with contextlib.suppress(OSError):
+                write_status(self.paths, self.status)
