@@ -60,3 +60,22 @@ class ClaimResult:
     reason: ClaimFailure | None = None
     blocked_by: list[str] = field(default_factory=list)
     busy_with: list[str] = field(default_factory=list)
+
+
+def list_line(task: Task) -> str:
+    """Claude Code's TaskList line: ``#<id> [<status>] <subject>[ (<owner>)][ [blocked by #a]]``."""
+    owner = f" ({task.owner})" if task.owner else ""
+    blockers = ", ".join("#" + b for b in task.blockedBy)
+    blocked = f" [blocked by {blockers}]" if blockers else ""
+    return f"#{task.id} [{task.status}] {task.subject}{owner}{blocked}"
+
+
+def describe(task: Task) -> str:
+    """Claude Code's TaskGet text."""
+    lines = [f"Task #{task.id}: {task.subject}", f"Status: {task.status}"]
+    lines.append(f"Description: {task.description}")
+    if task.blockedBy:
+        lines.append(f"Blocked by: {', '.join('#' + b for b in task.blockedBy)}")
+    if task.blocks:
+        lines.append(f"Blocks: {', '.join('#' + b for b in task.blocks)}")
+    return "\n".join(lines)

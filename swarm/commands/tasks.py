@@ -10,6 +10,7 @@ import click
 
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
+from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli_common import emit, json_option, paths_for, team_option
@@ -40,21 +41,14 @@ def task_add(
     click.echo(created.id)
 
 
-def task_line(t: dict[str, Any]) -> str:
-    owner = f" ({t['owner']})" if t.get("owner") else ""
-    blocked = (
-        f" [blocked by {', '.join('#' + b for b in t['blockedBy'])}]" if t["blockedBy"] else ""
-    )
-    return f"#{t['id']} [{t['status']}] {t['subject']}{owner}{blocked}"
-
-
 @task.command("list")
 @json_option
 @team_option
 def task_list(as_json: bool, team: str) -> None:
     """List tasks (Claude Code's TaskList format)."""
-    tasks = [t.to_json_dict() for t in TaskBoard(paths_for(team)).list()]
-    emit(tasks, as_json, lambda ts: "\n".join(task_line(t) for t in ts) or "No tasks found")
+    tasks = TaskBoard(paths_for(team)).list()
+    text = "\n".join(list_line(t) for t in tasks) or "No tasks found"
+    emit([t.to_json_dict() for t in tasks], as_json, lambda _: text)
 
 
 @task.command("show")
@@ -125,7 +119,7 @@ def task_update(
     board = TaskBoard(paths, Mailbox(paths))
     board.require(task_id)
     updated = board.update(task_id, actor=LEAD_NAME, **changes)
-    click.echo(f"deleted task #{task_id}" if updated is None else task_line(updated.to_json_dict()))
+    click.echo(f"deleted task #{task_id}" if updated is None else list_line(updated))
 
 
 @task.command("claim")
@@ -141,4 +135,4 @@ def task_claim(task_id: str, agent: str, team: str) -> None:
     if not result.success:
         click.echo(str(result.reason), err=True)
         sys.exit(1)
-    click.echo(task_line(result.task.to_json_dict()))
+    click.echo(list_line(result.task))
