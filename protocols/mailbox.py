@@ -257,8 +257,10 @@ class Mailbox:
         timeout: float,
         watcher: InboxWatcher | None = None,
         mark: bool = True,
+        sender: str | None = None,
     ) -> tuple[InboxEntry, Any] | None:
-        """The first unread structured message in `agent`'s inbox that `match` accepts.
+        """The first unread structured message in `agent`'s inbox that `match` accepts (and,
+        with `sender`, that came from that member).
 
         Waits up to `timeout` seconds. With `mark`, only that entry is marked read; every other
         message stays unread for the caller's normal handling. Malformed structured messages are
@@ -266,11 +268,13 @@ class Mailbox:
         """
         if watcher is None:
             with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
-                return self.await_message(agent, match, timeout, own, mark)
+                return self.await_message(agent, match, timeout, own, mark, sender)
         deadline = time.monotonic() + timeout
         while True:
             watcher.clear()
             for entry in self.read_unread(agent):
+                if sender is not None and entry.from_ != sender:
+                    continue
                 try:
                     message = entry.structured()
                 except ProtocolsError as exc:

@@ -153,8 +153,10 @@ def answer(
     approve: bool,
     text: str | None = None,
     updated_input: dict[str, Any] | None = None,
+    permission_mode: str = "default",
 ) -> Pending:
-    """Approve or deny the pending request `request_id`; `text` is feedback or the reason."""
+    """Approve or deny the pending request `request_id`; `text` is feedback or the reason.
+    An approved plan switches the teammate to `permission_mode`."""
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
         raise RequestNotFound(
@@ -184,7 +186,10 @@ def answer(
         )
     elif approve:
         response = PlanApprovalResponse(
-            requestId=request_id, approved=True, timestamp=now_iso(), permissionMode="default"
+            requestId=request_id,
+            approved=True,
+            timestamp=now_iso(),
+            permissionMode=permission_mode,
         )
     else:
         response = PlanApprovalResponse(

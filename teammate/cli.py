@@ -1,7 +1,10 @@
 """Entry point of the teammate process: parse, choose a brain, run, report failures.
 
-Exit codes: 0 after an approved shutdown or SIGTERM, 1 when it cannot run (not a member of the
-team, already running, no such brain), 2 for a bad command line.
+``--model shell`` runs the offline shell worker; ``--model scripted --script FILE`` the Claude
+brain on a scripted model (no network); any other model name the Claude brain on the Messages
+API. Exit codes: 0 after an approved shutdown or SIGTERM, 1 when it cannot run (not a member
+of the team, already running, no API key, a bad agent definition or script), 2 for a bad
+command line.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import functools
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from protocols.clock import now_iso
@@ -18,10 +22,21 @@ from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from teammate.agents import AgentDefinitionError, load_agent
+from teammate.brain import Brain
+from teammate.claude_brain import ClaudeBrain
 from teammate.instance import AlreadyRunning
-from teammate.options import UsageError, parse
+from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel, resolve_model
+from teammate.options import TeammateOptions, UsageError, parse
+from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate, TeammateError
+from teammate.script import ScriptError, load_script
 from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain
+from teammate.transcript import Transcript
+
+
+class CannotStart(Exception):
+    """The teammate cannot run with this configuration; the message says what to change."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,27 +48,77 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     paths = TeamPaths.for_team(options.team_name)
     say = functools.partial(print, flush=True)
-    if options.model != "shell":
-        reason = (
-            f"model {options.model!r} needs the Claude brain, which is not built yet; "
-            "start the teammate with --model shell for the offline shell worker"
-        )
-        print(f"swarm-teammate: {reason}", file=sys.stderr)
-        _report_failure(paths, options.agent_name, options.color, reason)
-        return 1
-    brain = ShellBrain(
-        cwd=Path.cwd(),
-        ask_rules=options.ask or DEFAULT_ASK_RULES,
-        permission_mode=options.permission_mode,
-        timeout_s=options.task_timeout_s,
+    model_name = (
+        options.model if options.model in ("shell", "scripted") else resolve_model(options.model)
     )
+    reporter = StatusReporter(paths, options.agent_name, model_name)
     try:
-        return Teammate(options, brain, paths, say=say).run()
+        brain = build_brain(options, paths, reporter, say)
+    except CannotStart as exc:
+        print(f"swarm-teammate: {exc}", file=sys.stderr)
+        _report_failure(paths, options.agent_name, options.color, str(exc))
+        reporter.set("failed", str(exc))
+        return 1
+    try:
+        return Teammate(options, brain, paths, say=say, reporter=reporter).run()
     except (TeammateError, AlreadyRunning, ProtocolsError) as exc:
         print(f"swarm-teammate: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def build_brain(
+    options: TeammateOptions,
+    paths: TeamPaths,
+    reporter: StatusReporter,
+    say: Callable[[str], None],
+) -> Brain:
+    """The brain `options` ask for; `CannotStart` says what is missing."""
+    cwd = Path.cwd()
+    if options.model == "shell":
+        return ShellBrain(
+            cwd=cwd,
+            ask_rules=options.ask or DEFAULT_ASK_RULES,
+            permission_mode=options.permission_mode,
+            timeout_s=options.task_timeout_s,
+        )
+    try:
+        agent = load_agent(options.agent_type or "general-purpose", project_dir=cwd)
+    except AgentDefinitionError as exc:
+        raise CannotStart(str(exc)) from None
+    return ClaudeBrain(
+        model=_model(options),
+        agent=agent,
+        name=options.agent_name,
+        paths=paths,
+        cwd=cwd,
+        permission_mode=options.permission_mode,
+        plan_mode_required=options.plan_mode_required,
+        max_turns=options.max_turns,
+        reporter=reporter,
+        transcript=Transcript(paths.transcript(options.agent_name)),
+        say=say,
+    )
+
+
+def _model(options: TeammateOptions) -> Model:
+    if options.model == "scripted":
+        assert options.script is not None
+        try:
+            return ScriptedModel(load_script(Path(options.script)))
+        except ScriptError as exc:
+            raise CannotStart(str(exc)) from None
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        raise CannotStart(
+            f"model {options.model!r} needs an API key: set ANTHROPIC_API_KEY (or "
+            "ANTHROPIC_AUTH_TOKEN; ANTHROPIC_BASE_URL for another endpoint), or use "
+            "--model shell / --model scripted --script FILE to work offline"
+        )
+    try:
+        return ClaudeModel(options.model)
+    except ModelError as exc:
+        raise CannotStart(str(exc)) from None
 
 
 def _report_failure(paths: TeamPaths, name: str, color: str | None, reason: str) -> None:

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_PERMISSION_TIMEOUT_S = 900.0
 
 
 class UsageError(Exception):
@@ -39,6 +40,9 @@ class TeammateOptions:
     permission_mode: str = "default"
     ask: tuple[str, ...] = ()
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
+    max_turns: int | None = None
+    script: str | None = None
     ignored: tuple[str, ...] = field(default=())
 
 
@@ -61,7 +65,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--parent-session-id")
     parser.add_argument("--plan-mode-required", action="store_true")
     parser.add_argument("--agent-type")
-    parser.add_argument("--model", default="shell", help="'shell' for the offline shell worker")
+    parser.add_argument(
+        "--model",
+        default="shell",
+        help="'shell' for the offline shell worker; 'sonnet', 'opus', 'haiku' or a full model id "
+        "for a Claude agent (needs ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL is honoured); "
+        "'scripted' to play --script offline",
+    )
+    parser.add_argument(
+        "--script",
+        metavar="FILE",
+        help="a YAML list of model turns for --model scripted (see teammate/script.py)",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        help="model calls allowed per piece of work (default: the agent definition's maxTurns, "
+        "else 100)",
+    )
+    parser.add_argument(
+        "--permission-timeout",
+        type=float,
+        default=DEFAULT_PERMISSION_TIMEOUT_S,
+        help="seconds to wait for the lead to answer a permission or plan request before "
+        "treating it as denied (default: %(default)s)",
+    )
     parser.add_argument("--permission-mode", choices=PERMISSION_MODES, default=None)
     parser.add_argument(
         "--dangerously-skip-permissions",
@@ -113,6 +142,12 @@ def parse(argv: list[str]) -> TeammateOptions:
         mode = "bypassPermissions"
     if args.task_timeout <= 0:
         raise UsageError(f"--task-timeout must be positive, got {args.task_timeout}")
+    if args.permission_timeout <= 0:
+        raise UsageError(f"--permission-timeout must be positive, got {args.permission_timeout}")
+    if args.max_turns is not None and args.max_turns < 1:
+        raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
+    if (args.model == "scripted") != (args.script is not None):
+        raise UsageError("--model scripted and --script FILE go together")
     return TeammateOptions(
         agent_name=args.agent_name,
         team_name=args.team_name,
@@ -125,5 +160,8 @@ def parse(argv: list[str]) -> TeammateOptions:
         permission_mode=mode,
         ask=tuple(args.ask) if args.ask is not None else (),
         task_timeout_s=args.task_timeout,
+        permission_timeout_s=args.permission_timeout,
+        max_turns=args.max_turns,
+        script=args.script,
         ignored=tuple(unknown),
     )

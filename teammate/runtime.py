@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocols.clock import now_iso
-from protocols.correlation import is_stale
+from protocols.correlation import is_stale, plan_approval_request_id
 from protocols.errors import ProtocolsError, UnknownMember
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
@@ -29,10 +29,13 @@ from protocols.messages import (
     IdleNotification,
     ModeSetRequest,
     PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
     ShutdownApproved,
     ShutdownRejected,
     ShutdownRequest,
     TaskAssignment,
+    TeamPermissionUpdate,
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -41,9 +44,10 @@ from protocols.task import Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.watch import InboxWatcher
-from teammate.brain import Approval, Brain, Outcome
+from teammate.brain import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.instance import single_instance
 from teammate.options import TeammateOptions
+from teammate.reporter import StatusReporter
 
 BOARD_RESCAN_S = 5.0
 # inotify wakes an idle teammate; this rescan is only the safety net for lost events
@@ -65,10 +69,13 @@ class Teammate:
         brain: Brain,
         paths: TeamPaths,
         say: Callable[[str], None] = print,
+        reporter: StatusReporter | None = None,
     ) -> None:
         self.options = options
         self.name = options.agent_name
+        self.color = options.color
         self.brain = brain
+        self.reporter = reporter or StatusReporter(None, self.name, options.model)
         self.paths = paths
         self.mailbox = Mailbox(paths)
         self.board = TaskBoard(paths, self.mailbox)
@@ -79,6 +86,7 @@ class Teammate:
         self._watcher: InboxWatcher | None = None
         self._board_seen: tuple[int, float] = (0, 0.0)
         self._inbox_seen: tuple[int, int, int] | None = None
+        self._in_flight: set[str] = set()  # plain messages the brain is answering right now
 
     # lifecycle
 
@@ -87,6 +95,7 @@ class Teammate:
         self.member = self._require_member()
         with single_instance(self.paths, self.name):
             self.team.update_member(self.name, pid=os.getpid(), isActive=True)
+            self.reporter.set("idle", "joined the team")
             self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
             previous = signal.signal(signal.SIGTERM, _raise_stop)
             try:
@@ -106,61 +115,91 @@ class Teammate:
             finally:
                 signal.signal(signal.SIGTERM, previous)
                 self._set_active(False)
+                self.reporter.set("stopped", "stopped", clear_task=True)
         return 0
 
     def step(self) -> bool:
         """One pass: messages first, then at most one task. True if anything happened."""
         entries = self._unread()
-        busy = self.handle_messages(entries)
+        plain = self.handle_messages(entries)
+        if self.stopped:
+            return True
+        outcome = self._respond(plain) if plain else None
         if self.stopped:
             return True
         task = self._next_task(force=bool(entries))
         if task is not None:
             self._work(task)
             return True
-        if busy:
-            self._send_idle()
-        return busy
+        if plain:
+            self._send_idle(outcome=outcome)
+        return bool(plain)
 
     # messages
 
     def _unread(self) -> list[InboxEntry]:
-        """Unread entries; the file is only read again once it changed."""
+        """Unread entries not already being answered; the file is only re-read once it changed."""
         inbox = self.mailbox.inbox(self.name)
         signature = inbox.signature()
         if signature is not None and signature == self._inbox_seen:
             return []
         loaded = inbox.load()
-        unread = loaded.unread()
+        unread = [entry for entry in loaded.unread() if entry.identity not in self._in_flight]
         self._inbox_seen = None if unread else loaded.signature
         return unread
 
-    def handle_messages(self, entries: list[InboxEntry]) -> bool:
-        """Answer `entries`, a live shutdown request first. True if a turn took place."""
+    def handle_messages(self, entries: list[InboxEntry]) -> list[InboxEntry]:
+        """Handle protocol messages, a live shutdown request first; return the plain ones
+        (still unread: they are marked read once the brain has answered them)."""
         decoded = [(entry, self._decode(entry)) for entry in entries]
         for entry, message in decoded:
             if isinstance(message, ShutdownRequest):
                 self._on_shutdown(entry, message)
                 if self.stopped:
-                    return True
-        turn = False
+                    return []
+        plain = []
         for entry, message in decoded:
             if isinstance(message, ShutdownRequest):
                 continue
             if message is None:
                 self.say(f"message from {entry.from_}: {entry.text}")
-                reply = self.brain.reply_to(entry)
-                if reply and entry.from_ != self.name:
-                    self._send(entry.from_, reply, summary="acknowledged")
-                turn = True
-            elif isinstance(message, ModeSetRequest) and entry.from_ == LEAD_NAME:
+                plain.append(entry)
+                continue
+            if isinstance(message, ModeSetRequest) and entry.from_ == LEAD_NAME:
                 self._set_mode(message.mode)
+            elif isinstance(message, TeamPermissionUpdate) and entry.from_ == LEAD_NAME:
+                self.brain.update_permissions([message.permissionUpdate.model_dump()])
+                self.say(f"the lead updated permissions: {message.permissionUpdate.rules}")
             elif isinstance(message, TaskAssignment):
                 self.say(f"assigned task #{message.taskId}: {message.subject}")
-            elif not isinstance(message, PermissionResponse):
+            elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
                 self.say(f"ignoring a {message.type} from {entry.from_}")
             self.mailbox.mark_read(self.name, [entry])
-        return turn
+        return plain
+
+    def _respond(self, plain: list[InboxEntry]) -> Outcome | None:
+        """Let the brain answer plain messages; they are marked read once it has."""
+        self._in_flight.update(entry.identity for entry in plain)
+        self._set_active(True)
+        self.reporter.set("working", f"answering {plain[-1].from_}")
+        try:
+            return self.brain.respond(plain, self)
+        except Interrupted:
+            return None
+        finally:
+            self._in_flight.clear()
+            self.mailbox.mark_read(self.name, plain)
+
+    def between_turns(self) -> list[InboxEntry]:
+        """For the brain, between two model turns: protocol messages are handled here; the
+        plain ones are returned (marked read); an approved shutdown raises `Interrupted`."""
+        self._inbox_seen = None
+        plain = self.handle_messages(self._unread())
+        if self.stopped:
+            raise Interrupted("shutdown approved")
+        if plain:
+            self.mailbox.mark_read(self.name, plain)
+        return plain
 
     def _decode(self, entry: InboxEntry) -> Any:
         try:
@@ -234,72 +273,154 @@ class Teammate:
 
     def _work(self, task: Task) -> None:
         self._set_active(True)
+        self.reporter.set("working", f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
-        outcome = self.brain.work(task, self._ask_lead)
+        try:
+            outcome = self.brain.work(task, self)
+        except Interrupted:
+            return
         if self.stopped:
             return
-        if outcome.status == "resolved":
+        if outcome.status == "resolved" and not outcome.completed_by_brain:
             self.board.update(task.id, actor=self.name, status="completed", **outcome.metadata)
-        else:
+        elif outcome.metadata and self.board.get(task.id) is not None:
             self.board.update(task.id, actor=self.name, **outcome.metadata)
         self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
         if outcome.report:
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
         self._send_idle(task, outcome)
 
-    def _ask_lead(self, tool: str, tool_input: dict[str, Any], description: str) -> Approval:
-        """The permission protocol: ask the lead and wait; a live shutdown request aborts."""
+    # asking the lead (the TeamLink the brain uses)
+
+    def ask_permission(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        description: str,
+        tool_use_id: str | None = None,
+        suggestions: list[dict[str, Any]] | None = None,
+    ) -> Approval:
+        """The permission protocol: ask the lead and wait for its answer to this request."""
         request = request_permission(
             self.mailbox,
             worker=self.name,
-            tool_name=tool,
-            tool_use_id=f"toolu_swarm_{secrets.token_hex(8)}",
+            tool_name=tool_name,
+            tool_use_id=tool_use_id or f"toolu_swarm_{secrets.token_hex(8)}",
             description=description,
             input=tool_input,
-            color=self.options.color,
+            color=self.color,
+            suggestions=suggestions or [],
         )
         self.say(f"asked the lead for permission ({request.request_id}): {description}")
-        joined = self.member.joinedAt if self.member is not None else 0
+        self.reporter.set("waiting", f"waiting for permission: {description}")
 
-        def answer_or_shutdown(message: Any) -> bool:
-            if isinstance(message, PermissionResponse):
-                return message.request_id == request.request_id
-            return isinstance(message, ShutdownRequest) and not is_stale(message, joined)
-
-        found = None
-        while found is None:  # the lead may take as long as it likes
-            found = self.mailbox.await_message(
-                self.name, answer_or_shutdown, 3600.0, self._watcher, mark=False
+        def answers(message: Any) -> bool:
+            return (
+                isinstance(message, PermissionResponse) and message.request_id == request.request_id
             )
-        entry, message = found
-        if isinstance(message, ShutdownRequest):  # left unread: the next step answers it
-            return Approval(False, "a shutdown was requested while waiting")
-        self.mailbox.mark_read(self.name, [entry])
+
+        found = self._await_lead(answers)
+        self.reporter.set("working", f"permission answered: {description}")
+        if found is None:
+            return Approval(False, self._no_answer("permission request"))
+        message = found
         body = message.response
         self.say(f"permission {'granted' if message.approved else 'denied'}")
         return Approval(
-            message.approved, message.error or "", body.updated_input if body is not None else None
+            message.approved,
+            message.error or "",
+            body.updated_input if body is not None else None,
+            list(body.permission_updates or []) if body is not None else [],
         )
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        """The plan approval protocol: send the plan to the lead and wait for the verdict."""
+        request = PlanApprovalRequest(
+            from_=self.name,
+            timestamp=now_iso(),
+            planFilePath=plan_file,
+            planContent=plan,
+            requestId=plan_approval_request_id(self.name, self.paths.team),
+        )
+        self._send(LEAD_NAME, request)
+        self.say(f"sent my plan to the lead for approval ({request.requestId})")
+        self.reporter.set("waiting", "waiting for plan approval")
+
+        def answers(message: Any) -> bool:
+            return (
+                isinstance(message, PlanApprovalResponse) and message.requestId == request.requestId
+            )
+
+        found = self._await_lead(answers)
+        self.reporter.set("working", "plan answered")
+        if found is None:
+            return PlanVerdict(False, self._no_answer("plan approval request"))
+        self.say(f"plan {'approved' if found.approved else 'rejected'}")
+        return PlanVerdict(found.approved, found.feedback or "", found.permissionMode)
+
+    def _await_lead(self, answers: Callable[[Any], bool]) -> Any | None:
+        """Wait for the lead's answer (only messages from the lead count); None after the
+        timeout. A live shutdown request is answered at once; if approved, `Interrupted`."""
+        joined = self.member.joinedAt if self.member is not None else 0
+        timeout = self.options.permission_timeout_s
+        deadline = time.monotonic() + timeout
+
+        def wanted(message: Any) -> bool:
+            if isinstance(message, ShutdownRequest):
+                return not is_stale(message, joined)
+            return answers(message)
+
+        while (left := deadline - time.monotonic()) > 0:
+            found = self.mailbox.await_message(
+                self.name, wanted, left, self._watcher, mark=False, sender=LEAD_NAME
+            )
+            if found is None:
+                continue
+            entry, message = found
+            if isinstance(message, ShutdownRequest):
+                self._on_shutdown(entry, message)
+                if self.stopped:
+                    raise Interrupted("shutdown approved while waiting for the lead")
+                continue
+            self.mailbox.mark_read(self.name, [entry])
+            return message
+        return None
+
+    def _no_answer(self, what: str) -> str:
+        return (
+            f"no answer from {LEAD_NAME} to the {what} within "
+            f"{self.options.permission_timeout_s:g} s; it was not approved"
+        )
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        self._send(to, body, summary)
 
     # helpers
 
     def _send_idle(self, task: Task | None = None, outcome: Outcome | None = None) -> None:
-        failed = outcome is not None and outcome.status == "failed"
+        failed = outcome is not None and outcome.status != "resolved"
         note = IdleNotification(
             from_=self.name,
             timestamp=now_iso(),
-            idleReason="available",
+            # a failed turn that was not a task is a failed turn; a task's failure is reported
+            # in completedStatus and the teammate is available for the next one
+            idleReason="failed" if failed and task is None else "available",
             summary=outcome.summary if outcome else None,
             completedTaskId=task.id if task else None,
-            completedStatus=outcome.status if outcome else None,
+            completedStatus=outcome.status if outcome and task else None,
             failureReason=outcome.summary if failed else None,
         )
         self._send(LEAD_NAME, note)
         self._set_active(False)
+        self.reporter.set(
+            "failed" if failed and task is None else "idle",
+            outcome.summary if outcome else "idle",
+            clear_task=True,
+        )
 
     def _send(self, to: str, body: Any, summary: str | None = None) -> None:
         try:
-            self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.options.color)
+            self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.color)
         except UnknownMember as exc:
             self.say(f"could not send to {to}: {exc}")
 
@@ -310,8 +431,7 @@ class Teammate:
                 self.team.update_member(self.name, isActive=active)
 
     def _set_mode(self, mode: str) -> None:
-        if hasattr(self.brain, "permission_mode"):
-            self.brain.permission_mode = mode
+        self.brain.set_mode(mode)
         self.say(f"permission mode is now {mode}")
 
     def _current_member(self) -> Member | None:

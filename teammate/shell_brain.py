@@ -16,11 +16,12 @@ import fnmatch
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from protocols.inbox import InboxEntry
 from protocols.messages import ShutdownRequest
 from protocols.task import Task
-from teammate.brain import AskLead, Outcome
+from teammate.brain import Outcome, TeamLink
 
 DEFAULT_ASK_RULES = (
     "rm -r*",
@@ -69,7 +70,7 @@ class ShellBrain:
         self.permission_mode = permission_mode
         self.timeout_s = timeout_s
 
-    def work(self, task: Task, ask: AskLead) -> Outcome:
+    def work(self, task: Task, link: TeamLink) -> Outcome:
         command = str((task.metadata or {}).get("command") or task.description).strip()
         if not command:
             return Outcome("failed", f"#{task.id} has no command (metadata.command or description)")
@@ -77,7 +78,7 @@ class ShellBrain:
         if rule is not None and self.permission_mode != "bypassPermissions":
             if self.permission_mode == "dontAsk":
                 return Outcome("failed", f"not allowed to run {command!r} (matches {rule!r})")
-            answer = ask("Bash", {"command": command}, f"Run: {command}")
+            answer = link.ask_permission("Bash", {"command": command}, f"Run: {command}")
             if not answer.approved:
                 reason = answer.reason or "denied"
                 return Outcome(
@@ -116,10 +117,25 @@ class ShellBrain:
             metadata={"exitCode": result.returncode, "outputTail": output},
         )
 
-    def reply_to(self, entry: InboxEntry) -> str | None:
-        first_line = entry.text.strip().splitlines()[0][:60] if entry.text.strip() else ""
-        gist = entry.summary or first_line
-        return f"Received: {gist!r}. I am a shell worker: I run the commands of tasks I claim."
+    def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
+        """Acknowledge each message to its sender (a shell worker cannot do more)."""
+        for entry in entries:
+            if entry.from_ == link.name:
+                continue
+            first_line = entry.text.strip().splitlines()[0][:60] if entry.text.strip() else ""
+            gist = entry.summary or first_line
+            reply = f"Received: {gist!r}. I am a shell worker: I run the commands of tasks I claim."
+            link.send(entry.from_, reply, summary="acknowledged")
+        return None
 
     def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
         return True, ""
+
+    def set_mode(self, mode: str) -> None:
+        self.permission_mode = mode
+
+    def update_permissions(self, updates: list[dict[str, Any]]) -> None:
+        """Rules are not used by the shell worker (its --ask patterns decide); modes are."""
+        for update in updates:
+            if update.get("type") == "setMode" and isinstance(update.get("mode"), str):
+                self.permission_mode = update["mode"]

@@ -35,7 +35,7 @@ def swarm(*args: str, team: str | None = "t") -> subprocess.CompletedProcess[str
     )
 
 
-def teammate_argv(name: str, *extra: str, team: str = "t") -> list[str]:
+def teammate_argv(name: str, *extra: str, team: str = "t", model: str = "shell") -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -49,6 +49,6 @@ def teammate_argv(name: str, *extra: str, team: str = "t") -> list[str]:
         "--agent-color",
         "blue",
         "--model",
-        "shell",
+        model,
         *extra,
     ]

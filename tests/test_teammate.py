@@ -242,20 +242,23 @@ def test_sigterm_releases_the_task_and_exits(team: TeamFile, start: Callable[...
     assert board.require("1").owner is None and board.require("1").status == "pending"
 
 
-def test_a_model_without_a_brain_fails_clearly_and_tells_the_lead(
+def test_a_claude_model_without_an_api_key_fails_clearly_and_tells_the_lead(
     team: TeamFile, tmp_path: Path
 ) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     result = subprocess.run(
         [*teammate_argv("alice")[:-2], "--model", "sonnet"],
         capture_output=True,
         text=True,
         timeout=DEADLINE_S,
         cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 1
-    assert "needs the Claude brain" in result.stderr and "--model shell" in result.stderr
+    assert "needs an API key: set ANTHROPIC_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
     (note,) = [m for _, m in lead_messages(Mailbox(team.paths)) if isinstance(m, IdleNotification)]
-    assert note.idleReason == "failed" and "Claude brain" in note.failureReason
+    assert note.idleReason == "failed" and "ANTHROPIC_API_KEY" in note.failureReason
 
 
 def test_a_process_that_is_not_a_member_refuses_to_run(team: TeamFile, tmp_path: Path) -> None:

@@ -35,12 +35,26 @@ def permissions(as_json: bool, team: str) -> None:
 @click.argument("request_id")
 @click.option("--feedback", help="a note for the teammate")
 @click.option("--input", "updated", help="approve with this tool input instead (JSON object)")
+@click.option(
+    "--mode",
+    type=click.Choice(["default", "acceptEdits", "bypassPermissions", "dontAsk"]),
+    default="default",
+    show_default=True,
+    help="for a plan: the permission mode the teammate works in once approved",
+)
 @team_option
-def approve(request_id: str, feedback: str | None, updated: str | None, team: str) -> None:
-    """Approve a pending request."""
+def approve(
+    request_id: str, feedback: str | None, updated: str | None, mode: str, team: str
+) -> None:
+    """Approve a pending request (permission, sandbox host, or plan)."""
     new_input = _json_object(updated) if updated else None
     done = requests_mod.answer(
-        paths_for(team), request_id, approve=True, text=feedback, updated_input=new_input
+        paths_for(team),
+        request_id,
+        approve=True,
+        text=feedback,
+        updated_input=new_input,
+        permission_mode=mode,
     )
     click.echo(f"approved {done.kind} {request_id} from {done.teammate}")
 

@@ -1,0 +1,294 @@
+"""The Claude brain as a real teammate process talking to the test suite's Messages API server
+through the real `anthropic` SDK: the tool loop, permissions asked of a second process acting
+as lead (the `swarm` CLI), plan approval, retries, tool errors, max turns, unknown recipients,
+usage totals, transcripts, and an idle teammate that makes no model calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import DEADLINE_S, swarm, teammate_argv, wait_for
+from messages_api import MessagesAPI, Turn
+
+from protocols.mailbox import Mailbox
+from protocols.messages import (
+    IdleNotification,
+    PermissionRequest,
+    PlanApprovalRequest,
+    ShutdownApproved,
+    ShutdownRequest,
+)
+from protocols.status import read_status
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from teammate.transcript import read_transcript
+
+Start = Callable[..., subprocess.Popen[str]]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def start(team: TeamFile, workdir: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start teammate NAME with the Claude brain against `api` (extra flags after it)."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def launch(name: str, api: MessagesAPI, *extra: str) -> subprocess.Popen[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
+        proc = subprocess.Popen(
+            teammate_argv(name, *extra, model="sonnet"),
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        procs.append(proc)
+        return proc
+
+    yield launch
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def lead_inbox(team: TeamFile) -> list[tuple[Any, Any]]:
+    return [(e, e.structured()) for e in Mailbox(team.paths).read_all("team-lead")]
+
+
+def idle_notes(team: TeamFile) -> list[IdleNotification]:
+    return [m for _, m in lead_inbox(team) if isinstance(m, IdleNotification)]
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a request's last message."""
+    content = request["messages"][-1]["content"]
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def prompt(team: TeamFile, name: str, text: str) -> None:
+    Mailbox(team.paths).send(name, text, sender="team-lead", summary="your job")
+
+
+def stop(team: TeamFile, proc: subprocess.Popen[str], name: str = "alice") -> str:
+    """Ask `name` to shut down; return its output."""
+    request = ShutdownRequest(
+        requestId=f"shutdown-1@{name}", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
+    )
+    Mailbox(team.paths).send(name, request, sender="team-lead")
+    output, _ = proc.communicate(timeout=DEADLINE_S)
+    assert proc.returncode == 0, output
+    return output
+
+
+def test_a_tool_loop_writes_a_file_messages_the_lead_and_counts_usage(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    content = "quotes \" ' $(rm -rf /) `x`\nünïcödé ✓\n"
+    script = [
+        Turn.tool("Write", {"file_path": "notes/out.txt", "content": content}),
+        Turn.tool("Read", {"file_path": "notes/out.txt"}),
+        Turn.tool(
+            "SendMessage",
+            {"to": "team-lead", "message": "wrote notes/out.txt", "summary": "wrote it"},
+        ),
+        Turn.text("All done."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        prompt(team, "alice", "Write notes/out.txt, then tell me.")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        output = stop(team, proc)
+    assert (workdir / "notes" / "out.txt").read_text(encoding="utf-8") == content
+    first, second, third, fourth = api.requests
+    text = first["messages"][0]["content"][0]["text"]
+    assert text.startswith('<teammate-message teammate_id="team-lead" summary="your job">\n')
+    assert "Write notes/out.txt, then tell me.\n</teammate-message>" in text
+    assert "Agent Teammate Communication" in json.dumps(first["system"])
+    assert tool_results(second)[0]["content"].startswith("File created successfully at:")
+    assert "ünïcödé ✓" in tool_results(third)[0]["content"]
+    assert "Message sent to team-lead's inbox" in tool_results(fourth)[0]["content"]
+    texts = [e.text for e, m in lead_inbox(team) if m is None]
+    assert texts == ["wrote notes/out.txt"]
+    (note,) = idle_notes(team)
+    assert note.idleReason == "available"
+    status = read_status(team.paths, "alice")
+    assert status is not None and status.requests == 4 and status.turns == 4
+    assert status.usage["input_tokens"] == 40 and status.usage["output_tokens"] == 20
+    events = read_transcript(team.paths.transcript("alice"))
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("request") == 4 and kinds.count("tool_call") == 3
+    assert all("ts" in e for e in events)
+    assert "All done." in output
+
+
+def test_permission_asks_are_answered_by_a_second_process_acting_as_lead(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    script = [
+        Turn.tool("Bash", {"command": "echo yes > approved.txt", "description": "Write a file"}),
+        Turn.tool("Bash", {"command": "echo no > denied.txt"}),
+        Turn.text("Finished."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api)  # default mode: Bash asks the lead
+        prompt(team, "alice", "Make two files.")
+        answered: set[str] = set()
+        for verdict in ("approve", "deny"):
+
+            def pending() -> list[PermissionRequest]:
+                return [
+                    m
+                    for _, m in lead_inbox(team)
+                    if isinstance(m, PermissionRequest) and m.request_id not in answered
+                ]
+
+            (request,) = wait_for(pending, f"a permission request to {verdict}")
+            assert request.agent_id == "alice" and request.tool_name == "Bash"
+            assert request.tool_use_id.startswith("toolu_")  # the model's own tool_use id
+            args = ["--reason", "not that one"] if verdict == "deny" else []
+            result = swarm(verdict, request.request_id, *args)
+            assert result.returncode == 0, result.stderr
+            answered.add(request.request_id)
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    assert (workdir / "approved.txt").read_text() == "yes\n"
+    assert not (workdir / "denied.txt").exists()
+    denial = tool_results(api.requests[2])[0]
+    assert denial["is_error"] is True and "not that one" in denial["content"]
+
+
+def test_a_plan_is_rejected_then_approved_and_only_then_edits_are_allowed(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    script = [
+        Turn.tool("Write", {"file_path": "early.txt", "content": "too soon"}),
+        Turn.tool("ExitPlanMode", {"plan": "1. write plan.txt"}),
+        Turn.tool("ExitPlanMode", {"plan": "1. write plan.txt\n2. tell the lead"}),
+        Turn.tool("Write", {"file_path": "plan.txt", "content": "done"}),
+        Turn.text("Implemented."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api, "--plan-mode-required")
+        prompt(team, "alice", "Plan, then write plan.txt.")
+        seen: set[str] = set()
+        for verdict in ("deny", "approve"):
+
+            def plan_requests() -> list[PlanApprovalRequest]:
+                return [
+                    m
+                    for _, m in lead_inbox(team)
+                    if isinstance(m, PlanApprovalRequest) and m.requestId not in seen
+                ]
+
+            (request,) = wait_for(plan_requests, f"a plan to {verdict}")
+            assert Path(request.planFilePath).read_text() == request.planContent
+            args = (
+                ["--reason", "add a step to tell me"]
+                if verdict == "deny"
+                else ["--mode", "acceptEdits"]
+            )
+            assert swarm(verdict, request.requestId, *args).returncode == 0
+            seen.add(request.requestId)
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    assert not (workdir / "early.txt").exists()
+    assert (workdir / "plan.txt").read_text() == "done"
+    refused = tool_results(api.requests[1])[0]
+    assert refused["is_error"] and "plan mode" in refused["content"]
+    rejected = tool_results(api.requests[2])[0]["content"]
+    assert "rejected" in rejected and "add a step to tell me" in rejected
+    assert "approved" in tool_results(api.requests[3])[0]["content"]
+
+
+def test_overloaded_then_success_is_retried_and_a_raising_tool_is_an_error_result(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    script = [
+        Turn.failure(529),
+        # a name longer than the file system allows: the tool raises OSError
+        Turn.tool("Write", {"file_path": "n" * 300, "content": "x"}),
+        Turn.tool("Glob", {"pattern": "*", "path": "/no/such/dir"}),
+        Turn.text("Recovered."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        prompt(team, "alice", "Try things.")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    assert len(api.requests) == 4  # the 529 was retried by the SDK
+    crashed = tool_results(api.requests[2])[0]
+    assert crashed["is_error"] is True and "Write failed: OSError" in crashed["content"]
+    missing = tool_results(api.requests[3])[0]
+    assert missing["is_error"] is True
+    (note,) = idle_notes(team)
+    assert note.idleReason == "available"
+
+
+def test_max_turns_stops_the_loop_and_tells_the_lead(team: TeamFile, start: Start) -> None:
+    script = [Turn.tool("TaskList", {}) for _ in range(5)]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api, "--max-turns", "2")
+        prompt(team, "alice", "Loop forever.")
+        (note,) = wait_for(lambda: idle_notes(team), "alice to report")
+        stop(team, proc)
+    assert len(api.requests) == 2
+    assert note.idleReason == "failed" and "max turns" in (note.failureReason or "")
+
+
+def test_an_unknown_recipient_is_an_error_for_the_model_and_no_orphan_inbox(
+    team: TeamFile, start: Start
+) -> None:
+    script = [
+        Turn.tool("SendMessage", {"to": "bobby", "message": "hi", "summary": "hi"}),
+        Turn.tool("SendMessage", {"to": "bob@t", "message": "hi", "summary": "hi"}),
+        Turn.text("Oops."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api)
+        prompt(team, "alice", "Say hi to bobby.")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    unknown = tool_results(api.requests[1])[0]
+    assert unknown["is_error"] and "bobby" in unknown["content"] and "bob" in unknown["content"]
+    assert not team.paths.inbox("bobby").exists()
+    at_sign = tool_results(api.requests[2])[0]
+    assert at_sign["is_error"] and "bare teammate name" in at_sign["content"]
+
+
+def test_a_claimed_task_is_completed_by_the_model_and_an_idle_teammate_calls_no_model(
+    team: TeamFile, start: Start
+) -> None:
+    board = TaskBoard(team.paths)
+    script = [
+        Turn.tool("TaskUpdate", {"taskId": "1", "status": "completed"}),
+        Turn.text("Task done."),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api)
+        board.create("count files", "count the files in the work directory")
+        wait_for(lambda: board.require("1").status == "completed", "the task to be completed")
+        (note,) = wait_for(lambda: idle_notes(team), "alice to report")
+        assert note.completedTaskId == "1" and note.completedStatus == "resolved"
+        calls = len(api.requests)
+        # idle: board changes that give it nothing to do, and time, make no model calls
+        board.create("bob's", "not for alice")
+        board.update("2", owner="bob", status="in_progress")
+        with pytest.raises(AssertionError):
+            wait_for(lambda: len(api.requests) > calls, "a model call while idle", timeout=3)
+        stop(team, proc)
+    assert "You have claimed task #1: count files" in json.dumps(api.requests[0])
+    assert any(isinstance(m, ShutdownApproved) for _, m in lead_inbox(team))
