@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from swarm.backends import Spawned, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
 from swarm.members import member_pid, member_state, stop_member
+from teammate.agents import AgentDefinitionError, load_agent
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,10 @@ def teammate_argv(
     model: str,
     permission_mode: str | None = None,
     plan_mode_required: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The teammate command line, exactly as Claude Code starts one (spec section 7)."""
+    """The teammate command line, exactly as Claude Code starts one (spec section 7), plus
+    swarm's own flags in `extra` (``--script``, ``--max-turns``)."""
     argv = [
         sys.executable,
         "-m",
@@ -66,7 +69,23 @@ def teammate_argv(
         argv += ["--agent-type", member.agentType]
     if permission_mode:
         argv += ["--permission-mode", permission_mode]
-    return [*argv, "--model", model]
+    return [*argv, *extra, "--model", model]
+
+
+def check_model(model: str, agent_type: str, cwd: Path, environ: Mapping[str, str]) -> None:
+    """Refuse, before anything is started, a Claude teammate that could not run."""
+    if model in ("shell", "scripted"):
+        return
+    if not (environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")):
+        raise SwarmError(
+            f"--model {model} needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
+            "environment; use --model shell, or --script FILE for a scripted model, to work "
+            "offline"
+        )
+    try:
+        load_agent(agent_type, project_dir=cwd)
+    except AgentDefinitionError as exc:
+        raise SwarmError(str(exc)) from None
 
 
 def spawn_member(
@@ -81,6 +100,8 @@ def spawn_member(
     permission_mode: str | None = None,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    script: Path | None = None,
+    max_turns: int | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
 
@@ -91,6 +112,16 @@ def spawn_member(
     if not directory.is_dir():
         raise SwarmError(f"--cwd {directory} is not a directory")
     environ = env if env is not None else os.environ
+    extra: list[str] = []
+    if script is not None:
+        if model == "shell":
+            model = "scripted"
+        extra += ["--script", str(script.resolve())]
+    if model == "scripted" and script is None:
+        raise SwarmError("--model scripted needs --script FILE (a YAML list of model turns)")
+    if max_turns is not None:
+        extra += ["--max-turns", str(max_turns)]
+    check_model(model, agent_type, directory, environ)
     chosen = choose_backend(backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None)
     team = TeamFile(paths)
     member = team.add_member(
@@ -108,7 +139,9 @@ def spawn_member(
         request = SpawnRequest(
             name=name,
             team=paths.team,
-            argv=teammate_argv(member, paths.team, model, permission_mode, plan_mode_required),
+            argv=teammate_argv(
+                member, paths.team, model, permission_mode, plan_mode_required, extra
+            ),
             cwd=directory,
             env={"CLAUDE_CONFIG_DIR": str(paths.root)},
             log_path=paths.team_dir / "logs" / f"{name}.log",

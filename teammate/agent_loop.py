@@ -125,9 +125,8 @@ class AgentLoop:
             self._trim(self.context_tokens)
         while True:
             request = self.request()
-            self.transcript.record(
-                "request", messages=len(request.messages), tokens=estimate_tokens(request)
-            )
+            size = estimate_tokens(request)
+            self.transcript.record("request", messages=len(request.messages), tokens=size)
             try:
                 reply = self.model.complete(request)
             except ModelError as exc:
@@ -136,8 +135,11 @@ class AgentLoop:
                     self.reporter.model_call(None)
                 if exc.context_too_long and trims < 3:
                     trims += 1
-                    self._trim(self.context_tokens // (2**trims))
-                    continue
+                    # the API's limit is lower than our estimate thought: aim well under it,
+                    # and keep to that from now on
+                    self.context_tokens = min(self.context_tokens, int(size * 0.6))
+                    if self._trim(self.context_tokens):
+                        continue
                 if exc.retryable and retries < self.overload_retries:
                     retries += 1
                     delay = self.retry_delay_s * 2 ** (retries - 1)
@@ -155,24 +157,31 @@ class AgentLoop:
                 self.reporter.model_call(reply.usage)
             return reply
 
-    def _trim(self, budget: int) -> None:
-        """Shrink the conversation under `budget` tokens: old tool output, then old exchanges."""
-        keep_tail = 2
-        for message in self.messages[1:-keep_tail]:
-            for block in message["content"]:
-                if block.get("type") == "tool_result" and block.get("content") != TRIMMED:
-                    block["content"] = TRIMMED
-            if estimate_tokens(self.request()) <= budget:
+    def _trim(self, budget: int) -> bool:
+        """Shrink the conversation under `budget` tokens: old tool output first, then the
+        oldest exchanges, then the newest tool output. False if nothing could be removed."""
+        changed = False
+
+        def fits() -> bool:
+            return estimate_tokens(self.request()) <= budget
+
+        for message in self.messages[1:-1]:
+            if fits():
                 break
+            changed |= _blank_results(message)
         dropped = 0
-        while estimate_tokens(self.request()) > budget and len(self.messages) > 3:
+        while not fits() and len(self.messages) > 3:
             del self.messages[1:3]  # an assistant turn and the user turn answering it
             dropped += 2
         if dropped:
             note = f"[{dropped} earlier messages were removed to fit the context window]"
             self.messages[0]["content"].append({"type": "text", "text": note})
-        self.transcript.record("trimmed", budget=budget, dropped=dropped)
+            changed = True
+        if not fits() and self.messages:
+            changed |= _blank_results(self.messages[-1])
+        self.transcript.record("trimmed", budget=budget, dropped=dropped, changed=changed)
         self.say(f"trimmed the conversation to fit {budget} tokens ({dropped} messages dropped)")
+        return changed
 
     # tools
 
@@ -224,6 +233,15 @@ class AgentLoop:
             if answer.updated_input:
                 tool_input = answer.updated_input
         return tool.run(self.ctx, tool_input)
+
+
+def _blank_results(message: dict[str, Any]) -> bool:
+    changed = False
+    for block in message["content"]:
+        if block.get("type") == "tool_result" and block.get("content") != TRIMMED:
+            block["content"] = TRIMMED
+            changed = True
+    return changed
 
 
 def describe_call(name: str, tool_input: dict[str, Any]) -> str:

@@ -103,7 +103,9 @@ class ClaudeBrain:
         tools = [
             t
             for t in ALL_TOOLS
-            if (agent.tools is None or t.name in listed) and t.name not in removed
+            # a teammate always has the team tools, unless the definition disallows them
+            if (agent.tools is None or t.name in listed or t.kind == "team")
+            and t.name not in removed
         ]
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
         mode = (

@@ -172,7 +172,7 @@ class ScriptedModel:
         if turn is None:
             turn = Turn.text("(the script has no more turns)")
         if turn.error is not None:
-            raise error_for_status(turn.error, "scripted error")
+            raise error_for_status(turn.error, turn.message)
         return ModelReply(
             content=[dict(block) for block in turn.content],
             stop_reason=turn.stop_reason,

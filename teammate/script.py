@@ -10,6 +10,7 @@ A script is a YAML (or JSON) list of turns, each one model response, played in o
     - {name: Read, input: {file_path: out.txt}}
     - {name: SendMessage, input: {to: team-lead, message: done, summary: done}}
 - error: 529                           # the API answers with this HTTP status instead
+  message: Overloaded                  # (optional) the error's message
 - text: All done.                      # no tool call: the turn ends (stop_reason end_turn)
   usage: {input_tokens: 1200, output_tokens: 40}
 ```
@@ -28,7 +29,17 @@ from typing import Any
 import yaml
 
 DEFAULT_USAGE = {"input_tokens": 10, "output_tokens": 5}
-_KEYS = {"text", "tool", "input", "tools", "error", "retry_after", "usage", "stop_reason"}
+_KEYS = {
+    "text",
+    "tool",
+    "input",
+    "tools",
+    "error",
+    "message",
+    "retry_after",
+    "usage",
+    "stop_reason",
+}
 
 
 class ScriptError(ValueError):
@@ -51,6 +62,7 @@ class Turn:
     usage: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_USAGE))
     error: int | None = None  # answer with this HTTP status instead
     retry_after: float | None = None
+    message: str = "scripted error"  # the error's message
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> Turn:
@@ -70,8 +82,10 @@ class Turn:
         return cls(blocks, stop_reason="tool_use")
 
     @classmethod
-    def failure(cls, status: int, retry_after: float | None = 0.0) -> Turn:
-        return cls(error=status, retry_after=retry_after)
+    def failure(
+        cls, status: int, retry_after: float | None = 0.0, message: str = "scripted error"
+    ) -> Turn:
+        return cls(error=status, retry_after=retry_after, message=message)
 
     @classmethod
     def from_value(cls, value: Any, where: str = "turn") -> Turn:
@@ -91,7 +105,9 @@ class Turn:
         if "error" in value:
             if not isinstance(value["error"], int) or not 400 <= value["error"] <= 599:
                 raise ScriptError(f"{where}: error must be an HTTP status 400-599")
-            return cls.failure(value["error"], value.get("retry_after", 0.0))
+            return cls.failure(
+                value["error"], value.get("retry_after", 0.0), str(value.get("message", "scripted"))
+            )
         calls = [_call(value, where)] if "tool" in value else []
         for index, item in enumerate(value.get("tools") or []):
             calls.append(_call(item, f"{where}.tools[{index}]"))

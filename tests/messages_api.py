@@ -108,12 +108,13 @@ class MessagesAPI:
         body = json.loads(handler.rfile.read(length) or b"{}")
         turn = self._next_turn(body)
         if turn.error is not None:
-            kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(turn.error, "api_error")
+            kinds = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}
+            kind = kinds.get(turn.error, "api_error")
             headers = {"retry-after": str(turn.retry_after)} if turn.retry_after is not None else {}
             _send_json(
                 handler,
                 turn.error,
-                {"type": "error", "error": {"type": kind, "message": "scripted"}},
+                {"type": "error", "error": {"type": kind, "message": turn.message}},
                 headers,
             )
             return

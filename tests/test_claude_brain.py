@@ -292,3 +292,84 @@ def test_a_claimed_task_is_completed_by_the_model_and_an_idle_teammate_calls_no_
         stop(team, proc)
     assert "You have claimed task #1: count files" in json.dumps(api.requests[0])
     assert any(isinstance(m, ShutdownApproved) for _, m in lead_inbox(team))
+
+
+def test_swarm_spawn_runs_a_scripted_teammate_from_a_yaml_file_offline(
+    team: TeamFile, tmp_path: Path, workdir: Path
+) -> None:
+    script = tmp_path / "turns.yaml"
+    script.write_text(
+        "- tool: Write\n"
+        '  input: {file_path: hello.txt, content: "hello from a script\\n"}\n'
+        "- tools:\n"
+        "    - {name: SendMessage, input: {to: team-lead, message: wrote hello.txt, summary: done}}\n"
+        "- text: Finished.\n"
+    )
+    result = swarm(
+        "spawn",
+        "dave",
+        "-p",
+        "write hello.txt",
+        "--script",
+        str(script),
+        "--permission-mode",
+        "acceptEdits",
+        "--backend",
+        "subprocess",
+        "--cwd",
+        str(workdir),
+    )
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: [m for m in idle_notes(team) if m.from_ == "dave"], "dave to go idle")
+    assert (workdir / "hello.txt").read_text() == "hello from a script\n"
+    assert [e.text for e, m in lead_inbox(team) if m is None] == ["wrote hello.txt"]
+    status = read_status(team.paths, "dave")
+    assert status is not None and status.model == "scripted" and status.turns == 3
+    assert swarm("shutdown", "dave").returncode == 0
+
+
+def test_swarm_spawn_refuses_a_claude_model_it_could_not_run(
+    team: TeamFile, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [k for k in os.environ if k.startswith("ANTHROPIC_")]:
+        monkeypatch.delenv(name)
+    no_key = swarm("spawn", "erin", "-p", "hi", "--model", "sonnet", "--cwd", str(workdir))
+    assert no_key.returncode == 1 and "needs ANTHROPIC_API_KEY" in no_key.stderr
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    unknown = swarm(
+        "spawn",
+        "erin",
+        "-p",
+        "hi",
+        "--model",
+        "sonnet",
+        "--agent-type",
+        "nope",
+        "--cwd",
+        str(workdir),
+    )
+    assert unknown.returncode == 1 and "unknown agent type 'nope'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    assert team.load().member("erin") is None and not team.paths.inbox("erin").exists()
+
+
+def test_an_agent_definition_chooses_the_tools_prompt_and_max_turns(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    agents = workdir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: reviews code\ntools: Read, Grep\nmaxTurns: 2\n---\n"
+        "You review code and never change it.\n"
+    )
+    with MessagesAPI([Turn.tool("Grep", {"pattern": "x"})] * 3) as api:
+        proc = start("alice", api, "--agent-type", "reviewer")
+        prompt(team, "alice", "Review.")
+        (note,) = wait_for(lambda: idle_notes(team), "alice to report")
+        stop(team, proc)
+    first = api.requests[0]
+    names = [t["name"] for t in first["tools"]]
+    assert "Read" in names and "Grep" in names and "SendMessage" in names
+    assert "Bash" not in names and "Write" not in names and "Edit" not in names
+    assert "You review code and never change it." in first["system"][0]["text"]
+    assert len(api.requests) == 2 and "max turns" in (note.failureReason or "")

@@ -24,9 +24,25 @@ from teammate.options import PERMISSION_MODES
     help="auto: tmux when installed, else a subprocess",
 )
 @click.option(
-    "--model", default="shell", show_default=True, help="'shell' runs task commands offline"
+    "--model",
+    default="shell",
+    show_default=True,
+    help="'shell' runs task commands offline; 'sonnet', 'opus', 'haiku' or a model id runs a "
+    "Claude agent (needs ANTHROPIC_API_KEY)",
 )
-@click.option("--agent-type", default="general-purpose", show_default=True)
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="play this YAML list of model turns instead of calling a model (offline)",
+)
+@click.option("--max-turns", type=click.IntRange(min=1), help="model calls per piece of work")
+@click.option(
+    "--agent-type",
+    default="general-purpose",
+    show_default=True,
+    help="an agent definition: built-in (general-purpose, Explore, Plan) or a .md file in "
+    ".claude/agents/ (project) or ~/.claude/agents/ (user)",
+)
 @click.option("--plan-mode-required", is_flag=True)
 @click.option("--permission-mode", type=click.Choice(PERMISSION_MODES))
 @click.option(
@@ -40,6 +56,8 @@ def spawn(
     prompt: str,
     backend: str,
     model: str,
+    script: Path | None,
+    max_turns: int | None,
     agent_type: str,
     plan_mode_required: bool,
     permission_mode: str | None,
@@ -63,6 +81,8 @@ def spawn(
         plan_mode_required=plan_mode_required,
         permission_mode=permission_mode,
         cwd=cwd,
+        script=script,
+        max_turns=max_turns,
     )
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
