@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
 from protocols.clock import now_iso
-from protocols.correlation import is_stale, plan_approval_request_id
+from protocols.correlation import is_stale
 from protocols.errors import ProtocolsError, UnknownMember
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
@@ -29,7 +28,6 @@ from protocols.messages import (
     IdleNotification,
     ModeSetRequest,
     PermissionResponse,
-    PlanApprovalRequest,
     PlanApprovalResponse,
     ShutdownApproved,
     ShutdownRejected,
@@ -39,13 +37,13 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
 from protocols.task import Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.watch import InboxWatcher
-from teammate.brain import Approval, Brain, Interrupted, Outcome, PlanVerdict
+from teammate.brain import Brain, Interrupted, Outcome
 from teammate.instance import single_instance
+from teammate.lead_requests import LeadRequests
 from teammate.options import TeammateOptions
 from teammate.reporter import StatusReporter
 
@@ -62,7 +60,7 @@ class Stop(Exception):
     """Raised by the SIGTERM handler: stop after releasing what this teammate holds."""
 
 
-class Teammate:
+class Teammate(LeadRequests):
     def __init__(
         self,
         options: TeammateOptions,
@@ -168,7 +166,9 @@ class Teammate:
             if isinstance(message, ModeSetRequest) and entry.from_ == LEAD_NAME:
                 self._set_mode(message.mode)
             elif isinstance(message, TeamPermissionUpdate) and entry.from_ == LEAD_NAME:
-                self.brain.update_permissions([message.permissionUpdate.model_dump()])
+                self.brain.update_permissions(
+                    [message.permissionUpdate.model_dump(exclude_none=True)]
+                )
                 self.say(f"the lead updated permissions: {message.permissionUpdate.rules}")
             elif isinstance(message, TaskAssignment):
                 self.say(f"assigned task #{message.taskId}: {message.subject}")
@@ -289,108 +289,6 @@ class Teammate:
         if outcome.report:
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
         self._send_idle(task, outcome)
-
-    # asking the lead (the TeamLink the brain uses)
-
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
-        """The permission protocol: ask the lead and wait for its answer to this request."""
-        request = request_permission(
-            self.mailbox,
-            worker=self.name,
-            tool_name=tool_name,
-            tool_use_id=tool_use_id or f"toolu_swarm_{secrets.token_hex(8)}",
-            description=description,
-            input=tool_input,
-            color=self.color,
-            suggestions=suggestions or [],
-        )
-        self.say(f"asked the lead for permission ({request.request_id}): {description}")
-        self.reporter.set("waiting", f"waiting for permission: {description}")
-
-        def answers(message: Any) -> bool:
-            return (
-                isinstance(message, PermissionResponse) and message.request_id == request.request_id
-            )
-
-        found = self._await_lead(answers)
-        self.reporter.set("working", f"permission answered: {description}")
-        if found is None:
-            return Approval(False, self._no_answer("permission request"))
-        message = found
-        body = message.response
-        self.say(f"permission {'granted' if message.approved else 'denied'}")
-        return Approval(
-            message.approved,
-            message.error or "",
-            body.updated_input if body is not None else None,
-            list(body.permission_updates or []) if body is not None else [],
-        )
-
-    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
-        """The plan approval protocol: send the plan to the lead and wait for the verdict."""
-        request = PlanApprovalRequest(
-            from_=self.name,
-            timestamp=now_iso(),
-            planFilePath=plan_file,
-            planContent=plan,
-            requestId=plan_approval_request_id(self.name, self.paths.team),
-        )
-        self._send(LEAD_NAME, request)
-        self.say(f"sent my plan to the lead for approval ({request.requestId})")
-        self.reporter.set("waiting", "waiting for plan approval")
-
-        def answers(message: Any) -> bool:
-            return (
-                isinstance(message, PlanApprovalResponse) and message.requestId == request.requestId
-            )
-
-        found = self._await_lead(answers)
-        self.reporter.set("working", "plan answered")
-        if found is None:
-            return PlanVerdict(False, self._no_answer("plan approval request"))
-        self.say(f"plan {'approved' if found.approved else 'rejected'}")
-        return PlanVerdict(found.approved, found.feedback or "", found.permissionMode)
-
-    def _await_lead(self, answers: Callable[[Any], bool]) -> Any | None:
-        """Wait for the lead's answer (only messages from the lead count); None after the
-        timeout. A live shutdown request is answered at once; if approved, `Interrupted`."""
-        joined = self.member.joinedAt if self.member is not None else 0
-        timeout = self.options.permission_timeout_s
-        deadline = time.monotonic() + timeout
-
-        def wanted(message: Any) -> bool:
-            if isinstance(message, ShutdownRequest):
-                return not is_stale(message, joined)
-            return answers(message)
-
-        while (left := deadline - time.monotonic()) > 0:
-            found = self.mailbox.await_message(
-                self.name, wanted, left, self._watcher, mark=False, sender=LEAD_NAME
-            )
-            if found is None:
-                continue
-            entry, message = found
-            if isinstance(message, ShutdownRequest):
-                self._on_shutdown(entry, message)
-                if self.stopped:
-                    raise Interrupted("shutdown approved while waiting for the lead")
-                continue
-            self.mailbox.mark_read(self.name, [entry])
-            return message
-        return None
-
-    def _no_answer(self, what: str) -> str:
-        return (
-            f"no answer from {LEAD_NAME} to the {what} within "
-            f"{self.options.permission_timeout_s:g} s; it was not approved"
-        )
 
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self._send(to, body, summary)

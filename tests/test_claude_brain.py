@@ -19,10 +19,12 @@ from messages_api import MessagesAPI, Turn
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
+    ModeSetRequest,
     PermissionRequest,
     PlanApprovalRequest,
     ShutdownApproved,
     ShutdownRequest,
+    TeamPermissionUpdate,
 )
 from protocols.status import read_status
 from protocols.tasks import TaskBoard
@@ -373,3 +375,42 @@ def test_an_agent_definition_chooses_the_tools_prompt_and_max_turns(
     assert "Bash" not in names and "Write" not in names and "Edit" not in names
     assert "You review code and never change it." in first["system"][0]["text"]
     assert len(api.requests) == 2 and "max turns" in (note.failureReason or "")
+
+
+def test_the_lead_can_add_rules_and_change_the_mode_of_a_running_teammate(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    mailbox = Mailbox(team.paths)
+    script = [
+        Turn.tool("Bash", {"command": "echo one > one.txt"}),  # allowed by the new rule
+        Turn.text("one done"),
+        Turn.tool("Bash", {"command": "touch two.txt"}),  # allowed by bypassPermissions
+        Turn.text("two done"),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api)
+        update = TeamPermissionUpdate.model_validate(
+            {
+                "type": "team_permission_update",
+                "permissionUpdate": {
+                    "type": "addRules",
+                    "rules": [{"toolName": "Bash", "ruleContent": "echo:*"}],
+                    "behavior": "allow",
+                    "destination": "session",
+                },
+                "directoryPath": str(workdir),
+                "toolName": "Bash",
+            }
+        )
+        mailbox.send("alice", update, sender="team-lead")
+        wait_for(lambda: all(e.is_read for e in mailbox.read_all("alice")), "the update to be read")
+        prompt(team, "alice", "Write one.txt.")
+        wait_for(lambda: len(idle_notes(team)) == 1, "the first turn to end")
+        mailbox.send(
+            "alice", ModeSetRequest(mode="bypassPermissions", from_="team-lead"), sender="team-lead"
+        )
+        prompt(team, "alice", "Make two.txt.")
+        wait_for(lambda: len(idle_notes(team)) == 2, "the second turn to end")
+        stop(team, proc)
+    assert (workdir / "one.txt").exists() and (workdir / "two.txt").exists()
+    assert not [m for _, m in lead_inbox(team) if isinstance(m, PermissionRequest)]

@@ -1,0 +1,154 @@
+"""Asking the lead and waiting for its answer: the permission and plan-approval protocols.
+
+`LeadRequests` is the part of the `Teammate` runtime that a brain uses through its `TeamLink`
+to ask the lead. Only answers from ``team-lead`` that match the outstanding request id count;
+after ``--permission-timeout`` seconds without one the request counts as not approved. A live
+``shutdown_request`` that arrives while waiting is answered at once, and if it is approved the
+wait ends with `Interrupted`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from protocols.clock import now_iso
+from protocols.correlation import is_stale, plan_approval_request_id
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.messages import (
+    PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    ShutdownRequest,
+)
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.permissions import request_permission
+from protocols.team import Member
+from protocols.watch import InboxWatcher
+from teammate.brain import Approval, Interrupted, PlanVerdict
+from teammate.options import TeammateOptions
+from teammate.reporter import StatusReporter
+
+
+class LeadRequests:
+    """Mixed into `Teammate`, which provides these attributes and the two methods below."""
+
+    name: str
+    color: str | None
+    paths: TeamPaths
+    mailbox: Mailbox
+    options: TeammateOptions
+    reporter: StatusReporter
+    member: Member | None
+    stopped: bool
+    _watcher: InboxWatcher | None
+
+    def say(self, text: str) -> None: ...
+
+    def _send(self, to: str, body: Any, summary: str | None = None) -> None: ...
+
+    def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None: ...
+
+    def ask_permission(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        description: str,
+        tool_use_id: str | None = None,
+        suggestions: list[dict[str, Any]] | None = None,
+    ) -> Approval:
+        """The permission protocol: ask the lead and wait for its answer to this request."""
+        request = request_permission(
+            self.mailbox,
+            worker=self.name,
+            tool_name=tool_name,
+            tool_use_id=tool_use_id or f"toolu_swarm_{secrets.token_hex(8)}",
+            description=description,
+            input=tool_input,
+            color=self.color,
+            suggestions=suggestions or [],
+        )
+        self.say(f"asked the lead for permission ({request.request_id}): {description}")
+        self.reporter.set("waiting", f"waiting for permission: {description}")
+
+        def answers(message: Any) -> bool:
+            return (
+                isinstance(message, PermissionResponse) and message.request_id == request.request_id
+            )
+
+        found = self._await_lead(answers)
+        self.reporter.set("working", f"permission answered: {description}")
+        if found is None:
+            return Approval(False, self._no_answer("permission request"))
+        message = found
+        body = message.response
+        self.say(f"permission {'granted' if message.approved else 'denied'}")
+        return Approval(
+            message.approved,
+            message.error or "",
+            body.updated_input if body is not None else None,
+            list(body.permission_updates or []) if body is not None else [],
+        )
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        """The plan approval protocol: send the plan to the lead and wait for the verdict."""
+        request = PlanApprovalRequest(
+            from_=self.name,
+            timestamp=now_iso(),
+            planFilePath=plan_file,
+            planContent=plan,
+            requestId=plan_approval_request_id(self.name, self.paths.team),
+        )
+        self._send(LEAD_NAME, request)
+        self.say(f"sent my plan to the lead for approval ({request.requestId})")
+        self.reporter.set("waiting", "waiting for plan approval")
+
+        def answers(message: Any) -> bool:
+            return (
+                isinstance(message, PlanApprovalResponse) and message.requestId == request.requestId
+            )
+
+        found = self._await_lead(answers)
+        self.reporter.set("working", "plan answered")
+        if found is None:
+            return PlanVerdict(False, self._no_answer("plan approval request"))
+        self.say(f"plan {'approved' if found.approved else 'rejected'}")
+        return PlanVerdict(found.approved, found.feedback or "", found.permissionMode)
+
+    def _await_lead(self, answers: Callable[[Any], bool]) -> Any | None:
+        """Wait for the lead's answer (only messages from the lead count); None after the
+        timeout. A live shutdown request is answered at once; if approved, `Interrupted`."""
+        joined = self.member.joinedAt if self.member is not None else 0
+        timeout = self.options.permission_timeout_s
+        deadline = time.monotonic() + timeout
+
+        def wanted(message: Any) -> bool:
+            if isinstance(message, ShutdownRequest):
+                return not is_stale(message, joined)
+            return answers(message)
+
+        while (left := deadline - time.monotonic()) > 0:
+            found = self.mailbox.await_message(
+                self.name, wanted, left, self._watcher, mark=False, sender=LEAD_NAME
+            )
+            if found is None:
+                continue
+            entry, message = found
+            if isinstance(message, ShutdownRequest):
+                self._on_shutdown(entry, message)
+                if self.stopped:
+                    raise Interrupted("shutdown approved while waiting for the lead")
+                continue
+            self.mailbox.mark_read(self.name, [entry])
+            return message
+        return None
+
+    def _no_answer(self, what: str) -> str:
+        return (
+            f"no answer from {LEAD_NAME} to the {what} within "
+            f"{self.options.permission_timeout_s:g} s; it was not approved"
+        )
