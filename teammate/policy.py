@@ -10,25 +10,24 @@ rules every file-reading one (Glob, Grep: their ``path``).
 `PermissionPolicy.decide` checks, in order: deny rules (they win in every mode), the mode
 (bypassPermissions allows; plan allows only read and team tools), ask rules, allow rules (ask
 before allow, as Claude Code evaluates them), then the tool's kind and the mode's default.
-A compound Bash command is split into its simple commands (`split_command`): it is allowed
-only if every one is allowed, denied or asked about if any one matches a deny or ask rule.
-The split is a conservative scanner, not a shell parser: wrappers (``sudo``, ``xargs``,
-``env``...) are not seen through, so deny rules on commands are a guard rail, not a sandbox.
+A compound Bash command is split into its simple commands (`teammate.command_split`, which
+also matches one against a Bash rule): it is allowed only if every one is allowed, denied or
+asked about if any one matches a deny or ask rule. `teammate.path_rules` matches paths.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from teammate.command_split import command_matches, split_command, suggested_pattern
 from teammate.options import PERMISSION_MODES
+from teammate.path_rules import inside, path_matches, target_path
 from teammate.tools.base import ToolKind
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,6 @@ PLAN_MODE_DENIAL = (
 )
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
-_PLAIN_WORD = re.compile(r"[\w./:@%+=,-]+")
-_SEPARATORS = ("&&", "||", ";;", "|&", ";", "|", "\n", "\r")
 
 
 @dataclass(frozen=True)
@@ -105,18 +102,7 @@ class Rule:
 
     def match_command(self, command: str) -> bool:
         """Whether this (Bash) rule matches one simple command."""
-        if self.content is None:
-            return True
-        command, content = _squash(command), _squash(self.content)
-        if content.endswith(":*"):
-            prefix = content[:-2].rstrip()
-            return command == prefix or command.startswith(prefix + " ")
-        if "*" in content:
-            if content.endswith(" *") and content.count("*") == 1 and command == content[:-2]:
-                return True
-            regex = ".*".join(re.escape(part) for part in content.split("*"))
-            return re.fullmatch(regex, command, re.DOTALL) is not None
-        return command == content
+        return self.content is None or command_matches(self.content, command)
 
     def matches(self, tool_name: str, tool_input: Mapping[str, Any], cwd: Path) -> bool:
         """Whether this rule matches a call (a compound Bash command: if any part matches)."""
@@ -127,8 +113,8 @@ class Rule:
         if tool_name == "Bash":
             return any(map(self.match_command, split_command(_str(tool_input, "command"))))
         if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
-            target = _target_path(tool_name, tool_input, cwd)
-            return target is not None and _path_matches(self.content, target, cwd)
+            target = target_path(tool_name, tool_input, cwd)
+            return target is not None and path_matches(self.content, target, cwd)
         if tool_name == "WebFetch" and self.content.startswith("domain:"):
             host = (urlparse(_str(tool_input, "url")).hostname or "").lower()
             domain = self.content.removeprefix("domain:").strip().lower()
@@ -148,91 +134,6 @@ def parse_rule(text: str) -> Rule:
             "e.g. Bash or Bash(npm test:*)"
         )
     return Rule(match["tool"], match["content"])
-
-
-def split_command(command: str) -> list[str]:
-    """The simple commands of a shell command line, for matching Bash rules.
-
-    Splits on ``&&``, ``||``, ``;``, ``|``, ``&``, newlines, subshell parentheses and ``{ }``
-    groups; the insides of ``$(...)`` and backticks (also within double quotes) are commands of
-    their own, and stay part of the enclosing command's text too. Quoted text is not split.
-    """
-    parts: list[str] = []
-    levels = [_Level()]
-
-    def emit(text: str, own: bool = True) -> None:
-        """Add `text` to the current command (if `own`) and to those enclosing substitutions."""
-        if own:
-            levels[-1].text.append(text)
-        for inner, outer in zip(reversed(levels), reversed(levels[:-1]), strict=False):
-            if not inner.substitution:
-                break
-            outer.text.append(text)
-
-    def flush() -> None:
-        text = "".join(levels[-1].text).strip()
-        if text:
-            parts.append(text)
-        levels[-1].text.clear()
-
-    i = 0
-    while i < len(command):
-        level, char = levels[-1], command[i]
-        special = level.quote != "'" and (char == "\\" or command.startswith("$(", i))
-        raw = command[i : i + 2] if special else char
-        sep = next((s for s in _SEPARATORS if command.startswith(s, i)), None)
-        if level.quote == "'" or (level.quote == '"' and char != "`" and raw != "$("):
-            emit(raw)
-            level.quote = None if char == level.quote else level.quote
-        elif char == "\\":
-            emit(raw)
-        elif raw == "$(" or (char == "`" and level.closer != "`"):
-            emit(raw)
-            levels.append(_Level(closer=")" if raw == "$(" else "`", substitution=True))
-        elif char == level.closer and len(levels) > 1:
-            flush()
-            levels.pop()
-            if level.substitution:
-                emit(char)
-        elif char in "'\"":
-            emit(char)
-            level.quote = char
-        elif char == "(":
-            flush()
-            levels.append(_Level(closer=")"))
-        elif sep or char == ")" or _is_operator(command, i):
-            raw = sep or char
-            flush()
-            emit(raw, own=False)
-        else:
-            emit(char)
-        i += len(raw)
-    while levels:
-        flush()
-        levels.pop()
-    return parts
-
-
-@dataclass
-class _Level:
-    """One nesting level of `split_command`: the top, a subshell, or a substitution."""
-
-    closer: str | None = None
-    substitution: bool = False
-    quote: str | None = None
-    text: list[str] = field(default_factory=list)
-
-
-def _is_operator(text: str, i: int) -> bool:
-    """Whether ``text[i]`` is a lone ``&`` (not ``>&``/``&>``) or a ``{``/``}`` word."""
-    before, after = text[i - 1 : i], text[i + 1 : i + 2]
-    if text[i] == "&":
-        return before not in ("<", ">") and after != ">"
-    if text[i] in "{}":
-        return (not before or before.isspace() or before in ";&|(") and (
-            not after or after.isspace() or after in ";&|)"
-        )
-    return False
 
 
 class PermissionPolicy:
@@ -297,8 +198,8 @@ class PermissionPolicy:
             return Decision("allow", f"{kind} tools need no approval")
         outside = ""
         if self.mode == "acceptEdits" and kind == "edit":
-            target = _target_path(tool_name, tool_input, self.cwd)
-            if target is not None and _inside(target, self.cwd.resolve()):
+            target = target_path(tool_name, tool_input, self.cwd)
+            if target is not None and inside(target, self.cwd.resolve()):
                 return Decision(
                     "allow", "acceptEdits mode allows edits inside the working directory"
                 )
@@ -321,7 +222,8 @@ class PermissionPolicy:
         for command in split_command(_str(tool_input, "command")):
             if any(rule.match_command(command) for rule in allow):
                 continue
-            rule = _suggested_rule(command)
+            content = suggested_pattern(command)
+            rule = None if content is None else Rule("Bash", content)
             if rule is not None and rule not in rules:
                 rules.append(rule)
         if not rules:
@@ -402,94 +304,3 @@ def _named(rules: list[Rule]) -> str:
 def _str(tool_input: Mapping[str, Any], key: str) -> str:
     value = tool_input.get(key)
     return value if isinstance(value, str) else ""
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _suggested_rule(command: str) -> Rule | None:
-    """A prefix rule of the command's first two words, or the exact command if they are not
-    plain words (a ``*`` in the command would be a wildcard, so such commands get none)."""
-    words = command.split()
-    if not words or "*" in command:
-        return None
-    if all(_PLAIN_WORD.fullmatch(word) for word in words[:2]):
-        return Rule("Bash", " ".join(words[:2]) + ":*")
-    return Rule("Bash", " ".join(words))
-
-
-def _target_path(tool_name: str, tool_input: Mapping[str, Any], cwd: Path) -> Path | None:
-    """The resolved file or directory a file tool works on (Glob/Grep default to cwd)."""
-    raw = _str(tool_input, "file_path") or _str(tool_input, "notebook_path")
-    raw = raw or _str(tool_input, "path") or ("." if tool_name in ("Glob", "Grep", "LS") else "")
-    if not raw:
-        return None
-    try:
-        path = Path(raw).expanduser()
-        return (path if path.is_absolute() else cwd / path).resolve()
-    except (OSError, RuntimeError, ValueError):  # a NUL byte, a symlink loop, no home directory
-        return None
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    return path == directory or directory in path.parents
-
-
-def _path_matches(content: str, target: Path, cwd: Path) -> bool:
-    """Whether the gitignore-style pattern `content` matches `target` (or a directory above
-    it: a matched directory covers everything in it)."""
-    parts = _absolute_pattern(content, cwd).rstrip("/").split("/")
-    literal = next((i for i, p in enumerate(parts) if re.search(r"[*?\[]", p)), len(parts))
-    base = Path(os.path.normpath("/" + "/".join(parts[1:literal])))
-    with contextlib.suppress(OSError, RuntimeError):  # a symlink loop: the path as written
-        base = base.resolve()
-    if not _inside(target, base):
-        return False
-    if literal == len(parts):
-        return True
-    regex = re.compile(_glob_regex("/".join(parts[literal:])), re.DOTALL)
-    rel = target.relative_to(base).parts
-    return any(regex.fullmatch("/".join(rel[:k])) for k in range(len(rel) + 1))
-
-
-def _absolute_pattern(content: str, cwd: Path) -> str:
-    if content.startswith("//"):
-        return content[1:]
-    if content.startswith("~/"):
-        return os.path.expanduser("~") + content[1:]
-    root = str(cwd).rstrip("/")
-    if content.startswith("/"):
-        # an absolute path already inside the project is taken as it is: Claude Code's own
-        # team_permission_update rules look like Edit(/home/user/project/**)
-        for prefix in {root, str(cwd.resolve()).rstrip("/")}:
-            if prefix and (content == prefix or content.startswith(prefix + "/")):
-                return content
-        return root + content
-    relative = content.removeprefix("./")
-    if content == relative and "/" not in relative.rstrip("/"):
-        relative = "**/" + relative  # gitignore: a bare name matches at any depth
-    return f"{root}/{relative}"
-
-
-def _glob_regex(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] in "*?":
-            out.append("[^/]*" if glob[i] == "*" else "[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            body = glob[i + 1 : end].replace("\\", "\\\\").replace("[", "\\[")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)

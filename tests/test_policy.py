@@ -9,15 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from teammate.command_split import split_command
 from teammate.options import PERMISSION_MODES
-from teammate.policy import (
-    KINDS,
-    PLAN_MODE_DENIAL,
-    PermissionPolicy,
-    Rule,
-    parse_rule,
-    split_command,
-)
+from teammate.policy import KINDS, PLAN_MODE_DENIAL, PermissionPolicy, Rule, parse_rule
 
 CWD = Path("/work/project")
 

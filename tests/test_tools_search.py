@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from teammate.tools.base import ToolContext, ToolError
-from teammate.tools.search import GlobPattern, expand_braces, glob, grep
+from teammate.tools.patterns import GlobPattern, expand_braces
+from teammate.tools.search import glob, grep
 
 
 @pytest.fixture
