@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: install  ## three offline shell workers in tmux panes (or subprocesses) work a task graph
+demo: install  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
 
 demo-protocols: install  ## the files layer alone: worker processes sharing a board

@@ -1,11 +1,13 @@
-"""`make demo`: a human-led team of three offline shell workers, end to end, no network.
+"""`make demo`: a human-led team of offline workers, end to end, no network.
 
 The lead (this script, standing in for a person at the `swarm` command) creates a team in a
 temporary config root, spawns three `shell` workers (tmux panes on a private server when tmux is
 installed, else subprocesses), and puts a small dependency graph on the task board. Workers claim
 tasks on their own; one task deletes a directory, so its worker asks the lead first and the lead
-approves it (as `swarm approve ID` would). The lead prints every message as it arrives, then shuts
-each worker down with the shutdown protocol and deletes the team.
+approves it (as `swarm approve ID` would). When the board is done, a Claude teammate playing a
+scripted model (examples/scripts/reviewer.yaml) reads the board with Claude Code's tools, asks the
+lead before writing its report, and messages the lead. The lead prints every message as it
+arrives, then shuts each worker down with the shutdown protocol and deletes the team.
 
 Usage: python examples/shell_team_demo.py [--backend auto|tmux|subprocess] [--keep]
 """
@@ -29,6 +31,7 @@ from swarm.lifecycle import request_shutdown, spawn_member
 from swarm.requests import answer
 
 TEAM = "demo"
+REVIEWER_SCRIPT = Path(__file__).resolve().parent / "scripts" / "reviewer.yaml"
 TASKS = [  # subject, command, blocked by (1-based positions in this list)
     ("make the build directory", "mkdir -p build && echo made build/", []),
     (
@@ -80,7 +83,9 @@ def main() -> int:
     print()
     ok = lead_loop(paths, board)
     print()
-    for name in ("ann", "ben", "cai"):
+    ok = ok and review(paths, work, args.backend)
+    print()
+    for name in ("ann", "ben", "cai", "dee"):
         result = request_shutdown(paths, name, "the board is done", wait_s=10, force=True)
         print(f"shutdown {name}: {result.outcome}")
     print(f"\nboard: {', '.join(f'#{t.id} {t.status}' for t in board.list())}")
@@ -114,6 +119,36 @@ def lead_loop(paths: TeamPaths, board: TaskBoard, timeout: float = 60.0) -> bool
     return False
 
 
+def review(paths: TeamPaths, work: Path, backend: str, timeout: float = 60.0) -> bool:
+    """Spawn the scripted Claude reviewer and answer it until its turn ends."""
+    member, spawned = spawn_member(
+        paths,
+        "dee",
+        "Review the board and write REPORT.md.",
+        backend=backend,
+        cwd=work,
+        script=REVIEWER_SCRIPT,
+    )
+    print(f"spawned dee ({member.color}), a scripted Claude teammate, pid {spawned.pid}")
+    mailbox = Mailbox(paths)
+    deadline = time.monotonic() + timeout
+    with InboxWatcher(paths.inbox(LEAD_NAME)) as watcher:
+        while time.monotonic() < deadline:
+            watcher.clear()
+            entries = mailbox.read_unread(LEAD_NAME)
+            for entry in entries:
+                show(paths, entry)
+            mailbox.mark_read(LEAD_NAME, entries)
+            idle = [e for e in entries if e.from_ == "dee" and "idle_notification" in e.text]
+            if idle:
+                report = (work / "REPORT.md").read_text().strip().replace("\n", "\n       ")
+                print(f"  REPORT.md: {report}")
+                return True
+            watcher.wait(1.0)
+    print("the reviewer did not finish in time")
+    return False
+
+
 def show(paths: TeamPaths, entry: InboxEntry) -> str | None:
     """Print one message to the lead; returns the id of a task it reports finished."""
     try:
@@ -124,7 +159,7 @@ def show(paths: TeamPaths, entry: InboxEntry) -> str | None:
     sender = entry.from_
     if isinstance(message, PermissionRequest):
         print(
-            f"  {sender:>4} asks to run {message.input.get('command')!r} "
+            f"  {sender:>4} asks: {message.description} "
             f"({message.request_id}) -> approved by the lead"
         )
         answer(paths, message.request_id, approve=True)
