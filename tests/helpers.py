@@ -52,3 +52,29 @@ def teammate_argv(name: str, *extra: str, team: str = "t", model: str = "shell")
         model,
         *extra,
     ]
+
+
+class Processes:
+    """Teammate processes started by a test; `close` kills whatever is still running."""
+
+    def __init__(self, cwd: Any) -> None:
+        self.cwd = cwd
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            argv,
+            cwd=self.cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)

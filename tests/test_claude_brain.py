@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, swarm, teammate_argv, wait_for
+from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
@@ -44,27 +44,15 @@ def workdir(tmp_path: Path) -> Path:
 @pytest.fixture
 def start(team: TeamFile, workdir: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Start teammate NAME with the Claude brain against `api` (extra flags after it)."""
-    procs: list[subprocess.Popen[str]] = []
+    processes = Processes(workdir)
 
     def launch(name: str, api: MessagesAPI, *extra: str) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
-        proc = subprocess.Popen(
-            teammate_argv(name, *extra, model="sonnet"),
-            cwd=workdir,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        procs.append(proc)
-        return proc
+        return processes.start(teammate_argv(name, *extra, model="sonnet"), env)
 
     yield launch
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+    processes.close()
 
 
 def lead_inbox(team: TeamFile) -> list[tuple[Any, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, teammate_argv, wait_for
+from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
 
 from protocols.clock import iso_from_ms, now_iso
 from protocols.mailbox import Mailbox
@@ -36,24 +36,13 @@ from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain, needs_approval
 
 @pytest.fixture
 def start(team: TeamFile, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
-    procs: list[subprocess.Popen[str]] = []
+    processes = Processes(tmp_path)
 
     def launch(name: str, *extra: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            teammate_argv(name, *extra),
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        procs.append(proc)
-        return proc
+        return processes.start(teammate_argv(name, *extra))
 
     yield launch
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+    processes.close()
 
 
 def lead_messages(mailbox: Mailbox) -> list[Any]:
