@@ -37,6 +37,8 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/claims.py
 	$(PY) bench/spawn.py
 	$(PY) bench/idle_cpu.py
+	$(PY) bench/idle_requests.py
+	$(PY) bench/prompt_cache.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info

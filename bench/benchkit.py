@@ -31,3 +31,10 @@ def collect(results: Queue, count: int, timeout: float) -> list[Any]:
         except queue.Empty:
             break
     return items
+
+
+def lead_messages(mailbox: Any, kind: type) -> list[Any]:
+    """Structured messages of type `kind` in the lead's inbox (`mailbox` is a `Mailbox`)."""
+    return [
+        m for m in (e.structured() for e in mailbox.read_all("team-lead")) if isinstance(m, kind)
+    ]

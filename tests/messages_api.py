@@ -226,7 +226,8 @@ def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> No
         **message,
         "content": [],
         "stop_reason": None,
-        "usage": {"input_tokens": usage.get("input_tokens", 0), "output_tokens": 1},
+        # as the API does: every input count in message_start, the output count at the end
+        "usage": {**{k: v for k, v in usage.items() if k != "output_tokens"}, "output_tokens": 1},
     }
     event("message_start", {"message": start})
     for index, block in enumerate(message["content"]):

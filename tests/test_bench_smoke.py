@@ -28,6 +28,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
             ["--tasks", "40", "--workers", "4"],
             ["double_claims", "unclaimed", "blocked_violations"],
         ),
+        ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
+        ("prompt_cache.py", [], []),
     ],
 )
 def test_benchmark_runs_and_reports(

@@ -71,3 +71,19 @@ def test_an_error_the_sdk_gives_up_on_is_raised() -> None:
         client(api, max_retries=0).messages.create(
             model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
+
+
+def test_prompt_cache_billing_reaches_the_sdk_when_streaming() -> None:
+    from messages_api import PromptCache
+
+    system = [{"type": "text", "text": "s" * 400, "cache_control": {"type": "ephemeral"}}]
+    messages = [{"role": "user", "content": "hi"}]
+    with MessagesAPI([Turn.text("one"), Turn.text("two")], cache=PromptCache()) as api:
+        usages = []
+        for _ in range(2):
+            with client(api).messages.stream(
+                model="claude-stub", max_tokens=10, system=system, messages=messages
+            ) as stream:
+                usages.append(stream.get_final_message().usage)
+    assert usages[0].cache_creation_input_tokens > 0 and usages[0].cache_read_input_tokens == 0
+    assert usages[1].cache_read_input_tokens == usages[0].cache_creation_input_tokens
