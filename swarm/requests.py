@@ -121,8 +121,10 @@ def pending_requests(paths: TeamPaths) -> list[Pending]:
     members = set(mailbox.team.member_names())
     for name in {_describe(e, m).teammate for e, m in asked} & members:
         theirs = mailbox.read_archive(name) + mailbox.read_all(name)
-        answered |= {
-            request_id_of(m) for _, m in _structured(theirs) if isinstance(m, RESPONSE_TYPES)
+        answered |= {  # only the lead's answers count, as they do for the teammate
+            request_id_of(m)
+            for e, m in _structured(theirs)
+            if isinstance(m, RESPONSE_TYPES) and e.from_ == LEAD_NAME
         }
     found: dict[str, Pending] = {}
     for entry, message in asked:
