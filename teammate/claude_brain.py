@@ -92,6 +92,7 @@ class ClaudeBrain:
         permission_mode: str = "default",
         plan_mode_required: bool = False,
         max_turns: int | None = None,
+        rules: dict[str, list[Rule]] | None = None,
         reporter: StatusReporter | None = None,
         transcript: Transcript | None = None,
         say: Any = print,
@@ -108,12 +109,15 @@ class ClaudeBrain:
             and t.name not in removed
         ]
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
-        mode = (
-            "plan"
-            if plan_mode_required
-            else (permission_mode or agent.permission_mode or "default")
+        mode = "plan" if plan_mode_required else permission_mode
+        extra = rules or {}
+        self.policy = PermissionPolicy(
+            mode,
+            cwd,
+            allow=[*allow_rules, *extra.get("allow", [])],
+            deny=[*deny_rules, *extra.get("deny", [])],
+            ask=extra.get("ask", []),
         )
-        self.policy = PermissionPolicy(mode, cwd, allow=allow_rules, deny=deny_rules)
         self.paths = paths
         self.name = name
         self.agent = agent

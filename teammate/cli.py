@@ -31,6 +31,7 @@ from teammate.options import TeammateOptions, UsageError, parse
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate, TeammateError
 from teammate.script import ScriptError, load_script
+from teammate.settings import SettingsError, load_settings
 from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain
 from teammate.transcript import Transcript
 
@@ -85,17 +86,23 @@ def build_brain(
         )
     try:
         agent = load_agent(options.agent_type or "general-purpose", project_dir=cwd)
-    except AgentDefinitionError as exc:
+        settings = load_settings(Path(options.settings)) if options.settings else None
+    except (AgentDefinitionError, SettingsError) as exc:
         raise CannotStart(str(exc)) from None
+    # the command line wins, then the settings file, then the agent definition
+    mode = options.permission_mode
+    if not options.permission_mode_given:
+        mode = (settings.default_mode if settings else None) or agent.permission_mode or mode
     return ClaudeBrain(
         model=_model(options),
         agent=agent,
         name=options.agent_name,
         paths=paths,
         cwd=cwd,
-        permission_mode=options.permission_mode,
+        permission_mode=mode,
         plan_mode_required=options.plan_mode_required,
         max_turns=options.max_turns,
+        rules=settings.rules if settings else None,
         reporter=reporter,
         transcript=Transcript(paths.transcript(options.agent_name)),
         say=say,

@@ -43,6 +43,8 @@ class TeammateOptions:
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
     max_turns: int | None = None
     script: str | None = None
+    settings: str | None = None
+    permission_mode_given: bool = False
     ignored: tuple[str, ...] = field(default=())
 
 
@@ -112,7 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a task's command may run (default: %(default)s)",
     )
     # accepted for Claude Code compatibility, not used by swarm teammates
-    parser.add_argument("--settings")
+    parser.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="Claude Code settings JSON; its permissions (allow/deny/ask rules, defaultMode) apply",
+    )
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
     parser.add_argument("--chrome", action="store_true")
@@ -163,5 +169,7 @@ def parse(argv: list[str]) -> TeammateOptions:
         permission_timeout_s=args.permission_timeout,
         max_turns=args.max_turns,
         script=args.script,
+        settings=args.settings,
+        permission_mode_given=args.permission_mode is not None or args.dangerously_skip_permissions,
         ignored=tuple(unknown),
     )

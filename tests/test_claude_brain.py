@@ -431,3 +431,53 @@ def test_only_the_leads_answer_to_the_outstanding_request_counts(
         stop(team, proc)
     assert not (workdir / "ran.txt").exists()
     assert "denied by team-lead: no" in tool_results(api.requests[1])[0]["content"]
+
+
+def test_a_settings_file_gives_rules_and_the_default_mode(
+    team: TeamFile, start: Start, workdir: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "alice.settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "permissions": {
+                    "allow": ["Bash(echo:*)"],
+                    "deny": ["Write(secret.txt)"],
+                    "defaultMode": "acceptEdits",
+                }
+            }
+        )
+    )
+    script = [
+        Turn.tool("Bash", {"command": "echo hi > hi.txt"}),  # allowed by the rule
+        Turn.tool("Write", {"file_path": "notes.txt", "content": "n"}),  # acceptEdits
+        Turn.tool("Write", {"file_path": "secret.txt", "content": "s"}),  # denied
+        Turn.text("ok"),
+    ]
+    with MessagesAPI(script) as api:
+        proc = start("alice", api, "--settings", str(settings))
+        prompt(team, "alice", "Go.")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    assert (workdir / "hi.txt").exists() and (workdir / "notes.txt").exists()
+    assert not (workdir / "secret.txt").exists()
+    assert tool_results(api.requests[3])[0]["is_error"]
+    assert not [m for _, m in lead_inbox(team) if isinstance(m, PermissionRequest)]
+
+
+def test_a_bad_settings_file_is_a_clear_error(team: TeamFile, tmp_path: Path) -> None:
+    settings = tmp_path / "bad.json"
+    settings.write_text('{"permissions": {"allow": ["Bash("]}}')
+    result = subprocess.run(
+        [
+            *teammate_argv("alice", "--settings", str(settings), model="scripted"),
+            "--script",
+            str(settings),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1 and "bad.json: permissions.allow" in result.stderr
+    assert "Traceback" not in result.stderr
