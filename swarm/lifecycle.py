@@ -8,6 +8,7 @@ unfinished tasks to ``pending``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
+from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
 from protocols.names import LEAD_NAME, validate_name
@@ -194,12 +196,23 @@ def request_shutdown(
     )
     if outcome == "no-answer" and not force:
         return ShutdownResult(name, outcome, f"no answer within {wait_s:g} s", False, [])
-    _wait_for_exit(member, 5.0 if outcome == "approved" else 0.0)
-    stop_member(paths, member)
-    released = [t.id for t in TaskBoard(paths).release_all(name)]
-    team.remove_member(name)
+    released = finish_shutdown(paths, member, approved=outcome == "approved")
     why = answer.reason if isinstance(answer, ShutdownRejected) else (reason or "")
     return ShutdownResult(name, outcome, why, True, released)
+
+
+def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> list[str]:
+    """The lead's side of a shutdown: wait for the process to exit (briefly, if it approved),
+    stop it and its pane, return its unfinished tasks to pending, remove the member. Safe to
+    run twice (the CLI and `swarm lead` may both see the approval); returns released task ids."""
+    _wait_for_exit(member, 5.0 if approved else 0.0)
+    stop_member(paths, member)
+    released = [t.id for t in TaskBoard(paths).release_all(member.name)]
+    team = TeamFile(paths)
+    if team.load().member(member.name) is not None:
+        with contextlib.suppress(ProtocolsError):
+            team.remove_member(member.name)
+    return released
 
 
 def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:

@@ -61,7 +61,7 @@ class Pending:
         }
 
 
-def _describe(entry: InboxEntry, message: Any) -> Pending:
+def describe_request(entry: InboxEntry, message: Any) -> Pending:
     created = ms_from_iso(entry.timestamp)
     if isinstance(message, PermissionRequest):
         return Pending(
@@ -119,7 +119,7 @@ def pending_requests(paths: TeamPaths) -> list[Pending]:
     asked = [(e, m) for e, m in _structured(lead) if isinstance(m, REQUEST_TYPES)]
     answered: set[str] = set()
     members = set(mailbox.team.member_names())
-    for name in {_describe(e, m).teammate for e, m in asked} & members:
+    for name in {describe_request(e, m).teammate for e, m in asked} & members:
         theirs = mailbox.read_archive(name) + mailbox.read_all(name)
         answered |= {  # only the lead's answers count, as they do for the teammate
             request_id_of(m)
@@ -128,7 +128,7 @@ def pending_requests(paths: TeamPaths) -> list[Pending]:
         }
     found: dict[str, Pending] = {}
     for entry, message in asked:
-        pending = _describe(entry, message)
+        pending = describe_request(entry, message)
         if pending.id not in answered:
             found.setdefault(pending.id, pending)
     for record in PermissionStore(paths).pending():
