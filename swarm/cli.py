@@ -11,7 +11,7 @@ import sys
 import click
 
 from protocols.errors import ProtocolsError
-from swarm.commands import lifecycle, messages, requests, status, tasks, teams
+from swarm.commands import lead, lifecycle, messages, requests, status, tasks, teams
 from swarm.errors import SwarmError
 
 
@@ -44,6 +44,7 @@ for command in (
     status.reap,
     lifecycle.spawn,
     lifecycle.shutdown,
+    lead.lead,
 ):
     cli.add_command(command)
 

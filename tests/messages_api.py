@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +35,7 @@ from typing import Any
 
 from teammate.script import Turn
 
-__all__ = ["MessagesAPI", "PromptCache", "Turn"]
+__all__ = ["MessagesAPI", "PromptCache", "Turn", "by_agent"]
 _ids = itertools.count(1)
 
 
@@ -262,3 +263,18 @@ def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> No
     )
     event("message_stop", {})
     handler.wfile.flush()
+
+
+def by_agent(scripts: dict[str, list[Turn]]) -> Callable[[dict[str, Any]], Turn]:
+    """One server for a whole team: each agent plays its own turns, told apart by its system
+    prompt (``team-lead`` for the lead agent, else ``You are 'NAME'``)."""
+    turns = {name: iter(script) for name, script in scripts.items()}
+
+    def play(body: dict[str, Any]) -> Turn:
+        system = json.dumps(body.get("system"))
+        found = re.search(r"You are '([a-z0-9-]+)'", system)
+        name = "team-lead" if "You are the team lead" in system else (found and found[1])
+        turn = next(turns.get(name or "", iter(())), None)
+        return turn if turn is not None else Turn.text("(nothing more to do)")
+
+    return play

@@ -1,0 +1,116 @@
+"""`swarm lead`: the team's lead in this terminal: a person, with a Claude lead agent when a
+model is available."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from protocols.team import TeamFile
+from swarm.cli_common import paths_for, team_option
+from swarm.console import Console
+from swarm.lead_agent import LeadAgent
+from swarm.lead_tools import LeadLink
+from swarm.leader import AutoPolicy, Leader
+from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel
+from teammate.script import load_script
+
+
+@click.command()
+@team_option
+@click.option("--model", default="sonnet", show_default=True, help="the lead agent's model")
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="play this YAML list of turns as the lead agent's model (offline)",
+)
+@click.option(
+    "--teammate-model",
+    help="model of the teammates the agent spawns when it names none "
+    "(default: the lead's model; shell when the lead is scripted)",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "tmux", "subprocess"]),
+    default="auto",
+    show_default=True,
+    help="where spawned teammates run",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="the team's working directory (default: here)",
+)
+@click.option(
+    "--delegate-approvals",
+    is_flag=True,
+    help="let the lead agent answer permission requests too (you still see each one)",
+)
+def lead(
+    team: str,
+    model: str,
+    script: Path | None,
+    teammate_model: str | None,
+    backend: str,
+    cwd: Path | None,
+    delegate_approvals: bool,
+) -> None:
+    """Lead team TEAM from this terminal (the team is created if it does not exist).
+
+    \b
+    Everything teammates send shows here as it arrives; permission and plan requests wait
+    for your answer (y / n REASON, or /approve ID, /deny ID REASON). What you type goes to the
+    lead agent, which spawns teammates and hands out work:
+      swarm lead --team shop
+      > Spawn alice as a backend developer. Ask her to create schema.sql with a users table.
+    Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
+    /status, /pending and approvals. /help lists the commands.
+    """
+    paths = paths_for(team, must_exist=False)
+    directory = (cwd or Path.cwd()).resolve()
+    if not paths.config.exists():
+        TeamFile(paths).create(description="led from swarm lead", cwd=directory)
+        click.echo(f"created team {team!r}")
+    settings = _lead_settings(paths.team_dir / "swarm-lead.json")
+    brain, off = _model(script, settings.get("model") or model)
+    link = LeadLink(
+        paths,
+        directory,
+        backend=backend,
+        model=teammate_model or ("shell" if script or brain is None else model),
+        delegated_approvals=delegate_approvals,
+    )
+    auto = AutoPolicy(
+        settings.get("auto_approve") or [], settings.get("auto_deny") or [], directory
+    )
+    with Leader(paths, auto) as leader:
+        console = Console(leader, None, off, out=lambda text: click.echo(text))
+        if brain is not None:
+            console.agent = LeadAgent(
+                brain, link, console.out, paths.transcript("team-lead")
+            ).start()
+        sys.exit(console.run(sys.stdin))
+
+
+def _model(script: Path | None, model: str) -> tuple[Model | None, str]:
+    if script is not None:
+        return ScriptedModel(load_script(script)), ""
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        return None, "ANTHROPIC_API_KEY is not set (use --script FILE for a scripted lead)"
+    try:
+        return ClaudeModel(model), ""
+    except ModelError as exc:
+        return None, str(exc)
+
+
+def _lead_settings(path: Path) -> dict:
+    """The team file's lead settings, written by `swarm up` (empty when there are none)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,116 @@
+"""The lead agent: a Claude agent loop (teammate's `AgentLoop`) with the team-management tools,
+run on its own thread so the console keeps showing messages and requests while it thinks.
+
+What the human types and what teammates send reach it in order: a turn's input is queued, and
+events that arrive while a turn runs are handed over between its model calls (`LeadLink`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from protocols.inbox import InboxEntry, format_for_model
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from swarm.lead_tools import LEAD_TOOLS, LeadLink
+from teammate.agent_loop import AgentLoop
+from teammate.claude_brain import TEAMMATE_RULES
+from teammate.model import Model, ModelError
+from teammate.policy import PermissionPolicy
+from teammate.reporter import StatusReporter
+from teammate.tools.base import ToolContext
+from teammate.tools.files import read
+from teammate.tools.search import glob, grep
+from teammate.tools.team import send_message, task_create, task_get, task_list, task_update
+from teammate.transcript import Transcript
+
+LEAD_PROMPT = """You are the team lead of team {team!r}, working for a person at the console.
+
+- Spawn teammates with the Agent tool (always give a `name`; `subagent_type` picks an agent
+  definition; `mode: "plan"` makes the teammate send you a plan before it changes anything).
+  Each teammate is its own process; the prompt you give is its first message.
+- Talk to teammates with SendMessage (`to: "*"` reaches everyone). Their messages reach you as
+  <teammate-message> blocks. A teammate goes idle after every turn: that is normal, not an
+  error; it wakes when it gets a message or a task.
+- Keep work on the task board (TaskCreate, TaskUpdate, TaskList, TaskGet): idle teammates claim
+  open, unblocked tasks on their own.
+- The person approves teammates' permission and plan requests; you see the outcome.
+- To stop a teammate, send it {{"type": "shutdown_request"}} with SendMessage. TeamDelete only
+  works once every teammate has shut down.
+- You can read files (Read, Glob, Grep) but do the work through teammates.
+Working directory: {cwd}
+"""
+
+
+class LeadAgent:
+    def __init__(
+        self,
+        model: Model,
+        link: LeadLink,
+        say: Callable[[str], None],
+        transcript_path: Path | None = None,
+    ) -> None:
+        paths: TeamPaths = link.paths
+        self.link = link
+        self.say = say
+        self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
+        tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
+        self.loop = AgentLoop(
+            model,
+            [*tools, *LEAD_TOOLS],
+            PermissionPolicy("default", link.cwd),
+            LEAD_PROMPT.format(team=paths.team, cwd=link.cwd) + TEAMMATE_RULES,
+            ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link),
+            link=link,
+            transcript=Transcript(transcript_path),
+            reporter=self.reporter,
+            say=lambda text: say(f"lead: {text}"),
+        )
+        self._inputs: queue.Queue[str | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self.busy = False
+        self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
+
+    def start(self) -> LeadAgent:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._inputs.put(None)
+        self._thread.join(timeout=5)
+
+    def tell(self, text: str) -> None:
+        """A person's message: the agent's next turn (queued behind a running one)."""
+        self._inputs.put(text)
+
+    def hand_over(self, entries: list[InboxEntry]) -> None:
+        """Teammate events: between the current turn's model calls, or as a new turn."""
+        with self._lock:
+            if self.busy:
+                self.link.arrived.extend(entries)
+                return
+        self._inputs.put(format_for_model(entries))
+
+    def _run(self) -> None:
+        while (text := self._inputs.get()) is not None:
+            with self._lock:
+                self.busy = True
+            self.reporter.set("working", "thinking")
+            try:
+                result = self.loop.run(text)
+                if result.stop == "max_turns":
+                    self.say(f"lead: stopped after {result.turns} model turns")
+            except ModelError as exc:
+                self.say(f"lead: the model call failed: {exc}")
+            except Exception as exc:  # the console must outlive any bug in a turn
+                self.say(f"lead: the turn failed: {type(exc).__name__}: {exc}")
+            finally:
+                with self._lock:
+                    self.busy = False
+                    left = self.link.between_turns()  # arrived after the last model call
+                if left:
+                    self._inputs.put(format_for_model(left))
+                self.reporter.set("idle", "waiting")

@@ -1,0 +1,191 @@
+"""The lead agent's own tools: TeamCreate, TeamDelete, Agent (spawn a named teammate) and
+AnswerPermission, with Claude Code's names, inputs and result texts.
+
+They act through `ctx.team`, a `LeadLink`: the team's files plus how to spawn (backend,
+working directory, the lead's model). Teammates never get these tools, so a teammate cannot
+spawn teammates.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from protocols.errors import ProtocolsError
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from swarm.errors import SwarmError
+from swarm.lifecycle import delete_team, spawn_member
+from swarm.requests import answer
+from teammate.brain import Approval, PlanVerdict
+from teammate.tools.base import ToolContext, ToolError, tool
+
+
+@dataclass
+class LeadLink:
+    """What the lead agent's tools act on (it is also the agent loop's `TeamLink`)."""
+
+    paths: TeamPaths
+    cwd: Path
+    backend: str = "auto"
+    model: str = "sonnet"
+    delegated_approvals: bool = False  # may the agent answer permission requests itself?
+    name: str = LEAD_NAME
+    color: str | None = None
+    arrived: list[Any] = field(default_factory=list)  # filled by the console between turns
+
+    @property
+    def mailbox(self) -> Mailbox:
+        return Mailbox(self.paths)
+
+    @property
+    def board(self) -> TaskBoard:
+        return TaskBoard(self.paths)
+
+    def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
+        return Approval(False, "the lead agent has no one to ask; its tools never need it")
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        return PlanVerdict(True)
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        self.mailbox.send(to, body, sender=self.name, summary=summary)
+
+    def between_turns(self) -> list[Any]:
+        taken, self.arrived[:] = list(self.arrived), []
+        return taken
+
+
+def _link(ctx: ToolContext) -> LeadLink:
+    return ctx.team
+
+
+@tool("TeamCreate", "Create the team this session leads (if it does not exist yet).", kind="team")
+def team_create(
+    ctx: ToolContext,
+    team_name: Annotated[str, Field(description="Name for the new team")],
+    description: Annotated[str | None, Field(description="Team description/purpose")] = None,
+    agent_type: Annotated[str | None, Field(description="Type/role of the team lead")] = None,
+) -> str:
+    link = _link(ctx)
+    if team_name != link.paths.team:
+        raise ToolError(
+            f"this session leads team {link.paths.team!r}; start `swarm lead --team "
+            f"{team_name}` to lead another"
+        )
+    team = TeamFile(link.paths)
+    if not link.paths.config.exists():
+        team.create(description=description or "", cwd=link.cwd)
+    return json.dumps(
+        {
+            "team_name": team_name,
+            "team_file_path": str(link.paths.config),
+            "lead_agent_id": f"{LEAD_NAME}@{team_name}",
+        }
+    )
+
+
+@tool(
+    "TeamDelete",
+    "Delete the team's files once every teammate has shut down.",
+    kind="team",
+)
+def team_delete(ctx: ToolContext) -> str:
+    link = _link(ctx)
+    try:
+        delete_team(link.paths, force=False)
+    except SwarmError as exc:
+        raise ToolError(str(exc)) from None
+    return f"Cleaned up directories and worktrees for team {link.paths.team!r}."
+
+
+Mode = Literal["acceptEdits", "bypassPermissions", "default", "dontAsk", "plan"]
+
+
+@tool(
+    "Agent",
+    "Spawn a teammate: a separate agent process with its own pane that works on `prompt` and "
+    "takes further instructions through SendMessage. Give it a `name` to address it by.",
+    kind="team",
+)
+def agent(
+    ctx: ToolContext,
+    description: Annotated[str, Field(description="A short (3-5 word) description of the task")],
+    prompt: Annotated[str, Field(description="The task for the agent to perform")],
+    subagent_type: Annotated[
+        str | None, Field(description="The type of specialized agent to use for this task")
+    ] = None,
+    model: Annotated[
+        Literal["sonnet", "opus", "haiku"] | None,
+        Field(description="Optional model override for this agent"),
+    ] = None,
+    run_in_background: Annotated[
+        bool | None, Field(description="Ignored: teammates always run in the background")
+    ] = None,
+    name: Annotated[str | None, Field(description="Name for the spawned agent")] = None,
+    team_name: Annotated[str | None, Field(description="Team name for spawning")] = None,
+    mode: Annotated[
+        Mode | None, Field(description='Permission mode ("plan" to require plan approval)')
+    ] = None,
+    isolation: Annotated[Literal["worktree"] | None, Field(description="Isolation mode")] = None,
+) -> str:
+    link = _link(ctx)
+    if not name:
+        raise ToolError("give the teammate a `name`: swarm runs every agent as a named teammate")
+    if team_name and team_name != link.paths.team:
+        raise ToolError(f"this session leads team {link.paths.team!r}, not {team_name!r}")
+    if isolation is not None:
+        raise ToolError("isolation: worktree is not supported yet; leave it out")
+    try:
+        member, _spawned = spawn_member(
+            link.paths,
+            name,
+            prompt,
+            backend=link.backend,
+            model=model or link.model,
+            agent_type=subagent_type or "general-purpose",
+            plan_mode_required=mode == "plan",
+            permission_mode=mode if mode not in (None, "plan") else None,
+            cwd=link.cwd,
+        )
+    except (SwarmError, ValueError) as exc:
+        raise ToolError(str(exc)) from None
+    return (
+        f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
+        f"team_name: {link.paths.team}\n"
+        "The agent is now running and will receive instructions via mailbox."
+    )
+
+
+@tool(
+    "AnswerPermission",
+    "Approve or deny a teammate's pending permission or plan request (only when the human "
+    "has delegated approvals to you).",
+    kind="team",
+)
+def answer_permission(
+    ctx: ToolContext,
+    request_id: Annotated[str, Field(description="The request id, e.g. perm-1763...-abc1234")],
+    approve: Annotated[bool, Field(description="true to approve, false to deny")],
+    reason: Annotated[str | None, Field(description="Why (sent to the teammate)")] = None,
+) -> str:
+    link = _link(ctx)
+    if not link.delegated_approvals:
+        raise ToolError(
+            "the human answers permission requests in this session; they see every request"
+        )
+    try:
+        done = answer(link.paths, request_id, approve=approve, text=reason)
+    except (SwarmError, ProtocolsError) as exc:
+        raise ToolError(str(exc)) from None
+    return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
+
+
+LEAD_TOOLS = (team_create, team_delete, agent, answer_permission)

@@ -1,0 +1,166 @@
+"""`swarm lead` as a person uses it: a real process reading typed lines on stdin, a lead agent
+and its teammates on the real `anthropic` SDK against the local Messages API server, real
+teammate processes (subprocess backend here; tmux in the scenario tests)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import DEADLINE_S, wait_for
+from messages_api import MessagesAPI, Turn, by_agent
+
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from swarm.lifecycle import request_shutdown
+
+
+class LeadSession:
+    """`swarm lead` in a subprocess: type lines, read what it printed."""
+
+    def __init__(self, api: MessagesAPI | None, cwd: Path, *args: str, team: str = "t") -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        if api is not None:
+            env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "swarm", "lead", "--team", team, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def type(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, text: str, what: str | None = None) -> None:
+        wait_for(lambda: text in self.output, what or repr(text))
+
+    def quit(self) -> int:
+        self.type("/quit")
+        return self.proc.wait(DEADLINE_S)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def sessions(config_root: Path) -> Iterator[list[LeadSession]]:
+    started: list[LeadSession] = []
+    yield started
+    for session in started:
+        session.close()
+    for team_dir in sorted((config_root / "teams").glob("*")):
+        paths = TeamPaths(config_root, team_dir.name)
+        for member in TeamFile(paths).load().members:
+            if member.name != "team-lead":
+                request_shutdown(paths, member.name, "test over", wait_s=5, force=True)
+
+
+def test_the_lead_agent_spawns_a_teammate_and_reads_its_result(
+    workdir: Path, sessions: list[LeadSession], paths: TeamPaths
+) -> None:
+    scripts = {
+        "team-lead": [
+            Turn.tool(
+                "Agent",
+                {
+                    "description": "backend developer",
+                    "name": "alice",
+                    "prompt": "Create schema.sql with a users table, then tell me.",
+                    "mode": "acceptEdits",
+                },
+            ),
+            Turn.text("Alice is on it."),
+            Turn.text("Alice wrote schema.sql."),
+        ],
+        "alice": [
+            Turn.tool(
+                "Write",
+                {
+                    "file_path": "schema.sql",
+                    "content": "CREATE TABLE users (id INTEGER PRIMARY KEY);\n",
+                },
+            ),
+            Turn.tool(
+                "SendMessage",
+                {
+                    "to": "team-lead",
+                    "message": "schema.sql has a users table",
+                    "summary": "schema done",
+                },
+            ),
+            Turn.text("Done."),
+        ],
+    }
+    with MessagesAPI(by_agent(scripts)) as api:
+        lead = LeadSession(api, workdir, "--backend", "subprocess", "--teammate-model", "sonnet")
+        sessions.append(lead)
+        lead.expect("leading team 't'")
+        lead.type(
+            "Spawn alice as a backend developer. Ask her to create schema.sql with a users table."
+        )
+        lead.expect("schema.sql has a users table", "alice's message in the console")
+        lead.expect("lead: Alice wrote schema.sql.", "the lead agent's answer to her message")
+        assert lead.quit() == 0
+    assert (workdir / "schema.sql").read_text().startswith("CREATE TABLE users")
+    member = TeamFile(paths).load().member("alice")
+    assert member is not None and member.agentType == "general-purpose"
+    lead_requests = [r for r in api.requests if "You are the team lead" in str(r["system"])]
+    spawned = lead_requests[1]["messages"][-1]["content"][0]["content"]
+    assert spawned.startswith("Spawned successfully.\nagent_id: alice@t\nname: alice\nteam_name: t")
+    heard = str(lead_requests[2]["messages"][-1])
+    assert (
+        '<teammate-message teammate_id="alice"' in heard and "schema.sql has a users table" in heard
+    )
+
+
+def test_without_a_key_the_lead_is_a_console_for_people(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    lead = LeadSession(None, workdir)
+    sessions.append(lead)
+    lead.expect("the lead agent is off: ANTHROPIC_API_KEY is not set")
+    lead.type("/task write the docs")
+    lead.expect("task #1 created: write the docs")
+    lead.type("/send bob hello bob")
+    lead.expect("sent to bob")
+    lead.type("hello?")
+    lead.expect("the lead agent is off")
+    lead.type("/frobnicate")
+    lead.expect("unknown command /frobnicate")
+    Mailbox(team.paths).send("team-lead", "hi lead", sender="alice", color="blue")
+    lead.expect("alice: hi lead", "alice's message")
+    assert [e.text for e in Mailbox(team.paths).read_all("bob")] == ["hello bob"]
+    assert lead.quit() == 0
+    assert "Traceback" not in lead.output
