@@ -7,6 +7,9 @@ touches the real ``~/.claude``.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,3 +49,15 @@ def team(paths: TeamPaths, tmp_path: Path) -> TeamFile:
     for name in ("alice", "bob", "carol"):
         team_file.add_member(name, cwd=tmp_path)
     return team_file
+
+
+@pytest.fixture
+def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A private tmux server for this test only (swarm's tmux backend uses it); killed after."""
+    socket = f"swarm-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    monkeypatch.setenv("SWARM_TMUX_SOCKET", socket)
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    yield socket
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)

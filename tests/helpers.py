@@ -4,11 +4,15 @@ wait on a condition with a deadline (never a fixed sleep)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 DEADLINE_S = 20.0
 
@@ -78,3 +82,68 @@ class Processes:
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
+
+
+BACKENDS = [
+    "subprocess",
+    pytest.param(
+        "tmux", marks=pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
+    ),
+]
+
+
+def panes(socket: str) -> list[str]:
+    """The titles of every pane on the private tmux server `socket`."""
+    result = subprocess.run(
+        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_title}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.stdout.split() if result.returncode == 0 else []
+
+
+class LeadSession:
+    """`swarm lead` in a subprocess: type lines, read what it printed."""
+
+    def __init__(self, api: Any, cwd: Any, *args: str, team: str = "t") -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        if api is not None:
+            env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "swarm", "lead", "--team", team, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def type(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, text: str, what: str | None = None) -> None:
+        wait_for(lambda: text in self.output, what or repr(text))
+
+    def quit(self) -> int:
+        self.type("/quit")
+        return self.proc.wait(DEADLINE_S)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)

@@ -4,67 +4,17 @@ teammate processes (subprocess backend here; tmux in the scenario tests)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import DEADLINE_S, wait_for
+from helpers import LeadSession
 from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
 from swarm.lifecycle import request_shutdown
-
-
-class LeadSession:
-    """`swarm lead` in a subprocess: type lines, read what it printed."""
-
-    def __init__(self, api: MessagesAPI | None, cwd: Path, *args: str, team: str = "t") -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        if api is not None:
-            env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "swarm", "lead", "--team", team, *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def type(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def expect(self, text: str, what: str | None = None) -> None:
-        wait_for(lambda: text in self.output, what or repr(text))
-
-    def quit(self) -> int:
-        self.type("/quit")
-        return self.proc.wait(DEADLINE_S)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
 
 
 @pytest.fixture

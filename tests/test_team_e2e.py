@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import swarm, wait_for
+from helpers import BACKENDS, panes, swarm, wait_for
 
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownRequest
@@ -23,35 +20,6 @@ from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-
-BACKENDS = [
-    "subprocess",
-    pytest.param(
-        "tmux", marks=pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
-    ),
-]
-
-
-@pytest.fixture
-def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A private tmux server for this test only; killed afterwards."""
-    socket = f"swarm-test-{uuid.uuid4().hex[:8]}"
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.delenv("TMUX_PANE", raising=False)
-    monkeypatch.setenv("SWARM_TMUX_SOCKET", socket)
-    monkeypatch.setenv("SHELL", "/bin/sh")
-    yield socket
-    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
-
-
-def panes(socket: str) -> list[str]:
-    result = subprocess.run(
-        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_title}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return result.stdout.split() if result.returncode == 0 else []
 
 
 def spawn(name: str, backend: str, cwd: Path, prompt: str = "Work the board.") -> None:
