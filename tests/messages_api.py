@@ -265,16 +265,20 @@ def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> No
     handler.wfile.flush()
 
 
-def by_agent(scripts: dict[str, list[Turn]]) -> Callable[[dict[str, Any]], Turn]:
-    """One server for a whole team: each agent plays its own turns, told apart by its system
-    prompt (``team-lead`` for the lead agent, else ``You are 'NAME'``)."""
-    turns = {name: iter(script) for name, script in scripts.items()}
+def by_agent(scripts: dict[str, Script]) -> Callable[[dict[str, Any]], Turn]:
+    """One server for a whole team: each agent plays its own script (a list of turns, or a
+    function of the request), told apart by its system prompt (``team-lead`` for the lead
+    agent, else ``You are 'NAME'``)."""
+    turns = {n: iter(s) for n, s in scripts.items() if isinstance(s, list)}
 
     def play(body: dict[str, Any]) -> Turn:
         system = json.dumps(body.get("system"))
         found = re.search(r"You are '([a-z0-9-]+)'", system)
-        name = "team-lead" if "You are the team lead" in system else (found and found[1])
-        turn = next(turns.get(name or "", iter(())), None)
+        name = "team-lead" if "You are the team lead" in system else (found[1] if found else "")
+        script = scripts.get(name)
+        if callable(script):
+            return script(body)
+        turn = next(turns.get(name, iter(())), None)
         return turn if turn is not None else Turn.text("(nothing more to do)")
 
     return play
