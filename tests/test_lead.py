@@ -4,15 +4,17 @@ teammate processes (subprocess backend here; tmux in the scenario tests)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import LeadSession
+from helpers import LeadSession, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.lifecycle import request_shutdown
 
@@ -114,3 +116,30 @@ def test_without_a_key_the_lead_is_a_console_for_people(
     assert [e.text for e in Mailbox(team.paths).read_all("bob")] == ["hello bob"]
     assert lead.quit() == 0
     assert "Traceback" not in lead.output
+
+
+def test_a_teammate_whose_process_dies_is_reaped_and_its_tasks_return(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    worker = subprocess.Popen(teammate_argv("alice"), cwd=workdir)
+    try:
+        board = TaskBoard(team.paths)
+        wait_for(
+            lambda: team.load().member("alice").model_extra.get("pid") == worker.pid,
+            "alice to start",
+        )
+        board_task = board.create("long", metadata={"command": "sleep 60"})
+        wait_for(lambda: board.require(board_task.id).owner == "alice", "alice to claim the task")
+        lead = LeadSession(None, workdir)
+        sessions.append(lead)
+        lead.expect("leading team 't'")
+        worker.kill()
+        worker.wait(10)
+        lead.expect("alice has stopped", "the reaped teammate in the console")
+        assert team.load().member("alice") is None
+        again = board.require(board_task.id)
+        assert again.status == "pending" and again.owner is None
+        assert lead.quit() == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
