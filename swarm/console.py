@@ -168,7 +168,7 @@ class Console:
 
     def _approve(self, args: list[str]) -> None:
         request_id = args.pop(0) if args and not args[0].startswith("--") else None
-        mode, updated = "default", None
+        mode, updated = None, None
         while args:
             flag = args.pop(0)
             if flag == "--mode" and args:
@@ -189,7 +189,7 @@ class Console:
         approve: bool,
         text: str | None,
         updated: dict | None = None,
-        mode: str = "default",
+        mode: str | None = None,
     ) -> None:
         if request_id is None:
             waiting = self.leader.pending()

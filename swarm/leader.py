@@ -127,7 +127,7 @@ class Leader:
         approve: bool,
         text: str | None = None,
         updated_input: dict[str, Any] | None = None,
-        permission_mode: str = "default",
+        permission_mode: str | None = None,
     ) -> Pending:
         return requests_mod.answer(
             self.paths,

@@ -155,10 +155,11 @@ def answer(
     approve: bool,
     text: str | None = None,
     updated_input: dict[str, Any] | None = None,
-    permission_mode: str = "default",
+    permission_mode: str | None = None,
 ) -> Pending:
     """Approve or deny the pending request `request_id`; `text` is feedback or the reason.
-    An approved plan switches the teammate to `permission_mode`."""
+    An approved plan switches the teammate to `permission_mode` (None: the mode it was
+    started with)."""
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
         raise RequestNotFound(

@@ -263,9 +263,12 @@ class Teammate(LeadRequests):
         return task
 
     def _claim(self) -> Task | None:
-        for task in self.board.list():
+        tasks = self.board.list()
+        if any(t.owner == self.name and t.status == "in_progress" for t in tasks):
+            return None  # still owns one it could not finish: the lead decides about it
+        for task in tasks:  # assigned to me by the lead: the lowest one I can start
             if task.owner == self.name and task.status == "pending":
-                claim = self.board.claim(task.id, self.name)
+                claim = self.board.claim(task.id, self.name, check_busy=False)
                 if claim.success:
                     return claim.task
         claim = self.board.claim_next(self.name)

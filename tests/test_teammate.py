@@ -388,3 +388,18 @@ def test_a_brain_may_refuse_a_shutdown(team: TeamFile, tmp_path: Path) -> None:
     assert isinstance(refusal, ShutdownRejected)
     assert (refusal.requestId, refusal.reason) == (request.requestId, "still refactoring auth.py")
     assert mailbox.read_unread("alice") == []
+
+
+def test_a_worker_given_two_tasks_by_the_lead_does_both(
+    team: TeamFile, start: Callable[..., Any]
+) -> None:
+    board = TaskBoard(team.paths)
+    first = board.create("one", metadata={"command": "echo one"})
+    second = board.create("two", metadata={"command": "echo two"})
+    board.update(first.id, owner="alice")
+    board.update(second.id, owner="alice")
+    start("alice")
+    wait_for(
+        lambda: all(board.require(t.id).status == "completed" for t in (first, second)),
+        "both assigned tasks to be done",
+    )

@@ -38,13 +38,13 @@ def permissions(as_json: bool, team: str) -> None:
 @click.option(
     "--mode",
     type=click.Choice(["default", "acceptEdits", "bypassPermissions", "dontAsk"]),
-    default="default",
-    show_default=True,
-    help="for a plan: the permission mode the teammate works in once approved",
+    default=None,
+    help="for a plan: the permission mode the teammate works in once approved "
+    "(default: the mode it was started with)",
 )
 @team_option
 def approve(
-    request_id: str, feedback: str | None, updated: str | None, mode: str, team: str
+    request_id: str, feedback: str | None, updated: str | None, mode: str | None, team: str
 ) -> None:
     """Approve a pending request (permission, sandbox host, or plan)."""
     new_input = _json_object(updated) if updated else None
