@@ -11,7 +11,7 @@ import sys
 import click
 
 from protocols.errors import ProtocolsError
-from swarm.commands import lead, lifecycle, messages, requests, status, tasks, teams
+from swarm.commands import lead, lifecycle, messages, requests, status, tasks, teamfile, teams
 from swarm.errors import SwarmError
 
 
@@ -45,6 +45,8 @@ for command in (
     lifecycle.spawn,
     lifecycle.shutdown,
     lead.lead,
+    teamfile.up,
+    teamfile.down,
 ):
     cli.add_command(command)
 

@@ -104,9 +104,11 @@ def spawn_member(
     env: Mapping[str, str] | None = None,
     script: Path | None = None,
     max_turns: int | None = None,
+    settings: Path | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
 
+    `settings` is a Claude Code settings JSON (permission rules) passed as ``--settings``.
     If the process cannot be started the member is removed again.
     """
     validate_name(name, "agent name")
@@ -123,6 +125,8 @@ def spawn_member(
         raise SwarmError("--model scripted needs --script FILE (a YAML list of model turns)")
     if max_turns is not None:
         extra += ["--max-turns", str(max_turns)]
+    if settings is not None:
+        extra += ["--settings", str(settings.resolve())]
     check_model(model, agent_type, directory, environ)
     chosen = choose_backend(backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None)
     team = TeamFile(paths)
