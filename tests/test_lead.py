@@ -4,6 +4,7 @@ teammate processes (subprocess backend here; tmux in the scenario tests)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,11 @@ from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.permissions import request_permission
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.lifecycle import request_shutdown
+from swarm.requests import pending_requests
 
 
 @pytest.fixture
@@ -143,3 +146,32 @@ def test_a_teammate_whose_process_dies_is_reaped_and_its_tasks_return(
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_the_team_files_auto_approval_rules_answer_matching_requests(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    (team.paths.team_dir / "swarm-lead.json").write_text(
+        json.dumps({"autoApprove": ["Bash(ls:*)"], "autoDeny": ["Bash(rm:*)"]})
+    )
+    lead = LeadSession(None, workdir)
+    sessions.append(lead)
+    lead.expect("leading team 't'")
+    mailbox = Mailbox(team.paths)
+    for command in ("ls -la", "rm -rf build", "make"):
+        request_permission(
+            mailbox,
+            worker="alice",
+            tool_name="Bash",
+            tool_use_id="toolu_1",
+            description=f"Run: {command}",
+            input={"command": command},
+            color="blue",
+        )
+    lead.expect("approved by the team's rules: Bash Run: ls -la")
+    lead.expect("denied by the team's rules: Bash Run: rm -rf build")
+    lead.expect("asks: Bash Run: make")
+    answers = [m for m in (e.structured() for e in mailbox.read_all("alice")) if m is not None]
+    assert [a.approved for a in answers] == [True, False]
+    assert [p.description for p in pending_requests(team.paths)] == ["Run: make"]
+    assert lead.quit() == 0

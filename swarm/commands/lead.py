@@ -16,6 +16,7 @@ from swarm.console import Console
 from swarm.lead_agent import LeadAgent
 from swarm.lead_tools import LeadLink
 from swarm.leader import AutoPolicy, Leader
+from swarm.up import LEAD_SETTINGS
 from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel
 from teammate.script import load_script
 
@@ -75,7 +76,7 @@ def lead(
     if not paths.config.exists():
         TeamFile(paths).create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
-    settings = _lead_settings(paths.team_dir / "swarm-lead.json")
+    settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
     brain, off = _model(script, settings.get("model") or model)
     link = LeadLink(
         paths,
@@ -84,9 +85,7 @@ def lead(
         model=teammate_model or ("shell" if script or brain is None else model),
         delegated_approvals=delegate_approvals,
     )
-    auto = AutoPolicy(
-        settings.get("auto_approve") or [], settings.get("auto_deny") or [], directory
-    )
+    auto = AutoPolicy(settings.get("autoApprove") or [], settings.get("autoDeny") or [], directory)
     with Leader(paths, auto) as leader:
         console = Console(leader, None, off, out=lambda text: click.echo(text))
         if brain is not None:
