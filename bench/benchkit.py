@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import queue
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from multiprocessing.queues import Queue
@@ -38,3 +41,16 @@ def lead_messages(mailbox: Any, kind: type) -> list[Any]:
     return [
         m for m in (e.structured() for e in mailbox.read_all("team-lead")) if isinstance(m, kind)
     ]
+
+
+def start_claude_teammate(
+    name: str, team: str, root: str, workdir: Any, api_url: str
+) -> subprocess.Popen[bytes]:
+    """A real Claude teammate process talking to the local Messages API server at `api_url`;
+    its output goes to ``<root>/<name>.log``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(CLAUDE_CONFIG_DIR=root, ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="bench")
+    argv = [sys.executable, "-m", "teammate", "--agent-id", f"{name}@{team}", "--agent-name", name]
+    argv += ["--team-name", team, "--model", "sonnet"]
+    with open(os.path.join(root, f"{name}.log"), "w") as log:
+        return subprocess.Popen(argv, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +34,7 @@ from benchkit import verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from benchkit import lead_messages
-from helpers import teammate_argv
+from benchkit import lead_messages, start_claude_teammate
 from helpers import wait_for as wait_until
 from messages_api import MessagesAPI, Turn
 
@@ -80,17 +78,8 @@ def main() -> None:
         mailbox = Mailbox(paths)
         board = TaskBoard(paths, mailbox)
 
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(CLAUDE_CONFIG_DIR=root, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench")
-        log_path = Path(root) / "alice.log"
-        with log_path.open("w") as log:
-            proc = subprocess.Popen(
-                teammate_argv(NAME, team=TEAM, model="sonnet"),
-                cwd=workdir,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        log_path = Path(root) / f"{NAME}.log"
+        proc = start_claude_teammate(NAME, TEAM, root, workdir, api.url)
         try:
             started = time.monotonic()
             mailbox.send(NAME, "Say you are ready, then wait.", sender=LEAD_NAME, summary="hi")

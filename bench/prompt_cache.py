@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -39,8 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from benchkit import lead_messages
-from helpers import teammate_argv
+from benchkit import lead_messages, start_claude_teammate
 from helpers import wait_for as wait_until
 from messages_api import MessagesAPI, PromptCache, Turn
 
@@ -85,17 +83,8 @@ def run_teammate(min_tokens: int) -> tuple[list[dict[str, Any]], PromptCache, Us
         team.create(description="prompt caching", cwd=workdir)
         team.add_member(NAME, cwd=workdir)
         mailbox = Mailbox(paths)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(CLAUDE_CONFIG_DIR=root, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="bench")
-        log_path = Path(root) / "alice.log"
-        with log_path.open("w") as log:
-            proc = subprocess.Popen(
-                teammate_argv(NAME, team=TEAM, model="sonnet"),
-                cwd=workdir,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        log_path = Path(root) / f"{NAME}.log"
+        proc = start_claude_teammate(NAME, TEAM, root, workdir, api.url)
         try:
             mailbox.send(
                 NAME,
