@@ -2,5 +2,8 @@
 
 Modules: `cli` (the click group and its one error funnel), `commands/` (the subcommands, one
 module per area), `members` (liveness, stopping, reaping), `requests` (requests waiting for the
-lead, and answering them), `errors`. Imports go one way: protocols <- teammate <- swarm.
+lead, and answering them), `lifecycle` (spawn, shutdown, delete), `backends/` (tmux and
+subprocess), `leader` (the lead's inbox as events), `console` and `lead_agent` and `lead_tools`
+(`swarm lead`), `teamfile` and `up` (`swarm up`/`down`), `errors`.
+Imports go one way: protocols <- teammate <- swarm.
 """

@@ -1,12 +1,13 @@
 """The lead's side of a team: the ``team-lead`` inbox turned into events, and the protocol work
 each one asks for.
 
-`Leader.events()` reads what arrived (it wakes on inotify through `wait`; there is no polling
-interval), marks it read, and returns one `LeadEvent` per message:
+`Leader.events()` reads what arrived (it wakes on inotify through `wait`; a short rescan only
+backs up lost events), marks it read, and returns one `LeadEvent` per message:
 
 - a teammate's message or idle notification: shown, and handed to the lead agent;
 - a permission, sandbox or plan request: answered at once when the team's auto-approval rules
   decide it, else left for the human (it stays listed in `swarm permissions` until answered);
+  the lead agent hears of it too (it may answer only when the person delegated approvals);
 - ``shutdown_approved``: the pane or process is stopped, the member removed, its unfinished
   tasks returned to pending, and the lead agent told ``teammate_terminated``;
 - members whose process died are reaped every few seconds with the same effects.
@@ -62,7 +63,14 @@ class LeadEvent:
     @property
     def for_agent(self) -> bool:
         """Whether the lead agent should hear of it (it does not decide requests itself)."""
-        return self.kind in ("message", "idle", "terminated", "rejected", "auto_answered")
+        return self.kind in (
+            "message",
+            "idle",
+            "terminated",
+            "rejected",
+            "auto_answered",
+            "request",
+        )
 
 
 class AutoPolicy:

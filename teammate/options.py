@@ -113,12 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_TASK_TIMEOUT_S,
         help="seconds a task's command may run (default: %(default)s)",
     )
-    # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument(
         "--settings",
         metavar="FILE",
         help="Claude Code settings JSON; its permissions (allow/deny/ask rules, defaultMode) apply",
     )
+    # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
     parser.add_argument("--chrome", action="store_true")

@@ -1,7 +1,7 @@
 """A teammate's transcript: one JSON line per event (request, response, tool call, tool result,
 error, note), each with a timestamp, in ``teams/<team>/agents/<name>.transcript.jsonl``.
 
-Append-only and written one whole line per ``write`` call, so a reader (``swarm logs``, ``tail
+Append-only and written one whole line per ``write`` call, so a reader (``tail
 -f``) never sees half an event, and a killed teammate loses at most the line being written.
 """
 

@@ -60,7 +60,7 @@ def lead(
     cwd: Path | None,
     delegate_approvals: bool,
 ) -> None:
-    """Lead team TEAM from this terminal (the team is created if it does not exist).
+    """Lead the team given by --team from this terminal (created if it does not exist).
 
     \b
     Everything teammates send shows here as it arrives; permission and plan requests wait
@@ -77,7 +77,8 @@ def lead(
         TeamFile(paths).create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
-    brain, off = _model(script, settings.get("model") or model)
+    model = settings.get("model") or model
+    brain, off = _model(script, model)
     link = LeadLink(
         paths,
         directory,
