@@ -41,3 +41,14 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
 
 def ids_text(ids: list[str]) -> str:
     return ", ".join("#" + i for i in ids) or "-"
+
+
+def backend_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--backend auto|tmux|subprocess`` (default auto) for the commands that start teammates."""
+    return click.option(
+        "--backend",
+        type=click.Choice(["auto", "tmux", "subprocess"]),
+        default="auto",
+        show_default=True,
+        help=help,
+    )

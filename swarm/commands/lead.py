@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from protocols.team import TeamFile
-from swarm.cli_common import paths_for, team_option
+from swarm.cli_common import backend_option, paths_for, team_option
 from swarm.console import Console
 from swarm.lead_agent import LeadAgent
 from swarm.lead_tools import LeadLink
@@ -34,13 +34,7 @@ from teammate.script import load_script
     help="model of the teammates the agent spawns when it names none "
     "(default: the lead's model; shell when the lead is scripted)",
 )
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "tmux", "subprocess"]),
-    default="auto",
-    show_default=True,
-    help="where spawned teammates run",
-)
+@backend_option("where spawned teammates run (auto: tmux when installed)")
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from swarm.cli_common import ids_text, paths_for, team_option
+from swarm.cli_common import backend_option, ids_text, paths_for, team_option
 from swarm.lifecycle import request_shutdown, spawn_member
 from teammate.options import PERMISSION_MODES
 
@@ -16,13 +16,7 @@ from teammate.options import PERMISSION_MODES
 @click.command()
 @click.argument("name")
 @click.option("--prompt", "-p", required=True, help="the first message in its inbox")
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "tmux", "subprocess"]),
-    default="auto",
-    show_default=True,
-    help="auto: tmux when installed, else a subprocess",
-)
+@backend_option("auto: tmux when installed, else a subprocess")
 @click.option(
     "--model",
     default="shell",
