@@ -11,7 +11,17 @@ import sys
 import click
 
 from protocols.errors import ProtocolsError
-from swarm.commands import lead, lifecycle, messages, requests, status, tasks, teamfile, teams
+from swarm.commands import (
+    lead,
+    lifecycle,
+    messages,
+    requests,
+    status,
+    tasks,
+    teamfile,
+    teams,
+    worktree,
+)
 from swarm.errors import SwarmError
 
 
@@ -45,6 +55,7 @@ for command in (
     lifecycle.spawn,
     lifecycle.shutdown,
     lead.lead,
+    worktree.worktree,
     teamfile.up,
     teamfile.down,
 ):

@@ -141,8 +141,6 @@ def agent(
         raise ToolError("give the teammate a `name`: swarm runs every agent as a named teammate")
     if team_name and team_name != link.paths.team:
         raise ToolError(f"this session leads team {link.paths.team!r}, not {team_name!r}")
-    if isolation is not None:
-        raise ToolError("isolation: worktree is not supported yet; leave it out")
     try:
         member, _spawned = spawn_member(
             link.paths,
@@ -154,6 +152,7 @@ def agent(
             plan_mode_required=mode == "plan",
             permission_mode=mode if mode not in (None, "plan") else None,
             cwd=link.cwd,
+            worktree=name if isolation == "worktree" else None,
         )
     except (SwarmError, ValueError) as exc:
         raise ToolError(str(exc)) from None

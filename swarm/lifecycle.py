@@ -29,6 +29,7 @@ from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
+from swarm.isolation import isolation_of, member_fields, prepare, release
 from swarm.members import member_pid, member_state, stop_member
 from teammate.agents import AgentDefinitionError, load_agent
 
@@ -105,11 +106,14 @@ def spawn_member(
     script: Path | None = None,
     max_turns: int | None = None,
     settings: Path | None = None,
+    worktree: str | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
 
     `settings` is a Claude Code settings JSON (permission rules) passed as ``--settings``.
-    If the process cannot be started the member is removed again.
+    `worktree` (a slug) runs the teammate in its own git worktree; so does an agent definition
+    with ``isolation: worktree`` (slug: the name). If the process cannot be started the member
+    is removed again (and a worktree it did not change with it).
     """
     validate_name(name, "agent name")
     directory = (cwd or Path.cwd()).resolve()
@@ -128,6 +132,11 @@ def spawn_member(
     if settings is not None:
         extra += ["--settings", str(settings.resolve())]
     check_model(model, agent_type, directory, environ)
+    if worktree is None and isolation_of(agent_type, directory) == "worktree":
+        worktree = name
+    isolated = prepare(directory, worktree) if worktree is not None else None
+    if isolated is not None:
+        directory = isolated.path
     chosen = choose_backend(backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None)
     team = TeamFile(paths)
     member = team.add_member(
@@ -139,6 +148,7 @@ def spawn_member(
         plan_mode_required=plan_mode_required,
         backend_type=chosen.backend_type,
         **({"mode": permission_mode} if permission_mode else {}),
+        **(member_fields(isolated) if isolated is not None else {}),
     )
     try:
         Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
@@ -155,6 +165,7 @@ def spawn_member(
         spawned = chosen.spawn(request)
     except BaseException:
         team.remove_member(name)
+        release(paths, member)
         raise
     updated = team.update_member(
         name,
@@ -216,6 +227,7 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     if team.load().member(member.name) is not None:
         with contextlib.suppress(ProtocolsError):
             team.remove_member(member.name)
+            release(paths, member)  # only the one that removed it
     return released
 
 

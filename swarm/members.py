@@ -16,6 +16,7 @@ from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, choose_backend
+from swarm.isolation import release
 
 
 def member_pid(member: Member) -> int | None:
@@ -56,6 +57,7 @@ def reap(paths: TeamPaths) -> list[Reaped]:
             continue
         released = [t.id for t in board.release_all(member.name)]
         team.remove_member(member.name)
+        release(paths, member)  # its worktree: removed if unchanged, else reported
         note = TeammateTerminated(
             message=f"{member.name} has stopped (pid {member_pid(member)} is gone); "
             f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import graphlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -122,6 +122,7 @@ class MemberSpec(_Spec):
     deny: Rules = Field(default_factory=list)
     ask: Rules = Field(default_factory=list)
     cwd: Directory | None = None
+    isolation: Literal["worktree"] | None = None
 
 
 class TaskSpec(_Spec):
@@ -131,6 +132,7 @@ class TaskSpec(_Spec):
     key: Text | None = None
     blocked_by: list[TaskRef] = Field(default_factory=list)
     owner: AgentName | None = None
+    worktree: Text | None = None  # the task is worked in this git worktree
 
 
 class LeadSpec(_Spec):

@@ -54,6 +54,7 @@ class MemberPlan:
     script: Path | None
     max_turns: int | None
     settings: dict[str, Any] | None  # the --settings JSON; None when the member has no rules
+    worktree: str | None = None  # its own git worktree (isolation: worktree)
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,15 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
                 script=Path(m.script) if m.script else None,
                 max_turns=m.max_turns,
                 settings={"permissions": rules} if any(rules.values()) else None,
+                worktree=m.name if m.isolation == "worktree" else None,
             )
         )
     tasks = tuple(
         TaskPlan(
             subject=t.subject,
             description=t.description,
-            metadata={"command": t.command} if t.command else None,
+            metadata={k: v for k, v in (("command", t.command), ("worktree", t.worktree)) if v}
+            or None,
             blocked_by=tuple(after),
             owner=t.owner,
         )
@@ -206,6 +209,7 @@ def _spawn(
         script=plan.script,
         max_turns=plan.max_turns,
         settings=settings,
+        worktree=plan.worktree,
     )
     where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""

@@ -13,6 +13,7 @@ the messages that arrived meanwhile.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from protocols.inbox import InboxEntry
@@ -106,4 +107,9 @@ class Brain(Protocol):
 
     def update_permissions(self, updates: list[dict[str, Any]]) -> None:
         """The lead added permission rules (``addRules`` / ``setMode`` updates)."""
+        ...
+
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        """Work in `cwd` from now on (a task's worktree, and back); `confined` keeps file tools
+        inside it."""
         ...

@@ -154,7 +154,8 @@ class ClaudeBrain:
             f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
             f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
             f"{task.id!r}, status completed) and tell {LEAD_NAME} the result with SendMessage. "
-            "If you cannot finish it, tell the lead why and leave it in progress."
+            "If you cannot finish it, tell the lead why and leave it in progress.\n"
+            f"Working directory for this task: {self.ctx.cwd}"
         )
         result = self._run(prompt, link)
         if isinstance(result, Outcome):
@@ -179,6 +180,11 @@ class ClaudeBrain:
 
     def update_permissions(self, updates: list[dict[str, Any]]) -> None:
         self.policy.apply_updates(updates)
+
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        self.ctx.cwd = cwd
+        self.policy.cwd = cwd
+        self.policy.confined = confined
 
     # helpers
 

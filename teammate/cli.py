@@ -22,6 +22,7 @@ from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.team import TeamFile
 from teammate.agents import AgentDefinitionError, load_agent
 from teammate.brain import Brain
 from teammate.claude_brain import ClaudeBrain
@@ -93,7 +94,7 @@ def build_brain(
     mode = options.permission_mode
     if not options.permission_mode_given:
         mode = (settings.default_mode if settings else None) or agent.permission_mode or mode
-    return ClaudeBrain(
+    brain = ClaudeBrain(
         model=_model(options),
         agent=agent,
         name=options.agent_name,
@@ -107,6 +108,17 @@ def build_brain(
         transcript=Transcript(paths.transcript(options.agent_name)),
         say=say,
     )
+    # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
+    brain.policy.confined = _in_worktree(paths, options.agent_name)
+    return brain
+
+
+def _in_worktree(paths: TeamPaths, name: str) -> bool:
+    try:
+        member = TeamFile(paths).load().member(name)
+    except ProtocolsError:
+        return False
+    return bool(member is not None and member.worktreePath)
 
 
 def _model(options: TeammateOptions) -> Model:

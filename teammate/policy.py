@@ -147,6 +147,7 @@ class PermissionPolicy:
         deny: Iterable[Rule] = (),
         ask: Iterable[Rule] = (),
     ) -> None:
+        self.confined = False  # file tools stay inside cwd (a worktree) unless allowed
         self.mode = mode
         self.cwd = Path(cwd).expanduser().absolute()
         self._rules: dict[str, list[Rule]] = {behavior: [] for behavior in BEHAVIORS}
@@ -184,6 +185,15 @@ class PermissionPolicy:
         tool_input = tool_input or {}
         if hits := self._find("deny", tool_name, tool_input):
             return Decision("deny", f"denied by the deny {_named(hits)}")
+        if self.confined and kind in ("read", "edit"):
+            target = target_path(tool_name, tool_input, self.cwd)
+            inside_cwd = target is not None and inside(target, self.cwd.resolve())
+            if not inside_cwd and not self._find("allow", tool_name, tool_input, every=True):
+                return Decision(
+                    "deny",
+                    f"{target or 'that path'} is outside this teammate's worktree {self.cwd}; "
+                    "only an allow rule for it lets a file tool go there",
+                )
         if self.mode == "bypassPermissions":
             return Decision("allow", "bypassPermissions mode allows every tool no rule denies")
         if self.mode == "plan":

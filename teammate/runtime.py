@@ -17,6 +17,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from protocols.clock import now_iso
@@ -46,6 +47,7 @@ from teammate.instance import single_instance
 from teammate.lead_requests import LeadRequests
 from teammate.options import TeammateOptions
 from teammate.reporter import StatusReporter
+from teammate.task_worktree import work_in_place
 
 BOARD_RESCAN_S = 5.0
 # inotify wakes an idle teammate; this rescan is only the safety net for lost events
@@ -85,12 +87,15 @@ class Teammate(LeadRequests):
         self._board_seen: tuple[int, float] = (0, 0.0)
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
+        self.home = Path.cwd()  # where it works, unless a task names a worktree
+        self.home_confined = False  # set from the member entry: it runs in its own worktree
 
     # lifecycle
 
     def run(self) -> int:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
         self.member = self._require_member()
+        self.home_confined = bool(self.member.worktreePath)
         with single_instance(self.paths, self.name):
             self.team.update_member(self.name, pid=os.getpid(), isActive=True)
             self.reporter.set("idle", "joined the team")
@@ -279,7 +284,7 @@ class Teammate(LeadRequests):
         self.reporter.set("working", f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
         try:
-            outcome = self.brain.work(task, self)
+            outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
         except Interrupted:
             return
         if self.stopped:

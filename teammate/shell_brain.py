@@ -134,6 +134,9 @@ class ShellBrain:
     def set_mode(self, mode: str) -> None:
         self.permission_mode = mode
 
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        self.cwd = cwd  # commands run there; a shell worker has no file tools to confine
+
     def update_permissions(self, updates: list[dict[str, Any]]) -> None:
         """Rules are not used by the shell worker (its --ask patterns decide); modes are."""
         for update in updates:

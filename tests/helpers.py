@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,3 +148,26 @@ class LeadSession:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+
+
+# real git repositories
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def commit_all(cwd: Path, message: str) -> None:
+    git(cwd, "add", "-A")
+    git(cwd, "commit", "-q", "-m", message)
+
+
+def init_repo(path: Path) -> Path:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "commit.gpgsign", "false")
+    return path

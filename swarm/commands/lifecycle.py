@@ -31,6 +31,14 @@ from teammate.options import PERMISSION_MODES
 )
 @click.option("--max-turns", type=click.IntRange(min=1), help="model calls per piece of work")
 @click.option(
+    "--worktree",
+    "worktree",
+    is_flag=True,
+    help="work in its own git worktree (.claude/worktrees/NAME, branch worktree-NAME); removed "
+    "when it stops unchanged, kept and reported when changed",
+)
+@click.option("--worktree-name", help="name the worktree (default: NAME); a/b becomes a+b")
+@click.option(
     "--agent-type",
     default="general-purpose",
     show_default=True,
@@ -52,6 +60,8 @@ def spawn(
     model: str,
     script: Path | None,
     max_turns: int | None,
+    worktree: bool,
+    worktree_name: str | None,
     agent_type: str,
     plan_mode_required: bool,
     permission_mode: str | None,
@@ -77,6 +87,7 @@ def spawn(
         cwd=cwd,
         script=script,
         max_turns=max_turns,
+        worktree=(worktree_name or name) if worktree or worktree_name else None,
     )
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""

@@ -15,6 +15,7 @@ from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli_common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
+from teammate.worktree import WorktreeError, flatten_slug
 
 
 @click.group()
@@ -27,15 +28,31 @@ def task() -> None:
 @click.option("--description", "-d", default="", help="what to do")
 @click.option("--command", "-c", "command", help="a shell command for shell workers")
 @click.option("--blocked-by", multiple=True, help="a task id that must complete first")
+@click.option(
+    "--worktree",
+    metavar="NAME",
+    help="work it in git worktree NAME (.claude/worktrees/NAME): whoever claims it works there",
+)
 @team_option
 def task_add(
-    subject: str, description: str, command: str | None, blocked_by: tuple[str, ...], team: str
+    subject: str,
+    description: str,
+    command: str | None,
+    blocked_by: tuple[str, ...],
+    worktree: str | None,
+    team: str,
 ) -> None:
     """Add a task; prints its id."""
     board = TaskBoard(paths_for(team))
     for blocker in blocked_by:
         board.require(blocker)
-    created = board.create(subject, description, metadata={"command": command} if command else None)
+    if worktree is not None:
+        try:
+            flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
+        except WorktreeError as exc:
+            raise SwarmError(f"--worktree: {exc}") from None
+    metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    created = board.create(subject, description, metadata=metadata or None)
     if blocked_by:
         board.update(created.id, addBlockedBy=list(blocked_by))
     click.echo(created.id)

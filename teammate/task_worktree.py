@@ -1,0 +1,44 @@
+"""A task bound to a git worktree (``metadata.worktree``, from ``swarm task add --worktree``).
+
+Whoever claims such a task works on it inside ``<repo>/.claude/worktrees/<name>`` (made from
+HEAD, or reused): the brain moves there for the task, with its file tools kept inside, and
+back afterwards. Then the worktree is removed if the task changed nothing, else kept with its
+branch, and the report to the lead says where and what changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from protocols.task import Task
+from teammate.brain import Brain, Outcome, TeamLink
+from teammate.worktree import WorktreeError, create, finish
+
+
+def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined: bool) -> Outcome:
+    """`brain.work(task)`, in the task's worktree when it names one."""
+    name = (task.metadata or {}).get("worktree")
+    if not name:
+        return brain.work(task, link)
+    try:
+        tree, _created = create(home, str(name))
+    except WorktreeError as exc:
+        return Outcome("failed", f"#{task.id}: cannot use worktree {name!r}: {exc}")
+    brain.move_to(tree.path, confined=True)
+    try:
+        outcome = brain.work(task, link)
+    finally:
+        brain.move_to(home, confined)
+    try:
+        state = finish(tree)
+    except WorktreeError as exc:
+        note = f"worktree {tree.path} left as it is: {exc}"
+    else:
+        if not state.changed:
+            return outcome
+        note = f"worktree kept: {tree.path} (branch {tree.branch}): {state.summary}"
+    report = f"{outcome.report}\n{note}" if outcome.report else note
+    return replace(
+        outcome, report=report, metadata={**outcome.metadata, "worktreePath": str(tree.path)}
+    )
