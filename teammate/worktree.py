@@ -35,6 +35,9 @@ _PART = re.compile(r"[A-Za-z0-9._-]+")
 _DROPPED_ENV = "GIT_ASKPASS SSH_ASKPASS GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_COMMON_DIR"
 
 
+DEFAULT_LINKS = (".venv", "node_modules")
+
+
 class WorktreeError(Exception):
     """A worktree operation that failed or was refused; the message says why and what to do."""
 
@@ -200,14 +203,23 @@ def _unmerged(repo: Path, branch: str) -> int:
     return int(ahead.stdout.strip() or 0) if ahead.returncode == 0 else 0
 
 
-def create(
-    cwd: Path, slug: str, links: Sequence[str] = (".venv", "node_modules")
-) -> tuple[Worktree, bool]:
+def configured_links(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Directories linked into every worktree: ``$SWARM_WORKTREE_LINKS`` (comma-separated),
+    by default ``.venv`` and ``node_modules``."""
+    value = (os.environ if environ is None else environ).get("SWARM_WORKTREE_LINKS")
+    if value is None:
+        return DEFAULT_LINKS
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+def create(cwd: Path, slug: str, links: Sequence[str] | None = None) -> tuple[Worktree, bool]:
     """Create (or reuse) the worktree `slug` of the repository holding `cwd`.
 
-    Returns the worktree and whether it was created now. Each of `links` that exists in the
-    repository and not in the worktree becomes a symlink to the repository's copy, ignored by git.
+    Returns the worktree and whether it was created now. Each of `links` (default:
+    `configured_links`) that exists in the repository and not in the worktree becomes a symlink
+    to the repository's copy, ignored by git.
     """
+    links = configured_links() if links is None else links
     flat = flatten_slug(slug)
     for name in links:
         if name.startswith("/") or {"", ".", ".."} & set(name.split("/")):

@@ -376,3 +376,14 @@ def test_remove_refuses_dirty_or_unmerged_work_unless_forced(repo: Path) -> None
     remove(wt, force=True)
     assert not wt.path.exists() and "worktree-dirty" not in branches(repo)
     assert list_worktrees(repo) == []
+
+
+def test_linked_directories_come_from_swarm_worktree_links(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "deps").mkdir()
+    (repo / ".venv").mkdir()
+    monkeypatch.setenv("SWARM_WORKTREE_LINKS", "deps, missing")
+    tree, _ = create(repo, "linked")
+    assert (tree.path / "deps").is_symlink() and not (tree.path / ".venv").exists()
+    assert not status(tree).changed
