@@ -526,3 +526,20 @@ def test_help_teaches_with_an_example() -> None:
         result = swarm(command, "--help", team=None)
         assert result.returncode == 0 and "Example:" in result.stdout
     assert "blocked_by" in swarm("up", "--help", team=None).stdout
+
+
+def test_isolation_and_task_worktrees_reach_the_plan(tmp_path: Path) -> None:
+    text = (
+        "team: shop\nmembers:\n  - name: alice\n    prompt: Build it.\n    isolation: worktree\n"
+        "  - name: bob\n    prompt: Help.\n"
+        "tasks:\n  - subject: fix\n    command: make fix\n    worktree: user/fix\n"
+    )
+    plan = plan_up(load_team_file(write(tmp_path, text)))
+    assert [m.worktree for m in plan.members] == ["alice", None]
+    assert plan.tasks[0].metadata == {"command": "make fix", "worktree": "user/fix"}
+    bad = error_of(
+        write(
+            tmp_path, HEAD.replace("Build it.\n", "Build it.\n    isolation: docker\n"), "bad.yaml"
+        )
+    )
+    assert "members[0].isolation" in bad
