@@ -18,7 +18,8 @@ from protocols.paths import TeamPaths
 from protocols.team import Member
 from swarm.errors import SwarmError
 from teammate.agents import AgentDefinitionError, load_agent
-from teammate.worktree import Worktree, WorktreeError, create, finish
+from teammate.task_worktree import wrap_up
+from teammate.worktree import Worktree, WorktreeError, create
 
 
 def isolation_of(agent_type: str, directory: Path) -> str | None:
@@ -60,18 +61,12 @@ def release(paths: TeamPaths, member: Member) -> str | None:
     worktree = worktree_of(member)
     if worktree is None or not worktree.path.exists():
         return None
-    try:
-        status = finish(worktree)
-    except WorktreeError as exc:
-        report = f"{member.name}'s worktree {worktree.path} was left as it is: {exc}"
-    else:
-        if not status.changed:
-            return None
-        report = (
-            f"{member.name}'s worktree is kept with its changes: {worktree.path} "
-            f"(branch {worktree.branch}): {status.summary}. "
-            f"Review: swarm worktree diff {worktree.slug}; merge: swarm worktree merge "
-            f"{worktree.slug}"
-        )
+    note = wrap_up(worktree)
+    if note is None:
+        return None
+    report = (
+        f"{member.name}'s {note}. Review: swarm worktree diff {worktree.slug}; "
+        f"merge: swarm worktree merge {worktree.slug}"
+    )
     Mailbox(paths).send(LEAD_NAME, report, sender=LEAD_NAME, summary="worktree kept")
     return report

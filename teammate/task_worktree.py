@@ -13,7 +13,7 @@ from pathlib import Path
 
 from protocols.task import Task
 from teammate.brain import Brain, Outcome, TeamLink
-from teammate.worktree import WorktreeError, create, finish
+from teammate.worktree import Worktree, WorktreeError, create, finish
 
 
 def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined: bool) -> Outcome:
@@ -30,15 +30,21 @@ def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined
         outcome = brain.work(task, link)
     finally:
         brain.move_to(home, confined)
-    try:
-        state = finish(tree)
-    except WorktreeError as exc:
-        note = f"worktree {tree.path} left as it is: {exc}"
-    else:
-        if not state.changed:
-            return outcome
-        note = f"worktree kept: {tree.path} (branch {tree.branch}): {state.summary}"
+    note = wrap_up(tree)
+    if note is None:
+        return outcome
     report = f"{outcome.report}\n{note}" if outcome.report else note
     return replace(
         outcome, report=report, metadata={**outcome.metadata, "worktreePath": str(tree.path)}
     )
+
+
+def wrap_up(tree: Worktree) -> str | None:
+    """Remove `tree` if nothing changed in it (None); else keep it and say where and what."""
+    try:
+        state = finish(tree)
+    except WorktreeError as exc:
+        return f"worktree {tree.path} left as it is: {exc}"
+    if not state.changed:
+        return None
+    return f"worktree kept: {tree.path} (branch {tree.branch}): {state.summary}"

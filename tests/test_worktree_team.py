@@ -73,7 +73,7 @@ def test_two_teammates_edit_one_file_in_their_own_worktrees(repo: Path, paths: T
     assert {"worktree-alice", "worktree-bob"} <= set(
         git(repo, "branch", "--format=%(refname:short)").split()
     )
-    kept = [t for t in lead_texts(paths) if "worktree is kept" in t]
+    kept = [t for t in lead_texts(paths) if "worktree kept" in t]
     assert len(kept) == 2 and any(str(trees / "alice") in t and "worktree-alice" in t for t in kept)
     listed = swarm("worktree", "list", "--repo", str(repo))
     assert "alice" in listed.stdout and "worktree-bob" in listed.stdout
