@@ -14,6 +14,7 @@ from protocols.errors import ProtocolsError
 from swarm.commands import (
     lead,
     lifecycle,
+    logs,
     messages,
     requests,
     status,
@@ -46,6 +47,7 @@ for command in (
     teams.team,
     messages.send,
     messages.inbox,
+    logs.logs,
     tasks.task,
     requests.permissions,
     requests.approve,
