@@ -39,6 +39,7 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/idle_cpu.py
 	$(PY) bench/idle_requests.py
 	$(PY) bench/prompt_cache.py
+	$(PY) bench/dashboard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info

@@ -21,6 +21,7 @@ from swarm.commands import (
     tasks,
     teamfile,
     teams,
+    watch,
     worktree,
 )
 from swarm.errors import SwarmError
@@ -57,6 +58,7 @@ for command in (
     lifecycle.spawn,
     lifecycle.shutdown,
     lead.lead,
+    watch.watch,
     worktree.worktree,
     teamfile.up,
     teamfile.down,

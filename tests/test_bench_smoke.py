@@ -30,6 +30,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
         ),
         ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
         ("prompt_cache.py", [], []),
+        ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
     ],
 )
 def test_benchmark_runs_and_reports(

@@ -178,7 +178,11 @@ def test_status_and_reap_of_a_dead_member(team: TeamFile) -> None:
     report = json.loads(swarm("status", "--json").stdout)
     states = {m["name"]: m["state"] for m in report["members"]}
     assert states["alice"] == "dead" and states["bob"] == "starting"
-    assert report["tasks"] == {"pending": 0, "in_progress": 1, "completed": 0}
+    assert {k: len(v) for k, v in report["tasks"].items()} == {
+        "pending": 0,
+        "in_progress": 1,
+        "completed": 0,
+    }
     assert "reaped alice" in swarm("reap").stdout
     assert "alice" not in TeamFile(team.paths).load().member_names()
     task = json.loads(swarm("task", "show", "1", "--json").stdout)

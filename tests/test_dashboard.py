@@ -1,0 +1,93 @@
+"""`swarm watch` in a real terminal: a tmux pane on its own server, read with capture-pane. A
+scripted Claude teammate asks to write a file; the dashboard shows the members, the board and
+the request; pressing `a` in the dashboard approves it and the teammate goes on."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import swarm, wait_for
+
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+
+pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
+
+
+def screen(socket: str) -> str:
+    result = subprocess.run(
+        ["tmux", "-L", socket, "capture-pane", "-p", "-t", "watch"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.stdout
+
+
+def test_the_dashboard_shows_the_team_and_approves_a_request(
+    tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    paths = TeamPaths(config_root, "t")
+    TaskBoard(paths).create("polish the docs", "later")
+    script = tmp_path / "turns.yaml"
+    script.write_text(
+        '- tool: Write\n  input: {file_path: notes.md, content: "# notes\\n"}\n'
+        "- tool: SendMessage\n  input: {to: team-lead, message: notes.md written, summary: done}\n"
+        "- text: Done.\n"
+    )
+    spawned = swarm(
+        "spawn",
+        "alice",
+        "-p",
+        "Write notes.md",
+        "--script",
+        str(script),
+        "--backend",
+        "subprocess",
+        "--cwd",
+        str(work),
+    )
+    assert spawned.returncode == 0, spawned.stderr
+    command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
+    env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
+    subprocess.run(
+        [
+            "tmux",
+            "-L",
+            tmux_socket,
+            "new-session",
+            "-d",
+            "-s",
+            "watch",
+            "-x",
+            "160",
+            "-y",
+            "60",
+            f"env {env} {command}",
+        ],
+        check=True,
+    )
+    wait_for(
+        lambda: "alice" in screen(tmux_socket) and "Write" in screen(tmux_socket),
+        "the request on screen",
+        timeout=30,
+    )
+    shown = screen(tmux_socket)
+    assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
+    assert not (work / "notes.md").exists()
+    subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
+    wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
+    wait_for(
+        lambda: "notes.md written" in screen(tmux_socket), "alice's message on screen", timeout=30
+    )
+    assert "approved perm-" in screen(tmux_socket)
+    subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "q"], check=True)
+    assert swarm("shutdown", "alice").returncode == 0
