@@ -15,7 +15,9 @@ Figures
     * cold_median_ms, cold_p95_ms: one `snapshot()` parsing every file;
     * snapshot_median_ms, snapshot_p95_ms: one `snapshot()` after an earlier one (a redraw);
     * render_median_ms, render_p95_ms: one `render()` of that view;
-    * verdict: whether a cold snapshot + render at p95 stays under the 100 ms target.
+    * frame_p95_ms: one frame of `swarm watch` (rich, 160 columns); redraw_p95_ms: snapshot
+      (warm, as the dashboard redraws) + frame;
+    * verdict: whether a redraw at p95 stays under the 100 ms target.
 
 Everything runs under a temporary config root (``CLAUDE_CONFIG_DIR`` points there), never
 ``~/.claude``. The last line printed is one line of ``key=value`` pairs.
@@ -24,13 +26,16 @@ Everything runs under a temporary config root (``CLAUDE_CONFIG_DIR`` points ther
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchkit import percentile, verdict
+from rich.console import Console
 
 from protocols.clock import now_iso
 from protocols.mailbox import Mailbox
@@ -41,6 +46,7 @@ from protocols.permissions import request_permission
 from protocols.status import AgentStatus, write_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from swarm.dashboard import frame
 from swarm.snapshot import clear_cache, snapshot
 from swarm.status_table import render
 
@@ -118,6 +124,13 @@ def timed(function: object, runs: int) -> tuple[list[float], object]:
     return times, result
 
 
+def draw_frame(view: Any) -> str:
+    """The dashboard's frame for `view`, drawn as a 160-column terminal would get it."""
+    console = Console(file=io.StringIO(), width=160, force_terminal=True, color_system="truecolor")
+    console.print(frame(view))
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=30, help="teammates besides the lead")
@@ -133,22 +146,30 @@ def main() -> None:
         cold_ms, _ = timed(lambda: (clear_cache(), snapshot(paths))[1], args.runs)
         snap_ms, view = timed(lambda: snapshot(paths), args.runs)
         render_ms, text = timed(lambda: render(view), args.runs)  # type: ignore[arg-type]
+        frame_ms, _ = timed(lambda: draw_frame(view), args.runs)  # the dashboard's frame
     snap_median, snap_p95 = statistics.median(snap_ms), percentile(snap_ms, 95)
     cold_median, cold_p95 = statistics.median(cold_ms), percentile(cold_ms, 95)
     render_median, render_p95 = statistics.median(render_ms), percentile(render_ms, 95)
+    frame_median, frame_p95 = statistics.median(frame_ms), percentile(frame_ms, 95)
     print(f"{args.runs} runs; the text is {len(str(text).splitlines())} lines")
     print(f"  snapshot  median {snap_median:7.2f} ms   p95 {snap_p95:7.2f} ms   (a redraw)")
     print(f"  cold      median {cold_median:7.2f} ms   p95 {cold_p95:7.2f} ms   (all parsed)")
-    print(f"  render    median {render_median:7.2f} ms   p95 {render_p95:7.2f} ms")
-    total = cold_p95 + render_p95
-    ok = total < TARGET_MS
-    print(f"  cold snapshot + render p95 {total:.2f} ms   target < {TARGET_MS:.0f} ms")
+    print(f"  render    median {render_median:7.2f} ms   p95 {render_p95:7.2f} ms   (swarm status)")
+    print(f"  frame     median {frame_median:7.2f} ms   p95 {frame_p95:7.2f} ms   (swarm watch)")
+    total = cold_p95 + max(render_p95, frame_p95)
+    redraw = snap_p95 + frame_p95
+    ok = redraw < TARGET_MS
+    print(
+        f"  a dashboard redraw (snapshot + frame) p95 {redraw:.2f} ms   target < {TARGET_MS:.0f} ms"
+    )
+    print(f"  the first frame (cold snapshot + frame) p95 {total:.2f} ms")
     print(f"  {verdict(ok)}")
     print(
         f"members={args.members} tasks={args.tasks} runs={args.runs} "
         f"snapshot_median_ms={snap_median:.2f} snapshot_p95_ms={snap_p95:.2f} "
         f"cold_median_ms={cold_median:.2f} cold_p95_ms={cold_p95:.2f} "
         f"render_median_ms={render_median:.2f} render_p95_ms={render_p95:.2f} "
+        f"frame_p95_ms={frame_p95:.2f} redraw_p95_ms={redraw:.2f} "
         f"target_ms={TARGET_MS:.0f} verdict={verdict(ok)}"
     )
 
