@@ -7,7 +7,6 @@ import sys
 import click
 
 from swarm.cli_common import paths_for, team_option
-from swarm.dashboard import watch as run_watch
 
 
 @click.command()
@@ -23,4 +22,6 @@ def watch(team: str, once: bool, width: int | None) -> None:
       j / k   select a request        a   approve it        d   deny it
       s       send a message          q   quit
     """
+    from swarm.dashboard import watch as run_watch  # rich loads only for this command
+
     sys.exit(run_watch(paths_for(team), once=once, width=width))
