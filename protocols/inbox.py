@@ -179,18 +179,28 @@ class InboxFile:
             return None
         return Loaded(items, text, signature)
 
-    def load_locked(self) -> Loaded:
-        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
+    def _parsed(self) -> Loaded | None:
+        """Load without the lock, waiting out a half-written file for `parse_retry_s`; None if
+        it still does not parse."""
         deadline = time.monotonic() + self.parse_retry_s
         delay = 0.01
         while True:
             loaded = self.try_load()
-            if loaded is not None:
+            if loaded is not None or time.monotonic() >= deadline:
                 return loaded
-            if time.monotonic() >= deadline:
-                break
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+    def peek(self) -> Loaded:
+        """Load for looking only: no lock, never a write (an inbox that does not parse reads as
+        empty and is left for its readers to deal with). For status views and listings."""
+        return self._parsed() or Loaded([], "[]", None)
+
+    def load_locked(self) -> Loaded:
+        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
+        loaded = self._parsed()
+        if loaded is not None:
+            return loaded
         aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
         os.replace(self.path, aside)
         log.error(

@@ -199,6 +199,11 @@ class Mailbox:
     def read_archive(self, agent: str) -> list[InboxEntry]:
         return self.inbox(agent).read_archive()
 
+    def peek_all(self, agent: str) -> list[InboxEntry]:
+        """The archive, then the live inbox, read without locks and without ever writing."""
+        inbox = self.inbox(agent)
+        return inbox.read_archive() + inbox.peek().entries()
+
     def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}

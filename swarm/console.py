@@ -19,11 +19,12 @@ import click
 
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME
-from protocols.status import read_status
 from protocols.task import list_line
 from swarm.errors import SwarmError
 from swarm.lead_agent import LeadAgent
 from swarm.leader import REAP_EVERY_S, Leader, LeadEvent, agent_entries
+from swarm.snapshot import snapshot
+from swarm.status_table import render
 
 HELP = """Type a message for the lead agent, or a command:
   /pending                          requests waiting for you
@@ -202,15 +203,4 @@ class Console:
         )
 
     def _status(self) -> None:
-        for member in self.leader.team.load().members:
-            status = read_status(self.leader.paths, member.name)
-            if status is None:
-                self.out(f"  {member.name:<16} {'lead' if member.name == LEAD_NAME else '-'}")
-                continue
-            tokens = status.usage.get("input_tokens", 0) + status.usage.get(
-                "cache_read_input_tokens", 0
-            )
-            self.out(
-                f"  {member.name:<16} {status.state:<8} {status.requests} calls, "
-                f"{tokens:,} in / {status.usage.get('output_tokens', 0):,} out  {status.activity}"
-            )
+        self.out(render(snapshot(self.leader.paths)))

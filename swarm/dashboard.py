@@ -31,6 +31,7 @@ from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.requests import answer
 from swarm.snapshot import TeamView, snapshot
+from swarm.status_table import HEADERS, ago, money, tokens
 
 STATE_STYLE = {
     "working": "bold green",
@@ -44,38 +45,10 @@ COLOR = {"purple": "magenta", "orange": "dark_orange", "pink": "hot_pink"}
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 
 
-def ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.0f}s ago"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
-
-
-def tokens(usage: dict[str, int]) -> str:
-    cached = usage.get("cache_read_input_tokens", 0)
-    prompt = usage.get("input_tokens", 0) + cached + usage.get("cache_creation_input_tokens", 0)
-    return f"{prompt:,} ({cached:,}) / {usage.get('output_tokens', 0):,}"
-
-
-def money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
-
-
 def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
     """One frame of the dashboard for `view` (the `selected` request highlighted)."""
     members = Table(title=f"team {view.team}", expand=True, title_justify="left")
-    for column in (
-        "member",
-        "state",
-        "task",
-        "last activity",
-        "calls",
-        "tokens in (cached) / out",
-        "cost",
-    ):
+    for column in HEADERS:
         members.add_column(column, overflow="fold")
     for m in view.members:
         members.add_row(

@@ -32,6 +32,7 @@ from swarm.errors import SwarmError
 from swarm.isolation import isolation_of, member_fields, prepare, release
 from swarm.members import member_pid, member_state, stop_member
 from teammate.agents import AgentDefinitionError, load_agent
+from teammate.model import has_api_key
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def check_model(model: str, agent_type: str, cwd: Path, environ: Mapping[str, st
     """Refuse, before anything is started, a Claude teammate that could not run."""
     if model in ("shell", "scripted"):
         return
-    if not (environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")):
+    if not has_api_key(environ):
         raise SwarmError(
             f"--model {model} needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
             "environment; use --model shell, or --script FILE for a scripted model, to work "

@@ -113,14 +113,16 @@ def _structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
     return result
 
 
-def pending_requests(paths: TeamPaths) -> list[Pending]:
+def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
+    """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
+    locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
     mailbox = Mailbox(paths)
-    lead = mailbox.read_archive(LEAD_NAME) + mailbox.read_all(LEAD_NAME)
+    lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
     asked = [(e, m) for e, m in _structured(lead) if isinstance(m, REQUEST_TYPES)]
     answered: set[str] = set()
     members = set(mailbox.team.member_names())
     for name in {describe_request(e, m).teammate for e, m in asked} & members:
-        theirs = mailbox.read_archive(name) + mailbox.read_all(name)
+        theirs = mailbox.peek_all(name)
         answered |= {  # only the lead's answers count, as they do for the teammate
             request_id_of(m)
             for e, m in _structured(theirs)

@@ -2,39 +2,31 @@
 
 `snapshot` reads the team file, the status files, the task board, the lead's inbox (and its
 archive), the inboxes of members with a request waiting, and the legacy permission files, and
-returns plain frozen values. It never writes a file: no lock is taken (locks create files), an
-inbox that does not parse is re-read for a moment and then left alone (`Mailbox` would move it
-aside), nothing is marked read.
-
-The pending requests are found as `swarm.requests.pending_requests` finds them (a request the
-lead has not answered), with the same `describe_request`, but from that read-only reading, and
-with the lead's inbox read once for both the requests and the last messages.
+returns plain frozen values. It never writes a file: inboxes are read with `Mailbox.peek_all`
+(no lock, an inbox that does not parse is left alone), nothing is marked read. The lead's inbox
+is read once, for both the last messages and `pending_requests`.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
-from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.permissions import PermissionStore
 from protocols.status import USAGE_KEYS, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.costs import load_prices
 from swarm.members import member_pid, member_state
-from swarm.requests import REQUEST_TYPES, RESPONSE_TYPES, Pending, describe_request
+from swarm.requests import Pending, pending_requests
 
 TEXT_MAX = 120
 PARSE_RETRY_S = 0.2  # an inbox being written in place (Claude Code) is re-read this long
@@ -132,9 +124,9 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
                 backend=member.backendType,
             )
         )
-    lead_items = _inbox_items(paths, LEAD_NAME)
-    last = _entries(lead_items[max(0, len(lead_items) - messages) :])
-    pending = _pending(paths, lead_items, set(colors))
+    lead = Mailbox(paths).peek_all(LEAD_NAME)
+    last = lead[max(0, len(lead) - messages) :]
+    pending = pending_requests(paths, lead)
     costs = [m.cost_usd for m in views if m.cost_usd is not None]
     return TeamView(
         team=paths.team,
@@ -186,88 +178,11 @@ def _clip(text: str, limit: int = TEXT_MAX) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-# reading inboxes without locks or writes
-
-
-def _inbox_items(paths: TeamPaths, agent: str) -> list[dict[str, Any]]:
-    """The raw items of `agent`'s archive then live inbox, oldest first."""
-    items: list[Any] = []
-    try:
-        for line in paths.inbox_archive(agent).read_bytes().splitlines():
-            try:
-                items.append(json.loads(line))
-            except ValueError:
-                continue
-    except FileNotFoundError:
-        pass
-    items.extend(_live_items(paths.inbox(agent)))
-    return [i for i in items if isinstance(i, dict)]
-
-
-def _live_items(path: Path) -> list[Any]:
-    deadline = time.monotonic() + PARSE_RETRY_S
-    while True:
-        try:
-            value = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return []
-        except ValueError:
-            if time.monotonic() >= deadline:
-                return []  # left for the inbox's owner to deal with
-            time.sleep(0.02)
-            continue
-        return value if isinstance(value, list) else []
-
-
-def _entries(items: list[dict[str, Any]]) -> list[InboxEntry]:
-    result = []
-    for item in items:
-        try:
-            result.append(InboxEntry.from_json_dict(item))
-        except (ValueError, TypeError):
-            continue
-    return result
-
-
 def _structured(entry: InboxEntry) -> Any:
     try:
         return entry.structured()
     except ProtocolsError:
         return None
-
-
-def _pending(
-    paths: TeamPaths, lead_items: list[dict[str, Any]], members: set[str]
-) -> list[Pending]:
-    """What `swarm.requests.pending_requests` returns, read without writing."""
-    candidates = [i for i in lead_items if "_request" in str(i.get("text", ""))]
-    asked = [
-        describe_request(e, m)
-        for e in _entries(candidates)
-        if isinstance(m := _structured(e), REQUEST_TYPES)
-    ]
-    answered: set[str | None] = set()
-    for name in {p.teammate for p in asked} & members:
-        replies = [
-            i
-            for i in _inbox_items(paths, name)
-            if i.get("from") == LEAD_NAME and "_response" in str(i.get("text", ""))
-        ]
-        answered |= {
-            request_id_of(m)
-            for e in _entries(replies)
-            if isinstance(m := _structured(e), RESPONSE_TYPES)
-        }
-    found: dict[str, Pending] = {}
-    for pending in asked:
-        if pending.id not in answered:
-            found.setdefault(pending.id, pending)
-    for r in PermissionStore(paths).pending():
-        found.setdefault(
-            r.id,
-            Pending(r.id, "file", r.workerName, r.toolName, r.input, r.description, r.createdAt),
-        )
-    return sorted(found.values(), key=lambda p: p.created_ms or 0)
 
 
 def _request_view(pending: Pending, now: int) -> RequestView:

@@ -27,7 +27,14 @@ from teammate.agents import AgentDefinitionError, load_agent
 from teammate.brain import Brain
 from teammate.claude_brain import ClaudeBrain
 from teammate.instance import AlreadyRunning
-from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel, resolve_model
+from teammate.model import (
+    ClaudeModel,
+    Model,
+    ModelError,
+    ScriptedModel,
+    has_api_key,
+    resolve_model,
+)
 from teammate.options import TeammateOptions, UsageError, parse
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate, TeammateError
@@ -128,7 +135,7 @@ def _model(options: TeammateOptions) -> Model:
             return ScriptedModel(load_script(Path(options.script)))
         except ScriptError as exc:
             raise CannotStart(str(exc)) from None
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+    if not has_api_key():
         raise CannotStart(
             f"model {options.model!r} needs an API key: set ANTHROPIC_API_KEY (or "
             "ANTHROPIC_AUTH_TOKEN; ANTHROPIC_BASE_URL for another endpoint), or use "

@@ -29,6 +29,12 @@ MODEL_ALIASES = {
 DEFAULT_MAX_TOKENS = 16_000
 
 
+def has_api_key(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the SDK will find credentials (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``)."""
+    env = os.environ if environ is None else environ
+    return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
+
+
 def resolve_model(name: str, environ: Mapping[str, str] | None = None) -> str:
     """The model id for an alias (``sonnet``, ``opus``, ``haiku``); any other name as given."""
     env = os.environ if environ is None else environ

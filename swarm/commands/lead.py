@@ -4,7 +4,6 @@ model is available."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from swarm.lead_agent import LeadAgent
 from swarm.lead_tools import LeadLink
 from swarm.leader import AutoPolicy, Leader
 from swarm.up import LEAD_SETTINGS
-from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel
+from teammate.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
 from teammate.script import load_script
 
 
@@ -93,7 +92,7 @@ def lead(
 def _model(script: Path | None, model: str) -> tuple[Model | None, str]:
     if script is not None:
         return ScriptedModel(load_script(script)), ""
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+    if not has_api_key():
         return None, "ANTHROPIC_API_KEY is not set (use --script FILE for a scripted lead)"
     try:
         return ClaudeModel(model), ""
