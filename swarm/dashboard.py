@@ -9,6 +9,7 @@ sends a message, ``q`` quits.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import select
@@ -31,7 +32,7 @@ from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.requests import answer
 from swarm.snapshot import TeamView, snapshot
-from swarm.status_table import HEADERS, ago, money, tokens
+from swarm.status_table import HEADERS, ago, money, state_label, tokens
 
 STATE_STYLE = {
     "working": "bold green",
@@ -42,28 +43,46 @@ STATE_STYLE = {
     "lead": "bold",
 }
 COLOR = {"purple": "magenta", "orange": "dark_orange", "pink": "hot_pink"}
+NUMERIC = {"turns", "calls", "tokens in (cached) / out", "cost"}
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 
 
 def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
     """One frame of the dashboard for `view` (the `selected` request highlighted)."""
     members = Table(title=f"team {view.team}", expand=True, title_justify="left")
+    flexible = {"task": 2, "activity": 3}  # the others take what they need
     for column in HEADERS:
-        members.add_column(column, overflow="fold")
+        members.add_column(
+            column,
+            overflow="fold",
+            ratio=flexible.get(column),
+            justify="right" if column in NUMERIC else "left",
+        )
     for m in view.members:
         members.add_row(
             Text(m.name, style=COLOR.get(m.color or "", m.color or "")),
-            Text(m.state, style=STATE_STYLE.get(m.state, "")),
+            Text(state_label(m.state), style=STATE_STYLE.get(m.state, "")),
             Text(m.task or "-"),
             Text(f"{m.activity} ({ago(m.activity_age_s)})" if m.activity else "-"),
+            str(m.turns),
             str(m.requests),
             tokens(m.usage),
             money(m.cost_usd),
         )
-    members.add_row("total", "", "", "", "", tokens(view.usage), money(view.cost_usd), style="bold")
+    members.add_row(
+        "total",
+        "",
+        "",
+        "",
+        str(sum(m.turns for m in view.members)),
+        str(sum(m.requests for m in view.members)),
+        tokens(view.usage),
+        money(view.cost_usd),
+        style="bold",
+    )
     board = Table(title="tasks", expand=True, title_justify="left", show_header=False)
-    board.add_column("status", width=12)
-    board.add_column("tasks", overflow="fold")
+    board.add_column("status", no_wrap=True)
+    board.add_column("tasks", overflow="fold", ratio=1)
     for status in ("in_progress", "pending", "completed"):
         listed = view.tasks.get(status, [])
         lines = [list_line(t) for t in listed[-12:]]
@@ -72,7 +91,7 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         board.add_row(f"{status} ({len(listed)})", Text("\n".join(lines) or "-"))
     requests = Table(title="waiting for you", expand=True, title_justify="left")
     for column in ("", "id", "from", "asks", "age"):
-        requests.add_column(column, overflow="fold")
+        requests.add_column(column, overflow="fold", ratio=1 if column == "asks" else None)
     for index, r in enumerate(view.requests):
         mark = ">" if index == selected else ""
         style = "reverse" if index == selected else ""
@@ -83,7 +102,7 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         requests.add_row("", "-", "", "nothing is waiting", "")
     messages = Table(title=f"last messages to {LEAD_NAME}", expand=True, title_justify="left")
     for column in ("from", "message", "age"):
-        messages.add_column(column, overflow="fold")
+        messages.add_column(column, overflow="fold", ratio=1 if column == "message" else None)
     for msg in view.messages:
         messages.add_row(
             Text(msg.sender, style=COLOR.get(msg.color or "", msg.color or "")),
@@ -141,13 +160,14 @@ class Dashboard:
 
     def _read_keys(self, watcher: InboxWatcher) -> None:
         fd = sys.stdin.fileno()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # é is two bytes
         with _cbreak(fd):
             while not self.quit:
                 ready, _, _ = select.select([fd], [], [], 0.5)
                 if ready:
-                    key = os.read(fd, 1).decode(errors="ignore")
+                    typed = decoder.decode(os.read(fd, 64))
                     with self._lock:
-                        self._keys.append(key)
+                        self._keys.extend(typed)
                     watcher.changed.set()
 
     def _on_key(self, key: str) -> None:

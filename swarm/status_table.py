@@ -1,7 +1,7 @@
 """The text of `swarm status`: a `TeamView` as plain, aligned text (no colours, no terminal codes).
 
 Sections: a header line; one row per member (state, current task, last activity and its age,
-model calls, tokens in (cached) / out, estimated cost); the task board by status (every
+turns and model calls, tokens in (cached) / out, estimated cost); the task board by status (every
 in-progress and pending task, the last `COMPLETED_SHOWN` completed ones); the requests waiting
 for the lead; the last messages to the lead; the team's totals.
 """
@@ -15,7 +15,22 @@ from swarm.snapshot import MemberView, TeamView
 COMPLETED_SHOWN = 10
 TASK_WIDTH = 32
 ACTIVITY_WIDTH = 48
-HEADERS = ("member", "state", "task", "activity", "calls", "tokens in (cached) / out", "cost")
+HEADERS = (
+    "member",
+    "state",
+    "task",
+    "activity",
+    "turns",
+    "calls",
+    "tokens in (cached) / out",
+    "cost",
+)
+STATE_LABEL = {"waiting": "waiting for approval"}
+
+
+def state_label(state: str) -> str:
+    """What a person reads for a member's state (``waiting`` means a request is open)."""
+    return STATE_LABEL.get(state, state)
 
 
 def ago(seconds: float | None) -> str:
@@ -53,9 +68,10 @@ def _row(member: MemberView) -> tuple[str, ...]:
     )
     return (
         member.name,
-        member.state,
+        state_label(member.state),
         _clip(member.task, TASK_WIDTH) if member.task else "-",
         activity,
+        str(member.turns),
         str(member.requests),
         tokens(member.usage),
         money(member.cost_usd),
@@ -64,7 +80,7 @@ def _row(member: MemberView) -> tuple[str, ...]:
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {4, 5, 6}  # calls, tokens, cost: right-aligned
+    numeric = {4, 5, 6, 7}  # turns, calls, tokens, cost: right-aligned
     lines = []
     for row in rows:
         cells = [
@@ -111,9 +127,10 @@ def render(view: TeamView) -> str:
         lines.append("  none")
 
     calls = sum(m.requests for m in view.members)
+    turns = sum(m.turns for m in view.members)
     lines.append("")
     lines.append(
-        f"total: {calls} calls, tokens {tokens(view.usage)}, cost {money(view.cost_usd)}"
-        + (" (estimate)" if view.cost_usd is not None else "")
+        f"total: {turns} turns, {calls} calls, tokens {tokens(view.usage)}, "
+        f"cost {money(view.cost_usd)}" + (" (estimate)" if view.cost_usd is not None else "")
     )
     return "\n".join(lines)

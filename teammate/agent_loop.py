@@ -189,7 +189,7 @@ class AgentLoop:
         name, tool_input, use_id = block.get("name", ""), block.get("input") or {}, block["id"]
         self.transcript.record("tool_call", id=use_id, name=name, input=tool_input)
         if self.reporter:
-            self.reporter.tool_call(name)
+            self.reporter.tool_call(name, tool_input)
         try:
             text = self._run_tool(name, tool_input, use_id)
             error = False

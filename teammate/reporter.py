@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 from protocols.paths import TeamPaths
 from protocols.status import AgentState, AgentStatus, write_status
@@ -40,12 +41,27 @@ class StatusReporter:
             self.status.usage = self.usage.to_value()
         self._write()
 
-    def tool_call(self, name: str) -> None:
+    def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
         self.status.toolCalls += 1
-        self.set(activity=f"running {name}")
+        self.set(activity=f"running {tool_activity(name, tool_input or {})}")
 
     def _write(self) -> None:
         if self.paths is not None:
             # the status file is for people watching; never stop work over it
             with contextlib.suppress(OSError):
                 write_status(self.paths, self.status)
+
+
+def tool_activity(name: str, tool_input: dict[str, Any]) -> str:
+    """A tool call in a few words for the status line: ``Bash: make test``, ``Write
+    schema.sql``, ``SendMessage to team-lead``, ``TaskUpdate #4``; else the tool's name."""
+    if name == "Bash" and tool_input.get("command"):
+        return f"Bash: {' '.join(str(tool_input['command']).split())}"
+    if name == "SendMessage" and tool_input.get("to"):
+        return f"SendMessage to {tool_input['to']}"
+    if tool_input.get("taskId"):
+        return f"{name} #{tool_input['taskId']}"
+    target = next(
+        (tool_input[k] for k in ("file_path", "pattern", "path") if tool_input.get(k)), ""
+    )
+    return f"{name} {target}" if target else name

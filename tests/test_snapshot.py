@@ -401,10 +401,12 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
                 activity="running Bash",
                 activity_age_s=12.4,
                 requests=3,
+                turns=2,
                 usage=USAGE,
                 cost_usd=0.008625,
             ),
             member("bob", state="dead", activity="x" * 60, activity_age_s=125.0),
+            member("cy", state="waiting", activity="asking: Bash", activity_age_s=5.0),
         ],
         tasks=tasks,
         blocked={"2": ["1"]},
@@ -414,11 +416,12 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
         cost_usd=0.008625,
     )
     expected = """\
-team t: 3 members; tasks 1 pending, 1 in progress, 0 completed (1 blocked); 1 request waiting
-  member     state    task      activity                                                   calls  tokens in (cached) / out     cost
-  team-lead  lead     -         -                                                              0                 0 (0) / 0        -
-  alice      working  #1 build  running Bash (12s ago)                                         3       6,300 (5,000) / 200  $0.0086
-  bob        dead     -         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (2m ago)      0                 0 (0) / 0        -
+team t: 4 members; tasks 1 pending, 1 in progress, 0 completed (1 blocked); 1 request waiting
+  member     state                 task      activity                                                   turns  calls  tokens in (cached) / out     cost
+  team-lead  lead                  -         -                                                              0      0                 0 (0) / 0        -
+  alice      working               #1 build  running Bash (12s ago)                                         2      3       6,300 (5,000) / 200  $0.0086
+  bob        dead                  -         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (2m ago)      0      0                 0 (0) / 0        -
+  cy         waiting for approval  -         asking: Bash (5s ago)                                          0      0                 0 (0) / 0        -
 
 tasks
   in progress (1)
@@ -433,7 +436,7 @@ requests waiting (1)
 last messages to team-lead
   bob: idle_notification: available  (2.0h ago)
 
-total: 3 calls, tokens 6,300 (5,000) / 200, cost $0.0086 (estimate)"""
+total: 2 turns, 3 calls, tokens 6,300 (5,000) / 200, cost $0.0086 (estimate)"""
     assert render(view) == expected
     assert "\x1b" not in render(view)
 
@@ -446,4 +449,4 @@ def test_render_of_an_empty_team_and_many_completed(team: TeamFile, paths: TeamP
     text = render(snapshot(paths))
     assert "  completed (12)\n    ... 2 earlier\n    #3 [completed] t3" in text
     assert "requests waiting (0)\n  none" in text and "last messages to team-lead\n  none" in text
-    assert text.endswith("total: 0 calls, tokens 0 (0) / 0, cost -")
+    assert text.endswith("total: 0 turns, 0 calls, tokens 0 (0) / 0, cost -")

@@ -17,8 +17,8 @@ def watch(team: str, once: bool, width: int | None) -> None:
     """The team at a glance, redrawn whenever its files change.
 
     \b
-    Members (state, current task, last activity, calls, tokens, cost), the task board, the
-    requests waiting for you and the last messages to the lead. Keys (in a terminal):
+    Members (state, current task, last activity, turns, model calls, tokens, cost), the task
+    board, the requests waiting for you and the last messages to the lead. Keys (in a terminal):
       j / k   select a request        a   approve it        d   deny it
       s       send a message          q   quit
     """
