@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo demo-protocols test test-fast lint bench clean
+.PHONY: install demo demo-protocols test test-fast lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -40,6 +40,9 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/idle_requests.py
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/dashboard.py
+
+screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
+	$(PY) docs/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info
