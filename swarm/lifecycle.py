@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -44,6 +45,10 @@ class ShutdownResult:
     released: list[str]
 
 
+SWARM_TEAMMATE = (sys.executable, "-m", "teammate")
+TEAMMATE_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}  # as Claude Code
+
+
 def teammate_argv(
     member: Member,
     team: str,
@@ -51,13 +56,14 @@ def teammate_argv(
     permission_mode: str | None = None,
     plan_mode_required: bool = False,
     extra: Sequence[str] = (),
+    program: Sequence[str] = SWARM_TEAMMATE,
+    parent_session_id: str | None = None,
 ) -> list[str]:
     """The teammate command line, exactly as Claude Code starts one (spec section 7), plus
-    swarm's own flags in `extra` (``--script``, ``--max-turns``)."""
+    swarm's own flags in `extra` (``--script``, ``--max-turns``). `program` is swarm's teammate,
+    or another program that takes Claude Code's teammate command line (``claude`` itself)."""
     argv = [
-        sys.executable,
-        "-m",
-        "teammate",
+        *program,
         "--agent-id",
         member.agentId,
         "--agent-name",
@@ -67,6 +73,8 @@ def teammate_argv(
         "--agent-color",
         member.color or "blue",
     ]
+    if parent_session_id:
+        argv += ["--parent-session-id", parent_session_id]
     if plan_mode_required:
         argv.append("--plan-mode-required")
     if member.agentType:
@@ -74,6 +82,28 @@ def teammate_argv(
     if permission_mode:
         argv += ["--permission-mode", permission_mode]
     return [*argv, *extra, "--model", model]
+
+
+def foreign_program(command: str, model: str, swarm_only: Sequence[str]) -> list[str]:
+    """`command` split into words, checked: it exists, it gets a Claude model, and none of
+    swarm's own teammate options (`swarm_only`, as given) goes with it."""
+    words = shlex.split(command)
+    if not words or shutil.which(words[0]) is None:
+        raise SwarmError(
+            f"--teammate-command {command!r}: {words[0] if words else 'nothing'!r} is not an "
+            "executable file or a program on PATH"
+        )
+    if swarm_only:
+        raise SwarmError(
+            f"{' and '.join(swarm_only)} belong to swarm's own teammate; a --teammate-command "
+            "program gets Claude Code's teammate command line only"
+        )
+    if model in ("shell", "scripted"):
+        raise SwarmError(
+            f"--model {model} is for swarm's own teammate; a --teammate-command program needs "
+            "a Claude model: sonnet, opus, haiku or a model id"
+        )
+    return words
 
 
 def check_model(model: str, agent_type: str, cwd: Path, environ: Mapping[str, str]) -> None:
@@ -108,9 +138,13 @@ def spawn_member(
     max_turns: int | None = None,
     settings: Path | None = None,
     worktree: str | None = None,
+    command: str | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
 
+    `command` starts that program instead of swarm's teammate, with Claude Code's teammate
+    command line (``claude`` runs a real Claude Code teammate); swarm's own flags (`script`,
+    `max_turns`) are refused with it.
     `settings` is a Claude Code settings JSON (permission rules) passed as ``--settings``.
     `worktree` (a slug) runs the teammate in its own git worktree; so does an agent definition
     with ``isolation: worktree`` (slug: the name). If the process cannot be started the member
@@ -132,6 +166,12 @@ def spawn_member(
         extra += ["--max-turns", str(max_turns)]
     if settings is not None:
         extra += ["--settings", str(settings.resolve())]
+    if command is not None:
+        flags = (("--script", script), ("--max-turns", max_turns))
+        given = [flag for flag, value in flags if value is not None]
+        program: Sequence[str] = foreign_program(command, model, given)
+    else:
+        program = SWARM_TEAMMATE
     check_model(model, agent_type, directory, environ)
     if worktree is None and isolation_of(agent_type, directory) == "worktree":
         worktree = name
@@ -157,10 +197,17 @@ def spawn_member(
             name=name,
             team=paths.team,
             argv=teammate_argv(
-                member, paths.team, model, permission_mode, plan_mode_required, extra
+                member,
+                paths.team,
+                model,
+                permission_mode,
+                plan_mode_required,
+                extra,
+                program=program,
+                parent_session_id=team.load().leadSessionId,
             ),
             cwd=directory,
-            env={"CLAUDE_CONFIG_DIR": str(paths.root)},
+            env={"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV},
             log_path=paths.team_dir / "logs" / f"{name}.log",
         )
         spawned = chosen.spawn(request)

@@ -10,6 +10,11 @@ A script is a list of `Turn`s (`teammate.script`, the format the scripted model 
 played in order, or a function from the request body to a `Turn` (to answer depending on what
 the model was sent). Every request is recorded in `requests`.
 
+Clients whose requests do not say which agent is calling (Claude Code's teammates) get a base
+URL of their own, `url_for(NAME)` (``.../agent/NAME``): the recorded body then carries NAME
+under `AGENT_KEY`, and `by_agent` uses it. ``POST /v1/messages/count_tokens`` answers an
+estimate, and a ``HEAD`` of the base URL (Claude Code's connectivity probe) a plain 404.
+
 With ``cache=PromptCache()`` the server also counts tokens the way prompt caching bills them
 (an estimate: 4 characters a token): the longest prefix of the request that an earlier request
 marked with ``cache_control`` is ``cache_read_input_tokens``, what the new breakpoints add is
@@ -35,7 +40,8 @@ from typing import Any
 
 from teammate.script import Turn
 
-__all__ = ["MessagesAPI", "PromptCache", "Turn", "by_agent"]
+__all__ = ["AGENT_KEY", "MessagesAPI", "PromptCache", "Turn", "by_agent"]
+AGENT_KEY = "_stub_agent"  # the recorded body's key for the agent named in the URL path
 _ids = itertools.count(1)
 
 
@@ -69,6 +75,11 @@ class MessagesAPI:
             def do_POST(self) -> None:
                 api._handle(self)
 
+            def do_HEAD(self) -> None:  # Claude Code's connectivity probe of the base URL
+                self.send_response(404)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -97,16 +108,31 @@ class MessagesAPI:
             return Turn.text("(the script has no more turns)")
         return turn
 
+    def url_for(self, agent: str) -> str:
+        """A base URL that tells the server which agent is calling (``/agent/NAME``): for
+        clients whose requests do not name the agent, such as Claude Code's teammates."""
+        return f"{self.url}/agent/{agent}"
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        if handler.path.split("?")[0] != "/v1/messages":
+        path = handler.path.split("?")[0]
+        agent = re.match(r"/agent/([^/]+)(/.*)", path)
+        if agent:
+            path = agent[2]
+        length = int(handler.headers.get("content-length") or 0)
+        raw = handler.rfile.read(length)
+        if path == "/v1/messages/count_tokens":
+            _send_json(handler, 200, {"input_tokens": len(raw) // 4})
+            return
+        if path != "/v1/messages":
             _send_json(
                 handler,
                 404,
                 {"type": "error", "error": {"type": "not_found_error", "message": handler.path}},
             )
             return
-        length = int(handler.headers.get("content-length") or 0)
-        body = json.loads(handler.rfile.read(length) or b"{}")
+        body = json.loads(raw or b"{}")
+        if agent:
+            body[AGENT_KEY] = agent[1]
         turn = self._next_turn(body)
         if turn.error is not None:
             kinds = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}
@@ -275,6 +301,7 @@ def by_agent(scripts: dict[str, Script]) -> Callable[[dict[str, Any]], Turn]:
         system = json.dumps(body.get("system"))
         found = re.search(r"You are '([a-z0-9-]+)'", system)
         name = "team-lead" if "You are the team lead" in system else (found[1] if found else "")
+        name = body.get(AGENT_KEY) or name
         script = scripts.get(name)
         if callable(script):
             return script(body)

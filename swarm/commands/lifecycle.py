@@ -52,6 +52,13 @@ from teammate.options import PERMISSION_MODES
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="its working directory (default: here)",
 )
+@click.option(
+    "--teammate-command",
+    envvar="SWARM_TEAMMATE_COMMAND",
+    metavar="CMD",
+    help="start CMD instead of swarm's teammate, with Claude Code's teammate command line: "
+    "'claude' runs a Claude Code teammate (default: $SWARM_TEAMMATE_COMMAND)",
+)
 @team_option
 def spawn(
     name: str,
@@ -66,6 +73,7 @@ def spawn(
     plan_mode_required: bool,
     permission_mode: str | None,
     cwd: Path | None,
+    teammate_command: str | None,
     team: str,
 ) -> None:
     """Start teammate NAME in a tmux pane or a subprocess.
@@ -74,6 +82,10 @@ def spawn(
     Outside tmux, panes go to a private tmux server per team:
       tmux -L swarm-<team> attach
     Subprocess teammates log to teams/<team>/logs/<name>.log.
+
+    \b
+    A Claude Code teammate in the same team (docs/interop.md):
+      swarm spawn ann -p "Review src/" --model sonnet --teammate-command claude
     """
     member, spawned = spawn_member(
         paths_for(team),
@@ -88,6 +100,7 @@ def spawn(
         script=script,
         max_turns=max_turns,
         worktree=(worktree_name or name) if worktree or worktree_name else None,
+        command=teammate_command,
     )
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""

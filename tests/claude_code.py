@@ -1,0 +1,163 @@
+"""Real Claude Code 2.1.88 as a peer in the tests (spec section 8): install it from the npm
+registry once, give it a config root it runs in without dialogs, and script its model.
+
+`install()` puts ``@anthropic-ai/claude-code@2.1.88`` under ``.cache/`` in the repository (or
+``$SWARM_CLAUDE_CODE_DIR``) the first time and returns the ``claude`` program; without node and
+npm the calling test is skipped, saying so. A failed install fails the test: it is never a skip.
+
+`trust()` writes ``$CLAUDE_CONFIG_DIR/.claude.json`` (Claude Code reads it there, not in
+``$HOME``, when ``CLAUDE_CONFIG_DIR`` is set): onboarding done, the test's API key approved
+(Claude Code otherwise asks whether to use a key found in the environment), the working
+directories trusted.
+
+`command()` is the ``--teammate-command`` (or ``CLAUDE_CODE_TEAMMATE_COMMAND`` target) that
+starts it with everything optional off: no auto-update check (its ``npm view`` would reach the
+registry), no marketplace install, no telemetry.
+
+`reacting()` makes a scripted model for it, for `messages_api.MessagesAPI`: Claude Code makes
+side calls (a session title from a small model, with no tools); those get a title, and each main
+call is answered by the first rule matching the newest ``<teammate-message>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from messages_api import Turn
+
+VERSION = "2.1.88"
+PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+REPO = Path(__file__).resolve().parent.parent
+API_KEY = "sk-ant-swarm-interop-offline-0000"  # any value; the server never checks it
+MODEL = "claude-sonnet-4-5"
+OFFLINE_ENV = {
+    "ANTHROPIC_API_KEY": API_KEY,
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "npm_config_offline": "true",  # its version check runs `npm view` even with the above
+}
+
+
+def install_dir() -> Path:
+    return Path(
+        os.environ.get("SWARM_CLAUDE_CODE_DIR") or REPO / ".cache" / f"claude-code-{VERSION}"
+    )
+
+
+def install() -> Path:
+    """The ``claude`` program of Claude Code 2.1.88, installed from npm if it is not yet."""
+    directory = install_dir()
+    program = directory / "node_modules" / ".bin" / "claude"
+    if not program.exists():
+        missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+        if missing:
+            pytest.skip(f"{' and '.join(missing)} not installed: needed to install {PACKAGE}")
+        directory.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            ["npm", "install", "--prefix", str(directory), "--no-audit", "--no-fund", PACKAGE],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if result.returncode != 0 or not program.exists():
+            pytest.fail(f"npm install {PACKAGE} failed:\n{result.stdout}\n{result.stderr}")
+    version = subprocess.run(
+        [str(program), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **OFFLINE_ENV},
+        check=False,
+    ).stdout
+    assert VERSION in version, f"{program} says it is {version!r}, not {VERSION}"
+    return program
+
+
+def trust(config_root: Path, *cwds: Path) -> None:
+    """Let Claude Code start under `config_root` in `cwds` without a dialog."""
+    state = {
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {str(cwd): {"hasTrustDialogAccepted": True} for cwd in cwds},
+    }
+    (config_root / ".claude.json").write_text(json.dumps(state, indent=2))
+
+
+def command(program: Path) -> str:
+    """A teammate command that runs `program` offline (for ``--teammate-command``)."""
+    settings = " ".join(f"{k}={shlex.quote(v)}" for k, v in OFFLINE_ENV.items())
+    return f"env {settings} {shlex.quote(str(program))}"
+
+
+# the scripted model
+
+Rule = tuple[str, Callable[[str], Turn]]  # (a text the message holds, the turn to answer with)
+
+
+def teammate_messages(body: dict[str, Any]) -> list[str]:
+    """The texts of the ``<teammate-message>`` blocks in the newest user message."""
+    content = (body.get("messages") or [{}])[-1].get("content")
+    texts = (
+        [content]
+        if isinstance(content, str)
+        else [block.get("text", "") for block in content or [] if block.get("type") == "text"]
+    )
+    found = re.findall(
+        r"<teammate-message[^>]*>\n(.*?)\n</teammate-message>", "\n".join(texts), re.S
+    )
+    return found
+
+
+def answers_tool_results(body: dict[str, Any]) -> bool:
+    content = (body.get("messages") or [{}])[-1].get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def reacting(rules: list[Rule], seen: list[str] | None = None) -> Callable[[dict[str, Any]], Turn]:
+    """A model that answers each new teammate message with the first rule whose text it holds
+    (else a short acknowledgement), ends its turn once tool results come back, and answers
+    Claude Code's side calls (no tools offered) with a title. Messages go to `seen`."""
+
+    def play(body: dict[str, Any]) -> Turn:
+        if not body.get("tools"):
+            return Turn.text('{"title": "Scripted teammate"}')
+        if answers_tool_results(body):
+            return Turn.text("Done.")
+        for text in teammate_messages(body):
+            if seen is not None:
+                seen.append(text)
+            for needle, answer in rules:
+                if needle in text:
+                    return answer(text)
+        return Turn.text("Noted.")
+
+    return play
+
+
+def approve_shutdown(text: str) -> Turn:
+    """Claude Code's way to approve a ``shutdown_request`` (its SendMessage tool's own words)."""
+    request = json.loads(text)
+    return Turn.tool(
+        "SendMessage",
+        {
+            "to": "team-lead",
+            "message": {
+                "type": "shutdown_response",
+                "request_id": request["requestId"],
+                "approve": True,
+            },
+        },
+    )
