@@ -23,9 +23,7 @@ from claude_code import MODEL, Rule, approve_shutdown, reacting
 from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
 
-from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
 pytestmark = pytest.mark.interop
