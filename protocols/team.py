@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.paths import TeamPaths
 from protocols.records import Record
 
+PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 
 
@@ -161,14 +163,25 @@ class TeamFile:
         return self._cache[1].member_names()
 
     def _read(self) -> TeamConfig:
-        try:
-            raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise TeamNotFound(
-                f"team {self.paths.team!r} not found (no {self.paths.config})"
-            ) from None
-        except ValueError as exc:
-            raise ProtocolsError(f"{self.paths.config} is not valid JSON: {exc}") from None
+        """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code
+        rewrites it in place, without a lock (its teammates flip ``isActive`` every turn)."""
+        deadline = time.monotonic() + PARSE_RETRY_S
+        delay = 0.005
+        while True:
+            try:
+                raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
+                break
+            except FileNotFoundError:
+                raise TeamNotFound(
+                    f"team {self.paths.team!r} not found (no {self.paths.config})"
+                ) from None
+            except ValueError as exc:  # UnicodeDecodeError too
+                if time.monotonic() >= deadline:
+                    raise ProtocolsError(
+                        f"{self.paths.config} is not valid JSON (for {PARSE_RETRY_S} s): {exc}"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
         try:
             return TeamConfig.from_json_dict(raw)
         except ValidationError as exc:

@@ -73,6 +73,11 @@ def install() -> Path:
         )
         if result.returncode != 0 or not program.exists():
             pytest.fail(f"npm install {PACKAGE} failed:\n{result.stdout}\n{result.stderr}")
+        # the bundled ripgrep comes without its execute bit (Glob and Grep fail with EACCES)
+        for rg in (directory / "node_modules" / "@anthropic-ai" / "claude-code").glob(
+            "vendor/ripgrep/*/rg"
+        ):
+            rg.chmod(0o755)
     version = subprocess.run(
         [str(program), "--version"],
         capture_output=True,
@@ -104,7 +109,8 @@ def command(program: Path) -> str:
 
 # the scripted model
 
-Rule = tuple[str, Callable[[str], Turn]]  # (a text the message holds, the turn to answer with)
+# (a text the message holds, the turn, or the turns one after another, to answer with)
+Rule = tuple[str, Callable[[str], Turn | list[Turn]]]
 
 
 def teammate_messages(body: dict[str, Any]) -> list[str]:
@@ -128,20 +134,27 @@ def answers_tool_results(body: dict[str, Any]) -> bool:
 
 def reacting(rules: list[Rule], seen: list[str] | None = None) -> Callable[[dict[str, Any]], Turn]:
     """A model that answers each new teammate message with the first rule whose text it holds
-    (else a short acknowledgement), ends its turn once tool results come back, and answers
-    Claude Code's side calls (no tools offered) with a title. Messages go to `seen`."""
+    (else a short acknowledgement), and answers Claude Code's side calls (no tools offered)
+    with a title. A rule may give a list of turns: the first answers the message, the next
+    ones answer the tool results in turn; when none is left the turn ends. Messages go to
+    `seen`."""
+    queued: list[Turn] = []
 
     def play(body: dict[str, Any]) -> Turn:
         if not body.get("tools"):
             return Turn.text('{"title": "Scripted teammate"}')
         if answers_tool_results(body):
-            return Turn.text("Done.")
+            return queued.pop(0) if queued else Turn.text("Done.")
         for text in teammate_messages(body):
             if seen is not None:
                 seen.append(text)
             for needle, answer in rules:
                 if needle in text:
-                    return answer(text)
+                    turns = answer(text)
+                    if isinstance(turns, Turn):
+                        return turns
+                    queued[:] = turns[1:]
+                    return turns[0]
         return Turn.text("Noted.")
 
     return play

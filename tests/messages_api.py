@@ -293,15 +293,17 @@ def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> No
 
 def by_agent(scripts: dict[str, Script]) -> Callable[[dict[str, Any]], Turn]:
     """One server for a whole team: each agent plays its own script (a list of turns, or a
-    function of the request), told apart by its system prompt (``team-lead`` for the lead
-    agent, else ``You are 'NAME'``)."""
+    function of the request), told apart by its system prompt (``You are 'NAME'`` for a swarm
+    teammate, ``team-lead`` for swarm's lead agent) or else by the URL it was given
+    (`MessagesAPI.url_for`: Claude Code's requests do not name the agent, and a swarm teammate
+    that Claude Code starts inherits its lead's URL, so the system prompt goes first)."""
     turns = {n: iter(s) for n, s in scripts.items() if isinstance(s, list)}
 
     def play(body: dict[str, Any]) -> Turn:
         system = json.dumps(body.get("system"))
         found = re.search(r"You are '([a-z0-9-]+)'", system)
         name = "team-lead" if "You are the team lead" in system else (found[1] if found else "")
-        name = body.get(AGENT_KEY) or name
+        name = (found[1] if found else "") or body.get(AGENT_KEY) or name
         script = scripts.get(name)
         if callable(script):
             return script(body)

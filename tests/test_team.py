@@ -4,6 +4,7 @@ unknown keys kept on rewrite."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,19 @@ def test_a_broken_team_file_is_a_clear_error(paths: TeamPaths) -> None:
     paths.config.write_text('{"name": ')
     with pytest.raises(ProtocolsError, match="not valid JSON"):
         TeamFile(paths).load()
+
+
+def test_a_config_rewritten_in_place_is_waited_for_not_an_error(paths: TeamPaths) -> None:
+    """Claude Code truncates config.json and writes it again (no lock, no rename): a reader
+    that catches it empty waits for the rest instead of failing."""
+    team = TeamFile(paths)
+    team.create()
+    team.add_member("alice")
+    whole = paths.config.read_text()
+    paths.config.write_text("")  # the moment after Claude Code's truncation
+    writer = threading.Timer(0.1, lambda: paths.config.write_text(whole))
+    writer.start()
+    try:
+        assert TeamFile(paths).load().member_names() == ["team-lead", "alice"]
+    finally:
+        writer.join()
