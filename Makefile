@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo demo-protocols test test-fast lint bench screenshots clean
+.PHONY: install demo demo-protocols test test-fast test-interop lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -27,6 +27,9 @@ test: install  ## every test, including the real-process stress and crash tests
 test-fast: install  ## everything but the slow stress tests
 	$(PY) -m pytest -m "not slow"
 
+test-interop: install  ## only the tests next to a real Claude Code 2.1.88 (installed from npm into .cache/)
+	$(PY) -m pytest -m interop
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -45,4 +48,4 @@ screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a s
 	$(PY) docs/screenshots.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info .cache

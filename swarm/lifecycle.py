@@ -87,7 +87,10 @@ def teammate_argv(
 def foreign_program(command: str, model: str, swarm_only: Sequence[str]) -> list[str]:
     """`command` split into words, checked: it exists, it gets a Claude model, and none of
     swarm's own teammate options (`swarm_only`, as given) goes with it."""
-    words = shlex.split(command)
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise SwarmError(f"--teammate-command {command!r}: {exc} (quote as in a shell)") from None
     if not words or shutil.which(words[0]) is None:
         raise SwarmError(
             f"--teammate-command {command!r}: {words[0] if words else 'nothing'!r} is not an "

@@ -114,17 +114,17 @@ Rule = tuple[str, Callable[[str], Turn | list[Turn]]]
 
 
 def teammate_messages(body: dict[str, Any]) -> list[str]:
-    """The texts of the ``<teammate-message>`` blocks in the newest user message."""
+    """The texts of the ``<teammate-message>`` blocks in the newest user message; without
+    any (a prompt typed into a Claude Code lead) its whole text."""
     content = (body.get("messages") or [{}])[-1].get("content")
     texts = (
         [content]
         if isinstance(content, str)
         else [block.get("text", "") for block in content or [] if block.get("type") == "text"]
     )
-    found = re.findall(
-        r"<teammate-message[^>]*>\n(.*?)\n</teammate-message>", "\n".join(texts), re.S
-    )
-    return found
+    joined = "\n".join(texts)
+    found = re.findall(r"<teammate-message[^>]*>\n(.*?)\n</teammate-message>", joined, re.S)
+    return found or [joined]
 
 
 def answers_tool_results(body: dict[str, Any]) -> bool:

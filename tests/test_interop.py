@@ -78,6 +78,11 @@ def last_user_text(body: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
+def member_state(name: str) -> str:
+    report = json.loads(swarm("status", "--json").stdout)
+    return next(m["state"] for m in report["members"] if m["name"] == name)
+
+
 def lead_inbox() -> list[dict[str, Any]]:
     result = swarm("inbox", "team-lead", "--json")
     assert result.returncode == 0, result.stderr
@@ -157,6 +162,8 @@ def test_a_claude_code_teammate_hears_swarm_and_answers(
         notification = json.loads(idle[0]["text"])
         assert (notification["from"], notification["idleReason"]) == ("alice", "available")
         assert seen[0] == "Say hello to the lead."
+        # swarm status sees it as a live member: the pane's pid, and isActive as it writes it
+        wait_for(lambda: member_state("alice") == "idle", "alice idle in swarm status")
 
         # swarm send: the text reaches the model inside <teammate-message>, byte for byte
         tricky = 'Repeat after me: it\'s "quoted" $(whoami) `id` ünïcode ✓\nsecond line'
@@ -350,3 +357,140 @@ def test_a_swarm_writer_and_a_claude_code_writer_share_one_inbox(
     raw = json.loads(team.inbox("team-lead").read_text())  # the live inbox parses as a JSON array
     assert isinstance(raw, list)
     assert swarm("shutdown", "dan", "--force", "--wait", "0").returncode == 0
+
+
+def screen(socket: str, target: str) -> str:
+    shown = subprocess.run(
+        ["tmux", "-L", socket, "capture-pane", "-p", "-t", target],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return shown.stdout
+
+
+def test_a_claude_code_lead_starts_a_swarm_teammate(
+    claude: Path, config_root: Path, work: Path, tmux_socket: str, tmp_path: Path
+) -> None:
+    """Claude Code leads: TeamCreate, then Agent with a name and a team starts the program in
+    CLAUDE_CODE_TEAMMATE_COMMAND (swarm's teammate) in a pane beside it; they exchange
+    messages and a task, and the lead's shutdown_request ends the swarm teammate."""
+    lead_seen: list[str] = []
+    lead_rules: list[Rule] = [
+        (
+            "Start the team",
+            lambda _: [
+                Turn.tool("TeamCreate", {"team_name": "mixed", "description": "interop"}),
+                Turn.tool(
+                    "Agent",
+                    {
+                        "name": "sam",
+                        "team_name": "mixed",
+                        "description": "sam files a task",
+                        "prompt": "File the task 'ship it' and tell the lead.",
+                        "model": "sonnet",
+                    },
+                ),
+            ],
+        ),
+        (
+            "filed #1",
+            lambda _: [
+                Turn.tool("TaskList", {}),
+                Turn.tool(
+                    "SendMessage",
+                    {"to": "sam", "message": "Thanks, sam: I see #1.", "summary": "thanks"},
+                ),
+            ],
+        ),
+        (
+            "you're welcome",
+            lambda _: Turn.tool(
+                "SendMessage",
+                {"to": "sam", "message": {"type": "shutdown_request", "reason": "all done"}},
+            ),
+        ),
+    ]
+    sam = [
+        Turn.tool("TaskCreate", {"subject": "ship it", "description": "filed by sam"}),
+        Turn.tool("TaskUpdate", {"taskId": "1", "status": "completed"}),
+        Turn.tool("SendMessage", {"to": "team-lead", "message": "filed #1", "summary": "filed"}),
+        Turn.text("Filed."),
+        Turn.tool("SendMessage", {"to": "team-lead", "message": "you're welcome", "summary": "ok"}),
+        Turn.text("Bye."),
+    ]
+    teammate_command = Path(sys.executable).with_name("swarm-teammate")
+    with MessagesAPI(by_agent({"team-lead": reacting(lead_rules, lead_seen), "sam": sam})) as api:
+        # Panes the lead splits start from the tmux server's environment: it gets everything
+        environment = {
+            "PATH": f"{teammate_command.parent}:{os.environ['PATH']}",
+            "HOME": os.environ["HOME"],
+            "TERM": "xterm-256color",
+            "SHELL": "/bin/sh",
+            "CLAUDE_CONFIG_DIR": str(config_root),
+            "ANTHROPIC_BASE_URL": api.url_for("team-lead"),
+            "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+            "CLAUDE_CODE_TEAMMATE_COMMAND": str(teammate_command),
+            **claude_code.OFFLINE_ENV,
+        }
+        lead = f"cd {work} && exec {claude} --model {MODEL} --permission-mode acceptEdits"
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                tmux_socket,
+                "new-session",
+                "-d",
+                "-s",
+                "lead",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                lead,
+            ],
+            env=environment,
+            check=True,
+        )
+        wait_for(lambda: "\u276f" in screen(tmux_socket, "lead"), "the lead's prompt", START_S)
+        subprocess.run(
+            ["tmux", "-L", tmux_socket, "send-keys", "-t", "lead", "-l", "Start the team."],
+            check=True,
+        )
+        subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "lead", "Enter"], check=True)
+
+        paths = TeamPaths.for_team("mixed")
+        member = wait_for(
+            lambda: paths.config.exists() and TeamFile(paths).load().member("sam"),
+            "sam in the lead's team",
+            START_S,
+        )
+        assert member.backendType == "tmux" and member.tmuxPaneId.startswith("%")
+        # sam is swarm's teammate: it keeps swarm's status file, and it heard the prompt
+        wait_for(lambda: "you're welcome" in lead_seen, "the exchange", START_S)
+        assert (paths.team_dir / "agents" / "sam.status.json").exists()
+        assert "filed #1" in lead_seen
+        sam_heard = [
+            last_user_text(r)
+            for r in api.requests
+            if "You are 'sam'" in json.dumps(r.get("system"))
+        ]
+        assert any("File the task 'ship it'" in text for text in sam_heard)
+        assert any(
+            '<teammate-message teammate_id="team-lead" summary="thanks">\nThanks, sam: I see #1.'
+            in text
+            for text in sam_heard
+        )
+        # the task sam filed is on the lead's board, as the lead's TaskList shows it
+        assert any("#1 [completed] ship it" in t for t in tool_results(api, "team-lead"))
+
+        # the lead's shutdown_request: sam approves and exits; the lead removes it and its pane
+        wait_for(
+            lambda: TeamFile(paths).load().member("sam") is None, "sam removed by the lead", START_S
+        )
+        wait_for(lambda: member.tmuxPaneId not in pane_ids(tmux_socket), "sam's pane closed")
+        wait_for(
+            lambda: any("teammate_terminated" in text for text in lead_seen),
+            "the lead told that sam is gone",
+            START_S,
+        )

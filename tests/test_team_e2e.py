@@ -148,6 +148,22 @@ def test_a_prompt_full_of_shell_syntax_arrives_verbatim(
         (("spawn", "$(touch x)", "--prompt", "x"), "invalid agent name"),
         (("spawn", "w1", "--prompt", "x", "--backend", "docker"), "docker"),
         (("spawn", "team-lead", "--prompt", "x"), "already has a member named 'team-lead'"),
+        (
+            ("spawn", "w1", "-p", "x", "--model", "sonnet", "--teammate-command", "no-such-cc"),
+            "'no-such-cc' is not an executable file or a program on PATH",
+        ),
+        (
+            ("spawn", "w1", "-p", "x", "--teammate-command", "true"),
+            "--model shell is for swarm's own teammate; a --teammate-command program needs",
+        ),
+        (
+            ("spawn", "w1", "-p", "x", "--max-turns", "3", "--teammate-command", "true"),
+            "--max-turns belong to swarm's own teammate",
+        ),
+        (
+            ("spawn", "w1", "-p", "x", "--model", "sonnet", "--teammate-command", "'unclosed"),
+            "No closing quotation (quote as in a shell)",
+        ),
     ],
 )
 def test_bad_spawns_are_refused_and_add_no_member(
