@@ -93,6 +93,53 @@ BACKENDS = [
 ]
 
 
+def tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run ``tmux -L socket ARGS`` (a test's private server); its output, "" when it fails."""
+    result = subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, env=env, check=False
+    )
+    return result.stdout if result.returncode == 0 else ""
+
+
+def new_session(
+    socket: str, name: str, command: str, size: tuple[int, int], env: dict[str, str] | None = None
+) -> None:
+    """A detached session `name` running `command` (given to tmux, never typed) in a window of
+    `size` columns and lines; `env` is the environment of a server this starts."""
+    width, height = size
+    created = subprocess.run(
+        [
+            "tmux",
+            "-L",
+            socket,
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            command,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert created.returncode == 0, created.stderr
+
+
+def screen(socket: str, target: str) -> str:
+    """What pane `target` shows now (capture-pane)."""
+    return tmux(socket, "capture-pane", "-p", "-t", target)
+
+
+def pane_ids(socket: str) -> list[str]:
+    """The ids (``%3``) of every pane on the private tmux server `socket`."""
+    return tmux(socket, "list-panes", "-a", "-F", "#{pane_id}").split()
+
+
 def panes(socket: str) -> list[str]:
     """The titles of every pane on the private tmux server `socket`."""
     result = subprocess.run(

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import swarm, wait_for
+from helpers import new_session, screen, swarm, wait_for
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
@@ -21,14 +21,8 @@ from protocols.team import TeamFile
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
 
 
-def screen(socket: str) -> str:
-    result = subprocess.run(
-        ["tmux", "-L", socket, "capture-pane", "-p", "-t", "watch"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return result.stdout
+def on_screen(socket: str) -> str:
+    return screen(socket, "watch")
 
 
 def row(shown: str, *words: str) -> str:
@@ -74,29 +68,13 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
     assert spawned.returncode == 0, spawned.stderr
     command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
     env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
-    subprocess.run(
-        [
-            "tmux",
-            "-L",
-            tmux_socket,
-            "new-session",
-            "-d",
-            "-s",
-            "watch",
-            "-x",
-            "160",
-            "-y",
-            "60",
-            f"env {env} {command}",
-        ],
-        check=True,
-    )
+    new_session(tmux_socket, "watch", f"env {env} {command}", (160, 60))
     wait_for(
-        lambda: "alice" in screen(tmux_socket) and "Write" in screen(tmux_socket),
+        lambda: "alice" in on_screen(tmux_socket) and "Write" in on_screen(tmux_socket),
         "the request on screen",
         timeout=30,
     )
-    shown = screen(tmux_socket)
+    shown = on_screen(tmux_socket)
     assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
     alice_row = row(shown, "alice", "│")
     assert "waiting for approval" in alice_row and "Write notes.md" in alice_row, alice_row
@@ -106,15 +84,17 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
     subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
     wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
     wait_for(
-        lambda: "notes.md written" in screen(tmux_socket), "alice's message on screen", timeout=30
+        lambda: "notes.md written" in on_screen(tmux_socket),
+        "alice's message on screen",
+        timeout=30,
     )
-    assert "approved perm-" in screen(tmux_socket)
-    wait_for(lambda: "idle" in row(screen(tmux_socket), "alice", "│"), "alice idle", timeout=30)
-    assert "nothing is waiting" in screen(tmux_socket)
+    assert "approved perm-" in on_screen(tmux_socket)
+    wait_for(lambda: "idle" in row(on_screen(tmux_socket), "alice", "│"), "alice idle", timeout=30)
+    assert "nothing is waiting" in on_screen(tmux_socket)
 
     # s: a message typed in the dashboard reaches bob's inbox (unicode and shell characters kept)
     keys(tmux_socket, "s", "bob", "Enter", "héllo $(whoami) 'quoted'", "Enter")
-    wait_for(lambda: "sent to bob" in screen(tmux_socket), "the message sent", timeout=30)
+    wait_for(lambda: "sent to bob" in on_screen(tmux_socket), "the message sent", timeout=30)
     (entry,) = Mailbox(paths).read_unread("bob")
     assert (entry.from_, entry.text) == ("team-lead", "héllo $(whoami) 'quoted'")
     subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "q"], check=True)

@@ -20,7 +20,7 @@ from typing import Any
 import claude_code
 import pytest
 from claude_code import MODEL, Rule, approve_shutdown, reacting
-from helpers import swarm, wait_for
+from helpers import new_session, pane_ids, screen, swarm, wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
 from protocols.mailbox import Mailbox
@@ -59,16 +59,6 @@ def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         env=swarm_env(**env),
         check=False,
     )
-
-
-def pane_ids(socket: str) -> list[str]:
-    listed = subprocess.run(
-        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_id}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return listed.stdout.split()
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -359,16 +349,6 @@ def test_a_swarm_writer_and_a_claude_code_writer_share_one_inbox(
     assert swarm("shutdown", "dan", "--force", "--wait", "0").returncode == 0
 
 
-def screen(socket: str, target: str) -> str:
-    shown = subprocess.run(
-        ["tmux", "-L", socket, "capture-pane", "-p", "-t", target],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return shown.stdout
-
-
 def test_a_claude_code_lead_starts_a_swarm_teammate(
     claude: Path, config_root: Path, work: Path, tmux_socket: str, tmp_path: Path
 ) -> None:
@@ -434,24 +414,7 @@ def test_a_claude_code_lead_starts_a_swarm_teammate(
             **claude_code.OFFLINE_ENV,
         }
         lead = f"cd {work} && exec {claude} --model {MODEL} --permission-mode acceptEdits"
-        subprocess.run(
-            [
-                "tmux",
-                "-L",
-                tmux_socket,
-                "new-session",
-                "-d",
-                "-s",
-                "lead",
-                "-x",
-                "200",
-                "-y",
-                "50",
-                lead,
-            ],
-            env=environment,
-            check=True,
-        )
+        new_session(tmux_socket, "lead", lead, (200, 50), env=environment)
         wait_for(lambda: "\u276f" in screen(tmux_socket, "lead"), "the lead's prompt", START_S)
         subprocess.run(
             ["tmux", "-L", tmux_socket, "send-keys", "-t", "lead", "-l", "Start the team."],
