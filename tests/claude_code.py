@@ -2,8 +2,9 @@
 registry once, give it a config root it runs in without dialogs, and script its model.
 
 `install()` puts ``@anthropic-ai/claude-code@2.1.88`` under ``.cache/`` in the repository (or
-``$SWARM_CLAUDE_CODE_DIR``) the first time and returns the ``claude`` program; without node and
-npm the calling test is skipped, saying so. A failed install fails the test: it is never a skip.
+``$SWARM_CLAUDE_CODE_DIR``) the first time and returns the ``claude`` program. Without node or
+npm it raises `Unavailable` (the tests skip, saying so); a failed install raises RuntimeError (the
+tests fail: it is never a skip).
 
 `trust()` writes ``$CLAUDE_CONFIG_DIR/.claude.json`` (Claude Code reads it there, not in
 ``$HOME``, when ``CLAUDE_CONFIG_DIR`` is set): onboarding done, the test's API key approved
@@ -31,7 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from messages_api import Turn
 
 VERSION = "2.1.88"
@@ -55,14 +55,20 @@ def install_dir() -> Path:
     )
 
 
+class Unavailable(Exception):
+    """Claude Code cannot be installed here (node or npm is missing); the message says which."""
+
+
 def install() -> Path:
-    """The ``claude`` program of Claude Code 2.1.88, installed from npm if it is not yet."""
+    """The ``claude`` program of Claude Code 2.1.88, installed from npm if it is not yet.
+
+    Raises `Unavailable` without node or npm, RuntimeError when the install fails."""
     directory = install_dir()
     program = directory / "node_modules" / ".bin" / "claude"
     if not program.exists():
         missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
         if missing:
-            pytest.skip(f"{' and '.join(missing)} not installed: needed to install {PACKAGE}")
+            raise Unavailable(f"{' and '.join(missing)} not installed: needed to install {PACKAGE}")
         directory.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
             ["npm", "install", "--prefix", str(directory), "--no-audit", "--no-fund", PACKAGE],
@@ -72,7 +78,7 @@ def install() -> Path:
             check=False,
         )
         if result.returncode != 0 or not program.exists():
-            pytest.fail(f"npm install {PACKAGE} failed:\n{result.stdout}\n{result.stderr}")
+            raise RuntimeError(f"npm install {PACKAGE} failed:\n{result.stdout}\n{result.stderr}")
         # the bundled ripgrep comes without its execute bit (Glob and Grep fail with EACCES)
         for rg in (directory / "node_modules" / "@anthropic-ai" / "claude-code").glob(
             "vendor/ripgrep/*/rg"
@@ -86,7 +92,8 @@ def install() -> Path:
         env={**os.environ, **OFFLINE_ENV},
         check=False,
     ).stdout
-    assert VERSION in version, f"{program} says it is {version!r}, not {VERSION}"
+    if VERSION not in version:
+        raise RuntimeError(f"{program} says it is {version!r}, not {VERSION}")
     return program
 
 
