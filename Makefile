@@ -43,6 +43,7 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/idle_requests.py
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/dashboard.py
+	$(PY) bench/interop_inbox.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

@@ -5,6 +5,7 @@ speed is measured by running bench/ in full, never asserted in tests."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,18 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
         ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
         ("prompt_cache.py", [], []),
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
+        pytest.param(
+            "interop_inbox.py",
+            ["--messages", "10", "--rounds", "1"],
+            ["none_cc_lost", "none_swarm_lost", "gap10ms_swarm_lost", "tight_swarm_lost"],
+            marks=[
+                pytest.mark.interop,
+                pytest.mark.skipif(
+                    not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
+                    reason="needs node, npm (to install Claude Code 2.1.88) and tmux",
+                ),
+            ],
+        ),
     ],
 )
 def test_benchmark_runs_and_reports(
