@@ -234,9 +234,14 @@ def main() -> int:
             wait_for(lambda: "schema.sql is written" in screen(), "alice's report after approval")
             shoot("watch-approved.png")
             tmux("send-keys", "-t", "w", "q")
-            for name in ("alice", "bob", "cara", "dan"):
-                swarm("shutdown", name, "--force", "--wait", "5", env=env)
     finally:
+        # stops every member still running (also after a timeout), then removes the team
+        subprocess.run(
+            [sys.executable, "-m", "swarm", "team", "delete", "shop", "--force"],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
         tmux("kill-server")
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -66,36 +66,41 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         str(work),
     )
     assert spawned.returncode == 0, spawned.stderr
-    command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
-    env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
-    new_session(tmux_socket, "watch", f"env {env} {command}", (160, 60))
-    wait_for(
-        lambda: "alice" in on_screen(tmux_socket) and "Write" in on_screen(tmux_socket),
-        "the request on screen",
-        timeout=30,
-    )
-    shown = on_screen(tmux_socket)
-    assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
-    alice_row = row(shown, "alice", "│")
-    assert "waiting for approval" in alice_row and "Write notes.md" in alice_row, alice_row
-    request_row = row(shown, "perm-", "alice")
-    assert request_row.startswith("│ >") and "Write" in request_row, request_row
-    assert not (work / "notes.md").exists()
-    subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
-    wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
-    wait_for(
-        lambda: "notes.md written" in on_screen(tmux_socket),
-        "alice's message on screen",
-        timeout=30,
-    )
-    assert "approved perm-" in on_screen(tmux_socket)
-    wait_for(lambda: "idle" in row(on_screen(tmux_socket), "alice", "│"), "alice idle", timeout=30)
-    assert "nothing is waiting" in on_screen(tmux_socket)
+    try:
+        command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
+        env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
+        new_session(tmux_socket, "watch", f"env {env} {command}", (160, 60))
+        wait_for(
+            lambda: "alice" in on_screen(tmux_socket) and "Write" in on_screen(tmux_socket),
+            "the request on screen",
+            timeout=30,
+        )
+        shown = on_screen(tmux_socket)
+        assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
+        alice_row = row(shown, "alice", "│")
+        assert "waiting for approval" in alice_row and "Write notes.md" in alice_row, alice_row
+        request_row = row(shown, "perm-", "alice")
+        assert request_row.startswith("│ >") and "Write" in request_row, request_row
+        assert not (work / "notes.md").exists()
+        subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
+        wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
+        wait_for(
+            lambda: "notes.md written" in on_screen(tmux_socket),
+            "alice's message on screen",
+            timeout=30,
+        )
+        assert "approved perm-" in on_screen(tmux_socket)
+        wait_for(
+            lambda: "idle" in row(on_screen(tmux_socket), "alice", "│"), "alice idle", timeout=30
+        )
+        assert "nothing is waiting" in on_screen(tmux_socket)
 
-    # s: a message typed in the dashboard reaches bob's inbox (unicode and shell characters kept)
-    keys(tmux_socket, "s", "bob", "Enter", "héllo $(whoami) 'quoted'", "Enter")
-    wait_for(lambda: "sent to bob" in on_screen(tmux_socket), "the message sent", timeout=30)
-    (entry,) = Mailbox(paths).read_unread("bob")
-    assert (entry.from_, entry.text) == ("team-lead", "héllo $(whoami) 'quoted'")
-    subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "q"], check=True)
-    assert swarm("shutdown", "alice").returncode == 0
+        # s: a message typed in the dashboard reaches bob's inbox (unicode and shell characters kept)
+        keys(tmux_socket, "s", "bob", "Enter", "héllo $(whoami) 'quoted'", "Enter")
+        wait_for(lambda: "sent to bob" in on_screen(tmux_socket), "the message sent", timeout=30)
+        (entry,) = Mailbox(paths).read_unread("bob")
+        assert (entry.from_, entry.text) == ("team-lead", "héllo $(whoami) 'quoted'")
+        subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "q"], check=True)
+        assert swarm("shutdown", "alice").returncode == 0
+    finally:  # a failed check must not leave alice running
+        swarm("shutdown", "alice", "--force", "--wait", "5")
