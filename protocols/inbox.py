@@ -23,7 +23,6 @@ import hashlib
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from protocols.jsonio import (
     dumps_compact,
     dumps_pretty,
     ensure_file,
+    parse_patiently,
 )
 from protocols.locks import FileGuard
 from protocols.messages import StructuredMessage, decode
@@ -182,14 +182,17 @@ class InboxFile:
     def _parsed(self) -> Loaded | None:
         """Load without the lock, waiting out a half-written file for `parse_retry_s`; None if
         it still does not parse."""
-        deadline = time.monotonic() + self.parse_retry_s
-        delay = 0.01
-        while True:
+
+        def attempt() -> Loaded:
             loaded = self.try_load()
-            if loaded is not None or time.monotonic() >= deadline:
-                return loaded
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+            if loaded is None:
+                raise ValueError(f"{self.path} does not parse as a JSON array")
+            return loaded
+
+        try:
+            return parse_patiently(attempt, self.parse_retry_s)
+        except ValueError:
+            return None
 
     def peek(self) -> Loaded:
         """Load for looking only: no lock, never a write (an inbox that does not parse reads as

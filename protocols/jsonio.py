@@ -13,6 +13,9 @@ removed then (the "orphan" clean-up).
 Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
 survives kill -9, not power loss. Choose with the `durability` argument or ``SWARM_DURABILITY``.
 A failed fsync raises; it is never ignored.
+
+Reads: Claude Code writes its files in place, so a reader can catch one half-written;
+`parse_patiently` tries a parse again for a short while before its error counts.
 """
 
 from __future__ import annotations
@@ -22,14 +25,31 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 Durability = Literal["power", "process"]
 TEMP_DIR = ".swarm-tmp"
 TEMP_MARKER = ".tmp-"
 NEW_MARKER = ".new-"
 NEW_TEMP_MAX_AGE_S = 60.0
+T = TypeVar("T")
+
+
+def parse_patiently(parse: Callable[[], T], wait_s: float) -> T:
+    """`parse()`, tried again (5 ms, then doubling up to 50 ms apart) for up to `wait_s`
+    seconds while it raises ValueError (a half-written file); then its last error propagates."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        try:
+            return parse()
+        except ValueError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 def dumps_pretty(value: Any, level: int = 0) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from pydantic import Field, ValidationError
 
 from protocols.clock import now_ms
 from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
-from protocols.jsonio import Durability, dumps_pretty, ensure_file, write_json
+from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard
 from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.paths import TeamPaths
@@ -165,23 +164,18 @@ class TeamFile:
     def _read(self) -> TeamConfig:
         """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code
         rewrites it in place, without a lock (its teammates flip ``isActive`` every turn)."""
-        deadline = time.monotonic() + PARSE_RETRY_S
-        delay = 0.005
-        while True:
-            try:
-                raw = json.loads(self.paths.config.read_text(encoding="utf-8"))
-                break
-            except FileNotFoundError:
-                raise TeamNotFound(
-                    f"team {self.paths.team!r} not found (no {self.paths.config})"
-                ) from None
-            except ValueError as exc:  # UnicodeDecodeError too
-                if time.monotonic() >= deadline:
-                    raise ProtocolsError(
-                        f"{self.paths.config} is not valid JSON (for {PARSE_RETRY_S} s): {exc}"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        try:
+            raw = parse_patiently(
+                lambda: json.loads(self.paths.config.read_text(encoding="utf-8")), PARSE_RETRY_S
+            )
+        except FileNotFoundError:
+            raise TeamNotFound(
+                f"team {self.paths.team!r} not found (no {self.paths.config})"
+            ) from None
+        except ValueError as exc:  # UnicodeDecodeError too
+            raise ProtocolsError(
+                f"{self.paths.config} is not valid JSON (for {PARSE_RETRY_S} s): {exc}"
+            ) from None
         try:
             return TeamConfig.from_json_dict(raw)
         except ValidationError as exc:

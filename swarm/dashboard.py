@@ -32,7 +32,7 @@ from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.requests import answer
 from swarm.snapshot import TeamView, snapshot
-from swarm.status_table import HEADERS, ago, money, state_label, tokens
+from swarm.status_table import HEADERS, NUMERIC, ago, money, state_label, tokens, turns_and_calls
 
 STATE_STYLE = {
     "working": "bold green",
@@ -43,7 +43,6 @@ STATE_STYLE = {
     "lead": "bold",
 }
 COLOR = {"purple": "magenta", "orange": "dark_orange", "pink": "hot_pink"}
-NUMERIC = {"turns", "calls", "tokens in (cached) / out", "cost"}
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 
 
@@ -69,13 +68,14 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
             tokens(m.usage),
             money(m.cost_usd),
         )
+    turns, calls = turns_and_calls(view)
     members.add_row(
         "total",
         "",
         "",
         "",
-        str(sum(m.turns for m in view.members)),
-        str(sum(m.requests for m in view.members)),
+        str(turns),
+        str(calls),
         tokens(view.usage),
         money(view.cost_usd),
         style="bold",

@@ -25,7 +25,13 @@ HEADERS = (
     "tokens in (cached) / out",
     "cost",
 )
+NUMERIC = frozenset(HEADERS[4:])  # turns, calls, tokens, cost: right-aligned
 STATE_LABEL = {"waiting": "waiting for approval"}
+
+
+def turns_and_calls(view: TeamView) -> tuple[int, int]:
+    """The team's turns and model calls, summed over its members."""
+    return sum(m.turns for m in view.members), sum(m.requests for m in view.members)
 
 
 def state_label(state: str) -> str:
@@ -80,7 +86,7 @@ def _row(member: MemberView) -> tuple[str, ...]:
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {4, 5, 6, 7}  # turns, calls, tokens, cost: right-aligned
+    numeric = {i for i, header in enumerate(HEADERS) if header in NUMERIC}
     lines = []
     for row in rows:
         cells = [
@@ -126,8 +132,7 @@ def render(view: TeamView) -> str:
     if not view.messages:
         lines.append("  none")
 
-    calls = sum(m.requests for m in view.members)
-    turns = sum(m.turns for m in view.members)
+    turns, calls = turns_and_calls(view)
     lines.append("")
     lines.append(
         f"total: {turns} turns, {calls} calls, tokens {tokens(view.usage)}, "

@@ -123,15 +123,17 @@ Rule = tuple[str, Callable[[str], Turn | list[Turn]]]
 def teammate_messages(body: dict[str, Any]) -> list[str]:
     """The texts of the ``<teammate-message>`` blocks in the newest user message; without
     any (a prompt typed into a Claude Code lead) its whole text."""
-    content = (body.get("messages") or [{}])[-1].get("content")
-    texts = (
-        [content]
-        if isinstance(content, str)
-        else [block.get("text", "") for block in content or [] if block.get("type") == "text"]
-    )
-    joined = "\n".join(texts)
+    joined = last_user_text(body)
     found = re.findall(r"<teammate-message[^>]*>\n(.*?)\n</teammate-message>", joined, re.S)
     return found or [joined]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The text blocks of the newest message in a request, joined by newlines."""
+    content = (body.get("messages") or [{}])[-1].get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
 
 
 def answers_tool_results(body: dict[str, Any]) -> bool:

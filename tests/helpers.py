@@ -29,9 +29,11 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def swarm(*args: str, team: str | None = "t") -> subprocess.CompletedProcess[str]:
-    """Run ``python -m swarm ARGS`` with SWARM_TEAM set to `team`."""
-    env = {**os.environ}
+def swarm(
+    *args: str, team: str | None = "t", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m swarm ARGS`` with SWARM_TEAM set to `team` and `env` added."""
+    env = {**os.environ, **(env or {})}
     env.pop("SWARM_TEAM", None)
     if team:
         env["SWARM_TEAM"] = team
@@ -142,13 +144,7 @@ def pane_ids(socket: str) -> list[str]:
 
 def panes(socket: str) -> list[str]:
     """The titles of every pane on the private tmux server `socket`."""
-    result = subprocess.run(
-        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_title}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return result.stdout.split() if result.returncode == 0 else []
+    return tmux(socket, "list-panes", "-a", "-F", "#{pane_title}").split()
 
 
 class LeadSession:

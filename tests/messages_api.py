@@ -302,8 +302,10 @@ def by_agent(scripts: dict[str, Script]) -> Callable[[dict[str, Any]], Turn]:
     def play(body: dict[str, Any]) -> Turn:
         system = json.dumps(body.get("system"))
         found = re.search(r"You are '([a-z0-9-]+)'", system)
-        name = "team-lead" if "You are the team lead" in system else (found[1] if found else "")
-        name = (found[1] if found else "") or body.get(AGENT_KEY) or name
+        if "You are the team lead" in system:
+            name = "team-lead"
+        else:
+            name = found[1] if found else body.get(AGENT_KEY, "")
         script = scripts.get(name)
         if callable(script):
             return script(body)

@@ -20,7 +20,7 @@ from typing import Any
 import claude_code
 import inbox_load
 import pytest
-from claude_code import MODEL, Rule, approve_shutdown, reacting
+from claude_code import MODEL, Rule, approve_shutdown, last_user_text, reacting
 from helpers import new_session, pane_ids, screen, swarm, wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
@@ -51,29 +51,6 @@ def work(tmp_path: Path, config_root: Path) -> Path:
     return directory
 
 
-def swarm_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "SWARM_TEAM": "t", **extra}
-
-
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``swarm ARGS`` with extra environment (`swarm` in helpers takes none)."""
-    return subprocess.run(
-        [sys.executable, "-m", "swarm", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=swarm_env(**env),
-        check=False,
-    )
-
-
-def last_user_text(body: dict[str, Any]) -> str:
-    content = body["messages"][-1]["content"]
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
-
-
 def member_state(name: str) -> str:
     report = json.loads(swarm("status", "--json").stdout)
     return next(m["state"] for m in report["members"] if m["name"] == name)
@@ -87,7 +64,7 @@ def lead_inbox() -> list[dict[str, Any]]:
 
 def spawn_claude_code(name: str, api: MessagesAPI, claude: Path, work: Path, prompt: str) -> None:
     """``swarm spawn NAME --teammate-command claude``: a Claude Code teammate in a tmux pane."""
-    spawned = run(
+    spawned = swarm(
         "spawn",
         name,
         "-p",
@@ -102,8 +79,7 @@ def spawn_claude_code(name: str, api: MessagesAPI, claude: Path, work: Path, pro
         "acceptEdits",
         "--cwd",
         str(work),
-        ANTHROPIC_BASE_URL=api.url_for(name),
-        ANTHROPIC_API_KEY=claude_code.API_KEY,
+        env={"ANTHROPIC_BASE_URL": api.url_for(name), "ANTHROPIC_API_KEY": claude_code.API_KEY},
     )
     assert spawned.returncode == 0, spawned.stderr
 
