@@ -20,6 +20,11 @@ class LockTimeout(ProtocolsError, TimeoutError):
     """A lock could not be taken before its deadline; the write did not happen."""
 
 
+class LockLost(ProtocolsError):
+    """A lock this process held was taken by another while it was paused; nothing was written,
+    and the operation is to be done again from a fresh read."""
+
+
 class MessageValidationError(ProtocolsError, ValueError):
     """A structured message of a known `type` whose fields are invalid."""
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from protocols import safefs
 from protocols.clock import now_ms
 from protocols.jsonio import (
     Durability,
@@ -40,7 +41,7 @@ from protocols.jsonio import (
     ensure_file,
     parse_patiently,
 )
-from protocols.locks import FileGuard
+from protocols.locks import FileGuard, note_written
 from protocols.messages import StructuredMessage, decode
 from protocols.records import Record
 
@@ -157,18 +158,23 @@ class InboxFile:
 
     def signature(self) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.path)
+            st = safefs.stat_of(self.path)
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def try_load(self) -> Loaded | None:
         """Load without the lock; None if the file does not parse right now."""
-        signature = self.signature()
         try:
-            text = self.path.read_bytes().decode("utf-8")
+            fd = safefs.open_path(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return Loaded([], "[]", None)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+            data = handle.read()
+        try:
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
         try:
@@ -205,7 +211,7 @@ class InboxFile:
         if loaded is not None:
             return loaded
         aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
-        os.replace(self.path, aside)
+        safefs.replace(self.path, aside)
         log.error(
             "%s did not parse as a JSON array of messages for %.1f s; moved it to %s and "
             "started a fresh inbox (its messages can be recovered from that file)",
@@ -214,6 +220,7 @@ class InboxFile:
             aside,
         )
         ensure_file(self.path, "[]", self.durability)
+        note_written(self.path)  # our own change, under our lock
         return Loaded([], "[]", None)
 
     def load(self) -> Loaded:
@@ -258,12 +265,13 @@ class InboxFile:
     def archived_identities(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> set[str]:
         """Identities of the entries in the last `tail_bytes` of the archive."""
         try:
-            with open(self.archive, "rb") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, size - tail_bytes))
-                tail = handle.read()
+            fd = safefs.open_path(self.archive, os.O_RDONLY)
         except FileNotFoundError:
             return set()
+        with os.fdopen(fd, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - tail_bytes))
+            tail = handle.read()
         identities = set()
         for line in tail.splitlines():
             try:
@@ -276,7 +284,7 @@ class InboxFile:
 
     def read_archive(self) -> list[InboxEntry]:
         try:
-            lines = self.archive.read_bytes().splitlines()
+            lines = safefs.read_bytes(self.archive).splitlines()
         except FileNotFoundError:
             return []
         entries = []

@@ -8,7 +8,8 @@ Writes: a temporary file on the same file system (``.swarm-tmp/`` beside the tar
 fsynced, `os.replace` over the target, then the target's directory fsynced. A crash at any
 instant leaves the old file or the new one, never a torn one. Writers hold the target's lock, so
 any temporary file of that target found while writing was left by a writer that died: it is
-removed then (the "orphan" clean-up).
+removed then (the "orphan" clean-up). Appends to line files are whole lines or nothing.
+Every path goes through `protocols.safefs`: no symbolic link is followed.
 
 Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
 survives kill -9, not power loss. Choose with the `durability` argument or ``SWARM_DURABILITY``.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import time
@@ -29,12 +31,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from protocols import safefs
+from protocols.locks import confirm_held, note_written
+
 Durability = Literal["power", "process"]
 TEMP_DIR = ".swarm-tmp"
 TEMP_MARKER = ".tmp-"
 NEW_MARKER = ".new-"
 NEW_TEMP_MAX_AGE_S = 60.0
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def parse_patiently(parse: Callable[[], T], wait_s: float) -> T:
@@ -107,17 +113,18 @@ def remove_orphan_temps(target: Path) -> int:
     new_prefix = f"{target.name}{NEW_MARKER}"
     old_enough = time.time() - NEW_TEMP_MAX_AGE_S
     removed = 0
+    directory = temp_dir(target)
     try:
-        entries = list(os.scandir(temp_dir(target)))
+        found = safefs.entries(directory)
     except FileNotFoundError:
         return 0
-    for entry in entries:
-        orphan = entry.name.startswith(prefix) or (
-            entry.name.startswith(new_prefix) and _mtime(entry) < old_enough
+    for name, st in found:
+        orphan = name.startswith(prefix) or (
+            name.startswith(new_prefix) and st.st_mtime < old_enough
         )
         if orphan:
             try:
-                os.unlink(entry.path)
+                safefs.unlink(directory / name)
                 removed += 1
             except FileNotFoundError:
                 pass
@@ -129,10 +136,10 @@ def _open_temp(target: Path, marker: str) -> tuple[int, Path]:
     path = temp_dir(target) / name
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
-        return os.open(path, flags, 0o644), path
+        return safefs.open_path(path, flags, 0o644), path
     except FileNotFoundError:
-        temp_dir(target).mkdir(parents=True, exist_ok=True)
-        return os.open(path, flags, 0o644), path
+        safefs.makedirs(temp_dir(target))
+        return safefs.open_path(path, flags, 0o644), path
 
 
 def _write_all(fd: int, data: bytes, durable: bool) -> None:
@@ -145,7 +152,12 @@ def _write_all(fd: int, data: bytes, durable: bool) -> None:
 
 
 def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None = None) -> None:
-    """Replace `target` with `data` atomically. The caller holds the target's lock."""
+    """Replace `target` with `data` atomically. The caller holds the target's lock.
+
+    Just before the rename that commits, the lock is confirmed to still be this process's
+    (`locks.confirm_held`): a holder that was paused long enough for another writer to take the
+    lock as stale raises `LockLost` instead of overwriting what that writer committed.
+    """
     durable = (durability or default_durability()) == "power"
     remove_orphan_temps(target)
     fd, temp = _open_temp(target, TEMP_MARKER)
@@ -157,12 +169,14 @@ def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None 
         raise
     os.close(fd)
     try:
-        os.replace(temp, target)
+        confirm_held(target)
+        safefs.replace(temp, target)
     except BaseException:
         _unlink_quietly(temp)
         raise
+    note_written(target)
     if durable:
-        fsync_dir(target.parent)
+        safefs.fsync_dir(target.parent)
 
 
 def atomic_write_text(target: Path, text: str, durability: Durability | None = None) -> None:
@@ -175,36 +189,73 @@ def write_json(target: Path, value: Any, durability: Durability | None = None) -
 
 
 def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    safefs.fsync_dir(directory)
 
 
 def append_durably(path: Path, data: bytes, durability: Durability | None = None) -> None:
-    """Append `data` to `path` (created if missing) and fsync it; for append-only archives."""
+    """Append `data` (whole lines) to `path` (created if missing) and fsync it; for append-only
+    line files (archives, transcripts). One writer at a time (the caller's lock or process).
+
+    Each append is all or nothing for a reader of whole lines: a write that fails part way (a
+    full disk) is cut off again at once, and a torn last line left by a writer that died is cut
+    off before the next append, so it never swallows the entry written after it.
+    """
     durable = (durability or default_durability()) == "power"
-    created = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    created = not safefs.exists(path)
+    fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        _write_all(fd, data, durable)
+        end = _cut_torn_tail(fd)
+        try:
+            _write_all(fd, data, durable)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            raise
     finally:
         os.close(fd)
     if durable and created:
-        fsync_dir(path.parent)
+        safefs.fsync_dir(path.parent)
+
+
+def _cut_torn_tail(fd: int, chunk: int = 64 * 1024) -> int:
+    """Truncate the file after its last newline (nothing if it ends with one); its new size."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            keep = start + cut + 1
+            break
+        end = start
+    else:
+        keep = 0
+    os.ftruncate(fd, keep)
+    log.warning("cut a torn last line (%d bytes) off %s", size - keep, _fd_name(fd))
+    return keep
+
+
+def _fd_name(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"descriptor {fd}"
 
 
 def ensure_file(path: Path, initial: str, durability: Durability | None = None) -> bool:
     """Create `path` holding `initial` unless it exists (never overwrites). True if created.
 
     The content is written to a temporary file first and hard-linked into place, so no reader
-    ever sees the file empty or half-written, and two creators cannot both win.
+    ever sees the file empty or half-written, and two creators cannot both win. A link planted
+    at `path` is refused (`LinkRefused`), not taken for the file.
     """
-    if path.exists():
+    if safefs.exists(path):
         return False
     durable = (durability or default_durability()) == "power"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    safefs.makedirs(path.parent)
     fd, temp = _open_temp(path, NEW_MARKER)
     try:
         try:
@@ -212,23 +263,17 @@ def ensure_file(path: Path, initial: str, durability: Durability | None = None) 
         finally:
             os.close(fd)
         try:
-            os.link(temp, path)
+            safefs.link(temp, path)
         except FileExistsError:
+            safefs.stat_of(path)  # a link planted meanwhile is reported, not taken for the file
             return False
     finally:
         _unlink_quietly(temp)
     if durable:
-        fsync_dir(path.parent)
+        safefs.fsync_dir(path.parent)
     return True
-
-
-def _mtime(entry: os.DirEntry[str]) -> float:
-    try:
-        return entry.stat(follow_symlinks=False).st_mtime
-    except FileNotFoundError:
-        return float("inf")
 
 
 def _unlink_quietly(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+        safefs.unlink(path)

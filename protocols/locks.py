@@ -9,10 +9,20 @@
    directory whose mtime is older than 10 s is stale and is removed; a held lock's mtime is
    refreshed every 5 s by one background thread, so a long hold is not taken for stale.
 
-While a swarm process holds ``X.lock`` it records ``pid inode ctime`` of that directory in its
-flock file. The next swarm process (which then holds the flock) can tell that a leftover
-``X.lock`` was made by a swarm process that has died, and remove it at once instead of waiting out
-the stale window. Any other leftover (Claude Code's) is waited for and, once stale, removed.
+While a swarm process holds ``X.lock`` it records ``pid start inode ctime`` of that directory in
+its flock file. The next swarm process (which then holds the flock) can tell that a leftover
+``X.lock`` was made by a swarm process that has died (the pid is gone, or taken by a process that
+started later), and remove it at once instead of waiting out the stale window. Any other leftover
+(Claude Code's) is waited for and, once stale, removed. Something at ``X.lock`` that is not an
+empty directory (a file, a link, a directory with things in it) is nobody's lock and cannot be
+removed with ``rmdir``: the wait ends at once with an error naming it.
+
+A holder that was paused (SIGSTOP, a suspended laptop, a clock jump) for longer than the stale
+window may find its lock taken by a writer that followed the stale rule. So the rename that
+commits a write (`protocols.jsonio.atomic_write_bytes`) first confirms, with `confirm_held`, that
+the lock directory is still the one this process made and that the file was not rewritten since
+it was read; if not, `LockLost` is raised, nothing is written, and the operation is redone from
+a fresh read (`redo_if_lock_lost`). Release never removes a lock directory that is not its own.
 
 Waiting uses jittered exponential backoff (0.2 ms up to 2 ms) on one open descriptor: a retry
 costs one system call, so many waiters do not eat the CPU the holder needs.
@@ -24,22 +34,24 @@ happen and the caller is told. Nothing is silently dropped.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import logging
 import os
 import random
+import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import ParamSpec, TypeVar
 
 import filelock
 
-from protocols.errors import LockTimeout
-from protocols.pids import pid_alive
+from protocols import safefs
+from protocols.errors import LockLost, LockTimeout
+from protocols.pids import ProcessIdentity, start_time
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +61,10 @@ DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
 _MAX_BACKOFF_S = 0.002
 _RECORD_BYTES = 80
+REDO_ATTEMPTS = 5
+P = ParamSpec("P")
+R = TypeVar("R")
+Signature = tuple[int, int, int]  # inode, size, mtime_ns of a file
 
 
 def lock_dir_for(target: Path) -> Path:
@@ -81,6 +97,8 @@ class FileGuard:
         self.stale = stale
         self._clock = clock
         self._fd: int | None = None
+        self._made: tuple[int, int] | None = None  # (inode, ctime_ns) of our lock directory
+        self._expected: Signature | None = None  # the target as this holder last saw it
 
     def __enter__(self) -> FileGuard:
         self.acquire()
@@ -114,17 +132,23 @@ class FileGuard:
             os.close(fd)
             raise
         self._fd = fd
+        self._expected = _signature(self.target)
         _refresher().add(self.lock_dir)
+        _register(self)
 
     def release(self) -> None:
         fd = self._fd
         if fd is None:
             return
         self._fd = None
+        _unregister(self)
         _refresher().discard(self.lock_dir)
         try:
-            os.rmdir(self.lock_dir)
-        except FileNotFoundError:
+            if self.owns_lock_dir():
+                safefs.rmdir(self.lock_dir)
+            else:
+                log.warning("lock %s was taken by another process while held", self.lock_dir)
+        except (FileNotFoundError, safefs.LinkRefused):
             log.warning("lock %s was removed by another process while held", self.lock_dir)
         finally:
             # the ownership record stays: it names a directory (inode, ctime) that is gone, so
@@ -134,12 +158,39 @@ class FileGuard:
             finally:
                 os.close(fd)
 
-    def _open_flock_file(self) -> int:
+    def owns_lock_dir(self) -> bool:
+        """Whether ``X.lock`` is still the directory this guard made."""
         try:
-            return os.open(self.flock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            st = safefs.lstat(self.lock_dir)
+        except (FileNotFoundError, safefs.LinkRefused):
+            return False
+        return self._made == (st.st_ino, st.st_ctime_ns) and stat.S_ISDIR(st.st_mode)
+
+    def confirm(self) -> None:
+        """Raise `LockLost` unless the lock is still ours and the target unchanged since this
+        holder last read or wrote it (call right before committing a write)."""
+        if not self.owns_lock_dir():
+            raise LockLost(
+                f"the lock on {self.target} was taken by another process while this one held it "
+                "(it was paused past the 10 s stale window); nothing was written"
+            )
+        if _signature(self.target) != self._expected:
+            raise LockLost(
+                f"{self.target} was rewritten by another process while this one held its lock; "
+                "nothing was written"
+            )
+
+    def written(self) -> None:
+        """This holder has just replaced the target: remember how it looks now."""
+        self._expected = _signature(self.target)
+
+    def _open_flock_file(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT
+        try:
+            return safefs.open_path(self.flock_path, flags, 0o644)
         except FileNotFoundError:
-            self.flock_path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.flock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            safefs.makedirs(self.flock_path.parent)
+            return safefs.open_path(self.flock_path, flags, 0o644)
 
     def _take_flock(self, fd: int, deadline: float) -> None:
         delay = 0.0002
@@ -158,10 +209,10 @@ class FileGuard:
         previous = _read_record(fd)
         delay = 0.001
         while True:
-            if not os.path.lexists(self.lock_dir) and self._try_make_lock_dir(fd):
+            if not _lexists(self.lock_dir) and self._try_make_lock_dir(fd):
                 return
             if self._remove_if_abandoned(fd, previous):
-                continue
+                continue  # removed: try to take it at once
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockTimeout(
@@ -183,12 +234,12 @@ class FileGuard:
         """
         private = str(self.flock_path) + ".new-lock"
         try:
-            os.mkdir(private)
+            safefs.mkdir(private)
         except FileExistsError:  # left by a swarm process killed before its rename
             _rmdir_quietly(private)
-            os.mkdir(private)
+            safefs.mkdir(private)
         try:
-            self._write_record(fd, os.stat(private).st_ino, 0)
+            self._write_record(fd, safefs.stat_of(private).st_ino, 0)
             rename_noreplace(private, self.lock_dir)
         except FileExistsError:
             self._write_record(fd, 0, 0)  # before the rmdir, so the inode is never reused
@@ -198,100 +249,168 @@ class FileGuard:
             self._write_record(fd, 0, 0)
             _rmdir_quietly(private)
             try:
-                os.mkdir(self.lock_dir)
+                safefs.mkdir(self.lock_dir)
             except FileExistsError:
                 return False
-        st = os.stat(self.lock_dir)
+        st = safefs.lstat(self.lock_dir)
+        self._made = (st.st_ino, st.st_ctime_ns)
         self._write_record(fd, st.st_ino, st.st_ctime_ns)
         return True
 
-    def _remove_if_abandoned(self, fd: int, previous: tuple[int, int, int] | None) -> bool:
-        """Remove the lock directory if it is stale or left by a dead swarm process."""
+    def _remove_if_abandoned(self, fd: int, previous: Record | None) -> bool:
+        """Remove the lock directory if it is stale or left by a dead swarm process. True if
+        it is gone now; raises `LockTimeout` at once for something that is no lock at all."""
         try:
-            st = os.stat(self.lock_dir)
+            st = safefs.lstat(self.lock_dir)
         except FileNotFoundError:
             return True
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a file"
+            raise LockTimeout(
+                f"could not lock {self.target}: {self.lock_dir} is {kind}, not a lock directory; "
+                "nothing was written (remove it: no process holds it)"
+            )
         stale = st.st_mtime < self._clock() - self.stale
         if not stale and not _left_by_dead_swarm(previous, st):
             return False
         self._write_record(fd, 0, 0)  # the record must not outlive the directory it names
         try:
-            os.rmdir(self.lock_dir)
-            log.info("removed abandoned lock %s", self.lock_dir)
-        except OSError:
-            pass
+            safefs.rmdir(self.lock_dir)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise LockTimeout(
+                    f"could not lock {self.target}: {self.lock_dir} is a stale lock directory "
+                    "with files in it, which no lock holder ever makes; nothing was written "
+                    "(look at what is inside, then remove it)"
+                ) from None
+            raise
+        log.info("removed abandoned lock %s", self.lock_dir)
         return True
 
     def _write_record(self, fd: int, ino: int, ctime_ns: int) -> None:
-        """``pid inode ctime`` of the lock directory we are making; fixed width, so an overwrite
-        needs no (slow, journalled) truncate. Inode 0 means no directory."""
-        record = f"{os.getpid()} {ino} {ctime_ns}".ljust(_RECORD_BYTES).encode()
+        """``pid start inode ctime`` of the lock directory we are making; fixed width, so an
+        overwrite needs no (slow, journalled) truncate. Inode 0 means no directory."""
+        record = f"{os.getpid()} {_my_start()} {ino} {ctime_ns}".ljust(_RECORD_BYTES).encode()
         os.pwrite(fd, record, 0)
 
 
+Record = tuple[int, int, int, int]  # pid, start (0: unknown), inode, ctime_ns
+
+
 @functools.cache
-def _renameat2() -> Callable[..., int] | None:
+def _my_start() -> int:
+    return start_time(os.getpid()) or 0
+
+
+def _lexists(path: str) -> bool:
     try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return None
-    function.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    return function
-
-
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
+        safefs.lstat(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def rename_noreplace(source: str, destination: str) -> None:
-    """Rename `source` to `destination` unless it exists (FileExistsError).
+    """Rename `source` to `destination` unless it exists (FileExistsError); no link followed.
 
     Raises NotImplementedError where the C library or the file system lacks renameat2.
     """
-    function = _renameat2()
-    if function is None:
-        raise NotImplementedError("renameat2 is not available")
-    result = function(
-        _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(destination), _RENAME_NOREPLACE
-    )
-    if result == 0:
-        return
-    code = ctypes.get_errno()
-    if code in (errno.EEXIST, errno.ENOTEMPTY):
-        raise FileExistsError(code, os.strerror(code), destination)
-    if code in (errno.ENOSYS, errno.EINVAL):
-        raise NotImplementedError(f"renameat2: {os.strerror(code)}")
-    raise OSError(code, os.strerror(code), destination)
+    safefs.rename_noreplace(source, destination)
 
 
 def _rmdir_quietly(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.rmdir(path)
+        safefs.rmdir(path)
 
 
-def _read_record(fd: int) -> tuple[int, int, int] | None:
-    """The ``pid inode ctime`` a swarm process wrote into the flock file, if any."""
+def _read_record(fd: int) -> Record | None:
+    """The ``pid start inode ctime`` a swarm process wrote into the flock file, if any (a
+    record of an older swarm, ``pid inode ctime``, reads with start 0)."""
     try:
-        pid, ino, ctime_ns = (int(f) for f in os.pread(fd, _RECORD_BYTES, 0).split())
+        fields = [int(f) for f in os.pread(fd, _RECORD_BYTES, 0).split()]
     except (OSError, ValueError):
         return None
-    return pid, ino, ctime_ns
+    if len(fields) == 3:
+        fields.insert(1, 0)
+    if len(fields) != 4:
+        return None
+    pid, start, ino, ctime_ns = fields
+    return pid, start, ino, ctime_ns
 
 
-def _left_by_dead_swarm(record: tuple[int, int, int] | None, st: os.stat_result) -> bool:
-    """True if `record` names the lock directory `st` and its maker has died."""
+def _left_by_dead_swarm(record: Record | None, st: os.stat_result) -> bool:
+    """True if `record` names the lock directory `st` and its maker has died (its pid is gone,
+    or now belongs to a process that started later)."""
     if record is None:
         return False
-    pid, ino, ctime_ns = record
+    pid, start, ino, ctime_ns = record
     if ino != st.st_ino or ctime_ns not in (0, st.st_ctime_ns):
         return False  # ctime 0: killed between the rename and writing the ctime down
-    return not pid_alive(pid)
+    return not ProcessIdentity(pid, start or None).alive()
+
+
+def _signature(path: Path) -> Signature | None:
+    try:
+        st = safefs.lstat(path)
+    except (FileNotFoundError, safefs.LinkRefused):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_HELD: dict[str, FileGuard] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _register(guard: FileGuard) -> None:
+    with _HELD_GUARD:
+        _HELD[str(guard.target)] = guard
+
+
+def _unregister(guard: FileGuard) -> None:
+    with _HELD_GUARD:
+        if _HELD.get(str(guard.target)) is guard:
+            del _HELD[str(guard.target)]
+
+
+def held_guard(target: Path) -> FileGuard | None:
+    """The guard through which this process holds `target`'s lock, if it does."""
+    with _HELD_GUARD:
+        return _HELD.get(str(target))
+
+
+def confirm_held(target: Path) -> None:
+    """Before committing a write of `target`: `LockLost` if this process holds its lock no
+    more (nothing to check when it does not lock `target` at all)."""
+    guard = held_guard(target)
+    if guard is not None:
+        guard.confirm()
+
+
+def note_written(target: Path) -> None:
+    """After this process replaced `target` under its lock."""
+    guard = held_guard(target)
+    if guard is not None:
+        guard.written()
+
+
+def redo_if_lock_lost(operation: Callable[P, R]) -> Callable[P, R]:
+    """Run a locked read-modify-write again (from a fresh read) when it raised `LockLost`:
+    nothing of the lost attempt was committed, so doing it again is the whole operation."""
+
+    @functools.wraps(operation)
+    def redo(*args: P.args, **kwargs: P.kwargs) -> R:
+        for attempt in range(1, REDO_ATTEMPTS + 1):
+            try:
+                return operation(*args, **kwargs)
+            except LockLost as exc:
+                if attempt == REDO_ATTEMPTS:
+                    raise
+                log.warning("%s; doing it again (attempt %d)", exc, attempt + 1)
+        raise AssertionError("unreachable")
+
+    return redo
 
 
 class _Refresher:
@@ -326,8 +445,8 @@ class _Refresher:
                         continue
                     self._held[path] = now
                     try:
-                        os.utime(path)
-                    except FileNotFoundError:
+                        safefs.utime(path)
+                    except (FileNotFoundError, safefs.LinkRefused):
                         log.warning("held lock %s disappeared (taken for stale?)", path)
 
 

@@ -25,6 +25,7 @@ from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
 from protocols.inbox import InboxEntry, InboxFile, identity_of, is_read
 from protocols.jsonio import Durability
+from protocols.locks import redo_if_lock_lost
 from protocols.messages import StructuredMessage, decode
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
@@ -164,6 +165,7 @@ class Mailbox:
             }
         )
 
+    @redo_if_lock_lost
     def _append(self, to: str, entry: InboxEntry, dedupe: bool) -> InboxEntry:
         inbox = self.inbox(to)
         with inbox.lock():
@@ -207,8 +209,10 @@ class Mailbox:
     def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
-        if not wanted:
-            return 0
+        return self._mark_read(agent, wanted) if wanted else 0
+
+    @redo_if_lock_lost
+    def _mark_read(self, agent: str, wanted: set[str]) -> int:
         inbox = self.inbox(agent)
         with inbox.lock():
             loaded = inbox.load_locked()
@@ -221,6 +225,7 @@ class Mailbox:
                 inbox.store_locked(loaded, self.compact_after, reads_on_disk=False)
         return marked
 
+    @redo_if_lock_lost
     def compact(self, agent: str, keep_read: int = 0) -> None:
         """Move read entries to the archive now (normally done as the inbox is written)."""
         inbox = self.inbox(agent)

@@ -1,7 +1,9 @@
 """Where every file of a team lives under the config root (spec section 1).
 
-The root is ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``. `TeamPaths` is the one place
-that turns a team name into paths; nothing else in the package joins path strings by hand.
+The root is ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``, resolved once to its real path:
+links above and at the root are the user's own arrangement, while below it, in the team state,
+no link is ever followed (`protocols.safefs`). `TeamPaths` is the one place that turns a team
+name into paths; nothing else in the package joins path strings by hand.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from protocols.names import checked_component
 
 
 def config_root(env: dict[str, str] | None = None) -> Path:
-    """The config root: ``$CLAUDE_CONFIG_DIR`` if set and non-empty, else ``~/.claude``."""
+    """The config root: ``$CLAUDE_CONFIG_DIR`` if set and non-empty, else ``~/.claude``, as its
+    real path (every link in it resolved)."""
     environ = os.environ if env is None else env
     configured = environ.get("CLAUDE_CONFIG_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".claude"
+    root = Path(configured).expanduser() if configured else Path.home() / ".claude"
+    return Path(os.path.realpath(root))
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class TeamPaths:
 
     def __post_init__(self) -> None:
         checked_component(self.team, "team name")
+        # the root's own links are resolved once here; below it, none is ever followed
+        object.__setattr__(self, "root", Path(os.path.realpath(self.root)))
 
     @classmethod
     def for_team(cls, team: str, root: Path | None = None) -> TeamPaths:
@@ -62,6 +66,19 @@ class TeamPaths:
     @property
     def permissions_resolved(self) -> Path:
         return self.team_dir / "permissions" / "resolved"
+
+    @property
+    def plans_dir(self) -> Path:
+        """Plans written by agents in plan mode (``<root>/plans``, as Claude Code keeps them)."""
+        return self.root / "plans"
+
+    @property
+    def logs_dir(self) -> Path:
+        """The output of subprocess teammates, one ``<name>.log`` each."""
+        return self.team_dir / "logs"
+
+    def log(self, agent: str) -> Path:
+        return self.logs_dir / f"{checked_component(agent, 'agent name')}.log"
 
     @property
     def agents_dir(self) -> Path:

@@ -20,14 +20,15 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from protocols import safefs
 from protocols.clock import now_ms
 from protocols.correlation import permission_request_id
 from protocols.errors import ProtocolsError
 from protocols.jsonio import Durability, ensure_file, write_json
-from protocols.locks import FileGuard
+from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.mailbox import Mailbox
 from protocols.messages import PermissionRequest, PermissionResponse, PermissionResponseBody
-from protocols.names import LEAD_NAME
+from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.records import Record
 
@@ -66,13 +67,15 @@ class PermissionStore:
     def _lock(self) -> FileGuard:
         target = self.paths.permissions_pending / ".lock"
         ensure_file(target, "", self.durability)
-        self.paths.permissions_resolved.mkdir(parents=True, exist_ok=True)
+        safefs.makedirs(self.paths.permissions_resolved)
         return FileGuard(target)
 
+    @redo_if_lock_lost
     def write_pending(self, request: PermissionFileRequest) -> PermissionFileRequest:
-        with self._lock():
+        with self._lock() as guard:
+            guard.confirm()
             write_json(
-                self.paths.permissions_pending / f"{request.id}.json",
+                _file(self.paths.permissions_pending, request.id),
                 request.to_json_dict(),
                 self.durability,
             )
@@ -114,12 +117,13 @@ class PermissionStore:
         return self._read_dir(self.paths.permissions_resolved)
 
     def get_pending(self, request_id: str) -> PermissionFileRequest | None:
-        return self._read(self.paths.permissions_pending / f"{request_id}.json")
+        return self._read(_file(self.paths.permissions_pending, request_id))
 
     def poll(self, request_id: str) -> PermissionFileRequest | None:
         """The resolution of `request_id`, or None while it is unresolved."""
-        return self._read(self.paths.permissions_resolved / f"{request_id}.json")
+        return self._read(_file(self.paths.permissions_resolved, request_id))
 
+    @redo_if_lock_lost
     def resolve(
         self,
         request_id: str,
@@ -130,10 +134,17 @@ class PermissionStore:
         updated_input: dict[str, Any] | None = None,
         permission_updates: list[Any] | None = None,
     ) -> PermissionFileRequest:
-        """Write the resolution, then remove the pending file. Raises if not pending."""
-        with self._lock():
+        """Write the resolution, then remove the pending file. Exactly one resolver wins:
+        the others get `ProtocolsError` saying who answered."""
+        with self._lock() as guard:
             request = self.get_pending(request_id)
             if request is None:
+                done = self.poll(request_id)
+                if done is not None:
+                    raise ProtocolsError(
+                        f"permission request {request_id!r} was already answered "
+                        f"({done.status} by {done.resolvedBy or 'someone'})"
+                    )
                 raise ProtocolsError(f"no pending permission request {request_id!r}")
             resolution = request.updated(
                 status="approved" if approved else "rejected",
@@ -143,12 +154,13 @@ class PermissionStore:
                 updatedInput=updated_input,
                 permissionUpdates=permission_updates,
             )
+            guard.confirm()  # a holder paused past the stale window must not answer twice
             write_json(
-                self.paths.permissions_resolved / f"{request_id}.json",
+                _file(self.paths.permissions_resolved, request_id),
                 resolution.to_json_dict(),
                 self.durability,
             )
-            (self.paths.permissions_pending / f"{request_id}.json").unlink(missing_ok=True)
+            safefs.unlink(_file(self.paths.permissions_pending, request_id), missing_ok=True)
         return resolution
 
     def clean_resolved(self, max_age_ms: int = RESOLUTION_TTL_MS) -> list[str]:
@@ -159,26 +171,33 @@ class PermissionStore:
             for resolution in self.resolved():
                 stamp = resolution.resolvedAt or resolution.createdAt
                 if stamp < cutoff:
-                    (self.paths.permissions_resolved / f"{resolution.id}.json").unlink(
-                        missing_ok=True
+                    safefs.unlink(
+                        _file(self.paths.permissions_resolved, resolution.id), missing_ok=True
                     )
                     removed.append(resolution.id)
         return removed
 
     def _read_dir(self, directory: Path) -> list[PermissionFileRequest]:
-        if not directory.exists():
+        try:
+            names = sorted(n for n in safefs.listdir(directory) if n.endswith(".json"))
+        except FileNotFoundError:
             return []
-        found = (self._read(p) for p in sorted(directory.glob("*.json")))
+        found = (self._read(directory / n) for n in names)
         return sorted((r for r in found if r is not None), key=lambda r: r.createdAt)
 
     def _read(self, path: Path) -> PermissionFileRequest | None:
         try:
-            return PermissionFileRequest.from_json_dict(json.loads(path.read_bytes()))
+            return PermissionFileRequest.from_json_dict(json.loads(safefs.read_bytes(path)))
         except FileNotFoundError:
             return None
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, safefs.LinkRefused) as exc:
             log.warning("skipping invalid permission file %s: %s", path, exc)
             return None
+
+
+def _file(directory: Path, request_id: str) -> Path:
+    """The file of request `request_id` in `directory` (an id that is no file name is refused)."""
+    return directory / f"{checked_component(request_id, 'request id')}.json"
 
 
 def request_permission(

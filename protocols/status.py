@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from protocols import safefs
 from protocols.clock import now_iso
 from protocols.jsonio import Durability, write_json
 from protocols.paths import TeamPaths
@@ -47,7 +48,7 @@ def write_status(
     """Replace the status file (atomic; no fsync by default: it is rewritten often)."""
     status.updatedAt = now_iso()
     target = paths.agent_status(status.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    safefs.makedirs(target.parent)
     write_json(target, status.to_json_dict(), durability)
 
 
@@ -58,7 +59,7 @@ def read_status(paths: TeamPaths, name: str) -> AgentStatus | None:
 
 def _read(path: Path) -> AgentStatus | None:
     try:
-        value: Any = json.loads(path.read_text(encoding="utf-8"))
+        value: Any = json.loads(safefs.read_text(path))
         return AgentStatus.from_json_dict(value)
-    except (OSError, ValueError, ValidationError):
+    except (OSError, ValueError, ValidationError):  # a link (LinkRefused) is an OSError too
         return None

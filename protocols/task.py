@@ -3,6 +3,14 @@
 Key order follows Claude Code: ``id, subject, description, activeForm?, status, blocks,
 blockedBy, metadata?`` at creation; ``owner`` is added later, so it goes at the end.
 Anything swarm needs to keep on a task goes inside ``metadata`` (Claude Code drops unknown keys).
+
+Ids are decimal strings (``"7"``), in ``id``, ``blocks`` and ``blockedBy`` alike: a task file
+holding anything else (``"../../x"``) is invalid and skipped, as Claude Code skips invalid files,
+so no id read from a file can name another path.
+
+A task whose worker failed (or was denied) carries ``metadata.failed`` = ``{reason, by, at}``:
+it stays unfinished, so what it blocks stays blocked, but no idle worker claims it again and it
+keeps no worker busy, until someone retries it (`TaskBoard.retry`).
 """
 
 from __future__ import annotations
@@ -10,15 +18,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StringConstraints
 
 from protocols.records import Record
 
 TaskStatus = Literal["pending", "in_progress", "completed"]
 STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
-TASK_FILE = re.compile(r"^(\d+)\.json$")
+TASK_FILE = re.compile(r"^(\d{1,18})\.json$")
+ID_PATTERN = r"^[0-9]{1,18}$"
+TaskId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+FAILED = "failed"  # the metadata key of a failed task
 
 
 class Task(Record):
@@ -26,13 +37,13 @@ class Task(Record):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
+    id: TaskId
     subject: str
     description: str
     activeForm: str | None = None
     status: TaskStatus = "pending"
-    blocks: list[str] = Field(default_factory=list)
-    blockedBy: list[str] = Field(default_factory=list)
+    blocks: list[TaskId] = Field(default_factory=list)
+    blockedBy: list[TaskId] = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
     owner: str | None = None  # added after creation, so it goes at the end
 
@@ -43,6 +54,24 @@ class Task(Record):
     @property
     def unfinished(self) -> bool:
         return self.status != "completed"
+
+    @property
+    def failed(self) -> bool:
+        """Its worker failed it (or was denied); it waits for a retry."""
+        return self.unfinished and bool((self.metadata or {}).get(FAILED))
+
+    @property
+    def failure(self) -> str:
+        """Why it failed (empty when it did not)."""
+        mark = (self.metadata or {}).get(FAILED) if self.failed else None
+        if isinstance(mark, dict):
+            return str(mark.get("reason") or "failed")
+        return str(mark) if mark else ""
+
+    @property
+    def busy(self) -> bool:
+        """Whether it keeps its owner busy: unfinished and not failed."""
+        return self.unfinished and not self.failed
 
 
 class ClaimFailure(StrEnum):
@@ -63,16 +92,19 @@ class ClaimResult:
 
 
 def list_line(task: Task) -> str:
-    """Claude Code's TaskList line: ``#<id> [<status>] <subject>[ (<owner>)][ [blocked by #a]]``."""
+    """Claude Code's TaskList line: ``#<id> [<status>] <subject>[ (<owner>)][ [blocked by #a]]``;
+    a failed task shows ``[failed]`` for its status."""
     owner = f" ({task.owner})" if task.owner else ""
     blockers = ", ".join("#" + b for b in task.blockedBy)
     blocked = f" [blocked by {blockers}]" if blockers else ""
-    return f"#{task.id} [{task.status}] {task.subject}{owner}{blocked}"
+    status = FAILED if task.failed else task.status
+    return f"#{task.id} [{status}] {task.subject}{owner}{blocked}"
 
 
 def describe(task: Task) -> str:
     """Claude Code's TaskGet text."""
-    lines = [f"Task #{task.id}: {task.subject}", f"Status: {task.status}"]
+    status = f"{task.status} (failed: {task.failure})" if task.failed else task.status
+    lines = [f"Task #{task.id}: {task.subject}", f"Status: {status}"]
     lines.append(f"Description: {task.description}")
     if task.blockedBy:
         lines.append(f"Blocked by: {', '.join('#' + b for b in task.blockedBy)}")

@@ -7,8 +7,15 @@ Claude Code does), updates them under each task's own lock (unknown fields go un
 them as a compare-and-set with typed failure reasons. An owner change sends ``task_assignment``
 to the new owner when the board has a mailbox.
 
+Dependencies never let a task run early: a task is created with its ``blockedBy`` already in its
+file, under the list lock that claims hold too; when a dependency is added to existing tasks, the
+side that decides (``blockedBy``) is written first, so a kill between the two files leaves the
+task blocked and only the ``blocks`` mirror short. A dependency that would close a cycle is
+refused, naming the cycle.
+
 Lock order is always list lock (``.lock``) before task lock (``<N>.json.lock``), never the reverse,
-so claims, deletes and updates cannot deadlock.
+so claims, deletes and updates cannot deadlock. A locked operation whose lock was taken while the
+process was paused is done again from a fresh read (`redo_if_lock_lost`), never half-applied.
 """
 
 from __future__ import annotations
@@ -17,23 +24,45 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from protocols import safefs
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.jsonio import Durability, atomic_write_text, dumps_pretty, ensure_file, write_json
-from protocols.locks import FileGuard
+from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
-from protocols.task import STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
+from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
+from protocols.task_graph import check_acyclic, claimable, open_blockers, waits_for
 
 if TYPE_CHECKING:
     from protocols.mailbox import Mailbox
 
 log = logging.getLogger(__name__)
+
+# a task file that does not parse is re-read this long, but only while it is fresh (Claude Code
+# writes task files in place): an old broken file is skipped at once
+PARSE_RETRY_S = 0.2
+FRESH_S = 2.0
+
+
+@dataclass(frozen=True)
+class NewTask:
+    """A task to create. `blocked_by` names existing tasks by id; `after` names tasks of the
+    same batch by their index in it (earlier or later)."""
+
+    subject: str
+    description: str = ""
+    active_form: str | None = None
+    metadata: dict[str, Any] | None = None
+    blocked_by: tuple[str, ...] = ()
+    after: tuple[int, ...] = ()
+    owner: str | None = None
 
 
 class TaskBoard:
@@ -71,7 +100,7 @@ class TaskBoard:
         """(id, path) of every ``<N>.json`` by id (plain strings: this runs per claim)."""
         directory = str(self.paths.tasks_dir)
         try:
-            names = os.listdir(directory)
+            names = safefs.listdir(directory)
         except FileNotFoundError:
             return []
         found = ((int(m.group(1)), n) for n in names if (m := TASK_FILE.match(n)))
@@ -92,35 +121,55 @@ class TaskBoard:
         tasks = (self._read(path, cached_ok=True) for _, path in self._task_files())
         return [t for t in tasks if t is not None and (include_internal or not t.internal)]
 
-    def _read(self, path: str, cached_ok: bool = False, retry_s: float = 0.2) -> Task | None:
-        """The task in `path`.
+    def _read(self, path: str, cached_ok: bool = False) -> Task | None:
+        """The task in `path`; None if there is none, or the file is invalid (a warning is
+        logged once per version of the file). A file whose id is not its name is invalid.
 
         With `cached_ok`, a file whose (inode, size, mtime) did not change since it was last
         parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         """
-        deadline = time.monotonic() + retry_s
+        deadline = time.monotonic() + PARSE_RETRY_S
+        expected_id = os.path.basename(path).removesuffix(".json")
         while True:
             try:
-                st = os.stat(path)
+                fd = safefs.open_path(path, os.O_RDONLY)
+            except FileNotFoundError:
+                self._cache.pop(path, None)
+                return None
+            except safefs.LinkRefused as exc:
+                log.warning("skipping task file %s: %s", path, exc)
+                return None
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(handle.fileno())
                 signature = (st.st_ino, st.st_size, st.st_mtime_ns)
                 cached = self._cache.get(path)
                 if cached_ok and cached is not None and cached[0] == signature:
                     return cached[1]
-                with open(path, "rb") as handle:
-                    task = Task.from_json_dict(json.loads(handle.read()))
-            except FileNotFoundError:
-                self._cache.pop(path, None)
-                return None
-            except (ValueError, ValidationError, TypeError) as exc:
-                if time.monotonic() >= deadline:  # Claude Code writes in place: retry briefly
-                    log.warning("skipping invalid task file %s: %s", path, _first_line(exc))
-                    self._cache[path] = (signature, None)
-                    return None
-                time.sleep(0.02)
-                continue
+                data = handle.read()
+            try:
+                raw = json.loads(data)
+            except ValueError as exc:
+                fresh = time.time() - st.st_mtime < FRESH_S
+                if fresh and time.monotonic() < deadline:  # being written in place: retry
+                    time.sleep(0.02)
+                    continue
+                return self._invalid(path, signature, exc)
+            try:
+                task = Task.from_json_dict(raw)
+            except (ValidationError, TypeError, ValueError) as exc:
+                return self._invalid(path, signature, exc)
+            if task.id != expected_id:
+                return self._invalid(path, signature, ValueError(f"its id is {task.id!r}"))
             self._cache[path] = (signature, task)
             return task
+
+    def _invalid(self, path: str, signature: tuple[int, int, int], exc: Exception) -> None:
+        cached = self._cache.get(path)
+        if cached is None or cached[0] != signature:
+            log.warning("skipping invalid task file %s: %s", path, _first_line(exc))
+        self._cache[path] = (signature, None)
+        return None
 
     # writing
 
@@ -130,30 +179,68 @@ class TaskBoard:
         description: str = "",
         active_form: str | None = None,
         metadata: dict[str, Any] | None = None,
+        blocked_by: Iterable[str | int] = (),
     ) -> Task:
-        with self._list_lock():
-            next_id = max([*self.task_ids(), self._highwatermark()], default=0) + 1
-            task = Task(
-                id=str(next_id),
-                subject=subject,
-                description=description,
-                activeForm=active_form,
-                status="pending",
-                blocks=[],
-                blockedBy=[],
-                metadata=metadata or None,
-            )
-            path = self.paths.task(task.id)
-            if not ensure_file(path, dumps_pretty(task.to_json_dict()), self.durability):
-                raise ProtocolsError(f"{path} appeared while creating task #{task.id}")
-            self._set_highwatermark(next_id)
-        return task
+        """A new pending task, blocked by `blocked_by` from the start (one locked operation:
+        no worker can claim it before its blockers are in its file)."""
+        spec = NewTask(subject, description, active_form, metadata, tuple(map(str, blocked_by)))
+        return self.create_many([spec])[0]
+
+    @redo_if_lock_lost
+    def create_many(self, specs: Sequence[NewTask]) -> list[Task]:
+        """Create the tasks of `specs` with their dependencies and owners, under one list lock.
+
+        Every blocker must exist (or be in the batch); a batch whose ``after`` links form a
+        cycle is refused. Each file is complete when it appears: a worker never sees one of
+        these tasks unblocked before its blockers are written.
+        """
+        with self._list_lock() as guard:
+            first = max([*self.task_ids(), self._highwatermark()], default=0) + 1
+            ids = [str(first + n) for n in range(len(specs))]
+            for spec in specs:
+                for blocker in spec.blocked_by:
+                    self.require(blocker)
+                for index in spec.after:
+                    if not 0 <= index < len(specs):
+                        raise InvalidTaskUpdate(f"no task number {index} in this batch")
+            blockers = {
+                task_id: [*spec.blocked_by, *(ids[i] for i in spec.after)]
+                for task_id, spec in zip(ids, specs, strict=True)
+            }
+            check_acyclic(blockers)
+            tasks = []
+            for task_id, spec in zip(ids, specs, strict=True):
+                task = Task(
+                    id=task_id,
+                    subject=spec.subject,
+                    description=spec.description,
+                    activeForm=spec.active_form,
+                    status="pending",
+                    blocks=[t for t, theirs in blockers.items() if task_id in theirs],
+                    blockedBy=_union([], blockers[task_id]),
+                    metadata=spec.metadata or None,
+                    owner=spec.owner,
+                )
+                path = self.paths.task(task.id)
+                if not ensure_file(path, dumps_pretty(task.to_json_dict()), self.durability):
+                    guard.confirm()  # LockLost (redo) if another took the lock meanwhile
+                    raise ProtocolsError(f"{path} appeared while creating task #{task.id}")
+                tasks.append(task)
+            guard.confirm()
+            self._set_highwatermark(int(ids[-1]) if ids else 0)
+            for task_id in ids:  # the mirror on existing blockers, after the tasks exist
+                for blocker in blockers[task_id]:
+                    if blocker not in ids:
+                        self._rewrite(blocker, _adding("blocks", task_id))
+        return tasks
 
     def update(self, task_id: str | int, *, actor: str | None = None, **fields: Any) -> Task | None:
         """Apply a TaskUpdate: Claude Code's field names, plus ``addBlocks``/``addBlockedBy``.
 
         ``status="deleted"`` deletes the task and returns None. Fields a task does not have go
-        under ``metadata``; a ``metadata`` key set to None is removed. Raises `TaskNotFound`.
+        under ``metadata``; a ``metadata`` key set to None is removed. Putting a failed task
+        back to ``pending`` clears its failure. Raises `TaskNotFound`, or `InvalidTaskUpdate`
+        for a bad status or a dependency cycle.
         """
         task_id = str(task_id)
         if fields.get("status") == "deleted":
@@ -165,7 +252,6 @@ class TaskBoard:
         for other in (*add_blocks, *add_blocked_by):
             if other == task_id:
                 raise InvalidTaskUpdate(f"task #{task_id} cannot block or be blocked by itself")
-            self.require(other)
         known = set(Task.model_fields) - {"id", "metadata"}
         extra = {k: v for k, v in fields.items() if k not in known and k != "metadata"}
         changes = {k: v for k, v in fields.items() if k in known}
@@ -174,6 +260,8 @@ class TaskBoard:
                 f"invalid status {changes['status']!r}; allowed: {', '.join(STATUSES)}, deleted"
             )
         metadata_changes = {**(fields.get("metadata") or {}), **extra}
+        if changes.get("status") == "pending":
+            metadata_changes.setdefault(FAILED, None)  # a failed task put back is retried
 
         def change(task: Task) -> Task:
             updates = dict(changes)
@@ -184,32 +272,77 @@ class TaskBoard:
                         merged.pop(key, None)
                     else:
                         merged[key] = value
-                updates["metadata"] = merged
+                if merged != (task.metadata or {}):
+                    updates["metadata"] = merged or None
             if add_blocks:
                 updates["blocks"] = _union(task.blocks, add_blocks)
             if add_blocked_by:
                 updates["blockedBy"] = _union(task.blockedBy, add_blocked_by)
             return task.updated(**updates) if updates else task
 
-        before, after = self._rewrite(task_id, change)
-        for other in add_blocks:
-            self._rewrite(other, lambda t: t.updated(blockedBy=_union(t.blockedBy, [task_id])))
-        for other in add_blocked_by:
-            self._rewrite(other, lambda t: t.updated(blocks=_union(t.blocks, [task_id])))
+        if add_blocks or add_blocked_by:
+            before, after = self._update_links(task_id, change, add_blocks, add_blocked_by)
+        else:
+            before, after = self._rewrite(task_id, change)
         if after.owner and after.owner != before.owner:
             self._notify_owner(after, actor)
         return after
 
+    @redo_if_lock_lost
+    def _update_links(
+        self,
+        task_id: str,
+        change: Callable[[Task], Task],
+        add_blocks: list[str],
+        add_blocked_by: list[str],
+    ) -> tuple[Task, Task]:
+        """`change` on `task_id` with new dependencies, under the list lock: cycles refused,
+        the deciding side (``blockedBy``) written first."""
+        with self._list_lock():
+            tasks = {t.id: t for t in self.list(include_internal=True)}
+            for other in (*add_blocks, *add_blocked_by):
+                if other not in tasks:
+                    raise TaskNotFound(f"task #{other} not found in team {self.paths.team!r}")
+            if task_id not in tasks:
+                raise TaskNotFound(f"task #{task_id} not found in team {self.paths.team!r}")
+            edges = waits_for(tasks)
+            edges[task_id] = _union(edges[task_id], add_blocked_by)
+            for other in add_blocks:
+                edges[other] = _union(edges[other], [task_id])
+            check_acyclic(edges)
+            for other in add_blocks:  # they wait for this task: that decides, so it goes first
+                self._rewrite(other, _adding("blockedBy", task_id))
+            before, after = self._rewrite(task_id, change)
+            for other in add_blocked_by:  # the mirror, once this task waits for them
+                self._rewrite(other, _adding("blocks", task_id))
+        return before, after
+
+    def fail(self, task_id: str | int, reason: str, by: str | None) -> Task:
+        """Mark the task failed (its worker failed or was denied): it stays unfinished, its
+        dependents stay blocked, no idle worker claims it, and it keeps nobody busy."""
+        mark = {"reason": reason, "by": by, "at": now_iso()}
+        _, after = self._rewrite(str(task_id), lambda t: t.updated(metadata=_with(t, FAILED, mark)))
+        return after
+
+    def retry(self, task_id: str | int) -> Task:
+        """Put a failed (or stuck) task back: pending, no owner, its failure cleared; an idle
+        worker claims it like any other."""
+        after = self.update(task_id, status="pending", owner=None, metadata={FAILED: None})
+        assert after is not None
+        return after
+
+    @redo_if_lock_lost
     def delete(self, task_id: str | int) -> bool:
         """Remove the task, keep its id used, and drop it from other tasks' dependencies."""
         task_id = str(task_id)
-        with self._list_lock():
+        with self._list_lock() as guard:
             path = self.paths.task(task_id)
             with self._task_lock(task_id):
                 try:
-                    path.unlink()
+                    safefs.unlink(path)
                 except FileNotFoundError:
                     return False
+            guard.confirm()
             self._set_highwatermark(max(int(task_id), self._highwatermark()))
             for other in self.list(include_internal=True):
                 if task_id in other.blocks or task_id in other.blockedBy:
@@ -222,34 +355,38 @@ class TaskBoard:
                     )
         return True
 
+    @redo_if_lock_lost
     def claim(
         self, task_id: str | int, agent: str, check_busy: bool = True, start: bool = True
     ) -> ClaimResult:
         """Make `agent` the owner if nobody else is, the task is open and unblocked.
 
         With `start`, the claimed task is set ``in_progress``. With `check_busy`, an agent that
-        already owns another unfinished task is refused (``agent_busy``).
+        already owns another unfinished (and not failed) task is refused (``agent_busy``).
         """
         with self._list_lock():
             tasks = {t.id: t for t in self.list(include_internal=True)}
             return self._claim_locked(str(task_id), agent, check_busy, start, tasks)
 
+    @redo_if_lock_lost
     def claim_next(self, agent: str, start: bool = True) -> ClaimResult | None:
-        """Auto-claim: the lowest-id pending, unowned, unblocked task. None if there is none.
+        """Auto-claim: the lowest-id pending, unowned, unblocked, not failed task. None if
+        there is none.
 
         A first look without the lock finds out whether anything is claimable at all, so idle
         workers asking again and again take no locks and write nothing.
         """
-        if not _claimable({t.id: t for t in self.list(include_internal=True)}, self):
+        if not claimable({t.id: t for t in self.list(include_internal=True)}, self.get):
             return None
         with self._list_lock():
             tasks = {t.id: t for t in self.list(include_internal=True)}
-            for task in _claimable(tasks, self):
+            for task in claimable(tasks, self.get):
                 result = self._claim_locked(task.id, agent, True, start, tasks)
                 if result.success or result.reason == ClaimFailure.AGENT_BUSY:
                     return result
         return None
 
+    @redo_if_lock_lost
     def release_all(self, agent: str) -> list[Task]:
         """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns them."""
         released = []
@@ -273,7 +410,7 @@ class TaskBoard:
         self, task_id: str, agent: str, check_busy: bool, start: bool, tasks: dict[str, Task]
     ) -> ClaimResult:
         """The compare-and-set. Holds the list lock; `tasks` was read under it."""
-        if not self.paths.task(task_id).exists():
+        if not safefs.exists(self.paths.task(task_id)):
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
         with self._task_lock(task_id):
             task = self.get(task_id)  # re-read under the task's own lock
@@ -283,24 +420,25 @@ class TaskBoard:
                 return ClaimResult(False, task, ClaimFailure.ALREADY_RESOLVED)
             if task.owner and task.owner != agent:
                 return ClaimResult(False, task, ClaimFailure.ALREADY_CLAIMED)
-            blockers = _open_blockers(task, tasks, self)
+            blockers = open_blockers(task, tasks, self.get)
             if blockers:
                 return ClaimResult(False, task, ClaimFailure.BLOCKED, blocked_by=blockers)
             if check_busy:
                 busy = [
-                    t.id
-                    for t in tasks.values()
-                    if t.owner == agent and t.unfinished and t.id != task_id
+                    t.id for t in tasks.values() if t.owner == agent and t.busy and t.id != task_id
                 ]
                 if busy:
                     return ClaimResult(False, task, ClaimFailure.AGENT_BUSY, busy_with=busy)
             updates: dict[str, Any] = {"owner": agent}
             if start and task.status == "pending":
                 updates["status"] = "in_progress"
+            if task.failed:  # claimed by name: a deliberate retry
+                updates["metadata"] = _with(task, FAILED, None)
             claimed = task.updated(**updates)
             self._write(claimed)
         return ClaimResult(True, claimed)
 
+    @redo_if_lock_lost
     def _rewrite(self, task_id: str, change: Callable[[Task], Task]) -> tuple[Task, Task]:
         with self._task_lock(task_id):
             before = self.require(task_id)
@@ -314,8 +452,8 @@ class TaskBoard:
 
     def _highwatermark(self) -> int:
         try:
-            return int(self.paths.highwatermark.read_text().strip() or 0)
-        except (FileNotFoundError, ValueError):
+            return int(safefs.read_text(self.paths.highwatermark).strip() or 0)
+        except (FileNotFoundError, ValueError, safefs.LinkRefused):
             return 0
 
     def _set_highwatermark(self, value: int) -> None:
@@ -338,26 +476,24 @@ class TaskBoard:
             log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
 
 
-def _claimable(tasks: dict[str, Task], board: TaskBoard) -> list[Task]:
-    """Pending, unowned, visible tasks whose blockers are all completed, by id."""
-    return [
-        t
-        for t in tasks.values()
-        if not t.internal
-        and t.status == "pending"
-        and not t.owner
-        and not _open_blockers(t, tasks, board)
-    ]
+def _adding(field: str, task_id: str) -> Callable[[Task], Task]:
+    """A change that adds `task_id` to the task's `field` (``blocks`` or ``blockedBy``)."""
+
+    def change(task: Task) -> Task:
+        current = getattr(task, field)
+        return task if task_id in current else task.updated(**{field: [*current, task_id]})
+
+    return change
 
 
-def _open_blockers(task: Task, tasks: dict[str, Task], board: TaskBoard) -> list[str]:
-    """Ids in `task.blockedBy` whose task exists and is not completed."""
-    open_ids = []
-    for blocker in task.blockedBy:
-        other = tasks.get(blocker) or board.get(blocker)
-        if other is not None and other.status != "completed":
-            open_ids.append(blocker)
-    return open_ids
+def _with(task: Task, key: str, value: Any) -> dict[str, Any] | None:
+    """The task's metadata with `key` set to `value` (removed for None)."""
+    merged = dict(task.metadata or {})
+    if value is None:
+        merged.pop(key, None)
+    else:
+        merged[key] = value
+    return merged or None
 
 
 def _union(current: Iterable[str], more: Iterable[str]) -> list[str]:

@@ -9,7 +9,6 @@ the key order are kept.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,10 +16,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from protocols import safefs
 from protocols.clock import now_ms
 from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
-from protocols.locks import FileGuard
+from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.paths import TeamPaths
 from protocols.records import Record
@@ -97,7 +97,7 @@ class TeamFile:
         return self.paths.team
 
     def exists(self) -> bool:
-        return self.paths.config.exists()
+        return safefs.exists(self.paths.config)
 
     def create(
         self,
@@ -128,19 +128,36 @@ class TeamFile:
             leadSessionId=lead_session_id or str(uuid.uuid4()),
             members=[lead],
         )
-        self.paths.team_dir.mkdir(parents=True, exist_ok=True)
-        if not ensure_file(self.paths.config, dumps_pretty(config.to_json_dict()), self.durability):
+        if safefs.exists(self.paths.config):
             raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
-        self.paths.inboxes.mkdir(exist_ok=True)
-        ensure_file(self.paths.inbox(LEAD_NAME), "[]", self.durability)
-        self.paths.tasks_dir.mkdir(parents=True, exist_ok=True)
-        ensure_file(self.paths.tasks_lock_target, "", self.durability)
+        made_team_dir = not safefs.exists(self.paths.team_dir)
+        made_tasks_dir = not safefs.exists(self.paths.tasks_dir)
+        try:
+            # the inbox and task directories first, config.json last: a team whose config
+            # exists is complete, and a failure (a full disk) leaves no half-made team behind
+            safefs.makedirs(self.paths.inboxes)
+            ensure_file(self.paths.inbox(LEAD_NAME), "[]", self.durability)
+            safefs.makedirs(self.paths.tasks_dir)
+            ensure_file(self.paths.tasks_lock_target, "", self.durability)
+            created = ensure_file(
+                self.paths.config, dumps_pretty(config.to_json_dict()), self.durability
+            )
+        except BaseException:
+            if safefs.exists(self.paths.config):  # another creator finished the team
+                raise
+            if made_team_dir:
+                safefs.rmtree(self.paths.team_dir, missing_ok=True)
+            if made_tasks_dir:
+                safefs.rmtree(self.paths.tasks_dir, missing_ok=True)
+            raise
+        if not created:
+            raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
         return config
 
     def load(self) -> TeamConfig:
         """The current config (parsed again only when the file changed since the last load)."""
         try:
-            st = os.stat(self.paths.config)
+            st = safefs.stat_of(self.paths.config)
         except FileNotFoundError:
             st = None
         signature = (st.st_ino, st.st_size, st.st_mtime_ns) if st else None
@@ -154,7 +171,7 @@ class TeamFile:
     def member_names(self) -> list[str]:
         """Names of the current members (cheap: no copy of the cached config)."""
         try:
-            st = os.stat(self.paths.config)
+            st = safefs.stat_of(self.paths.config)
         except FileNotFoundError:
             return self.load().member_names()  # raises TeamNotFound
         if self._cache is None or self._cache[0] != (st.st_ino, st.st_size, st.st_mtime_ns):
@@ -166,7 +183,7 @@ class TeamFile:
         rewrites it in place, without a lock (its teammates flip ``isActive`` every turn)."""
         try:
             raw = parse_patiently(
-                lambda: json.loads(self.paths.config.read_text(encoding="utf-8")), PARSE_RETRY_S
+                lambda: json.loads(safefs.read_text(self.paths.config)), PARSE_RETRY_S
             )
         except FileNotFoundError:
             raise TeamNotFound(
@@ -181,6 +198,7 @@ class TeamFile:
         except ValidationError as exc:
             raise ProtocolsError(f"{self.paths.config} is not a valid team file: {exc}") from None
 
+    @redo_if_lock_lost
     def update(self, change: Callable[[TeamConfig], TeamConfig]) -> TeamConfig:
         """Apply `change` to the current config under the lock and write the result."""
         if not self.exists():
@@ -234,7 +252,7 @@ class TeamFile:
 
         self.update(change)
         ensure_file(self.paths.inbox(name), "[]", self.durability)
-        return added[0]
+        return added[-1]  # the attempt that was committed (a lost lock means another try)
 
     def update_member(self, name: str, **changes: Any) -> Member:
         """Set fields of member `name` (spec names, e.g. ``isActive=False``); None removes a key."""
@@ -247,7 +265,7 @@ class TeamFile:
             return config.updated(members=[new if m.name == name else m for m in config.members])
 
         self.update(change)
-        return result[0]
+        return result[-1]
 
     def remove_member(self, name: str) -> Member:
         """Remove member `name` (never the lead). Its inbox file is kept for the record."""
@@ -260,7 +278,7 @@ class TeamFile:
             return config.updated(members=[m for m in config.members if m.name != name])
 
         self.update(change)
-        return removed[0]
+        return removed[-1]
 
     def _require(self, config: TeamConfig, name: str) -> Member:
         member = config.member(name)

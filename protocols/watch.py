@@ -5,10 +5,17 @@ write, so its inode changes) and sets an event when anything touches that file n
 onto it (swarm's atomic writes), a modification or close-after-write (Claude Code's in-place
 writes). inotify can drop events when its queue overflows, so waiters also wake every
 `rescan_s` seconds and look for themselves; nothing depends on an event arriving.
+
+When inotify cannot be had (the user's ``fs.inotify.max_user_instances`` or ``max_user_watches``
+is used up by other processes), the watcher says so once (`degraded` holds why) and runs on its
+rescan alone: slower to wake, never dead. Watched directories are made, and checked not to be
+links, through `protocols.safefs`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 from pathlib import Path
@@ -23,7 +30,10 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from protocols import safefs
+
 DEFAULT_RESCAN_S = 0.25
+log = logging.getLogger(__name__)
 
 
 class _Handler(FileSystemEventHandler):
@@ -63,9 +73,25 @@ class InboxWatcher:
         self.rescan_s = rescan_s
         self.changed = threading.Event()
         self._observer: Observer | None = None  # type: ignore[valid-type]
+        self.degraded: str | None = None  # why inotify is not used (None: it is)
 
     def start(self) -> InboxWatcher:
-        observer = Observer()
+        watched = self._watched()
+        for directory in watched:
+            safefs.makedirs(directory)  # refuses a link in place of a watched directory
+        try:
+            self._observer = _observe(watched, self.changed)
+        except OSError as exc:  # EMFILE / ENOSPC: inotify instances or watches used up
+            self.degraded = (
+                f"inotify is unavailable ({exc.strerror or exc}); checking every "
+                f"{self.rescan_s:g} s instead (raise fs.inotify.max_user_instances / "
+                "max_user_watches to get millisecond wake-ups back)"
+            )
+            log.warning("%s", self.degraded)
+        return self
+
+    def _watched(self) -> dict[Path, set[str] | None]:
+        """Each directory to watch, with the file names that matter there (None: all)."""
         watched: dict[Path, set[str] | None] = {}
         for path in self.paths:
             watched.setdefault(path.parent, set())
@@ -75,21 +101,7 @@ class InboxWatcher:
                 names.add(path.name)
         for directory in self.directories:
             watched[directory] = None
-        for directory, names in watched.items():
-            directory.mkdir(parents=True, exist_ok=True)
-            observer.schedule(
-                _Handler(names, self.changed),
-                str(directory),
-                recursive=False,
-                # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO
-                # (reported as created, since its IN_MOVED_FROM is in another directory);
-                # Claude Code's in-place writes as IN_CLOSE_WRITE
-                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
-            )
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
-        return self
+        return watched
 
     def stop(self) -> None:
         if self._observer is not None:
@@ -115,3 +127,25 @@ class InboxWatcher:
     def wait(self, timeout: float) -> bool:
         """Block until the file changes or `min(timeout, rescan_s)` passes. True on a change."""
         return self.changed.wait(max(0.0, min(timeout, self.rescan_s)))
+
+
+def _observe(watched: dict[Path, set[str] | None], changed: threading.Event) -> Observer:  # type: ignore[valid-type]
+    observer = Observer()
+    try:
+        for directory, names in watched.items():
+            observer.schedule(
+                _Handler(names, changed),
+                str(directory),
+                recursive=False,
+                # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO
+                # (reported as created, since its IN_MOVED_FROM is in another directory);
+                # Claude Code's in-place writes as IN_CLOSE_WRITE
+                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
+            )
+        observer.daemon = True
+        observer.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            observer.stop()
+        raise
+    return observer

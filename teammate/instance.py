@@ -2,6 +2,7 @@
 
 The lock is a flock on ``teams/<team>/.swarm-locks/<name>.instance`` holding the owner's pid;
 the kernel releases it when the process dies, so a crashed teammate never blocks its successor.
+The file is opened without following links, and only written once the lock is held.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 
 import filelock
 
+from protocols import safefs
 from protocols.locks import FLOCK_DIR
 from protocols.paths import TeamPaths
 
@@ -23,8 +25,8 @@ class AlreadyRunning(Exception):
 @contextmanager
 def single_instance(paths: TeamPaths, name: str) -> Iterator[None]:
     path = paths.team_dir / FLOCK_DIR / f"{name}.instance"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    safefs.makedirs(path.parent)
+    fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not filelock.lock_descriptor(fd, blocking=False):
             other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"

@@ -71,8 +71,10 @@ def test_resolving_writes_the_resolution_and_removes_the_pending_file(
     resolution = store.poll(request_id)
     assert resolution.status == "rejected" and resolution.feedback == "not now"
     assert resolution.resolvedBy == "leader" and resolution.resolvedAt >= resolution.createdAt
-    with pytest.raises(ProtocolsError, match="no pending permission request"):
+    with pytest.raises(ProtocolsError, match=r"already answered \(rejected by leader\)"):
         store.resolve(request_id, approved=True)
+    with pytest.raises(ProtocolsError, match="no pending permission request"):
+        store.resolve("perm-1-nothing", approved=True)
 
 
 def test_approval_can_carry_edited_input(store: PermissionStore) -> None:

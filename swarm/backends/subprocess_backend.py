@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Mapping
 
+from protocols import safefs
 from swarm.backends.base import (
     Spawned,
     SpawnError,
@@ -36,9 +37,10 @@ class SubprocessBackend:
         check_request(request)
         environ = os.environ if self._environ is None else self._environ
         try:
-            request.log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(request.log_path, "ab")  # noqa: SIM115 - the child keeps its own copy
-        except OSError as error:
+            safefs.makedirs(request.log_path.parent)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            log = os.fdopen(safefs.open_path(request.log_path, flags, 0o644), "ab")
+        except OSError as error:  # a link planted at the log (LinkRefused) too
             raise SpawnError(
                 f"cannot start {request.name!r}: cannot open log file {request.log_path}: {error}"
             ) from error

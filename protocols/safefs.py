@@ -1,0 +1,343 @@
+"""Files of the team state, opened without ever following a symbolic link.
+
+Everything under ``teams/``, ``tasks/`` and ``plans/`` of the config root may have been written by
+another process, a hostile one included: a teammate whose model runs ``ln -s ~/.ssh/id_rsa
+inboxes/alice.json`` must not make swarm read, truncate or append to that file. So every path of
+the team state is resolved by the kernel with symbolic links refused anywhere in it, and the
+operation itself is done relative to the directory so opened (the ``*at`` system calls), so no
+rename of a directory between a check and the use can redirect it:
+
+- ``openat2(..., RESOLVE_NO_SYMLINKS)`` where the kernel has it (Linux 5.6+): one system call;
+- elsewhere, a walk from ``/`` that opens each directory with ``O_NOFOLLOW``.
+
+A link in the way raises `LinkRefused`, naming the link and where it points: it is reported,
+never followed, and nothing is read or written. The config root itself is resolved once, when it
+is found (`protocols.paths.config_root`), so links *above* it (a home directory on another disk,
+a ``~/.claude`` that is a link) are fine: they are the user's choice, made before swarm looked.
+
+All functions take absolute paths. Errors other than a link (a missing file, a full disk, a
+read-only file system) are the usual `OSError`s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+
+from protocols.errors import ProtocolsError
+
+StrPath = str | os.PathLike[str]
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_SYS_OPENAT2 = 437  # the same number on every architecture (a syscall added after the split)
+_RESOLVE_NO_SYMLINKS = 0x04
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+class LinkRefused(ProtocolsError, OSError):
+    """A symbolic link where swarm expected a file or directory of the team state."""
+
+    def __init__(self, path: StrPath, link: StrPath | None = None) -> None:
+        self.path = str(path)
+        self.link = str(link or path)
+        try:
+            target = f" (pointing to {os.readlink(self.link)})"
+        except OSError:
+            target = ""
+        super().__init__(
+            f"refusing to follow the symbolic link {self.link}{target} on the way to "
+            f"{self.path}: swarm never follows links in a team's files; remove the link"
+        )
+
+
+class PathRefused(ProtocolsError, ValueError):
+    """A path with ``..`` in it (a name read from a file that tries to climb out)."""
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+@functools.cache
+def _syscall() -> Callable[..., int] | None:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syscall
+    except (AttributeError, OSError):
+        return None
+    function.restype = ctypes.c_long
+    return function  # type: ignore[no-any-return]
+
+
+_openat2_works: bool | None = None  # None: not tried yet
+
+
+def _openat2(path: str, flags: int, mode: int) -> int | None:
+    """openat2 with no links allowed; None when the kernel (or a seccomp filter) lacks it."""
+    global _openat2_works
+    syscall = _syscall()
+    if _openat2_works is False or syscall is None:
+        return None
+    # openat2 refuses a mode without O_CREAT (EINVAL), unlike open
+    how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, _RESOLVE_NO_SYMLINKS)
+    fd = syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    if fd >= 0:
+        _openat2_works = True
+        return int(fd)
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EPERM) and not _openat2_works:
+        _openat2_works = False  # seccomp filters answer EPERM or ENOSYS
+        return None
+    raise OSError(code, os.strerror(code), path)
+
+
+def _walk(path: str, flags: int, mode: int) -> int:
+    """Open `path` by opening each directory from ``/`` with O_NOFOLLOW."""
+    parts = [p for p in path.split("/") if p]
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return os.open(parts[-1] if parts else ".", flags, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _link_on_the_way(path: str) -> str | None:
+    """The first component of `path` that is a symbolic link (for the error message)."""
+    current = "/"
+    for part in (p for p in path.split("/") if p):
+        current = os.path.join(current, part)
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return current
+        except OSError:
+            return None
+    return None
+
+
+def _absolute(path: StrPath) -> str:
+    text = os.fspath(path)
+    if not os.path.isabs(text):
+        raise ValueError(f"{text!r} is not an absolute path")
+    if ".." in text.split("/"):
+        raise PathRefused(f"refusing the path {text!r}: '..' could lead out of the team's files")
+    return text
+
+
+def open_path(path: StrPath, flags: int, mode: int = 0o644) -> int:
+    """`os.open` of `path` with no symbolic link followed anywhere in it.
+
+    Raises `LinkRefused` for a link in the way (the final component included).
+    """
+    text = _absolute(path)
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = _openat2(text, flags, mode)
+        return fd if fd is not None else _walk(text, flags, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+            link = _link_on_the_way(text)
+            if link is not None:
+                raise LinkRefused(text, link) from None
+        raise
+
+
+def open_dir(path: StrPath) -> int:
+    """A read-only descriptor of the directory `path` (usable as ``dir_fd`` and for fsync)."""
+    return open_path(path, _DIR_FLAGS)
+
+
+@contextlib.contextmanager
+def parent_of(path: StrPath) -> Iterator[tuple[int, str]]:
+    """``(descriptor of the directory holding path, its last component)``."""
+    text = _absolute(path).rstrip("/")
+    directory, name = os.path.split(text)
+    fd = open_dir(directory or "/")
+    try:
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+def makedirs(path: StrPath) -> None:
+    """``mkdir -p``, refusing a link in place of any directory."""
+    text = _absolute(path).rstrip("/") or "/"
+    try:
+        os.close(open_dir(text))
+        return
+    except FileNotFoundError:
+        pass
+    makedirs(os.path.dirname(text))
+    with parent_of(text) as (fd, name), contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o755, dir_fd=fd)
+    os.close(open_dir(text))  # what exists there now must be a directory, not a link
+
+
+def read_bytes(path: StrPath) -> bytes:
+    fd = open_path(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def read_text(path: StrPath) -> str:
+    return read_bytes(path).decode("utf-8")
+
+
+def listdir(path: StrPath) -> list[str]:
+    """Names in the directory `path` (which must not be, or be under, a link)."""
+    fd = open_dir(path)
+    try:
+        return os.listdir(fd)
+    finally:
+        os.close(fd)
+
+
+def lstat(path: StrPath) -> os.stat_result:
+    """The file's own status (a link is described, not followed)."""
+    with parent_of(path) as (fd, name):
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+
+
+def stat_of(path: StrPath) -> os.stat_result:
+    """`lstat`, refusing a link at `path` itself."""
+    result = lstat(path)
+    if stat.S_ISLNK(result.st_mode):
+        raise LinkRefused(path)
+    return result
+
+
+def exists(path: StrPath) -> bool:
+    """Whether anything is at `path`; a link there is refused, not followed."""
+    try:
+        stat_of(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def is_dir(path: StrPath) -> bool:
+    try:
+        return stat.S_ISDIR(stat_of(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def mkdir(path: StrPath, mode: int = 0o755) -> None:
+    with parent_of(path) as (fd, name):
+        os.mkdir(name, mode, dir_fd=fd)
+
+
+def rmdir(path: StrPath) -> None:
+    with parent_of(path) as (fd, name):
+        os.rmdir(name, dir_fd=fd)
+
+
+def unlink(path: StrPath, missing_ok: bool = False) -> None:
+    """Remove the file (a link at `path` is removed itself, never its target)."""
+    try:
+        with parent_of(path) as (fd, name):
+            os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def utime(path: StrPath) -> None:
+    """Set the file's times to now (a link is not followed)."""
+    with parent_of(path) as (fd, name):
+        os.utime(name, dir_fd=fd, follow_symlinks=False)
+
+
+def replace(source: StrPath, target: StrPath) -> None:
+    """`os.replace` within the team state; a link at `target` is refused, not replaced."""
+    with parent_of(source) as (src_fd, src_name), parent_of(target) as (dst_fd, dst_name):
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISLNK(os.stat(dst_name, dir_fd=dst_fd, follow_symlinks=False).st_mode):
+                raise LinkRefused(target)
+        os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+
+def link(source: StrPath, target: StrPath) -> None:
+    """A hard link `target` to `source` (FileExistsError if `target` exists, a link included)."""
+    with parent_of(source) as (src_fd, src_name), parent_of(target) as (dst_fd, dst_name):
+        os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+
+
+def rename_noreplace(source: StrPath, target: StrPath) -> None:
+    """Rename `source` to `target` unless something is there (FileExistsError).
+
+    Raises NotImplementedError where the C library or the file system lacks renameat2.
+    """
+    function = _renameat2()
+    if function is None:
+        raise NotImplementedError("renameat2 is not available")
+    with parent_of(source) as (src_fd, src_name), parent_of(target) as (dst_fd, dst_name):
+        result = function(
+            src_fd, os.fsencode(src_name), dst_fd, os.fsencode(dst_name), _RENAME_NOREPLACE
+        )
+    if result == 0:
+        return
+    code = ctypes.get_errno()
+    if code in (errno.EEXIST, errno.ENOTEMPTY):
+        raise FileExistsError(code, os.strerror(code), os.fspath(target))
+    if code in (errno.ENOSYS, errno.EINVAL):
+        raise NotImplementedError(f"renameat2: {os.strerror(code)}")
+    raise OSError(code, os.strerror(code), os.fspath(target))
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    return function  # type: ignore[no-any-return]
+
+
+def fsync_dir(path: StrPath) -> None:
+    fd = open_dir(path)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def rmtree(path: StrPath, missing_ok: bool = False) -> None:
+    """Remove the directory `path` and everything in it; links inside are removed, never
+    followed, and a link at `path` (or above it) is refused."""
+    try:
+        with parent_of(path) as (fd, name):
+            if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise LinkRefused(path)
+            shutil.rmtree(name, dir_fd=fd)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def entries(path: StrPath) -> list[tuple[str, os.stat_result]]:
+    """``(name, lstat)`` of each entry of the directory `path` (entries that vanish are skipped)."""
+    fd = open_dir(path)
+    found = []
+    try:
+        for name in os.listdir(fd):
+            with contextlib.suppress(FileNotFoundError):
+                found.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+    finally:
+        os.close(fd)
+    return found

@@ -1,0 +1,59 @@
+"""The dependencies between tasks: which tasks are blocked, which can be claimed, and cycles.
+
+A task is blocked while a task in its ``blockedBy`` exists and is not completed (a deleted
+blocker no longer blocks). ``blockedBy`` is what decides; ``blocks`` is its mirror, kept for
+Claude Code's readers. Pure functions over a ``{id: Task}`` map read under the list lock.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Callable, Iterable, Mapping
+
+from protocols.errors import InvalidTaskUpdate
+from protocols.task import Task
+
+Lookup = Callable[[str], Task | None]
+
+
+def open_blockers(task: Task, tasks: Mapping[str, Task], lookup: Lookup) -> list[str]:
+    """Ids in `task.blockedBy` whose task exists and is not completed."""
+    open_ids = []
+    for blocker in task.blockedBy:
+        other = tasks.get(blocker) or lookup(blocker)
+        if other is not None and other.status != "completed":
+            open_ids.append(blocker)
+    return open_ids
+
+
+def claimable(tasks: Mapping[str, Task], lookup: Lookup) -> list[Task]:
+    """Pending, unowned, visible, not failed tasks whose blockers are all completed, by id."""
+    found = [
+        t
+        for t in tasks.values()
+        if not t.internal
+        and t.status == "pending"
+        and not t.owner
+        and not t.failed
+        and not open_blockers(t, tasks, lookup)
+    ]
+    return sorted(found, key=lambda t: int(t.id))
+
+
+def check_acyclic(edges: Mapping[str, Iterable[str]]) -> None:
+    """Raise `InvalidTaskUpdate` naming the cycle if `edges` (task -> the tasks it waits for)
+    has one, as ``dependency cycle: #3 waits for #5 waits for #3``."""
+    sorter = graphlib.TopologicalSorter({k: list(v) for k, v in edges.items()})
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1][::-1]  # graphlib lists each blocker before the task it blocks
+        path = " waits for ".join(f"#{i}" for i in cycle)
+        raise InvalidTaskUpdate(
+            f"dependency cycle: {path}; a task cannot wait, directly or through others, for itself"
+        ) from None
+
+
+def waits_for(tasks: Mapping[str, Task]) -> dict[str, list[str]]:
+    """The ``blockedBy`` edges of `tasks`."""
+    return {task_id: list(task.blockedBy) for task_id, task in tasks.items()}
