@@ -5,10 +5,12 @@ need from the submodules, or the common names from here:
 
     from protocols import TeamPaths, TeamFile, Mailbox, TaskBoard
 
-Module map: `paths` (layout), `names` (name rules), `jsonio` (format, atomic writes), `locks`,
-`messages` (structured messages), `records` (order-keeping models), `team`, `inbox`, `mailbox`,
-`watch` (wake-ups), `task` (one task), `tasks` (the board), `permissions`, `correlation`
-(request ids), `clock`, `errors`.
+Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
+link), `jsonio` (format, atomic writes), `locks`, `messages` (structured messages), `records`
+(order-keeping models), `team`, `inbox`, `mailbox`, `watch` (wake-ups), `task` (one task),
+`task_graph` (dependencies), `tasks` (the board), `permissions`, `correlation` (request ids),
+`pids` (processes by identity), `status` (a teammate's status file), `printable` (text safe for
+a terminal), `clock`, `errors`.
 This package imports neither `swarm` nor `teammate`.
 """
 

@@ -11,6 +11,7 @@ import sys
 import click
 
 from protocols.errors import ProtocolsError
+from protocols.printable import printable
 from swarm.commands import (
     lead,
     lifecycle,
@@ -81,6 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ProtocolsError, SwarmError) as exc:
         if debug:
             raise
-        click.echo(f"swarm: error: {exc}", err=True)
+        click.echo(f"swarm: error: {printable(str(exc))}", err=True)
         return 1
     return 0

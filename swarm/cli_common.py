@@ -1,15 +1,21 @@
-"""Helpers shared by the `swarm` commands: the --team and --json options, output, paths."""
+"""Helpers shared by the `swarm` commands: the --team and --json options, output, paths.
+
+Output goes through `emit`: text with control characters shown escaped, JSON with them as
+``\\uXXXX`` escapes (`protocols.printable`), since most of what is printed was read from files
+a teammate may have written.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from protocols import safefs
 from protocols.errors import TeamNotFound
 from protocols.paths import TeamPaths, config_root
+from protocols.printable import printable, printable_json
 
 
 def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,7 +34,7 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
     paths = TeamPaths(config_root(), team)
-    if must_exist and not paths.config.exists():
+    if must_exist and not safefs.exists(paths.config):
         raise TeamNotFound(
             f"team {team!r} not found under {paths.root}; `swarm team list` shows the teams"
         )
@@ -36,7 +42,9 @@ def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
 
 
 def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False) if as_json else text(value))
+    """Print `value` as JSON, or as `text` makes it; either way safe for a terminal (one-line
+    fields in `text` should be escaped with `printable_line` already: a newline is kept here)."""
+    click.echo(printable_json(value, indent=2) if as_json else printable(text(value)))
 
 
 def ids_text(ids: list[str]) -> str:

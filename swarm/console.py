@@ -2,8 +2,12 @@
 what the person types: a message for the lead agent, or a command.
 
 One loop wakes on the inbox (inotify) or on a typed line (a reader thread wakes it), so nothing
-waits for a poll. Requests for approval are shown with the teammate, the tool and its input,
-and stay listed (``/pending``, ``swarm permissions``) until someone answers them.
+waits for a poll. Requests for approval are shown with the teammate, the tool and its real
+input in full, the teammate's own description apart (`swarm.request_text`), and stay listed
+(``/pending``, ``swarm permissions``) until someone answers them. Everything is printed through
+`out` or `say`, which show control characters escaped (`protocols.printable`): a teammate's text
+cannot rewrite the screen, and its continuation lines are indented so none passes for a line of
+its own.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import click
 
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME
+from protocols.printable import printable, printable_line
 from protocols.task import list_line
 from swarm.errors import SwarmError
 from swarm.lead_agent import LeadAgent
 from swarm.leader import REAP_EVERY_S, Leader, LeadEvent, agent_entries
+from swarm.request_text import ask_line, details
 from swarm.snapshot import snapshot
 from swarm.status_table import render
 
@@ -39,6 +45,9 @@ HELP = """Type a message for the lead agent, or a command:
   /quit                             leave (teammates keep running; swarm down TEAM stops them)"""
 
 COLORS = {"purple": "magenta", "orange": "yellow", "pink": "magenta"}
+BASIC = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+CLICK_COLORS = frozenset(BASIC) | {f"bright_{c}" for c in BASIC}  # click.style raises on others
+INDENT = "    "  # a message's continuation lines: no teammate text passes for a line of its own
 
 
 class Console:
@@ -52,14 +61,20 @@ class Console:
         self.leader = leader
         self.agent = agent
         self.off_reason = off_reason
-        self.out = out
+        self.write = out  # the terminal: only `out` and `say` write to it, escaped
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.running = True
 
+    def out(self, text: str) -> None:
+        """Print `text` for the person, every control character shown escaped."""
+        self.write(printable(text))
+
     def say(self, who: str, text: str, color: str | None = None) -> None:
         stamp = time.strftime("%H:%M:%S")
-        name = click.style(who, fg=COLORS.get(color or "", color), bold=True) if color else who
-        self.out(f"[{stamp}] {name}: {text}")
+        who, fg = printable_line(who), COLORS.get(color or "", color)
+        name = click.style(who, fg=fg, bold=True) if fg in CLICK_COLORS else who
+        body = printable(text).replace("\n", "\n" + INDENT)
+        self.write(f"[{stamp}] {name}: {body}")
 
     def run(self, lines: Iterable[str]) -> int:
         """Run until /quit or the end of `lines` (stdin); returns the exit code."""
@@ -131,7 +146,9 @@ class Console:
         elif name == "pending":
             waiting = self.leader.pending()
             for p in waiting:
-                self.out(f"  {p.id}  {p.teammate}: {p.tool} {p.description}")
+                self.out(f"  {printable_line(p.id)}  {printable_line(p.teammate)}: {ask_line(p)}")
+                for line in details(p):
+                    self.out(f"  {INDENT}{line}")
             self.out(f"{len(waiting)} waiting")
         elif name == "approve":
             self._approve(shlex.split(rest))
@@ -156,7 +173,8 @@ class Console:
             task = self.leader.board.create(rest)
             self.out(f"task #{task.id} created: {task.subject}")
         elif name == "tasks":
-            self.out("\n".join(list_line(t) for t in self.leader.board.list()) or "No tasks found")
+            listed = [printable_line(list_line(t)) for t in self.leader.board.list()]
+            self.out("\n".join(listed) or "No tasks found")
         elif name == "status":
             self._status()
         elif name == "shutdown":
@@ -198,8 +216,9 @@ class Console:
                 raise ValueError("no request is waiting")
             request_id = waiting[0].id
         done = self.leader.answer(request_id, approve, text, updated, mode)
+        said = "approved" if approve else "denied"
         self.out(
-            f"{'approved' if approve else 'denied'} {done.kind} {done.id} from {done.teammate}"
+            f"{said} {done.kind} {printable_line(done.id)} from {printable_line(done.teammate)}"
         )
 
     def _status(self) -> None:

@@ -5,6 +5,9 @@ inotify; a change redraws the frame from a fresh read-only `snapshot` (nothing h
 team file, except answers and messages the person sends on purpose). With a terminal, keys act
 on the selected request: ``a`` approves, ``d`` denies, ``j``/``k`` move the selection, ``s``
 sends a message, ``q`` quits.
+
+What teammates wrote reaches rich only as `Text` (never parsed as markup), escaped with
+`protocols.printable.printable_line`; a colour from a file is used only when it names a colour.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.printable import printable_line
 from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.requests import answer
@@ -43,12 +47,25 @@ STATE_STYLE = {
     "lead": "bold",
 }
 COLOR = {"purple": "magenta", "orange": "dark_orange", "pink": "hot_pink"}
+NAMED = frozenset({"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"})
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
+
+
+def _line(text: str, style: str = "") -> Text:
+    """`text` from a file as a rich `Text`: escaped, never parsed as markup."""
+    return Text(printable_line(text), style=style)
+
+
+def _color(name: str | None) -> str:
+    """A member's colour as a rich style, "" unless it names a colour (a style from a file
+    could blink, or link the name to anywhere)."""
+    style = COLOR.get(name or "", name or "")
+    return style if style in NAMED or style in COLOR.values() else ""
 
 
 def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
     """One frame of the dashboard for `view` (the `selected` request highlighted)."""
-    members = Table(title=f"team {view.team}", expand=True, title_justify="left")
+    members = Table(title=_line(f"team {view.team}"), expand=True, title_justify="left")
     flexible = {"task": 2, "activity": 3}  # the others take what they need
     for column in HEADERS:
         members.add_column(
@@ -59,10 +76,10 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         )
     for m in view.members:
         members.add_row(
-            Text(m.name, style=COLOR.get(m.color or "", m.color or "")),
-            Text(state_label(m.state), style=STATE_STYLE.get(m.state, "")),
-            Text(m.task or "-"),
-            Text(f"{m.activity} ({ago(m.activity_age_s)})" if m.activity else "-"),
+            _line(m.name, _color(m.color)),
+            _line(state_label(m.state), STATE_STYLE.get(m.state, "")),
+            _line(m.task or "-"),
+            _line(f"{m.activity} ({ago(m.activity_age_s)})" if m.activity else "-"),
             str(m.turns),
             str(m.requests),
             tokens(m.usage),
@@ -85,7 +102,7 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
     board.add_column("tasks", overflow="fold", ratio=1)
     for status in ("in_progress", "pending", "completed"):
         listed = view.tasks.get(status, [])
-        lines = [list_line(t) for t in listed[-12:]]
+        lines = [printable_line(list_line(t)) for t in listed[-12:]]
         if len(listed) > 12:
             lines.insert(0, f"... {len(listed) - 12} more")
         board.add_row(f"{status} ({len(listed)})", Text("\n".join(lines) or "-"))
@@ -96,7 +113,12 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         mark = ">" if index == selected else ""
         style = "reverse" if index == selected else ""
         requests.add_row(
-            mark, r.id, r.teammate, Text(f"{r.tool}: {r.summary}"), ago(r.age_s), style=style
+            mark,
+            _line(r.id),
+            _line(r.teammate),
+            _line(f"{r.tool}: {r.summary}"),
+            ago(r.age_s),
+            style=style,
         )
     if not view.requests:
         requests.add_row("", "-", "", "nothing is waiting", "")
@@ -105,8 +127,8 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         messages.add_column(column, overflow="fold", ratio=1 if column == "message" else None)
     for msg in view.messages:
         messages.add_row(
-            Text(msg.sender, style=COLOR.get(msg.color or "", msg.color or "")),
-            Text(msg.text),
+            _line(msg.sender, _color(msg.color)),
+            _line(msg.text),
             ago(msg.age_s),
         )
     keys = "keys: j/k select · a approve · d deny · s send · q quit" if note != "-" else ""
@@ -115,7 +137,7 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         board,
         requests,
         messages,
-        Text(note if note not in ("", "-") else keys, style="dim"),
+        _line(note if note not in ("", "-") else keys, "dim"),
     )
 
 

@@ -27,7 +27,6 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
-    PermissionRequest,
     ShutdownApproved,
     ShutdownRejected,
     ShutdownRequest,
@@ -35,10 +34,12 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.printable import printable_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm import members as members_mod
+from swarm import request_text
 from swarm import requests as requests_mod
 from swarm.errors import SwarmError
 from swarm.lifecycle import finish_shutdown
@@ -55,7 +56,7 @@ EventKind = Literal[
 class LeadEvent:
     kind: EventKind
     member: str
-    text: str  # one line for a person
+    text: str  # for a person, escaped where it quotes a request; a request's details below
     color: str | None = None
     entry: InboxEntry | None = None
     request: Pending | None = None
@@ -195,9 +196,10 @@ class Leader:
         if verdict is not None:
             self.answer(pending.id, verdict, None if verdict else "denied by the team's rules")
             said = "approved" if verdict else "denied"
-            text = f"{said} by the team's rules: {pending.tool} {request_summary(pending)}"
+            text = f"{said} by the team's rules: {request_summary(pending)}"
             return LeadEvent("auto_answered", who, text, entry.color, entry, pending)
-        text = f"asks: {pending.tool} {request_summary(pending)} [{pending.id}]"
+        text = f"asks: {request_summary(pending)} [{printable_line(pending.id)}]"
+        text = "\n".join([text, *request_text.details(pending)])
         return LeadEvent("request", who, text, entry.color, entry, pending)
 
 
@@ -210,11 +212,9 @@ def idle_text(note: IdleNotification) -> str:
 
 
 def request_summary(pending: Pending) -> str:
-    if isinstance(pending.message, PermissionRequest):
-        return pending.description or str(pending.input)
-    if pending.kind == "plan_approval_request":
-        return "a plan:\n" + pending.description
-    return pending.description
+    """``Bash: <the full command>``: the tool and the real input, escaped (never the
+    description the teammate wrote, which may lie; see `swarm.request_text`)."""
+    return request_text.ask_line(pending)
 
 
 def agent_entries(events: list[LeadEvent]) -> list[InboxEntry]:

@@ -5,6 +5,7 @@ calls and results, what the model said, errors, trims, tokens per reply) with it
 (its inbox and archive) and out (other members' inboxes). A member that never called a model (a
 shell worker) has no transcript: then its messages and process log are shown instead.
 `RawTranscript` and `ProcessLog` give the transcript's JSON lines and the subprocess output log.
+Transcripts and logs hold model and tool output: `LogEvent.line` escapes what it prints.
 
 Each source is incremental: `poll()` returns only what is new since the last call, so
 `follow` can wake on file changes (`InboxWatcher`, with its periodic rescan) and print the rest.
@@ -26,6 +27,7 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
+from protocols.printable import printable_json_text, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
@@ -55,7 +57,10 @@ class LogEvent:
     fields: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
-        return f"{clock(self.ts)}  {self.text}" if self.ts else self.text
+        """The line to print, escaped (`protocols.printable`): a raw transcript line stays
+        valid JSON, anything else shows its control characters as ``\\x1b``, ``\\n``."""
+        text = printable_json_text(self.text) if self.kind == "raw" else printable_line(self.text)
+        return f"{clock(self.ts)}  {text}" if self.ts else text
 
     def to_json(self) -> dict[str, Any]:
         return {"ts": self.ts, "kind": self.kind, "text": self.text, **self.fields}
@@ -143,7 +148,9 @@ class FileTail:
         if end < 0:
             return []
         self.offset += end + 1
-        return data[:end].decode("utf-8", "replace").splitlines()
+        # "\n" only: splitlines would also cut a JSON line at a raw U+2028 or U+0085 in a string
+        text = data[:end].decode("utf-8", "replace")
+        return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def log_path(paths: TeamPaths, name: str) -> Path:

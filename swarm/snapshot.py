@@ -4,7 +4,8 @@
 archive), the inboxes of members with a request waiting, and the legacy permission files, and
 returns plain frozen values. It never writes a file: inboxes are read with `Mailbox.peek_all`
 (no lock, an inbox that does not parse is left alone), nothing is marked read. The lead's inbox
-is read once, for both the last messages and `pending_requests`.
+is read once, for both the last messages and `pending_requests`. Its strings are as the files
+hold them (a teammate may have written them): `status_table` and `dashboard` escape them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.printable import printable_line
 from protocols.status import USAGE_KEYS, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.costs import load_prices
 from swarm.members import member_pid, member_state
+from swarm.request_text import PLAN_KIND, target
 from swarm.requests import Pending, pending_requests
 
 TEXT_MAX = 120
@@ -57,7 +60,8 @@ class RequestView:
     kind: str
     teammate: str
     tool: str
-    summary: str
+    summary: str  # what it asks, unescaped: the real input in full (a Bash command), or a
+    # plan's first line; never the teammate's description of a permission request
     age_s: float | None
 
 
@@ -186,9 +190,10 @@ def _structured(entry: InboxEntry) -> Any:
 
 
 def _request_view(pending: Pending, now: int) -> RequestView:
-    summary = _clip(pending.description) or _clip(
-        " ".join(f"{k}={v}" for k, v in pending.input.items())
-    )
+    if pending.kind == PLAN_KIND:
+        summary = _clip(pending.description) or "(an empty plan)"
+    else:
+        summary = target(pending.tool, pending.input)
     return RequestView(
         pending.id,
         pending.kind,
@@ -222,7 +227,9 @@ _FACTS: dict[str, Callable[[Any], str]] = {
     "shutdown_rejected": lambda m: m.reason,
     "plan_approval_request": lambda m: _clip(m.planContent),
     "plan_approval_response": lambda m: "approved" if m.approved else f"rejected: {m.feedback}",
-    "permission_request": lambda m: f"{m.tool_name}: {_clip(m.description)}",
+    "permission_request": lambda m: (
+        f"{m.tool_name}: {printable_line(target(m.tool_name, m.input))}"
+    ),
     "permission_response": lambda m: "approved" if m.approved else f"denied: {m.error}",
     "sandbox_permission_request": lambda m: f"network {m.hostPattern.host}",
     "sandbox_permission_response": lambda m: f"{m.host} {'allowed' if m.allow else 'denied'}",

@@ -3,12 +3,15 @@
 Sections: a header line; one row per member (state, current task, last activity and its age,
 turns and model calls, tokens in (cached) / out, estimated cost); the task board by status (every
 in-progress and pending task, the last `COMPLETED_SHOWN` completed ones); the requests waiting
-for the lead; the last messages to the lead; the team's totals.
+for the lead (each with its real input in full, not the teammate's description of it); the last
+messages to the lead; the team's totals. Every string read from a file is escaped with
+`protocols.printable.printable_line`.
 """
 
 from __future__ import annotations
 
 from protocols.names import LEAD_NAME
+from protocols.printable import printable_line
 from protocols.task import list_line
 from swarm.snapshot import MemberView, TeamView
 
@@ -68,14 +71,14 @@ def _clip(text: str, width: int) -> str:
 
 def _row(member: MemberView) -> tuple[str, ...]:
     activity = (
-        f"{_clip(member.activity, ACTIVITY_WIDTH)} ({ago(member.activity_age_s)})"
+        f"{_clip(printable_line(member.activity), ACTIVITY_WIDTH)} ({ago(member.activity_age_s)})"
         if member.activity
         else "-"
     )
     return (
-        member.name,
-        state_label(member.state),
-        _clip(member.task, TASK_WIDTH) if member.task else "-",
+        printable_line(member.name),
+        printable_line(state_label(member.state)),
+        _clip(printable_line(member.task), TASK_WIDTH) if member.task else "-",
         activity,
         str(member.turns),
         str(member.requests),
@@ -116,19 +119,20 @@ def render(view: TeamView) -> str:
         shown = listed[-COMPLETED_SHOWN:] if status == "completed" else listed
         if len(shown) < len(listed):
             lines.append(f"    ... {len(listed) - len(shown)} earlier")
-        lines += [f"    {list_line(t)}" for t in shown]
+        lines += [f"    {printable_line(list_line(t))}" for t in shown]
 
     lines.append("")
     lines.append(f"requests waiting ({waiting})")
     for r in view.requests:
-        lines.append(f"  {r.id}  {r.teammate}  {r.tool}: {r.summary}  ({ago(r.age_s)})")
+        asks = printable_line(f"{r.id}  {r.teammate}  {r.tool}: {r.summary}")
+        lines.append(f"  {asks}  ({ago(r.age_s)})")
     if not view.requests:
         lines.append("  none")
 
     lines.append("")
     lines.append(f"last messages to {LEAD_NAME}")
     for m in view.messages:
-        lines.append(f"  {m.sender}: {m.text}  ({ago(m.age_s)})")
+        lines.append(f"  {printable_line(f'{m.sender}: {m.text}')}  ({ago(m.age_s)})")
     if not view.messages:
         lines.append("  none")
 

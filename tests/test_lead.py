@@ -168,9 +168,9 @@ def test_the_team_files_auto_approval_rules_answer_matching_requests(
             input={"command": command},
             color="blue",
         )
-    lead.expect("approved by the team's rules: Bash Run: ls -la")
-    lead.expect("denied by the team's rules: Bash Run: rm -rf build")
-    lead.expect("asks: Bash Run: make")
+    lead.expect("approved by the team's rules: Bash: ls -la")
+    lead.expect("denied by the team's rules: Bash: rm -rf build")
+    lead.expect("asks: Bash: make [perm-")
     answers = [m for m in (e.structured() for e in mailbox.read_all("alice")) if m is not None]
     assert [a.approved for a in answers] == [True, False]
     assert [p.description for p in pending_requests(team.paths)] == ["Run: make"]

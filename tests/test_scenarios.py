@@ -208,7 +208,7 @@ def test_3_a_plan_is_rejected_with_feedback_then_approved_then_edits_happen(
         "sonnet",
     )
     lead.type("Spawn bob to refactor util.py, plan first.")
-    lead.expect("bob: asks: ExitPlanMode a plan:", "bob's first plan")
+    lead.expect("bob: asks: ExitPlanMode: a plan [plan_approval-", "bob's first plan")
     assert (workdir / "util.py").read_text().startswith("def f(")  # plan mode: no edit yet
     lead.type("n say which callers you will update")
     lead.expect("denied plan_approval_request")
@@ -298,13 +298,13 @@ def test_5_a_command_the_mode_does_not_allow_waits_for_an_approval_from_another_
         "sonnet",
     )
     lead.type("Spawn carol to make two files.")
-    lead.expect("carol: asks: Bash Run: echo approved > a.txt")
+    lead.expect("carol: asks: Bash: echo approved > a.txt")
     listed = swarm("permissions", "--json")
     (request,) = json.loads(listed.stdout)
     assert request["teammate"] == "carol" and request["tool"] == "Bash"
     assert swarm("approve", request["id"]).returncode == 0  # another terminal
     wait_for(lambda: (workdir / "a.txt").exists(), "the approved command to run")
-    lead.expect("carol: asks: Bash Run: echo denied > d.txt")
+    lead.expect("carol: asks: Bash: echo denied > d.txt")
     lead.type("n not that one")
     lead.expect(
         "carol: second command: Permission to use Bash was denied by team-lead: not that one"

@@ -249,7 +249,7 @@ def test_requests_and_messages_with_ages_from_a_fixed_clock(
     )
     view = snapshot(paths, now_ms=NOW, messages=5)
     assert view.requests == [
-        RequestView("legacy-1", "file", "bob", "Write", "file_path=notes.md", 60.0),
+        RequestView("legacy-1", "file", "bob", "Write", "notes.md", 60.0),
         RequestView("perm-1", "permission_request", "alice", "Bash", "rm -rf build", 5.0),
     ]
     assert [r.id for r in view.requests] == [p.id for p in pending_requests(paths)]

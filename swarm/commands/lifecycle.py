@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from protocols.printable import printable_line
 from swarm.cli_common import backend_option, ids_text, paths_for, team_option
 from swarm.lifecycle import request_shutdown, spawn_member
 from teammate.options import PERMISSION_MODES
@@ -131,6 +132,8 @@ def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: st
         )
         return
     click.echo(
-        f"{name}: {result.outcome}: {result.reason} (use --force to stop it anyway)", err=True
+        f"{name}: {result.outcome}: {printable_line(result.reason)} "
+        "(use --force to stop it anyway)",
+        err=True,
     )
     sys.exit(1)

@@ -3,10 +3,9 @@ output log of its process."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from protocols.printable import printable, printable_json
 from swarm.cli_common import json_option, paths_for, team_option
 from swarm.errors import SwarmError
 from swarm.logs import ActivityLog, LogEvent, ProcessLog, RawTranscript, follow
@@ -42,15 +41,15 @@ def logs(
     else:
         source = ActivityLog(paths, name)
         if source.note:
-            click.echo(f"swarm: {source.note}", err=True)
+            click.echo(f"swarm: {printable(source.note)}", err=True)
     events = source.poll()
     events = events[len(events) - count :] if count is not None else events
     if as_json and not following:
-        click.echo(json.dumps([e.to_json() for e in events], indent=2, ensure_ascii=False))
+        click.echo(printable_json([e.to_json() for e in events], indent=2))
         return
 
     def show(event: LogEvent) -> None:
-        click.echo(json.dumps(event.to_json(), ensure_ascii=False) if as_json else event.line())
+        click.echo(printable_json(event.to_json()) if as_json else event.line())
 
     for event in events:
         show(event)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -12,10 +11,12 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli_common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
+from swarm.request_text import target
 
 
 @click.command()
@@ -32,7 +33,7 @@ def send(to: str, text: str, sender: str, summary: str | None, team: str) -> Non
     written = Mailbox(paths).send(to, text, sender=sender, summary=summary, color=color)
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {team!r}")
-    click.echo(f"sent to {', '.join(_recipients(paths, to, sender))}")
+    click.echo(printable_line(f"sent to {', '.join(_recipients(paths, to, sender))}"))
 
 
 def _recipients(paths: TeamPaths, to: str, sender: str) -> list[str]:
@@ -90,12 +91,20 @@ def _follow(mailbox: Mailbox, name: str, as_json: bool, mark_read: bool) -> None
 def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False) -> None:
     rows = [entry_json(e) for e in entries]
     if lines:
-        for row in rows:
-            click.echo(json.dumps(row, ensure_ascii=False) if as_json else _entry_line(row))
+        for entry, row in zip(entries, rows, strict=True):
+            click.echo(printable_json(row) if as_json else _entry_line(row, entry))
         return
-    emit(rows, as_json, lambda rs: "\n".join(_entry_line(r) for r in rs) or "no messages")
+    text = "\n".join(_entry_line(r, e) for r, e in zip(rows, entries, strict=True))
+    emit(rows, as_json, lambda _: text or "no messages")
 
 
-def _entry_line(r: dict[str, Any]) -> str:
+def _entry_line(r: dict[str, Any], entry: InboxEntry) -> str:
+    """One entry, escaped; a message's further lines indented (none passes for an entry). A
+    permission request shows its tool and real input, not the summary its sender wrote."""
     body = r["text"] if r["type"] == "message" else r.get("summary") or r["text"][:100]
-    return f"{r['timestamp']} {'  ' if r.get('read') else '* '}{r['from']:<12} [{r['type']}] {body}"
+    if r["type"] == "permission_request":
+        asked = entry.structured()
+        body = printable_line(f"{asked.tool_name}: {target(asked.tool_name, asked.input)}")
+    body = printable(str(body)).replace("\n", "\n    ")
+    when, sender = printable_line(str(r["timestamp"])), printable_line(str(r["from"]))
+    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} [{r['type']}] {body}"

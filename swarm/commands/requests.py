@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from protocols.printable import printable_json, printable_line
 from swarm import requests as requests_mod
 from swarm.cli_common import emit, json_option, paths_for, team_option
 
@@ -22,8 +23,8 @@ def permissions(as_json: bool, team: str) -> None:
         as_json,
         lambda ps: (
             "\n".join(
-                f"{p['id']}  {p['kind']:<27} {p['teammate']:<12} {p['tool']:<12} "
-                f"{json.dumps(p['input'], ensure_ascii=False)[:80]}"
+                printable_line(f"{p['id']}  {p['kind']:<27} {p['teammate']:<12} {p['tool']:<12} ")
+                + printable_json(p["input"])  # in full: what approving lets the teammate do
                 for p in ps
             )
             or "no pending requests"
@@ -56,7 +57,7 @@ def approve(
         updated_input=new_input,
         permission_mode=mode,
     )
-    click.echo(f"approved {done.kind} {request_id} from {done.teammate}")
+    click.echo(f"approved {done.kind} {request_id} from {printable_line(done.teammate)}")
 
 
 @click.command()
@@ -66,7 +67,7 @@ def approve(
 def deny(request_id: str, reason: str | None, team: str) -> None:
     """Deny a pending request."""
     done = requests_mod.answer(paths_for(team), request_id, approve=False, text=reason)
-    click.echo(f"denied {done.kind} {request_id} from {done.teammate}")
+    click.echo(f"denied {done.kind} {request_id} from {printable_line(done.teammate)}")
 
 
 def _json_object(text: str) -> dict[str, Any]:

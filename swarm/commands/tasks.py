@@ -10,6 +10,7 @@ import click
 
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
+from protocols.printable import printable, printable_line
 from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
@@ -64,7 +65,7 @@ def task_add(
 def task_list(as_json: bool, team: str) -> None:
     """List tasks (Claude Code's TaskList format)."""
     tasks = TaskBoard(paths_for(team)).list()
-    text = "\n".join(list_line(t) for t in tasks) or "No tasks found"
+    text = "\n".join(printable_line(list_line(t)) for t in tasks) or "No tasks found"
     emit([t.to_json_dict() for t in tasks], as_json, lambda _: text)
 
 
@@ -80,23 +81,28 @@ def task_show(task_id: str, as_json: bool, team: str) -> None:
         as_json,
         lambda t: "\n".join(
             [
-                f"Task #{t['id']}: {t['subject']}",
+                f"Task #{printable_line(t['id'])}: {printable_line(t['subject'])}",
                 f"Status: {t['status']}",
-                f"Description: {t['description']}",
+                f"Description: {_block(t['description'])}",
             ]
-            + ([f"Owner: {t['owner']}"] if t.get("owner") else [])
+            + ([f"Owner: {printable_line(t['owner'])}"] if t.get("owner") else [])
             + (
-                [f"Blocked by: {', '.join('#' + b for b in t['blockedBy'])}"]
+                [f"Blocked by: {printable_line(', '.join('#' + b for b in t['blockedBy']))}"]
                 if t["blockedBy"]
                 else []
             )
             + (
-                [f"Metadata: {json.dumps(t['metadata'], ensure_ascii=False)}"]
+                [f"Metadata: {printable_line(json.dumps(t['metadata'], ensure_ascii=False))}"]
                 if t.get("metadata")
                 else []
             )
         ),
     )
+
+
+def _block(text: str) -> str:
+    """Multi-line text, escaped, its further lines indented (none passes for a field)."""
+    return printable(text).replace("\n", "\n  ")
 
 
 @task.command("update")
@@ -136,7 +142,9 @@ def task_update(
     board = TaskBoard(paths, Mailbox(paths))
     board.require(task_id)
     updated = board.update(task_id, actor=LEAD_NAME, **changes)
-    click.echo(f"deleted task #{task_id}" if updated is None else list_line(updated))
+    click.echo(
+        f"deleted task #{task_id}" if updated is None else printable_line(list_line(updated))
+    )
 
 
 @task.command("claim")
@@ -152,4 +160,4 @@ def task_claim(task_id: str, agent: str, team: str) -> None:
     if not result.success:
         click.echo(str(result.reason), err=True)
         sys.exit(1)
-    click.echo(list_line(result.task))
+    click.echo(printable_line(list_line(result.task)))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from protocols.printable import printable_json, printable_line
 from swarm.backends.base import BACKEND_KINDS
 from swarm.cli_common import paths_for
 from swarm.teamfile import load_team_file
@@ -54,7 +55,7 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
     plan = plan_up(load_team_file(team_file), backend=backend)
     if dry_run:
         if as_json:
-            click.echo(json.dumps(plan.to_json(), indent=2, ensure_ascii=False))
+            click.echo(printable_json(plan.to_json(), indent=2))
         else:
             click.echo("\n".join(plan_lines(plan)))
         return
@@ -100,7 +101,7 @@ def departure_line(departure: Departure, wait_s: float) -> str:
         "dead": "had already stopped; removed",
         "starting": "had not started; removed",
     }.get(outcome, f"{outcome}{why}")
-    return f"{departure.name}: {text}"
+    return printable_line(f"{departure.name}: {text}")
 
 
 def plan_lines(plan: UpPlan) -> list[str]:

@@ -8,6 +8,7 @@ import click
 
 from protocols.names import validate_name
 from protocols.paths import TeamPaths, config_root
+from protocols.printable import printable_line
 from protocols.team import TeamFile
 from swarm.cli_common import emit, json_option, paths_for
 from swarm.lifecycle import delete_team
@@ -55,7 +56,8 @@ def team_list(as_json: bool) -> None:
         as_json,
         lambda rs: (
             "\n".join(
-                f"{r['name']:<24} {r['members']} members  {r['description'] or ''}" for r in rs
+                printable_line(f"{r['name']:<24} {r['members']} members  {r['description'] or ''}")
+                for r in rs
             )
             or "no teams"
         ),
@@ -72,10 +74,12 @@ def team_show(name: str, as_json: bool) -> None:
         config.to_json_dict(),
         as_json,
         lambda c: "\n".join(
-            [f"{c['name']}: {c.get('description') or ''}"]
+            [printable_line(f"{c['name']}: {c.get('description') or ''}")]
             + [
-                f"  {m['name']:<16} {m.get('agentType') or '':<16} {m.get('color') or '':<8} "
-                f"{m.get('backendType') or ''} {m.get('tmuxPaneId') or ''}"
+                printable_line(
+                    f"  {m['name']:<16} {m.get('agentType') or '':<16} {m.get('color') or '':<8} "
+                    f"{m.get('backendType') or ''} {m.get('tmuxPaneId') or ''}"
+                )
                 for m in c["members"]
             ]
         ),
@@ -88,5 +92,5 @@ def team_show(name: str, as_json: bool) -> None:
 def team_delete(name: str, force: bool) -> None:
     """Delete team NAME: its teams/NAME and tasks/NAME directories."""
     for result in delete_team(paths_for(name), force):
-        click.echo(f"shut down {result.name}: {result.outcome}")
+        click.echo(printable_line(f"shut down {result.name}: {result.outcome}"))
     click.echo(f"deleted team {name!r}")

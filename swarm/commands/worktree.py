@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from protocols.printable import printable
 from swarm.cli_common import emit, json_option
 from swarm.errors import SwarmError
 from teammate.worktree import (
@@ -84,7 +85,7 @@ def list_command(repo: Path, as_json: bool) -> None:
 def diff_command(name: str, repo: Path) -> None:
     """The commits and changes in worktree NAME since it was made."""
     try:
-        click.echo(diff(_find(repo, name)), nl=False)
+        click.echo(printable(diff(_find(repo, name))), nl=False)  # teammates wrote the files
     except WorktreeError as exc:
         raise SwarmError(str(exc)) from None
 
@@ -95,7 +96,7 @@ def diff_command(name: str, repo: Path) -> None:
 def merge_command(name: str, repo: Path) -> None:
     """Merge worktree NAME's branch into the current branch (stops cleanly on a conflict)."""
     try:
-        click.echo(merge(_find(repo, name), repo))
+        click.echo(printable(merge(_find(repo, name), repo)))
     except WorktreeError as exc:
         raise SwarmError(str(exc)) from None
 
