@@ -1,8 +1,10 @@
 """The lead agent: a Claude agent loop (teammate's `AgentLoop`) with the team-management tools,
 run on its own thread so the console keeps showing messages and requests while it thinks.
 
-What the human types and what teammates send reach it in order: a turn's input is queued, and
-events that arrive while a turn runs are handed over between its model calls (`LeadLink`).
+What the human types is queued, one turn each, in order. Teammates' messages reach it in the
+order they arrive, each once: between a running turn's model calls, or (when no turn is running
+or one ends before taking them) as the input of a turn of their own. `LeadLink` keeps them and
+whether a turn runs under one lock; the queue then only carries a wake-up, never the messages.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ Working directory: {cwd}
 """
 
 
+class _Wake:
+    """Queued when teammates' messages wait and no turn is running to take them."""
+
+
+_WAKE = _Wake()
+
+
 class LeadAgent:
     def __init__(
         self,
@@ -69,9 +78,7 @@ class LeadAgent:
             reporter=self.reporter,
             say=lambda text: say(f"lead: {text}"),
         )
-        self._inputs: queue.Queue[str | None] = queue.Queue()
-        self._lock = threading.Lock()
-        self.busy = False
+        self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
 
     def start(self) -> LeadAgent:
@@ -86,31 +93,38 @@ class LeadAgent:
         """A person's message: the agent's next turn (queued behind a running one)."""
         self._inputs.put(text)
 
+    @property
+    def busy(self) -> bool:
+        """Is a turn running?"""
+        return self.link.busy
+
     def hand_over(self, entries: list[InboxEntry]) -> None:
-        """Teammate events: between the current turn's model calls, or as a new turn."""
-        with self._lock:
-            if self.busy:
-                self.link.arrived.extend(entries)
-                return
-        self._inputs.put(format_for_model(entries))
+        """Teammate events (the console's thread): between the current turn's model calls, or
+        as a new turn."""
+        if entries and not self.link.deliver(entries):
+            self._inputs.put(_WAKE)
 
     def _run(self) -> None:
-        while (text := self._inputs.get()) is not None:
-            with self._lock:
-                self.busy = True
-            self.reporter.set("working", "thinking")
+        while (item := self._inputs.get()) is not None:
+            self.link.begin_turn()
             try:
-                result = self.loop.run(text)
-                if result.stop == "max_turns":
-                    self.say(f"lead: stopped after {result.turns} model turns")
-            except ModelError as exc:
-                self.say(f"lead: the model call failed: {exc}")
-            except Exception as exc:  # the console must outlive any bug in a turn
-                self.say(f"lead: the turn failed: {type(exc).__name__}: {exc}")
+                if isinstance(item, str):
+                    self._turn(item)
+                elif arrived := self.link.between_turns():  # else an earlier turn took them
+                    self._turn(format_for_model(arrived))
             finally:
-                with self._lock:
-                    self.busy = False
-                    left = self.link.between_turns()  # arrived after the last model call
-                if left:
-                    self._inputs.put(format_for_model(left))
-                self.reporter.set("idle", "waiting")
+                if self.link.end_turn():  # delivered after the turn's last take
+                    self._inputs.put(_WAKE)
+
+    def _turn(self, text: str) -> None:
+        self.reporter.set("working", "thinking")
+        try:
+            result = self.loop.run(text)
+            if result.stop == "max_turns":
+                self.say(f"lead: stopped after {result.turns} model turns")
+        except ModelError as exc:
+            self.say(f"lead: the model call failed: {exc}")
+        except Exception as exc:  # the console must outlive any bug in a turn
+            self.say(f"lead: the turn failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.reporter.set("idle", "waiting")

@@ -4,11 +4,17 @@ AnswerPermission, with Claude Code's names, inputs and result texts.
 They act through `ctx.team`, a `LeadLink`: the team's files plus how to spawn (backend,
 working directory, the lead's model). Teammates never get these tools, so a teammate cannot
 spawn teammates.
+
+`LeadLink` also owns the hand-over of teammates' messages from the console thread to the lead
+agent's thread: the messages waiting for the agent and whether a turn is running, both under
+one lock, so a message is never lost between a hand-over and a take.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -16,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -39,7 +46,12 @@ class LeadLink:
     delegated_approvals: bool = False  # may the agent answer permission requests itself?
     name: str = LEAD_NAME
     color: str | None = None
-    arrived: list[Any] = field(default_factory=list)  # filled by the console between turns
+    # the hand-over (console thread -> agent thread): `_lock` guards `_arrived` and `_busy`
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+    _arrived: list[InboxEntry] = field(default_factory=list, init=False, repr=False, compare=False)
+    _busy: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def mailbox(self) -> Mailbox:
@@ -58,9 +70,44 @@ class LeadLink:
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self.mailbox.send(to, body, sender=self.name, summary=summary)
 
-    def between_turns(self) -> list[Any]:
-        taken, self.arrived[:] = list(self.arrived), []
+    # the hand-over of teammates' messages
+
+    @property
+    def busy(self) -> bool:
+        """Is a turn running (between `begin_turn` and `end_turn`)?"""
+        with self._lock:
+            return self._busy
+
+    def deliver(self, entries: list[InboxEntry]) -> bool:
+        """Keep teammates' messages for the agent (any thread). True if a turn is running: it
+        takes them between its model calls, or `end_turn` reports them. False: no turn is, so
+        the caller must wake the agent to take them (`between_turns`) in a turn of their own."""
+        with self._lock:
+            self._arrived.extend(entries)
+            return self._busy
+
+    def begin_turn(self) -> None:
+        """The agent's thread starts a turn: messages delivered from now on are its to take."""
+        with self._lock:
+            self._busy = True
+
+    def end_turn(self) -> bool:
+        """The agent's thread ends its turn. True if messages wait that it did not take
+        (delivered after its last take): the caller must wake the agent for them."""
+        with self._lock:
+            self._busy = False
+            return bool(self._arrived)
+
+    def between_turns(self) -> list[InboxEntry]:
+        """Take every message delivered so far, oldest first (the agent's thread)."""
+        with self._lock:
+            taken, self._arrived = self._arrived, []
         return taken
+
+    def pause(self, seconds: float, why: str) -> None:
+        """Wait before the agent loop retries a failing model call (the console, on its own
+        thread, keeps showing what arrives meanwhile)."""
+        time.sleep(seconds)
 
 
 def _link(ctx: ToolContext) -> LeadLink:
