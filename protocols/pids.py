@@ -188,6 +188,22 @@ def stop_processes(
     return targets
 
 
+def stop_carriers(token: str, timeout: float = 2.0) -> list[int]:
+    """Stop the processes (other than this one) that carry `token`: what a process started and
+    left running when it exits. SIGTERM, up to `timeout` seconds, then SIGKILL."""
+    if not token:
+        return []
+    targets = carrying_token(token)
+    _signal_all(targets, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while time.monotonic() < deadline and set(carrying_token(token)) & set(targets):
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.05)
+    _signal_all(carrying_token(token), signal.SIGKILL)
+    return targets
+
+
 def _still_ours(identity: ProcessIdentity, pids: list[int]) -> list[int]:
     ours = set(processes_of(identity))
     return [pid for pid in pids if pid in ours]

@@ -1,7 +1,12 @@
 """What the leader knows about members' processes: alive, idle, working or dead; and reaping.
 
-A member's process is found from its member entry: the ``pid`` key a swarm teammate writes when
-it starts. Everything here reads files and asks the kernel; it never asks a teammate.
+A member's process is known from its member entry by identity, never by pid alone: ``pid`` and
+``pidStart`` (its start time) written when it was spawned and again by the teammate when it
+joins, and ``processToken``, which everything it starts carries (`protocols.pids`). A pid that
+now belongs to a process that started later is a stranger: the member is dead, and the stranger
+is never signalled. A member that has no process yet is ``starting`` while the ``swarm spawn``
+that added it (``spawnedBy``) is alive, and dead once that is gone without having started it.
+Everything here reads files and asks the kernel; it never asks a teammate.
 """
 
 from __future__ import annotations
@@ -12,26 +17,40 @@ from protocols.mailbox import Mailbox
 from protocols.messages import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.pids import pid_alive
+from protocols.pids import ProcessIdentity, stop_processes
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.backends import Spawned, choose_backend
 from swarm.isolation import release
+from swarm.requests import close_requests
+
+
+def member_identity(member: Member) -> ProcessIdentity | None:
+    """The member's process as its entry records it (None: no process recorded yet)."""
+    return ProcessIdentity.from_value(member.model_extra or {})
 
 
 def member_pid(member: Member) -> int | None:
-    pid = (member.model_extra or {}).get("pid")
-    return pid if isinstance(pid, int) else None
+    identity = member_identity(member)
+    return identity.pid if identity is not None else None
+
+
+def spawner_of(member: Member) -> ProcessIdentity | None:
+    """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
+    return ProcessIdentity.from_value((member.model_extra or {}).get("spawnedBy"))
 
 
 def member_state(member: Member) -> str:
     """``lead``, ``working``, ``idle``, ``dead``, or ``starting`` (no process recorded yet)."""
     if member.name == LEAD_NAME:
         return "lead"
-    pid = member_pid(member)
-    if pid is None:
+    identity = member_identity(member)
+    if identity is None:
+        spawner = spawner_of(member)
+        if spawner is not None and not spawner.alive():
+            return "dead"  # its spawn was killed before it started the teammate
         return "starting"
-    if not pid_alive(pid):
+    if not identity.alive():
         return "dead"
     return "working" if member.isActive else "idle"
 
@@ -46,7 +65,9 @@ class Reaped:
 def reap(paths: TeamPaths) -> list[Reaped]:
     """Remove members whose process is gone; their unfinished tasks go back to ``pending``.
 
-    The lead is told with a ``teammate_terminated`` message in its inbox.
+    What a dead member left running (its process group, whatever carries its token) is stopped
+    first, so a task it held never runs twice at once. The lead is told with a
+    ``teammate_terminated`` message in its inbox.
     """
     team = TeamFile(paths)
     board = TaskBoard(paths)
@@ -55,34 +76,52 @@ def reap(paths: TeamPaths) -> list[Reaped]:
     for member in team.load().members:
         if member_state(member) != "dead":
             continue
+        stop_leftovers(member)
         released = [t.id for t in board.release_all(member.name)]
+        close_requests(paths, member.name, "its process is gone")
         team.remove_member(member.name)
         release(paths, member)  # its worktree: removed if unchanged, else reported
+        pid = member_pid(member)
+        gone = f"pid {pid} is gone" if pid else "it never started"
         note = TeammateTerminated(
-            message=f"{member.name} has stopped (pid {member_pid(member)} is gone); "
+            message=f"{member.name} has stopped ({gone}); "
             f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
         )
         mailbox.send(LEAD_NAME, note, sender=LEAD_NAME)
-        reaped.append(Reaped(member.name, member_pid(member), released))
+        reaped.append(Reaped(member.name, pid, released))
     return reaped
+
+
+def stop_leftovers(member: Member, timeout: float = 5.0) -> list[int]:
+    """Stop what a member started and left running (its process is dead or a stranger now)."""
+    identity = member_identity(member)
+    token = (member.model_extra or {}).get("processToken")
+    if identity is None and isinstance(token, str) and token:
+        identity = ProcessIdentity(0, None, token)  # never started: only its token to go by
+    return stop_processes(identity, timeout) if identity is not None else []
 
 
 def spawned_of(member: Member) -> Spawned | None:
     """How the member was started, from its entry (None for a member swarm did not start)."""
-    pid = member_pid(member)
+    identity = member_identity(member)
     pane = member.tmuxPaneId if member.tmuxPaneId not in ("", "in-process") else ""
+    pid, start, token = (
+        (identity.pid, identity.start, identity.token) if identity else (0, None, None)
+    )
     if member.backendType == "tmux" and pane:
         socket = (member.model_extra or {}).get("tmuxSocket")
-        return Spawned("tmux", pane, pid or 0, socket if isinstance(socket, str) else None)
-    if pid is not None:
-        return Spawned("subprocess", "", pid, None)
+        return Spawned("tmux", pane, pid, socket if isinstance(socket, str) else None, start, token)
+    if identity is not None:
+        return Spawned("subprocess", "", pid, None, start, token)
     return None
 
 
 def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
-    """Stop a member's process (SIGTERM, then SIGKILL after `timeout`) and close its pane."""
+    """Stop a member's process and everything it started (SIGTERM, then SIGKILL after
+    `timeout`) and close its pane; strangers that took a recorded pid are left alone."""
     spawned = spawned_of(member)
     if spawned is None:
+        stop_leftovers(member, timeout)
         return
     socket = spawned.socket_name
     backend = choose_backend(spawned.backend_type, socket_name=socket)

@@ -3,7 +3,12 @@ error class, the environment a teammate gets, and the process helpers (alive, si
 
 A teammate's environment is built the same way by every backend: a minimal base (``PATH``,
 ``HOME``), then the variables Claude Code passes to its teammates (`passthrough_env`), then the
-request's own ``env``. Nothing here starts a process.
+request's own ``env`` and its ``SWARM_PROCESS_TOKEN``, which everything the teammate starts
+inherits. Nothing here starts a process.
+
+Processes are known by identity (`protocols.pids.ProcessIdentity`: pid, start time, token), so
+stopping a teammate never signals a stranger that was given its pid, and reaches the commands it
+left running even when the teammate itself is already dead.
 """
 
 from __future__ import annotations
@@ -11,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from protocols.pids import pid_alive
+from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, stop_processes
 from swarm.errors import SwarmError
 
 BACKEND_KINDS = ("auto", "tmux", "subprocess")
@@ -67,6 +71,11 @@ class SpawnRequest:
     cwd: Path
     env: dict[str, str]  # extra environment for the child, on top of `passthrough_env`
     log_path: Path  # where a subprocess member's stdout/stderr go (created with parents)
+    token: str | None = None  # SWARM_PROCESS_TOKEN: carried by everything the teammate starts
+
+    def child_env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        token = {TOKEN_VARIABLE: self.token} if self.token else {}
+        return child_env(environ, {**self.env, **token})
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,12 @@ class Spawned:
     pane_id: str  # tmux "%12"; "" for subprocess
     pid: int  # the teammate process's pid (for tmux: the pane's process, which is the teammate)
     socket_name: str | None  # tmux -L socket name when a private server is used, else None
+    start: int | None = None  # the process's start time (clock ticks since boot)
+    token: str | None = None  # SWARM_PROCESS_TOKEN of the teammate and what it starts
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        return ProcessIdentity(self.pid, self.start, self.token)
 
 
 class SpawnBackend(Protocol):
@@ -91,15 +106,28 @@ def passthrough_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables of `environ` a teammate needs, as Claude Code passes them (only those set)."""
     passed = {name: environ[name] for name in PASSTHROUGH_NAMES if name in environ}
     passed.update(
-        (name, value) for name, value in environ.items() if name.startswith(PASSTHROUGH_PREFIXES)
+        (name, value)
+        for name, value in environ.items()
+        if name.startswith(PASSTHROUGH_PREFIXES) and name != TOKEN_VARIABLE  # each has its own
     )
     return passed
 
 
 def child_env(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
     """The whole environment of a teammate: base, then `passthrough_env(environ)`, then `extra`."""
-    base = {"PATH": os.defpath, "HOME": pwd.getpwuid(os.getuid()).pw_dir}
+    base = {"PATH": os.defpath, "HOME": home_directory(environ)}
     return {**base, **passthrough_env(environ), **extra}
+
+
+def home_directory(environ: Mapping[str, str]) -> str:
+    """``$HOME``, else the user's home from the password database, else ``/`` (a uid with no
+    passwd entry, as in many containers, has none)."""
+    if environ.get("HOME"):
+        return environ["HOME"]
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return "/"
 
 
 def check_request(request: SpawnRequest) -> None:
@@ -160,30 +188,17 @@ def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 
         interval = min(interval * 2, 0.05)
 
 
-def signal_group(pid: int, sig: signal.Signals) -> None:
-    """Send `sig` to the process group `pid` leads, or to `pid` alone if it leads none."""
-    try:
-        group = os.getpgid(pid)
-    except ProcessLookupError:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        if group == pid:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
+def terminate(
+    identity: ProcessIdentity, timeout: float, alive: Callable[[], bool] | None = None
+) -> None:
+    """Stop the process `identity` and everything it started (its process group, whatever
+    carries its token), even if it is already dead: SIGTERM, up to `timeout` seconds, SIGKILL.
+    A pid that now belongs to another process is never signalled.
 
-
-def terminate(pid: int, timeout: float, alive: Callable[[], bool] | None = None) -> None:
-    """SIGTERM `pid`'s group, wait up to `timeout` seconds for it to die, then SIGKILL the group.
-
-    `alive` is how to tell (default: `pid_alive`); a backend that can reap passes one that does.
+    `alive` is how to tell the process itself is still there (default: the identity check); a
+    backend that can reap passes one that does.
     """
-    is_alive = alive or (lambda: pid_alive(pid))
-    if not is_alive():
-        return
-    signal_group(pid, signal.SIGTERM)
-    if wait_until(lambda: not is_alive(), timeout):
-        return
-    signal_group(pid, signal.SIGKILL)
-    if not wait_until(lambda: not is_alive(), 5.0):
-        raise SpawnError(f"process {pid} is still running 5 s after SIGKILL")
+    is_alive = alive or identity.alive
+    stop_processes(identity, timeout)
+    if is_alive() and not wait_until(lambda: not is_alive(), 5.0):
+        raise SpawnError(f"process {identity.pid} is still running 5 s after SIGKILL")

@@ -13,13 +13,12 @@ import subprocess
 from collections.abc import Mapping
 
 from protocols import safefs
+from protocols.pids import start_time
 from swarm.backends.base import (
     Spawned,
     SpawnError,
     SpawnRequest,
     check_request,
-    child_env,
-    pid_alive,
     reap_child,
     terminate,
 )
@@ -49,7 +48,7 @@ class SubprocessBackend:
                 child = subprocess.Popen(
                     request.argv,
                     cwd=request.cwd,
-                    env=child_env(environ, request.env),
+                    env=request.child_env(environ),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -61,18 +60,20 @@ class SubprocessBackend:
                     f"cannot start {request.name!r}: {request.argv[0]!r}: {error}"
                 ) from error
         self._children[child.pid] = child
-        return Spawned(self.backend_type, "", child.pid, None)
+        start = start_time(child.pid)
+        return Spawned(self.backend_type, "", child.pid, None, start, request.token)
 
     def is_alive(self, spawned: Spawned) -> bool:
         child = self._children.get(spawned.pid)
         if child is not None:
             return child.poll() is None
         reap_child(spawned.pid)
-        return pid_alive(spawned.pid)
+        return spawned.identity.alive()
 
     def stop(self, spawned: Spawned, timeout: float = 5.0) -> None:
-        """SIGTERM the child's process group, wait up to `timeout` s, then SIGKILL; reap it."""
-        terminate(spawned.pid, timeout, alive=lambda: self.is_alive(spawned))
+        """SIGTERM the child and everything it started, wait up to `timeout` s, then SIGKILL;
+        reap it. A pid that now belongs to another process is never signalled."""
+        terminate(spawned.identity, timeout, alive=lambda: self.is_alive(spawned))
         child = self._children.pop(spawned.pid, None)
         if child is not None:
             child.wait()

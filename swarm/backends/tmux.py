@@ -27,14 +27,13 @@ import libtmux
 from libtmux import common as tmux_common
 from libtmux import exc as tmux_exc
 
+from protocols.pids import start_time
 from swarm.backends.base import (
     Spawned,
     SpawnError,
     SpawnRequest,
     check_request,
-    child_env,
     parent_pid,
-    pid_alive,
     pid_exists,
     terminate,
     wait_until,
@@ -91,7 +90,7 @@ class TmuxBackend:
             "-c",
             _format_literal(os.path.abspath(request.cwd)),
         ]
-        for key, value in child_env(self.environ, request.env).items():
+        for key, value in request.child_env(self.environ).items():
             create += ["-e", f"{key}={value}"]
         command = ["--", *request.argv]
         if len(request.argv) == 1:  # one word would go to `default-shell -c`: exec it directly
@@ -108,7 +107,8 @@ class TmuxBackend:
         pane_id, _, pid_text = created.partition("\t")
         if not pane_id.startswith("%") or not pid_text.isdigit():
             raise SpawnError(f"cannot start {request.name!r}: tmux answered {created!r}")
-        spawned = Spawned(self.backend_type, pane_id, int(pid_text), socket)
+        pid = int(pid_text)
+        spawned = Spawned(self.backend_type, pane_id, pid, socket, start_time(pid), request.token)
         self._dress(server, spawned, request.name)
         return spawned
 
@@ -191,23 +191,26 @@ class TmuxBackend:
         state = self._pane_state(spawned)
         if state is None:
             return False
-        return not state.dead and state.pid == spawned.pid and pid_alive(state.pid)
+        return not state.dead and state.pid == spawned.pid and spawned.identity.alive()
 
     def stop(self, spawned: Spawned, timeout: float = 5.0) -> None:
-        """SIGTERM the pane's process, wait up to `timeout` s, SIGKILL; then kill the pane, and
-        the private server if that was its last pane."""
+        """SIGTERM the pane's process and everything it started, wait up to `timeout` s,
+        SIGKILL; then kill the pane, and the private server if that was its last pane.
+
+        The process is known by its identity (pid and start time), so a pid that now belongs
+        to another process is never signalled, and what the teammate left running is stopped
+        even when its pane is already gone."""
         server = self._server_of(spawned)
         state = self._pane_state(spawned)
-        # The pane is the member's identity: a pid whose pane is gone may belong to someone
-        # else by now, so only a pane that still holds the pid is signalled.
         if state is None or state.pid != spawned.pid:
+            terminate(spawned.identity, timeout)  # leftovers only: identity-checked
             return
         private = spawned.socket_name is not None
         if private:
             # A server whose last pane closes may exit before reaping that pane's process,
             # leaving a zombie for init; keep it up until the process is reaped.
             _run(server, "set-option", "-s", "exit-empty", "off")
-        terminate(spawned.pid, timeout)
+        terminate(spawned.identity, timeout)
         _run(server, "kill-pane", "-t", spawned.pane_id)
         _await_reaped(spawned.pid, state.server_pid)
         if private:
