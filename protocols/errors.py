@@ -20,6 +20,10 @@ class LockTimeout(ProtocolsError, TimeoutError):
     """A lock could not be taken before its deadline; the write did not happen."""
 
 
+class InvalidSetting(ProtocolsError, ValueError):
+    """An environment setting (``SWARM_*``) with a value that is not allowed."""
+
+
 class LockLost(ProtocolsError):
     """A lock this process held was taken by another while it was paused; nothing was written,
     and the operation is to be done again from a fresh read."""

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from protocols import safefs
+from protocols.errors import InvalidSetting
 from protocols.locks import confirm_held, note_written
 
 Durability = Literal["power", "process"]
@@ -85,7 +86,7 @@ def _dumps(value: Any, indent: int | None, separators: tuple[str, str]) -> str:
 def default_durability() -> Durability:
     value = os.environ.get("SWARM_DURABILITY", "power")
     if value not in ("power", "process"):
-        raise ValueError(f"SWARM_DURABILITY must be 'power' or 'process', got {value!r}")
+        raise InvalidSetting(f"SWARM_DURABILITY must be 'power' or 'process', got {value!r}")
     return value  # type: ignore[return-value]
 
 

@@ -50,7 +50,7 @@ from typing import ParamSpec, TypeVar
 import filelock
 
 from protocols import safefs
-from protocols.errors import LockLost, LockTimeout
+from protocols.errors import InvalidSetting, LockLost, LockTimeout
 from protocols.pids import ProcessIdentity, start_time
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,20 @@ REDO_ATTEMPTS = 5
 P = ParamSpec("P")
 R = TypeVar("R")
 Signature = tuple[int, int, int]  # inode, size, mtime_ns of a file
+
+
+def default_timeout() -> float:
+    """How long a lock is waited for: ``$SWARM_LOCK_TIMEOUT`` seconds, else 30."""
+    value = os.environ.get("SWARM_LOCK_TIMEOUT", "")
+    try:
+        seconds = float(value) if value else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise InvalidSetting(
+            f"SWARM_LOCK_TIMEOUT must be a number of seconds, got {value!r}"
+        ) from None
+    if seconds <= 0:
+        raise InvalidSetting(f"SWARM_LOCK_TIMEOUT must be positive, got {value!r}")
+    return seconds
 
 
 def lock_dir_for(target: Path) -> Path:
@@ -86,14 +100,14 @@ class FileGuard:
     def __init__(
         self,
         target: Path,
-        timeout: float = DEFAULT_TIMEOUT_S,
+        timeout: float | None = None,
         stale: float = STALE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.target = Path(target)
         self.lock_dir = str(lock_dir_for(self.target))
         self.flock_path = flock_path_for(self.target)
-        self.timeout = timeout
+        self.timeout = default_timeout() if timeout is None else timeout
         self.stale = stale
         self._clock = clock
         self._fd: int | None = None

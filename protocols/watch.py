@@ -37,18 +37,29 @@ log = logging.getLogger(__name__)
 
 
 class _Handler(FileSystemEventHandler):
-    """Sets `changed` for events on `names` (or on any file, when `names` is None)."""
+    """Sets `changed` for events on `names` (or on any file, when `names` is None), and notes
+    the directory in `touched`."""
 
-    def __init__(self, names: set[str] | None, changed: threading.Event) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        names: set[str] | None,
+        changed: threading.Event,
+        touched: set[Path],
+    ) -> None:
+        self.directory = directory
         self.names = names
         self.changed = changed
+        self.touched = touched
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if self.names is None:
+            self.touched.add(self.directory)
             self.changed.set()
             return
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path and os.path.basename(os.fsdecode(path)) in self.names:
+                self.touched.add(self.directory)
                 self.changed.set()
                 return
 
@@ -74,13 +85,14 @@ class InboxWatcher:
         self.changed = threading.Event()
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self.degraded: str | None = None  # why inotify is not used (None: it is)
+        self._touched: set[Path] = set()  # watched directories with events not yet taken
 
     def start(self) -> InboxWatcher:
         watched = self._watched()
         for directory in watched:
             safefs.makedirs(directory)  # refuses a link in place of a watched directory
         try:
-            self._observer = _observe(watched, self.changed)
+            self._observer = _observe(watched, self.changed, self._touched)
         except OSError as exc:  # EMFILE / ENOSPC: inotify instances or watches used up
             self.degraded = (
                 f"inotify is unavailable ({exc.strerror or exc}); checking every "
@@ -124,17 +136,27 @@ class InboxWatcher:
         """Forget earlier changes; call before looking at the file, then `wait`."""
         self.changed.clear()
 
+    def take_touched(self, directory: Path) -> bool:
+        """Whether `directory` had an event since the last call (and forget it)."""
+        try:
+            self._touched.remove(Path(directory))
+        except KeyError:
+            return False
+        return True
+
     def wait(self, timeout: float) -> bool:
         """Block until the file changes or `min(timeout, rescan_s)` passes. True on a change."""
         return self.changed.wait(max(0.0, min(timeout, self.rescan_s)))
 
 
-def _observe(watched: dict[Path, set[str] | None], changed: threading.Event) -> Observer:  # type: ignore[valid-type]
+def _observe(
+    watched: dict[Path, set[str] | None], changed: threading.Event, touched: set[Path]
+) -> Observer:  # type: ignore[valid-type]
     observer = Observer()
     try:
         for directory, names in watched.items():
             observer.schedule(
-                _Handler(names, changed),
+                _Handler(directory, names, changed, touched),
                 str(directory),
                 recursive=False,
                 # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO

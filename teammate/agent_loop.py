@@ -8,8 +8,10 @@ arrived meanwhile appended as ``<teammate-message>`` blocks; until ``end_turn`` 
 
 Requests mark the stable prefix for prompt caching (the tools and the system prompt) and the
 end of the conversation so far, so turn N reads everything turn N-1 sent from the cache.
-Retries: the SDK retries 429/529/5xx; on top of that a bounded number of slower retries for an
-overloaded API. A conversation that grows too long is trimmed (old tool output first, then
+Retries: the SDK retries 429/529/5xx twice, quickly; on top of that a bounded number of slower
+retries for an overloaded API, waited out through the team link (`TeamLink.pause`), which keeps
+answering the inbox, so a teammate whose model is failing still obeys a shutdown at once.
+A conversation that grows too long is trimmed (old tool output first, then
 the oldest exchanges), never retried as it is.
 """
 
@@ -144,7 +146,7 @@ class AgentLoop:
                     retries += 1
                     delay = self.retry_delay_s * 2 ** (retries - 1)
                     self.say(f"model API unavailable ({exc}); retrying in {delay:g} s")
-                    time.sleep(delay)
+                    self._wait(delay, "model unavailable")
                     continue
                 raise
             self.transcript.record(
@@ -156,6 +158,14 @@ class AgentLoop:
             if self.reporter:
                 self.reporter.model_call(reply.usage)
             return reply
+
+    def _wait(self, seconds: float, why: str) -> None:
+        """Wait before a retry; a team link watches the inbox meanwhile (a shutdown is answered
+        at once, by raising `Interrupted`) and shows `why` in the status."""
+        if self.link is not None:
+            self.link.pause(seconds, why)
+        else:
+            time.sleep(seconds)
 
     def _trim(self, budget: int) -> bool:
         """Shrink the conversation under `budget` tokens: old tool output first, then the

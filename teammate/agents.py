@@ -3,17 +3,24 @@
 An agent file is Markdown with YAML frontmatter between ``---`` lines at the very top; the body
 is the agent's system prompt. Frontmatter keys are Claude Code's: ``name``, ``description``,
 ``tools``, ``disallowedTools``, ``model``, ``permissionMode``, ``maxTurns``, ``color``,
-``isolation``, ``initialPrompt``; unknown keys are ignored. Every problem with a file raises
-`AgentDefinitionError` as ``<path>:<line>: <problem>``.
+``isolation``, ``initialPrompt``. Keys Claude Code knows that swarm does not use yet
+(``background``, ``memory``, ``mcpServers``, ``hooks``, ``skills``, ...) and keys nobody knows
+are reported with a warning naming file, line and key, never dropped silently. Every problem
+with a file raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
 
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
-project's ``<project>/.claude/agents/*.md``. Lookup is strict: every ``*.md`` file in the
-searched directories is parsed, and the first malformed one raises, whichever name was asked
-for (a broken agent file is reported at once rather than when someone finally uses it).
+project's ``<project>/.claude/agents/*.md``, then definitions given as JSON on the command line
+(``--agents '{"name": {"description", "prompt", "tools", ...}}'``, Claude Code's flag): `swarm
+spawn` resolves a member's definition where it is started and passes it this way to a teammate
+that works in a git worktree, where an uncommitted project file would be missing.
+Lookup is strict: every ``*.md`` file in the searched directories is parsed, and the first
+malformed one raises, whichever name was asked for (a broken agent file is reported at once
+rather than when someone finally uses it).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -41,6 +48,17 @@ KNOWN_KEYS = frozenset(
         "color",
         "isolation",
         "initialPrompt",
+    }
+)
+NOT_YET_KEYS = frozenset(
+    {
+        "background",
+        "memory",
+        "mcpServers",
+        "requiredMcpServers",
+        "hooks",
+        "skills",
+        "effort",
     }
 )
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent")
@@ -157,8 +175,21 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
         )
     fields = _Fields(data, front_lines, path)
     for key in data:
-        if key not in KNOWN_KEYS:
-            log.debug("%s: ignoring unknown frontmatter key %r", path, key)
+        if key in NOT_YET_KEYS:
+            log.warning(
+                "%s:%d: %r is a Claude Code key that swarm does not support yet; it is ignored",
+                path,
+                fields.line_of(str(key)),
+                key,
+            )
+        elif key not in KNOWN_KEYS:
+            log.warning(
+                "%s:%d: unknown key %r in the agent definition is ignored (known keys: %s)",
+                path,
+                fields.line_of(str(key)),
+                key,
+                ", ".join(sorted(KNOWN_KEYS)),
+            )
     max_turns = data.get("maxTurns")
     if max_turns is not None and (
         isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
@@ -270,9 +301,15 @@ def available_agents(
 
 
 def load_agent(
-    name: str, project_dir: Path | None = None, user_dir: Path | None = None
+    name: str,
+    project_dir: Path | None = None,
+    user_dir: Path | None = None,
+    flag: dict[str, AgentDefinition] | None = None,
 ) -> AgentDefinition:
-    """The agent type `name` (exact, case-sensitive), looked up like `available_agents`."""
+    """The agent type `name` (exact, case-sensitive), looked up like `available_agents`, with
+    the `flag` definitions (``--agents`` JSON) over all of them."""
+    if flag and name in flag:
+        return flag[name]
     agents = available_agents(project_dir, user_dir)
     if name in agents:
         return agents[name]
@@ -280,3 +317,42 @@ def load_agent(
     raise AgentDefinitionError(
         f"unknown agent type {name!r}; available: {', '.join(agents)} (from {searched})"
     )
+
+
+def to_flag_json(agent: AgentDefinition) -> str:
+    """`agent` as Claude Code's ``--agents`` JSON (``{name: {description, prompt, ...}}``)."""
+    value: dict[str, Any] = {"description": agent.description, "prompt": agent.system_prompt}
+    optional = {
+        "tools": list(agent.tools) if agent.tools is not None else None,
+        "disallowedTools": list(agent.disallowed_tools) or None,
+        "model": agent.model,
+        "permissionMode": agent.permission_mode,
+        "maxTurns": agent.max_turns,
+        "color": agent.color,
+        "isolation": agent.isolation,
+        "initialPrompt": agent.initial_prompt,
+    }
+    value.update({k: v for k, v in optional.items() if v is not None})
+    return json.dumps({agent.name: value}, ensure_ascii=False)
+
+
+def from_flag_json(text: str) -> dict[str, AgentDefinition]:
+    """The definitions in an ``--agents`` JSON object; `AgentDefinitionError` says what is
+    wrong with it."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise AgentDefinitionError(f"--agents: not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise AgentDefinitionError("--agents must be a JSON object of agent name -> definition")
+    found = {}
+    for name, value in data.items():
+        if not isinstance(value, dict):
+            raise AgentDefinitionError(f"--agents: {name!r} must map to an object")
+        front = {k: v for k, v in value.items() if k != "prompt"}
+        prompt = value.get("prompt", "")
+        if not isinstance(prompt, str):
+            raise AgentDefinitionError(f"--agents: {name!r}: prompt must be a string")
+        text_form = "---\n" + yaml.safe_dump({"name": name, **front}) + "---\n" + prompt
+        found[name] = parse_agent_text(text_form, Path(f"--agents[{name}]"))
+    return found

@@ -87,6 +87,11 @@ class TeamLink(Protocol):
         messages itself, and raises `Interrupted` if a shutdown was approved."""
         ...
 
+    def pause(self, seconds: float, why: str) -> None:
+        """Wait `seconds` before retrying (`why` is shown in the status), answering protocol
+        messages meanwhile; raises `Interrupted` if a shutdown was approved."""
+        ...
+
 
 class Brain(Protocol):
     def work(self, task: Task, link: TeamLink) -> Outcome:

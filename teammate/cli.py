@@ -9,6 +9,7 @@ command line.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -22,8 +23,9 @@ from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.printable import printable
 from protocols.team import TeamFile
-from teammate.agents import AgentDefinitionError, load_agent
+from teammate.agents import AgentDefinitionError, from_flag_json, load_agent
 from teammate.brain import Brain
 from teammate.claude_brain import ClaudeBrain
 from teammate.instance import AlreadyRunning
@@ -70,8 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         return Teammate(options, brain, paths, say=say, reporter=reporter).run()
-    except (TeammateError, AlreadyRunning, ProtocolsError) as exc:
+    except AlreadyRunning as exc:  # the status file is the running teammate's: leave it
         print(f"swarm-teammate: {exc}", file=sys.stderr)
+        return 1
+    except (TeammateError, ProtocolsError, OSError) as exc:
+        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
+        with contextlib.suppress(Exception):
+            reporter.set("failed", f"could not start: {exc}")
         return 1
     except KeyboardInterrupt:
         return 130
@@ -93,7 +100,8 @@ def build_brain(
             timeout_s=options.task_timeout_s,
         )
     try:
-        agent = load_agent(options.agent_type or "general-purpose", project_dir=cwd)
+        flag = from_flag_json(options.agents) if options.agents else None
+        agent = load_agent(options.agent_type or "general-purpose", project_dir=cwd, flag=flag)
         settings = load_settings(Path(options.settings)) if options.settings else None
     except (AgentDefinitionError, SettingsError) as exc:
         raise CannotStart(str(exc)) from None

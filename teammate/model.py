@@ -122,7 +122,7 @@ def error_for_status(status: int, message: str) -> ModelError:
 class ClaudeModel:
     """The Messages API through the `anthropic` SDK."""
 
-    def __init__(self, model: str, max_retries: int = 4, timeout_s: float = 600.0) -> None:
+    def __init__(self, model: str, max_retries: int = 2, timeout_s: float = 600.0) -> None:
         import anthropic  # imported here: the shell worker never needs it
 
         self.name = resolve_model(model)

@@ -44,6 +44,7 @@ class TeammateOptions:
     max_turns: int | None = None
     script: str | None = None
     settings: str | None = None
+    agents: str | None = None  # Claude Code's --agents JSON: definitions over all others
     permission_mode_given: bool = False
     ignored: tuple[str, ...] = field(default=())
 
@@ -118,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="Claude Code settings JSON; its permissions (allow/deny/ask rules, defaultMode) apply",
     )
+    parser.add_argument(
+        "--agents",
+        metavar="JSON",
+        help="agent definitions as JSON, {name: {description, prompt, tools, model, ...}}, "
+        "over the built-in, user and project ones (Claude Code's flag)",
+    )
     # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
@@ -170,6 +177,7 @@ def parse(argv: list[str]) -> TeammateOptions:
         max_turns=args.max_turns,
         script=args.script,
         settings=args.settings,
+        agents=args.agents,
         permission_mode_given=args.permission_mode is not None or args.dangerously_skip_permissions,
         ignored=tuple(unknown),
     )

@@ -4,10 +4,24 @@ Each step reads the inbox first (a live ``shutdown_request`` before anything els
 other messages, then works: a task assigned to it, else the lowest claimable task on the board
 (`TaskBoard.claim_next`). When a turn ends it tells the lead (``idle_notification``) and marks
 itself inactive. Idle, it sleeps on inotify for its inbox and the task directory (with the
-watcher's periodic rescan as a safety net); it makes no model calls and does not poll the board.
+watcher's periodic rescan as a safety net); it makes no model calls, and it looks at the board
+only when the board changed (an inotify event), a message came, or once a minute: so idling
+costs the same whatever the board holds.
 
-A ``shutdown_request`` sent before this teammate joined (``joinedAt``) was meant for a
-predecessor of the same name: it is ignored and reported to the lead, never obeyed.
+What it obeys, and from whom: a ``shutdown_request``, ``mode_set_request`` or
+``team_permission_update`` counts only from the lead (the entry's sender and the message's own
+``from``); one from anybody else is reported to the lead and ignored. A ``shutdown_request`` sent
+before this teammate joined (``joinedAt``) was meant for a predecessor of the same name: it is
+ignored and reported, never obeyed.
+
+What it survives: a pass of the loop that fails (a lock that stays taken, a ``config.json``
+being rewritten or broken, a full disk, a planted link, a message or task file it cannot use) is
+reported to the lead once and retried with back-off (`teammate.trouble`); a message that makes
+its own handling fail is set aside (marked read, reported) so it cannot fail the teammate again;
+a task whose work fails or stops is marked failed (`TaskBoard.fail`) and the worker goes on with
+the next one; a task whose outcome cannot be written yet keeps it and writes it later, never
+doing the work twice. When it stops, every process it started (they carry its
+``SWARM_PROCESS_TOKEN``) is stopped too.
 """
 
 from __future__ import annotations
@@ -22,9 +36,9 @@ from typing import Any
 
 from protocols.clock import now_iso
 from protocols.correlation import is_stale
-from protocols.errors import ProtocolsError, UnknownMember
+from protocols.errors import LockLost, LockTimeout, ProtocolsError, TeamNotFound, UnknownMember
 from protocols.inbox import InboxEntry
-from protocols.mailbox import Mailbox
+from protocols.mailbox import Mailbox, new_message_id
 from protocols.messages import (
     IdleNotification,
     ModeSetRequest,
@@ -38,6 +52,8 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, new_token, stop_carriers
+from protocols.printable import printable
 from protocols.task import Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
@@ -48,18 +64,22 @@ from teammate.lead_requests import LeadRequests
 from teammate.options import TeammateOptions
 from teammate.reporter import StatusReporter
 from teammate.task_worktree import work_in_place
+from teammate.trouble import Trouble, describe
 
-BOARD_RESCAN_S = 5.0
-# inotify wakes an idle teammate; this rescan is only the safety net for lost events
+# inotify wakes an idle teammate; these rescans are only the safety net for lost events
 IDLE_RESCAN_S = 1.0
+BOARD_RESCAN_S = 60.0
+# failures of the surroundings, not of a message: retried after a back-off, never set aside
+ENVIRONMENT_ERRORS = (OSError, LockTimeout, LockLost)
 
 
 class TeammateError(Exception):
     """The teammate cannot run (not a member, already running); the message says why."""
 
 
-class Stop(Exception):
-    """Raised by the SIGTERM handler: stop after releasing what this teammate holds."""
+class Stop(BaseException):
+    """Raised by the SIGTERM handler: stop after releasing what this teammate holds. (Not an
+    `Exception`, so no handler meant for errors swallows it.)"""
 
 
 class Teammate(LeadRequests):
@@ -84,9 +104,16 @@ class Teammate(LeadRequests):
         self.member: Member | None = None
         self.stopped = False
         self._watcher: InboxWatcher | None = None
-        self._board_seen: tuple[int, float] = (0, 0.0)
+        self._board_checked = 0.0
+        self._board_mtime: int | None = None
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
+        self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
+        self.trouble = Trouble()
+        self._outbox: list[tuple[str, Any, str | None, str]] = []  # to, body, summary, id
+        self._outbox_trouble = Trouble()
+        self._outbox_retry_at = 0.0
+        self.token = ""
         self.home = Path.cwd()  # where it works, unless a task names a worktree
         self.home_confined = False  # set from the member entry: it runs in its own worktree
 
@@ -94,12 +121,10 @@ class Teammate(LeadRequests):
 
     def run(self) -> int:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
-        self.member = self._require_member()
+        self.member = self._await_membership()
         self.home_confined = bool(self.member.worktreePath)
         with single_instance(self.paths, self.name):
-            self.team.update_member(self.name, pid=os.getpid(), isActive=True)
-            self.reporter.set("idle", "joined the team")
-            self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
+            self._join()
             previous = signal.signal(signal.SIGTERM, _raise_stop)
             try:
                 with InboxWatcher(
@@ -108,21 +133,65 @@ class Teammate(LeadRequests):
                     rescan_s=IDLE_RESCAN_S,
                 ) as watcher:
                     self._watcher = watcher
-                    while not self.stopped:
-                        watcher.clear()
-                        if not self.step():
-                            watcher.wait(BOARD_RESCAN_S)
+                    if watcher.degraded:
+                        self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
+                    self._loop(watcher)
             except Stop:
                 released = self.board.release_all(self.name)
                 self.say(f"stopped by SIGTERM; released {[t.id for t in released]}")
             finally:
                 signal.signal(signal.SIGTERM, previous)
-                self._set_active(False)
+                stop_carriers(self.token)  # commands it started and left running
+                with contextlib.suppress(Exception):
+                    self._set_active(False)
                 self.reporter.set("stopped", "stopped", clear_task=True)
         return 0
 
+    def _join(self) -> None:
+        """Record who this process is (pid, start time, and the token its commands carry)."""
+        assert self.member is not None
+        recorded = (self.member.model_extra or {}).get("processToken")
+        given = os.environ.get(TOKEN_VARIABLE, "")
+        # the spawner's token is ours; one inherited from some other process is not
+        self.token = given if given and given == recorded else new_token()
+        os.environ[TOKEN_VARIABLE] = self.token
+        me = ProcessIdentity.mine(self.token)
+        self.team.update_member(self.name, **me.to_value(), isActive=True)
+        self.reporter.set("idle", "joined the team")
+        self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
+
+    def _loop(self, watcher: InboxWatcher) -> None:
+        while not self.stopped:
+            watcher.clear()
+            try:
+                busy = self.step()
+            except Exception as exc:  # bad input or a failing environment
+                delay, new = self.trouble.failed(exc)
+                self._report_trouble(exc, delay, new)
+                time.sleep(delay)
+                continue
+            if self.trouble.cleared():
+                self.say("working again")
+                self.reporter.set(activity="working again")
+            if not busy:
+                watcher.wait(IDLE_RESCAN_S)
+
+    def _report_trouble(self, exc: Exception, delay: float, new: bool) -> None:
+        problem = describe(exc)
+        self.say(f"problem: {problem}; trying again in {delay:g} s")
+        with contextlib.suppress(Exception):
+            self.reporter.set(activity=f"problem: {problem}; retrying in {delay:g} s")
+        if new:
+            self._tell_lead(
+                f"{self.name} hit a problem and keeps trying (every {delay:g} s and longer): "
+                f"{problem}",
+                "a problem, retrying",
+            )
+
     def step(self) -> bool:
         """One pass: messages first, then at most one task. True if anything happened."""
+        self._flush_outbox()
+        self._record_outcomes()
         entries = self._unread()
         plain = self.handle_messages(entries)
         if self.stopped:
@@ -153,11 +222,12 @@ class Teammate(LeadRequests):
 
     def handle_messages(self, entries: list[InboxEntry]) -> list[InboxEntry]:
         """Handle protocol messages, a live shutdown request first; return the plain ones
-        (still unread: they are marked read once the brain has answered them)."""
+        (still unread: they are marked read once the brain has answered them). A message whose
+        handling fails is set aside (marked read and reported), never retried forever."""
         decoded = [(entry, self._decode(entry)) for entry in entries]
         for entry, message in decoded:
             if isinstance(message, ShutdownRequest):
-                self._on_shutdown(entry, message)
+                self._guarded(entry, lambda e=entry, m=message: self._on_shutdown(e, m))
                 if self.stopped:
                     return []
         plain = []
@@ -168,19 +238,50 @@ class Teammate(LeadRequests):
                 self.say(f"message from {entry.from_}: {entry.text}")
                 plain.append(entry)
                 continue
-            if isinstance(message, ModeSetRequest) and entry.from_ == LEAD_NAME:
-                self._set_mode(message.mode)
-            elif isinstance(message, TeamPermissionUpdate) and entry.from_ == LEAD_NAME:
-                self.brain.update_permissions(
-                    [message.permissionUpdate.model_dump(exclude_none=True)]
-                )
-                self.say(f"the lead updated permissions: {message.permissionUpdate.rules}")
-            elif isinstance(message, TaskAssignment):
-                self.say(f"assigned task #{message.taskId}: {message.subject}")
-            elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
-                self.say(f"ignoring a {message.type} from {entry.from_}")
-            self.mailbox.mark_read(self.name, [entry])
+            self._guarded(entry, lambda e=entry, m=message: self._on_protocol(e, m))
         return plain
+
+    def _guarded(self, entry: InboxEntry, handle: Callable[[], None]) -> None:
+        try:
+            handle()
+        except ENVIRONMENT_ERRORS:
+            raise  # not the message's fault: the loop backs off and tries it again
+        except Exception as exc:  # one bad message must not stop the teammate
+            problem = describe(exc)
+            self.say(f"set aside a message from {entry.from_} that could not be handled: {problem}")
+            self.mailbox.mark_read(self.name, [entry])
+            self._tell_lead(
+                f"{self.name} set aside a message from {entry.from_} that it could not handle "
+                f"({problem}); it stays in its inbox archive",
+                "set aside a message",
+            )
+
+    def _on_protocol(self, entry: InboxEntry, message: Any) -> None:
+        from_lead = self._from_lead(entry, message)
+        if isinstance(message, ModeSetRequest | TeamPermissionUpdate) and not from_lead:
+            self._refuse(entry, message)
+        elif isinstance(message, ModeSetRequest):
+            self._set_mode(message.mode)
+        elif isinstance(message, TeamPermissionUpdate):
+            self.brain.update_permissions([message.permissionUpdate.model_dump(exclude_none=True)])
+            self.say(f"the lead updated permissions: {message.permissionUpdate.rules}")
+        elif isinstance(message, TaskAssignment):
+            self.say(f"assigned task #{message.taskId}: {message.subject}")
+        elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
+            self.say(f"ignoring a {message.type} from {entry.from_}")
+        self.mailbox.mark_read(self.name, [entry])
+
+    @staticmethod
+    def _from_lead(entry: InboxEntry, message: Any) -> bool:
+        """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one."""
+        inner = getattr(message, "from_", None)
+        return entry.from_ == LEAD_NAME and inner in (None, LEAD_NAME)
+
+    def _refuse(self, entry: InboxEntry, message: Any) -> None:
+        """A request only the lead may make, from someone else: reported, not obeyed."""
+        note = f"Ignored a {message.type} from {entry.from_}: only {LEAD_NAME} may send me one."
+        self.say(note)
+        self._tell_lead(note, f"ignored a {message.type} from {entry.from_}")
 
     def _respond(self, plain: list[InboxEntry]) -> Outcome | None:
         """Let the brain answer plain messages; they are marked read once it has."""
@@ -206,6 +307,30 @@ class Teammate(LeadRequests):
             self.mailbox.mark_read(self.name, plain)
         return plain
 
+    def pause(self, seconds: float, why: str) -> None:
+        """For the brain, waiting before a retry (the model API is failing): shown in the status,
+        and the inbox is watched meanwhile, so a shutdown is answered at once (`Interrupted`)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.reporter.set(activity=f"{why}, retrying in {left:.0f} s")
+            if self._watcher is not None:
+                self._watcher.clear()
+            self.between_turns_protocol_only()
+            waiter = self._watcher
+            if waiter is not None:
+                waiter.wait(min(left, 1.0))
+            else:
+                time.sleep(min(left, 1.0))
+
+    def between_turns_protocol_only(self) -> None:
+        """Protocol messages only (a shutdown first); plain messages wait for the next turn."""
+        self._inbox_seen = None
+        entries = self._unread()
+        protocol = [e for e in entries if self._decode(e) is not None]
+        self.handle_messages(protocol)
+        if self.stopped:
+            raise Interrupted("shutdown approved")
+
     def _decode(self, entry: InboxEntry) -> Any:
         try:
             return entry.structured()
@@ -216,6 +341,9 @@ class Teammate(LeadRequests):
     def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
         self.mailbox.mark_read(self.name, [entry])
         assert self.member is not None
+        if not self._from_lead(entry, request):
+            self._refuse(entry, request)
+            return
         if is_stale(request, self.member.joinedAt):
             note = (
                 f"Ignored shutdown request {request.requestId}: it was sent before I joined "
@@ -251,35 +379,44 @@ class Teammate(LeadRequests):
     # tasks
 
     def _next_task(self, force: bool) -> Task | None:
-        """A task assigned to me, else the lowest claimable one; only when the board changed."""
-        try:
-            st = os.stat(self.paths.tasks_dir)
-        except FileNotFoundError:
+        """A task assigned to me, else the lowest claimable one; looked for only when the
+        board changed, a message came (`force`), or the once-a-minute safety rescan is due."""
+        if not (force or self._board_changed()):
             return None
-        now = time.monotonic()
-        seen_mtime, seen_at = self._board_seen
-        if not force and st.st_mtime_ns == seen_mtime and now - seen_at < BOARD_RESCAN_S:
-            return None
-        task = self._claim()
-        # taking locks changes the directory's mtime too: note it after our own attempt, so
-        # only someone else's change (or the periodic rescan) makes us look again
-        with contextlib.suppress(FileNotFoundError):
-            self._board_seen = (os.stat(self.paths.tasks_dir).st_mtime_ns, now)
-        return task
+        self._board_checked = time.monotonic()
+        return self._claim()
+
+    def _board_changed(self) -> bool:
+        """Did anything happen on the board since the last look? inotify says so when it
+        works; without it the directory's time is compared (one stat). Either way, once a
+        minute the answer is yes (events can be lost)."""
+        if time.monotonic() - self._board_checked >= BOARD_RESCAN_S:
+            return True
+        watcher = self._watcher
+        if watcher is not None and not watcher.degraded:
+            return watcher.take_touched(self.paths.tasks_dir)
+        with contextlib.suppress(OSError):
+            mtime = os.stat(self.paths.tasks_dir).st_mtime_ns
+            changed = mtime != self._board_mtime
+            self._board_mtime = mtime
+            return changed
+        return False
 
     def _claim(self) -> Task | None:
         tasks = self.board.list()
-        if any(t.owner == self.name and t.status == "in_progress" for t in tasks):
-            return None  # still owns one it could not finish: the lead decides about it
-        for task in tasks:  # assigned to me by the lead: the lowest one I can start
-            if task.owner == self.name and task.status == "pending":
-                claim = self.board.claim(task.id, self.name, check_busy=False)
-                if claim.success:
-                    return claim.task
+        for task in tasks:  # assigned to me (by the lead, or left by my predecessor)
+            if task.owner != self.name or not task.busy or task.id in self._unrecorded:
+                continue
+            claim = self.board.claim(task.id, self.name, check_busy=False)
+            if claim.success:
+                return claim.task
         claim = self.board.claim_next(self.name)
         return claim.task if claim is not None and claim.success else None
 
     def _work(self, task: Task) -> None:
+        """Work on `task`, then record the outcome (`_record`). The work is done once: if its
+        outcome cannot be written yet (a full disk, a lock held too long), it is kept and written
+        on a later pass, never redone."""
         self._set_active(True)
         self.reporter.set("working", f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
@@ -287,12 +424,31 @@ class Teammate(LeadRequests):
             outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
         except Interrupted:
             return
+        except Exception as exc:  # a task must not take the teammate with it
+            outcome = Outcome("failed", f"#{task.id} failed: {describe(exc)}")
         if self.stopped:
             return
+        self._unrecorded[task.id] = (task, outcome)
+        self._record(task.id)
+
+    def _record_outcomes(self) -> None:
+        """Write the outcomes earlier passes could not (raises while they still cannot be)."""
+        for task_id in list(self._unrecorded):
+            self._record(task_id)
+
+    def _record(self, task_id: str) -> None:
+        task, outcome = self._unrecorded[task_id]
         if outcome.status == "resolved" and not outcome.completed_by_brain:
             self.board.update(task.id, actor=self.name, status="completed", **outcome.metadata)
+        elif outcome.status != "resolved" and self.board.get(task.id) is not None:
+            if outcome.metadata:
+                self.board.update(task.id, actor=self.name, **outcome.metadata)
+            current = self.board.get(task.id)
+            if current is not None and current.unfinished and current.owner == self.name:
+                self.board.fail(task.id, outcome.summary, self.name)
         elif outcome.metadata and self.board.get(task.id) is not None:
             self.board.update(task.id, actor=self.name, **outcome.metadata)
+        del self._unrecorded[task_id]
         self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
         if outcome.report:
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
@@ -325,10 +481,50 @@ class Teammate(LeadRequests):
         )
 
     def _send(self, to: str, body: Any, summary: str | None = None) -> None:
+        """Send now; when the mailbox cannot be written (a lock held too long, a full disk) the
+        message waits in the outbox, in order, and goes out on a later pass with the same id
+        (so it is stored once): nothing this teammate says is lost to a passing failure."""
+        message = (to, body, summary, new_message_id())
+        if self._outbox:
+            self._outbox.append(message)
+            return
         try:
-            self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.color)
+            self._deliver(*message)
+        except ENVIRONMENT_ERRORS as exc:
+            self._outbox.append(message)
+            self.say(f"could not send to {to} now ({describe(exc)}); it goes out when it can")
+
+    def _deliver(self, to: str, body: Any, summary: str | None, message_id: str) -> None:
+        try:
+            self.mailbox.send(
+                to, body, sender=self.name, summary=summary, color=self.color, message_id=message_id
+            )
         except UnknownMember as exc:
             self.say(f"could not send to {to}: {exc}")
+
+    def _flush_outbox(self) -> None:
+        """Send what earlier passes could not, when its back-off allows; a failure is reported
+        (once) and retried later, and does not keep the teammate from its work."""
+        if not self._outbox or time.monotonic() < self._outbox_retry_at:
+            return
+        try:
+            while self._outbox:
+                self._deliver(*self._outbox[0])
+                self._outbox.pop(0)
+        except ENVIRONMENT_ERRORS as exc:
+            delay, new = self._outbox_trouble.failed(exc)
+            self._outbox_retry_at = time.monotonic() + delay
+            self._report_trouble(exc, delay, new)
+            return
+        self._outbox_trouble.cleared()
+        self._outbox_retry_at = 0.0
+
+    def _tell_lead(self, text: str, summary: str) -> None:
+        """A note for the lead that must not fail the caller (it may be what is failing)."""
+        try:
+            self._send(LEAD_NAME, text, summary=summary or None)
+        except Exception as exc:  # the lead's inbox may be what is broken
+            self.say(f"could not tell the lead: {describe(exc)}")
 
     def _set_active(self, active: bool) -> None:
         with contextlib.suppress(UnknownMember, ProtocolsError):
@@ -343,6 +539,23 @@ class Teammate(LeadRequests):
     def _current_member(self) -> Member | None:
         return self.team.load().member(self.name)
 
+    def _await_membership(self) -> Member:
+        """This teammate's member entry. A team file that cannot be read right now (broken, or
+        being rewritten) is waited out with back-off, reported once; not being a member, or no
+        team, is final (`TeammateError`, `TeamNotFound`)."""
+        while True:
+            try:
+                return self._require_member()
+            except (TeammateError, TeamNotFound):
+                raise
+            except (ProtocolsError, OSError) as exc:
+                delay, new = self.trouble.failed(exc)
+                self.say(f"cannot read the team file yet: {describe(exc)}; again in {delay:g} s")
+                if new:
+                    with contextlib.suppress(Exception):
+                        self.reporter.set("starting", f"waiting for a readable team file: {exc}")
+                time.sleep(delay)
+
     def _require_member(self) -> Member:
         member = self._current_member()
         if member is None:
@@ -353,7 +566,8 @@ class Teammate(LeadRequests):
         return member
 
     def say(self, text: str) -> None:
-        self._say(f"[{time.strftime('%H:%M:%S')}] {text}")
+        """A line in its own pane or log, escaped: a person reads it in a terminal."""
+        self._say(f"[{time.strftime('%H:%M:%S')}] {printable(text)}")
 
 
 def _raise_stop(signum: int, frame: object) -> None:

@@ -29,6 +29,7 @@ class LeadStub:
     answers: list[Approval] = field(default_factory=list)
     arriving: list[list[InboxEntry]] = field(default_factory=list)
     asked: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+    paused: list[tuple[float, str]] = field(default_factory=list)
     name: str = "alice"
     color: str | None = None
 
@@ -46,6 +47,9 @@ class LeadStub:
 
     def between_turns(self) -> list[InboxEntry]:
         return self.arriving.pop(0) if self.arriving else []
+
+    def pause(self, seconds: float, why: str) -> None:
+        self.paused.append((seconds, why))
 
 
 def make_loop(tmp_path: Path, turns: list[Turn], mode: str = "default", **kwargs: Any) -> AgentLoop:
@@ -139,6 +143,8 @@ def test_messages_arriving_between_turns_reach_the_model(tmp_path: Path) -> None
 def test_an_overloaded_api_is_retried_a_bounded_number_of_times(tmp_path: Path) -> None:
     ok = make_loop(tmp_path, [Turn.failure(529), Turn.failure(529), Turn.text("up again")])
     assert ok.run("go").text == "up again"
+    # the waits go through the link, which keeps answering the inbox meanwhile
+    assert [why for _, why in ok.link.paused] == ["model unavailable"] * 2  # type: ignore[attr-defined]
     down = make_loop(tmp_path, [Turn.failure(529)] * 10, overload_retries=2)
     with pytest.raises(ModelError) as caught:
         down.run("go")
