@@ -143,7 +143,7 @@ class InboxFile:
         path: Path,
         archive: Path,
         durability: Durability | None = None,
-        lock_timeout: float = 30.0,
+        lock_timeout: float | None = None,
         parse_retry_s: float = 0.5,
     ) -> None:
         self.path = path
@@ -264,23 +264,27 @@ class InboxFile:
 
     def archived_identities(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> set[str]:
         """Identities of the entries in the last `tail_bytes` of the archive."""
+        return {identity_of(item) for item in self.archive_tail(tail_bytes)}
+
+    def archive_tail(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> list[dict[str, Any]]:
+        """The raw entries in the last `tail_bytes` of the archive, oldest first."""
         try:
             fd = safefs.open_path(self.archive, os.O_RDONLY)
         except FileNotFoundError:
-            return set()
+            return []
         with os.fdopen(fd, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - tail_bytes))
             tail = handle.read()
-        identities = set()
-        for line in tail.splitlines():
+        items = []
+        for line in tail.split(b"\n"):
             try:
                 item = json.loads(line)
             except ValueError:
                 continue  # the first line of the tail may be cut
             if isinstance(item, dict):
-                identities.add(identity_of(item))
-        return identities
+                items.append(item)
+        return items
 
     def read_archive(self) -> list[InboxEntry]:
         try:

@@ -70,7 +70,7 @@ class Mailbox:
         self,
         paths: TeamPaths,
         durability: Durability | None = None,
-        lock_timeout: float = 30.0,
+        lock_timeout: float | None = None,
         compact_after: int = DEFAULT_COMPACT_AFTER,
         rescan_s: float = DEFAULT_RESCAN_S,
     ) -> None:
@@ -128,7 +128,9 @@ class Mailbox:
         """Send a plain message to every member but the sender, one inbox at a time.
 
         If an inbox cannot be written, the error is raised after the earlier ones were; a
-        retry with the same `message_id` skips the members who already have it.
+        retry with the same `message_id` skips the members who already have it. A member whose
+        name cannot be an inbox file (``../x``, written into ``config.json`` by another
+        program) is skipped with a warning: everyone else still gets the message.
         """
         text = body if isinstance(body, str) else body.encode()
         if not isinstance(body, str) or _is_structured(text):
@@ -136,13 +138,29 @@ class Mailbox:
                 "structured protocol messages cannot be broadcast to '*'; "
                 "send them to one member by name"
             )
-        recipients = [n for n in self.team.member_names() if n != sender]
+        recipients, skipped = self.broadcast_recipients(sender)
+        for name in skipped:
+            log.warning("broadcast: skipped member %r: not a usable inbox name", name)
         entry = self._entry(text, sender, summary, color, message_id)
         written = []
         for name in recipients:
             one = entry.updated(id=f"{entry.id}-{name}")
             written.append(self._append(name, one, dedupe=message_id is not None))
         return written
+
+    def broadcast_recipients(self, sender: str) -> tuple[list[str], list[str]]:
+        """Who a broadcast from `sender` reaches, and the members skipped for a name that
+        cannot be an inbox file."""
+        recipients, skipped = [], []
+        for name in self.team.member_names():
+            try:
+                checked_component(name, "member name")
+            except ProtocolsError:
+                skipped.append(name)
+                continue
+            if name != sender:
+                recipients.append(name)
+        return recipients, skipped
 
     def _entry(
         self,
@@ -177,6 +195,31 @@ class Mailbox:
                 return entry
             inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
         return entry
+
+    @redo_if_lock_lost
+    def send_unless(
+        self,
+        to: str,
+        body: str | StructuredMessage,
+        conflict: Callable[[dict[str, Any]], bool],
+        *,
+        sender: str,
+        summary: str | None = None,
+    ) -> tuple[InboxEntry | None, dict[str, Any] | None]:
+        """Compare-and-set: append the message to `to`'s inbox unless an entry for which
+        `conflict` is true is there already (in the live inbox or the recent archive), all
+        under the inbox's lock. Returns (the entry written, None) or (None, the conflicting
+        item): exactly one of several concurrent senders wins."""
+        self._require_members([to])
+        entry = self._entry(body, sender, summary, None, None)
+        inbox = self.inbox(to)
+        with inbox.lock():
+            loaded = inbox.load_locked()
+            for item in [*inbox.archive_tail(), *loaded.items]:
+                if isinstance(item, dict) and conflict(item):
+                    return None, item
+            inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
+        return entry, None
 
     def _require_members(self, names: Sequence[str]) -> None:
         members = self.team.member_names()

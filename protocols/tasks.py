@@ -73,7 +73,7 @@ class TaskBoard:
         paths: TeamPaths,
         mailbox: Mailbox | None = None,
         durability: Durability | None = None,
-        lock_timeout: float = 30.0,
+        lock_timeout: float | None = None,
     ) -> None:
         self.paths = paths
         self.mailbox = mailbox

@@ -106,6 +106,9 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         if len(listed) > 12:
             lines.insert(0, f"... {len(listed) - 12} more")
         board.add_row(f"{status} ({len(listed)})", Text("\n".join(lines) or "-"))
+    if view.failed:
+        lines = [printable_line(f"{list_line(t)}: {t.failure}") for t in view.failed]
+        board.add_row(f"failed ({len(view.failed)})", Text("\n".join(lines), style="red"))
     requests = Table(title="waiting for you", expand=True, title_justify="left")
     for column in ("", "id", "from", "asks", "age"):
         requests.add_column(column, overflow="fold", ratio=1 if column == "asks" else None)
@@ -205,12 +208,17 @@ class Dashboard:
         elif key in ("a", "d") and requests:
             request = requests[self.selected]
             approve = key == "a"
-            answer(
-                self.paths,
-                request.id,
-                approve=approve,
-                text=None if approve else "denied from swarm watch",
-            )
+            try:
+                answer(
+                    self.paths,
+                    request.id,
+                    approve=approve,
+                    text=None if approve else "denied from swarm watch",
+                    by="swarm watch",
+                )
+            except ProtocolsError as exc:  # answered elsewhere first, or gone
+                self.note = printable_line(str(exc))
+                return
             self.note = (
                 f"{'approved' if approve else 'denied'} {request.id} from {request.teammate}"
             )

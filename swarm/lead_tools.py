@@ -228,7 +228,7 @@ def answer_permission(
             "the human answers permission requests in this session; they see every request"
         )
     try:
-        done = answer(link.paths, request_id, approve=approve, text=reason)
+        done = answer(link.paths, request_id, approve=approve, text=reason, by="the lead agent")
     except (SwarmError, ProtocolsError) as exc:
         raise ToolError(str(exc)) from None
     return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."

@@ -137,6 +137,7 @@ class Leader:
         text: str | None = None,
         updated_input: dict[str, Any] | None = None,
         permission_mode: str | None = None,
+        by: str = "swarm lead",
     ) -> Pending:
         return requests_mod.answer(
             self.paths,
@@ -145,6 +146,7 @@ class Leader:
             text=text,
             updated_input=updated_input,
             permission_mode=permission_mode,
+            by=by,
         )
 
     def ask_shutdown(self, name: str, reason: str | None = None) -> str:
@@ -170,10 +172,18 @@ class Leader:
         if message is None:
             return LeadEvent("message", who, entry.text, color, entry)
         if isinstance(message, REQUEST_TYPES):
+            if not requests_mod.genuine(entry, message):
+                claimed = describe_request(entry, message).teammate
+                text = f"ignored a {message.type} in the name of {claimed!r}: only {claimed!r} may"
+                return LeadEvent("malformed", who, text, color, entry)
             return self._request(entry, message)
         if isinstance(message, IdleNotification):
             return LeadEvent("idle", who, idle_text(message), color, entry)
         if isinstance(message, ShutdownApproved):
+            if message.from_ != who or not self._asked_to_stop(who, message.requestId):
+                text = f"ignored a shutdown_approved ({message.requestId}) that answers no "
+                text += f"shutdown request of the lead's to {who}"
+                return LeadEvent("malformed", who, text, color, entry)
             member = self.team.load().member(who)
             released = finish_shutdown(self.paths, member) if member is not None else []
             note = TeammateTerminated(
@@ -185,16 +195,27 @@ class Leader:
             return LeadEvent(
                 "rejected", who, f"refused to shut down: {message.reason}", color, entry
             )
-        if isinstance(message, TeammateTerminated):
+        if isinstance(message, TeammateTerminated) and who == LEAD_NAME:
             return LeadEvent("terminated", who, message.message, color, entry)
         return LeadEvent("other", who, f"{message.type}", color, entry)
+
+    def _asked_to_stop(self, name: str, request_id: str) -> bool:
+        """Did the lead send `name` the shutdown request `request_id`?"""
+        return any(
+            e.from_ == LEAD_NAME and isinstance(m, ShutdownRequest) and m.requestId == request_id
+            for e, m in requests_mod.structured(self.mailbox.peek_all(name))
+        )
 
     def _request(self, entry: InboxEntry, message: Any) -> LeadEvent:
         pending = describe_request(entry, message)
         who = pending.teammate
         verdict = self.auto.decide(pending) if self.auto is not None else None
         if verdict is not None:
-            self.answer(pending.id, verdict, None if verdict else "denied by the team's rules")
+            reason = None if verdict else "denied by the team's rules"
+            try:
+                self.answer(pending.id, verdict, reason, by="the team's rules")
+            except requests_mod.AlreadyAnswered as exc:
+                return LeadEvent("other", who, str(exc), entry.color, entry, pending)
             said = "approved" if verdict else "denied"
             text = f"{said} by the team's rules: {request_summary(pending)}"
             return LeadEvent("auto_answered", who, text, entry.color, entry, pending)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocols import safefs
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError
@@ -24,15 +25,17 @@ from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
-from protocols.pids import pid_alive
+from protocols.pids import ProcessIdentity, new_token
+from protocols.status import read_status
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
-from swarm.backends import Spawned, SpawnRequest, choose_backend
+from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
 from swarm.isolation import isolation_of, member_fields, prepare, release
-from swarm.members import member_pid, member_state, stop_member
-from teammate.agents import AgentDefinitionError, load_agent
+from swarm.members import member_identity, member_state, stop_member
+from swarm.requests import close_requests
+from teammate.agents import BUILT_IN, AgentDefinitionError, load_agent, to_flag_json
 from teammate.model import has_api_key
 
 
@@ -47,6 +50,8 @@ class ShutdownResult:
 
 SWARM_TEAMMATE = (sys.executable, "-m", "teammate")
 TEAMMATE_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}  # as Claude Code
+START_WAIT_S = 30.0  # how long `swarm spawn` waits for a teammate to join before returning
+FOREIGN_GRACE_S = 2.0  # how long a --teammate-command program is watched for an early exit
 
 
 def teammate_argv(
@@ -142,6 +147,7 @@ def spawn_member(
     settings: Path | None = None,
     worktree: str | None = None,
     command: str | None = None,
+    wait_s: float = START_WAIT_S,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process.
 
@@ -150,8 +156,9 @@ def spawn_member(
     `max_turns`) are refused with it.
     `settings` is a Claude Code settings JSON (permission rules) passed as ``--settings``.
     `worktree` (a slug) runs the teammate in its own git worktree; so does an agent definition
-    with ``isolation: worktree`` (slug: the name). If the process cannot be started the member
-    is removed again (and a worktree it did not change with it).
+    with ``isolation: worktree`` (slug: the name). If the process cannot be started, or it
+    exits before it joins the team (`await_start`, up to `wait_s` seconds), the member is
+    removed again (and a worktree it did not change with it) and the error says why.
     """
     validate_name(name, "agent name")
     directory = (cwd or Path.cwd()).resolve()
@@ -178,11 +185,16 @@ def spawn_member(
     check_model(model, agent_type, directory, environ)
     if worktree is None and isolation_of(agent_type, directory) == "worktree":
         worktree = name
+    if worktree is not None and program == SWARM_TEAMMATE:
+        # resolved here, where the project's agent files are: in the worktree an uncommitted
+        # one would be missing
+        extra += definition_flag(model, agent_type, directory)
     isolated = prepare(directory, worktree) if worktree is not None else None
     if isolated is not None:
         directory = isolated.path
     chosen = choose_backend(backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None)
     team = TeamFile(paths)
+    token = new_token()
     member = team.add_member(
         name,
         agent_type=agent_type,
@@ -193,6 +205,9 @@ def spawn_member(
         backend_type=chosen.backend_type,
         **({"mode": permission_mode} if permission_mode else {}),
         **(member_fields(isolated) if isolated is not None else {}),
+        processToken=token,
+        # while this process lives the member is "starting"; if it dies first, reap takes it
+        spawnedBy=ProcessIdentity.mine().to_value(),
     )
     try:
         Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
@@ -211,7 +226,8 @@ def spawn_member(
             ),
             cwd=directory,
             env={"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV},
-            log_path=paths.team_dir / "logs" / f"{name}.log",
+            log_path=paths.log(name),
+            token=token,
         )
         spawned = chosen.spawn(request)
     except BaseException:
@@ -223,9 +239,71 @@ def spawn_member(
         tmuxPaneId=spawned.pane_id,
         backendType=spawned.backend_type,
         pid=spawned.pid,
+        pidStart=spawned.start,
         **({"tmuxSocket": spawned.socket_name} if spawned.socket_name else {}),
     )
-    return updated, spawned
+    if wait_s > 0:
+        await_start(paths, updated, spawned, chosen, wait_s, foreign=command is not None)
+    return team.load().member(name) or updated, spawned
+
+
+def definition_flag(model: str, agent_type: str, directory: Path) -> list[str]:
+    """``--agents JSON`` with the definition of `agent_type` as found from `directory` (nothing
+    for the shell worker, which has none, or a built-in type, which every teammate knows)."""
+    if model == "shell":
+        return []
+    try:
+        definition = load_agent(agent_type, project_dir=directory)
+    except AgentDefinitionError as exc:
+        raise SwarmError(str(exc)) from None
+    return [] if definition.source == BUILT_IN else ["--agents", to_flag_json(definition)]
+
+
+def await_start(
+    paths: TeamPaths,
+    member: Member,
+    spawned: Spawned,
+    backend: SpawnBackend,
+    wait_s: float = START_WAIT_S,
+    foreign: bool = False,
+) -> None:
+    """Wait until the teammate has joined (its status file names its pid), or has exited: then
+    its member entry is removed, its leftovers stopped, and `SpawnError` says why it could not
+    start. A foreign program (`--teammate-command`) writes no status file: it is only watched
+    for `FOREIGN_GRACE_S` for an early exit. A teammate still starting at the deadline is left
+    to start (a slow machine): it is not an error."""
+
+    def joined() -> bool:
+        status = read_status(paths, member.name)
+        return (
+            status is not None
+            and status.pid == spawned.pid
+            and status.state in ("idle", "working", "waiting")
+        )
+
+    def exited() -> bool:
+        return not backend.is_alive(spawned)
+
+    limit = min(wait_s, FOREIGN_GRACE_S) if foreign else wait_s
+    wait_until(lambda: exited() or (not foreign and joined()), limit)
+    if not exited() or (not foreign and joined()):
+        return
+    reason = start_failure(paths, member.name, spawned)
+    with contextlib.suppress(ProtocolsError, SwarmError):
+        finish_shutdown(paths, member, approved=False)
+    raise SpawnError(f"{member.name} exited as it started: {reason}")
+
+
+def start_failure(paths: TeamPaths, name: str, spawned: Spawned) -> str:
+    """Why a teammate stopped at start: its status file, else the end of its log."""
+    status = read_status(paths, name)
+    if status is not None and status.pid == spawned.pid and status.state == "failed":
+        return status.activity or "it reported a failure"
+    with contextlib.suppress(OSError):
+        lines = safefs.read_text(paths.log(name)).strip().splitlines()
+        if lines:
+            return " / ".join(lines[-3:])
+    return "it left no message (swarm logs NAME --process shows a subprocess teammate's output)"
 
 
 def request_shutdown(
@@ -235,11 +313,18 @@ def request_shutdown(
     wait_s: float = 30.0,
     force: bool = False,
 ) -> ShutdownResult:
-    """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless."""
+    """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless.
+
+    Only an answer from `name` itself counts (the entry's sender and the answer's ``from``): a
+    forged approval from another member cannot stop it. The result lists every task of
+    `name`'s that went back to pending, whether the teammate released it or the lead did.
+    """
     team = TeamFile(paths)
     member = team.load().member(name)
     if member is None or name == LEAD_NAME:
         raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    board = TaskBoard(paths)
+    held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
     mailbox = Mailbox(paths)
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
@@ -248,9 +333,12 @@ def request_shutdown(
     found = mailbox.await_message(
         LEAD_NAME,
         lambda m: (
-            isinstance(m, ShutdownApproved | ShutdownRejected) and m.requestId == request.requestId
+            isinstance(m, ShutdownApproved | ShutdownRejected)
+            and m.requestId == request.requestId
+            and m.from_ == name
         ),
         wait_s,
+        sender=name,
     )
     answer = found[1] if found else None
     if isinstance(answer, ShutdownRejected) and not force:
@@ -262,9 +350,13 @@ def request_shutdown(
     )
     if outcome == "no-answer" and not force:
         return ShutdownResult(name, outcome, f"no answer within {wait_s:g} s", False, [])
-    released = finish_shutdown(paths, member, approved=outcome == "approved")
+    released = set(finish_shutdown(paths, member, approved=outcome == "approved"))
+    for task_id in held:  # the teammate returns its tasks itself when it approves
+        task = board.get(task_id)
+        if task is not None and task.owner != name and task.status == "pending":
+            released.add(task_id)
     why = answer.reason if isinstance(answer, ShutdownRejected) else (reason or "")
-    return ShutdownResult(name, outcome, why, True, released)
+    return ShutdownResult(name, outcome, why, True, sorted(released, key=int))
 
 
 def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> list[str]:
@@ -277,6 +369,7 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     team = TeamFile(paths)
     if team.load().member(member.name) is not None:
         with contextlib.suppress(ProtocolsError):
+            close_requests(paths, member.name, "it shut down")
             team.remove_member(member.name)
             release(paths, member)  # only the one that removed it
     return released
@@ -294,12 +387,16 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     results = [
         request_shutdown(paths, m.name, "the team is being deleted", 10.0, True) for m in live
     ]
-    shutil.rmtree(paths.team_dir)
-    shutil.rmtree(paths.tasks_dir, ignore_errors=True)
+    for member in TeamFile(paths).load().members:  # dead or starting: what they left running
+        if member.name != LEAD_NAME:
+            stop_member(paths, member)
+    safefs.rmtree(paths.team_dir)
+    with contextlib.suppress(OSError):
+        safefs.rmtree(paths.tasks_dir, missing_ok=True)
     return results
 
 
 def _wait_for_exit(member: Member, timeout: float) -> None:
-    pid = member_pid(member)
-    if pid is not None:
-        wait_until(lambda: not pid_alive(pid), timeout)
+    identity = member_identity(member)
+    if identity is not None:
+        wait_until(lambda: not identity.alive(), timeout)

@@ -1,14 +1,22 @@
-"""Requests waiting for the lead: listing them and answering them.
+"""Requests waiting for the lead: listing them, answering them, closing them.
 
 A request is pending while no answer to it exists: ``permission_request``,
 ``sandbox_permission_request`` and ``plan_approval_request`` messages in the ``team-lead`` inbox
 (live or archived) whose id has no response in the requester's inbox, and the legacy files in
-``permissions/pending``. Answering sends the response the protocol asks for (or resolves the
-legacy file) and marks the lead's copy of the request read.
+``permissions/pending``. Only requests that name their real sender count (a
+``permission_request`` whose ``agent_id``, or a plan or sandbox request whose ``from`` or
+``workerName``, is not the member that sent it is spoofed and ignored), and only from a current
+member, sent since it joined: a departed member's requests are closed when it leaves
+(`close_requests`), the lead told, and never come back.
+
+Answering is a compare-and-set on the requester's inbox (`Mailbox.send_unless`): exactly one of
+several answers to one request is sent; the others get `AlreadyAnswered` saying which answer won
+and who gave it. The lead's copy of the request is then marked read.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +32,9 @@ from protocols.messages import (
     PlanApprovalResponse,
     SandboxPermissionRequest,
     SandboxPermissionResponse,
+    decode,
 )
-from protocols.names import LEAD_NAME
+from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore, permission_response
 
@@ -35,6 +44,10 @@ RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalRes
 
 class RequestNotFound(ProtocolsError):
     """No pending request has that id."""
+
+
+class AlreadyAnswered(ProtocolsError):
+    """Another answer to the request was given first; the message says which and by whom."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +114,7 @@ def describe_request(entry: InboxEntry, message: Any) -> Pending:
     )
 
 
-def _structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
+def structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
     result = []
     for entry in entries:
         try:
@@ -113,27 +126,37 @@ def _structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
     return result
 
 
+def genuine(entry: InboxEntry, message: Any) -> bool:
+    """Whether a request names the member that sent it (the entry's ``from``)."""
+    return describe_request(entry, message).teammate == entry.from_ and (
+        getattr(message, "from_", entry.from_) == entry.from_
+    )
+
+
 def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
     locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
     mailbox = Mailbox(paths)
     lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
-    asked = [(e, m) for e, m in _structured(lead) if isinstance(m, REQUEST_TYPES)]
+    joined = {m.name: m.joinedAt for m in mailbox.team.load().members}
+    asked = []
+    for entry, message in structured(lead):
+        if not isinstance(message, REQUEST_TYPES) or not genuine(entry, message):
+            continue
+        sent = ms_from_iso(entry.timestamp)
+        if entry.from_ in joined and (sent is None or sent >= joined[entry.from_]):
+            asked.append((entry, message))
     answered: set[str] = set()
-    members = set(mailbox.team.member_names())
-    for name in {describe_request(e, m).teammate for e, m in asked} & members:
-        theirs = mailbox.peek_all(name)
-        answered |= {  # only the lead's answers count, as they do for the teammate
-            request_id_of(m)
-            for e, m in _structured(theirs)
-            if isinstance(m, RESPONSE_TYPES) and e.from_ == LEAD_NAME
-        }
+    for name in {entry.from_ for entry, _ in asked}:
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name))}
     found: dict[str, Pending] = {}
     for entry, message in asked:
         pending = describe_request(entry, message)
         if pending.id not in answered:
             found.setdefault(pending.id, pending)
     for record in PermissionStore(paths).pending():
+        if record.workerName not in joined:
+            continue  # its worker left: closed when it did
         found.setdefault(
             record.id,
             Pending(
@@ -150,6 +173,18 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
     return sorted(found.values(), key=lambda p: p.created_ms or 0)
 
 
+def _answered_ids(entries: list[InboxEntry]) -> set[str]:
+    """Ids of the requests the lead answered in these entries (only the lead's answers count,
+    as they do for the teammate)."""
+    return {
+        rid
+        for e, m in structured(entries)
+        if isinstance(m, RESPONSE_TYPES)
+        and e.from_ == LEAD_NAME
+        and (rid := request_id_of(m)) is not None
+    }
+
+
 def answer(
     paths: TeamPaths,
     request_id: str,
@@ -158,52 +193,144 @@ def answer(
     text: str | None = None,
     updated_input: dict[str, Any] | None = None,
     permission_mode: str | None = None,
+    by: str = "swarm",
 ) -> Pending:
     """Approve or deny the pending request `request_id`; `text` is feedback or the reason.
     An approved plan switches the teammate to `permission_mode` (None: the mode it was
-    started with)."""
+    started with). `by` says who answered (shown to whoever tries to answer it too).
+
+    Raises `RequestNotFound`, or `AlreadyAnswered` when another answer got there first."""
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
-        raise RequestNotFound(
-            f"no pending request {request_id!r}; `swarm permissions` lists the ones waiting"
-        )
+        raise _not_pending(paths, request_id)
     mailbox = Mailbox(paths)
     message = pending.message
+    verdict = "approved" if approve else "denied"
     if pending.kind == "file":
-        PermissionStore(paths).resolve(
-            request_id,
-            approved=approve,
-            resolved_by=LEAD_NAME,
-            feedback=text,
-            updated_input=updated_input,
-        )
+        try:
+            PermissionStore(paths).resolve(
+                request_id,
+                approved=approve,
+                resolved_by=f"{LEAD_NAME} ({by})",
+                feedback=text,
+                updated_input=updated_input,
+            )
+        except ProtocolsError as exc:
+            raise AlreadyAnswered(str(exc)) from None
         return pending
+    response = _response(message, request_id, approve, text, updated_input, permission_mode)
+    _, winner = mailbox.send_unless(
+        pending.teammate,
+        response,
+        lambda item: _answers(item, request_id),
+        sender=LEAD_NAME,
+        summary=f"{verdict} by {by}",
+    )
+    if winner is not None:
+        raise AlreadyAnswered(f"request {request_id} was already answered ({_told(winner)})")
+    if pending.entry is not None:
+        mailbox.mark_read(LEAD_NAME, [pending.entry])
+    return pending
+
+
+def _response(
+    message: Any,
+    request_id: str,
+    approve: bool,
+    text: str | None,
+    updated_input: dict[str, Any] | None,
+    permission_mode: str | None,
+) -> Any:
     if isinstance(message, PermissionRequest):
-        response: Any = permission_response(
+        return permission_response(
             request_id,
             approved=approve,
             updated_input=updated_input,
             error=text or "Permission denied by the lead",
         )
-    elif isinstance(message, SandboxPermissionRequest):
-        response = SandboxPermissionResponse(
+    if isinstance(message, SandboxPermissionRequest):
+        return SandboxPermissionResponse(
             requestId=request_id, host=message.hostPattern.host, allow=approve, timestamp=now_iso()
         )
-    elif approve:
-        response = PlanApprovalResponse(
-            requestId=request_id,
-            approved=True,
-            timestamp=now_iso(),
-            permissionMode=permission_mode,
+    if approve:
+        return PlanApprovalResponse(
+            requestId=request_id, approved=True, timestamp=now_iso(), permissionMode=permission_mode
         )
-    else:
-        response = PlanApprovalResponse(
-            requestId=request_id,
-            approved=False,
-            timestamp=now_iso(),
-            feedback=text or "Plan rejected by the lead",
+    return PlanApprovalResponse(
+        requestId=request_id,
+        approved=False,
+        timestamp=now_iso(),
+        feedback=text or "Plan rejected by the lead",
+    )
+
+
+def _answers(item: dict[str, Any], request_id: str) -> bool:
+    """Whether inbox item `item` is the lead's answer to `request_id`."""
+    if item.get("from") != LEAD_NAME or not isinstance(item.get("text"), str):
+        return False
+    try:
+        message = decode(item["text"])
+    except ProtocolsError:
+        return False
+    return isinstance(message, RESPONSE_TYPES) and request_id_of(message) == request_id
+
+
+def _told(item: dict[str, Any]) -> str:
+    """``approved by swarm lead at 2026-...`` for an answer already in an inbox."""
+    message = decode(item["text"])
+    approved = getattr(message, "approved", None)
+    if approved is None:
+        approved = getattr(message, "allow", False)
+    said = str(item.get("summary") or ("approved" if approved else "denied"))
+    return f"{said}, at {item.get('timestamp', 'an unknown time')}"
+
+
+def _not_pending(paths: TeamPaths, request_id: str) -> ProtocolsError:
+    """Why `request_id` cannot be answered: answered already (by whom), or unknown."""
+    mailbox = Mailbox(paths)
+    for name in mailbox.team.member_names():
+        for entry in mailbox.peek_all(name):
+            if _answers(entry.to_json_dict(), request_id):
+                told = _told(entry.to_json_dict())
+                return AlreadyAnswered(f"request {request_id} was already answered ({told})")
+    done = PermissionStore(paths).poll(request_id) if _file_id(request_id) else None
+    if done is not None:
+        who = done.resolvedBy or "someone"
+        return AlreadyAnswered(
+            f"request {request_id} was already answered ({done.status} by {who})"
         )
-    mailbox.send(pending.teammate, response, sender=LEAD_NAME)
-    if pending.entry is not None:
-        mailbox.mark_read(LEAD_NAME, [pending.entry])
-    return pending
+    return RequestNotFound(
+        f"no pending request {request_id!r}; `swarm permissions` lists the ones waiting"
+    )
+
+
+def _file_id(request_id: str) -> bool:
+    try:
+        checked_component(request_id, "request id")
+    except ProtocolsError:
+        return False
+    return True
+
+
+def close_requests(paths: TeamPaths, name: str, why: str) -> list[Pending]:
+    """Close what member `name` asked and nobody answered (call before it is removed): the
+    lead's copies are marked read, its legacy request files resolved as rejected, and the lead
+    told once. Returns the closed requests."""
+    mine = [p for p in pending_requests(paths) if p.teammate == name]
+    if not mine:
+        return []
+    mailbox = Mailbox(paths)
+    entries = [p.entry for p in mine if p.entry is not None]
+    mailbox.mark_read(LEAD_NAME, entries)
+    store = PermissionStore(paths)
+    for p in mine:
+        if p.kind == "file":
+            with contextlib.suppress(ProtocolsError):
+                store.resolve(p.id, approved=False, resolved_by=LEAD_NAME, feedback=why)
+    listed = "; ".join(f"{p.id} ({p.tool})" for p in mine)
+    note = (
+        f"{name} left with {len(mine)} request{'s' if len(mine) != 1 else ''} unanswered, now "
+        f"closed ({why}): {listed}"
+    )
+    mailbox.send(LEAD_NAME, note, sender=LEAD_NAME, summary=f"{name}'s requests closed")
+    return mine

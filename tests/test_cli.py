@@ -133,7 +133,10 @@ def test_permission_and_plan_requests_are_listed_and_answered(team: TeamFile) ->
     )
     assert PermissionStore(team.paths).poll(listed[2]["id"]).status == "approved"
     again = swarm("approve", "perm-1-aaaaaaa")
-    assert again.returncode == 1 and "no pending request" in again.stderr
+    assert again.returncode == 1
+    assert "perm-1-aaaaaaa was already answered (approved by swarm approve" in again.stderr
+    unknown = swarm("approve", "perm-2-nothing")
+    assert unknown.returncode == 1 and "no pending request" in unknown.stderr
 
 
 @pytest.mark.parametrize(

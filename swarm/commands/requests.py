@@ -56,6 +56,7 @@ def approve(
         text=feedback,
         updated_input=new_input,
         permission_mode=mode,
+        by="swarm approve",
     )
     click.echo(f"approved {done.kind} {request_id} from {printable_line(done.teammate)}")
 
@@ -66,7 +67,9 @@ def approve(
 @team_option
 def deny(request_id: str, reason: str | None, team: str) -> None:
     """Deny a pending request."""
-    done = requests_mod.answer(paths_for(team), request_id, approve=False, text=reason)
+    done = requests_mod.answer(
+        paths_for(team), request_id, approve=False, text=reason, by="swarm deny"
+    )
     click.echo(f"denied {done.kind} {request_id} from {printable_line(done.teammate)}")
 
 
