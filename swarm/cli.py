@@ -1,11 +1,13 @@
 """The `swarm` command: parse, call the library, print. Every read command takes ``--json``.
 
-Errors from the library (`ProtocolsError`, `SwarmError`) are printed as one line on stderr with
-exit code 1; ``swarm --debug ...`` shows the traceback instead.
+Errors from the library (`ProtocolsError`, `SwarmError`) and from the file system (`OSError`: a
+full disk, a read-only or foreign config root) are printed as one line on stderr with exit code
+1; ``swarm --debug ...`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -84,4 +86,26 @@ def main(argv: list[str] | None = None) -> int:
             raise
         click.echo(f"swarm: error: {printable(str(exc))}", err=True)
         return 1
+    except OSError as exc:  # the file system said no: a full disk, a read-only root, rights
+        if debug:
+            raise
+        click.echo(f"swarm: error: {printable(os_error_text(exc))}", err=True)
+        return 1
     return 0
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for a failed file operation: what failed, where, and what can be done."""
+    where = f": {exc.filename}" if exc.filename else ""
+    what = exc.strerror or str(exc)
+    hint = {
+        errno.ENOSPC: "free some space and try again; nothing was half written",
+        errno.EDQUOT: "the disk quota is used up; free some space and try again",
+        errno.EROFS: "the config root is on a read-only file system; set CLAUDE_CONFIG_DIR to a "
+        "writable directory",
+        errno.EACCES: "no permission; check the owner and mode of the config root "
+        "(CLAUDE_CONFIG_DIR)",
+        errno.EPERM: "not permitted; check the owner and mode of the config root "
+        "(CLAUDE_CONFIG_DIR)",
+    }.get(exc.errno or 0, "")
+    return f"{what}{where}" + (f" ({hint})" if hint else "")

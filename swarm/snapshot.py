@@ -77,7 +77,8 @@ class MessageView:
 class TeamView:
     team: str
     members: list[MemberView]
-    tasks: dict[str, list[Task]]  # pending, in_progress, completed: each by id
+    tasks: dict[str, list[Task]]  # pending, in_progress, completed: each by id (failed apart)
+    failed: list[Task]  # failed by their worker (or denied), waiting for a retry
     blocked: dict[str, list[str]]  # task id -> ids of its blockers not yet completed
     requests: list[RequestView]
     messages: list[MessageView]  # the last ones into team-lead, oldest first
@@ -93,7 +94,10 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
     everything = board.list(include_internal=True)
     by_id = {t.id: t for t in everything}
     visible = [t for t in everything if not t.internal]
-    tasks: dict[str, list[Task]] = {s: [t for t in visible if t.status == s] for s in STATUSES}
+    failed = [t for t in visible if t.failed]
+    tasks: dict[str, list[Task]] = {
+        s: [t for t in visible if t.status == s and not t.failed] for s in STATUSES
+    }
     blocked = {}
     for task in visible:
         if task.unfinished and task.blockedBy:
@@ -136,6 +140,7 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
         team=paths.team,
         members=views,
         tasks=tasks,
+        failed=failed,
         blocked=blocked,
         requests=[_request_view(p, now) for p in pending],
         messages=[_message_view(e, colors, now) for e in last],
@@ -165,6 +170,7 @@ def to_json(view: TeamView) -> dict[str, Any]:
         "team": view.team,
         "members": [asdict(m) for m in view.members],
         "tasks": {s: [t.to_json_dict() for t in listed] for s, listed in view.tasks.items()},
+        "failed": [{**t.to_json_dict(), "failure": t.failure} for t in view.failed],
         "blocked": {k: list(v) for k, v in view.blocked.items()},
         "requests": [asdict(r) for r in view.requests],
         "messages": [asdict(m) for m in view.messages],

@@ -106,8 +106,9 @@ def render(view: TeamView) -> str:
     waiting = len(view.requests)
     lines = [
         f"team {view.team}: {len(view.members)} members; tasks {counts['pending']} pending, "
-        f"{counts['in_progress']} in progress, {counts['completed']} completed "
-        f"({len(view.blocked)} blocked); {waiting} request{'s' if waiting != 1 else ''} waiting"
+        f"{counts['in_progress']} in progress, {counts['completed']} completed, "
+        f"{len(view.failed)} failed ({len(view.blocked)} blocked); "
+        f"{waiting} request{'s' if waiting != 1 else ''} waiting"
     ]
     lines += _table([HEADERS, *(_row(m) for m in view.members)])
 
@@ -120,6 +121,9 @@ def render(view: TeamView) -> str:
         if len(shown) < len(listed):
             lines.append(f"    ... {len(listed) - len(shown)} earlier")
         lines += [f"    {printable_line(list_line(t))}" for t in shown]
+    if view.failed:
+        lines.append(f"  failed ({len(view.failed)}): swarm task retry ID puts one back")
+        lines += [f"    {printable_line(list_line(t) + ': ' + t.failure)}" for t in view.failed]
 
     lines.append("")
     lines.append(f"requests waiting ({waiting})")

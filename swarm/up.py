@@ -25,7 +25,7 @@ from protocols.errors import ProtocolsError
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
+from protocols.tasks import NewTask, TaskBoard
 from protocols.team import Member, TeamFile
 from swarm.errors import SwarmError
 from swarm.lifecycle import ShutdownResult, check_model, delete_team, request_shutdown, spawn_member
@@ -172,16 +172,16 @@ def bring_up(
 
 
 def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> None:
-    """All tasks first, then their links (a task may wait for one further down the file)."""
+    """Every task with its links and owner, in one locked operation (a task may wait for one
+    further down the file): none is ever on the board unblocked before its blockers are."""
     board = TaskBoard(paths)  # no mailbox: owners are not running yet to be told
-    ids = [board.create(t.subject, t.description, metadata=t.metadata).id for t in plan.tasks]
+    specs = [
+        NewTask(t.subject, t.description, metadata=t.metadata, after=t.blocked_by, owner=t.owner)
+        for t in plan.tasks
+    ]
+    ids = [task.id for task in board.create_many(specs)]
     for task_id, task in zip(ids, plan.tasks, strict=True):
         after = [ids[i] for i in task.blocked_by]
-        changes: dict[str, Any] = {"addBlockedBy": after} if after else {}
-        if task.owner:
-            changes["owner"] = task.owner
-        if changes:
-            board.update(task_id, **changes)
         waits = f" (after {', '.join('#' + i for i in after)})" if after else ""
         owner = f" [for {task.owner}]" if task.owner else ""
         say(f"task #{task_id}: {task.subject}{waits}{owner}")

@@ -155,7 +155,7 @@ class LeadSession:
         if api is not None:
             env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "swarm", "lead", "--team", team, *args],
+            [sys.executable, "-m", "swarm", "lead", "--team", team, "--create", *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,

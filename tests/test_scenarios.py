@@ -319,9 +319,11 @@ def test_6_a_broadcast_reaches_every_member_but_the_sender(
     lead = run(
         {
             "team-lead": [
-                spawn("alice", "Tell everyone hello.", model="sonnet"),
+                # alice last: `spawn` returns once a teammate has joined, and alice says
+                # hello as soon as she starts
                 spawn("bob", "Wait."),
                 spawn("carol", "Wait."),
+                spawn("alice", "Tell everyone hello.", model="sonnet"),
                 Turn.text("All three are up."),
             ],
             "alice": [

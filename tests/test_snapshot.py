@@ -305,6 +305,7 @@ def test_to_json_is_json(team: TeamFile, paths: TeamPaths) -> None:
         "team",
         "members",
         "tasks",
+        "failed",
         "blocked",
         "requests",
         "messages",
@@ -409,6 +410,7 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
             member("cy", state="waiting", activity="asking: Bash", activity_age_s=5.0),
         ],
         tasks=tasks,
+        failed=[],
         blocked={"2": ["1"]},
         requests=[RequestView("perm-1", "permission_request", "alice", "Bash", "ls", 5.0)],
         messages=[MessageView("bob", None, "idle_notification: available", 7200.0)],
@@ -416,7 +418,7 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
         cost_usd=0.008625,
     )
     expected = """\
-team t: 4 members; tasks 1 pending, 1 in progress, 0 completed (1 blocked); 1 request waiting
+team t: 4 members; tasks 1 pending, 1 in progress, 0 completed, 0 failed (1 blocked); 1 request waiting
   member     state                 task      activity                                                   turns  calls  tokens in (cached) / out     cost
   team-lead  lead                  -         -                                                              0      0                 0 (0) / 0        -
   alice      working               #1 build  running Bash (12s ago)                                         2      3       6,300 (5,000) / 200  $0.0086

@@ -12,6 +12,7 @@ import click
 from protocols.team import TeamFile
 from swarm.cli_common import backend_option, paths_for, team_option
 from swarm.console import Console
+from swarm.errors import SwarmError
 from swarm.lead_agent import LeadAgent
 from swarm.lead_tools import LeadLink
 from swarm.leader import AutoPolicy, Leader
@@ -40,6 +41,11 @@ from teammate.script import load_script
     help="the team's working directory (default: here)",
 )
 @click.option(
+    "--create",
+    is_flag=True,
+    help="create the team if it does not exist (without it, a misspelt --team is an error)",
+)
+@click.option(
     "--delegate-approvals",
     is_flag=True,
     help="let the lead agent answer permission requests too (you still see each one)",
@@ -51,22 +57,28 @@ def lead(
     teammate_model: str | None,
     backend: str,
     cwd: Path | None,
+    create: bool,
     delegate_approvals: bool,
 ) -> None:
-    """Lead the team given by --team from this terminal (created if it does not exist).
+    """Lead the team given by --team from this terminal (--create makes it if it is new).
 
     \b
     Everything teammates send shows here as it arrives; permission and plan requests wait
     for your answer (y / n REASON, or /approve ID, /deny ID REASON). What you type goes to the
     lead agent, which spawns teammates and hands out work:
-      swarm lead --team shop
+      swarm lead --team shop --create
       > Spawn alice as a backend developer. Ask her to create schema.sql with a users table.
     Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
     /status, /pending and approvals. /help lists the commands.
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
-    if not paths.config.exists():
+    if not TeamFile(paths).exists():
+        if not create:
+            raise SwarmError(
+                f"team {team!r} not found under {paths.root}; `swarm lead --team {team} "
+                "--create` makes it (`swarm team list` shows the teams there are)"
+            )
         TeamFile(paths).create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)

@@ -10,7 +10,6 @@ from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
-from protocols.paths import TeamPaths
 from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
@@ -33,13 +32,14 @@ def send(to: str, text: str, sender: str, summary: str | None, team: str) -> Non
     written = Mailbox(paths).send(to, text, sender=sender, summary=summary, color=color)
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {team!r}")
-    click.echo(printable_line(f"sent to {', '.join(_recipients(paths, to, sender))}"))
-
-
-def _recipients(paths: TeamPaths, to: str, sender: str) -> list[str]:
     if to != "*":
-        return [to]
-    return [n for n in TeamFile(paths).load().member_names() if n != sender]
+        click.echo(printable_line(f"sent to {to}"))
+        return
+    recipients, skipped = Mailbox(paths).broadcast_recipients(sender)
+    click.echo(printable_line(f"sent to {', '.join(recipients)}"))
+    if skipped:
+        names = ", ".join(repr(n) for n in skipped)
+        click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)
 
 
 def entry_json(entry: InboxEntry) -> dict[str, Any]:

@@ -43,19 +43,16 @@ def task_add(
     worktree: str | None,
     team: str,
 ) -> None:
-    """Add a task; prints its id."""
+    """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
+    no idle worker can take it before its blockers complete."""
     board = TaskBoard(paths_for(team))
-    for blocker in blocked_by:
-        board.require(blocker)
     if worktree is not None:
         try:
             flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
         except WorktreeError as exc:
             raise SwarmError(f"--worktree: {exc}") from None
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
-    created = board.create(subject, description, metadata=metadata or None)
-    if blocked_by:
-        board.update(created.id, addBlockedBy=list(blocked_by))
+    created = board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
     click.echo(created.id)
 
 
@@ -161,3 +158,18 @@ def task_claim(task_id: str, agent: str, team: str) -> None:
         click.echo(str(result.reason), err=True)
         sys.exit(1)
     click.echo(printable_line(list_line(result.task)))
+
+
+@task.command("retry")
+@click.argument("task_id")
+@team_option
+def task_retry(task_id: str, team: str) -> None:
+    """Put a failed (or stuck) task back on the board: pending, no owner, its failure cleared;
+    an idle worker claims it as usual. What waits for it stays blocked until it completes."""
+    board = TaskBoard(paths_for(team))
+    before = board.require(task_id)
+    if before.status == "completed":
+        raise SwarmError(f"task #{task_id} is completed; there is nothing to retry")
+    after = board.retry(task_id)
+    was = f" (it had failed: {printable_line(before.failure)})" if before.failed else ""
+    click.echo(f"{printable_line(list_line(after))}{was}")
