@@ -212,7 +212,7 @@ class FileGuard:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockTimeout(
-                    f"could not lock {self.target} within {self.timeout:.0f} s "
+                    f"could not lock {self.target} within {self.timeout:g} s "
                     "(another swarm process holds it); nothing was written"
                 )
             time.sleep(min(delay * (0.5 + random.random()), remaining))
@@ -231,7 +231,7 @@ class FileGuard:
             if remaining <= 0:
                 raise LockTimeout(
                     f"could not lock {self.target}: {self.lock_dir} has been held for "
-                    f"{self.timeout:.0f} s (by Claude Code or a hung process); nothing was written"
+                    f"{self.timeout:g} s (by Claude Code or a hung process); nothing was written"
                 )
             time.sleep(min(delay * (0.5 + random.random()), remaining))
             delay = min(delay * 2, 0.05)

@@ -239,7 +239,8 @@ class TaskBoard:
 
         ``status="deleted"`` deletes the task and returns None. Fields a task does not have go
         under ``metadata``; a ``metadata`` key set to None is removed. Putting a failed task
-        back to ``pending`` clears its failure. Raises `TaskNotFound`, or `InvalidTaskUpdate`
+        back to ``pending`` retries it: its failure is cleared, and its owner too unless one is
+        given. Raises `TaskNotFound`, or `InvalidTaskUpdate`
         for a bad status or a dependency cycle.
         """
         task_id = str(task_id)
@@ -265,6 +266,8 @@ class TaskBoard:
 
         def change(task: Task) -> Task:
             updates = dict(changes)
+            if task.failed and changes.get("status") == "pending" and "owner" not in changes:
+                updates["owner"] = None  # retried: any idle worker may take it
             if metadata_changes:
                 merged = dict(task.metadata or {})
                 for key, value in metadata_changes.items():

@@ -88,11 +88,20 @@ class Console:
                 self.leader.wait(REAP_EVERY_S)
                 while self.running and not self.lines.empty():
                     self.handle(self.lines.get())
-                self.show(self.leader.events())
+                self._arrivals()
         finally:
             if self.agent is not None:
                 self.agent.stop()
         return 0
+
+    def _arrivals(self) -> None:
+        """Show what arrived; a lead inbox or team file that cannot be read right now (held
+        too long, being rewritten, a full disk) is reported and tried again, never fatal."""
+        try:
+            self.show(self.leader.events())
+        except (ProtocolsError, OSError) as exc:
+            self.out(f"cannot read the team's files right now: {exc}; trying again")
+            time.sleep(1.0)  # back off before the next pass, not a wait for a condition
 
     def _read(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -130,7 +139,7 @@ class Console:
                 self.agent.tell(text)
             else:
                 self.out(f"the lead agent is off ({self.off_reason}); /help lists the commands")
-        except (SwarmError, ProtocolsError, ValueError) as exc:
+        except (SwarmError, ProtocolsError, ValueError, OSError) as exc:
             self.out(f"error: {exc}")
 
     def command(self, text: str) -> None:

@@ -174,7 +174,13 @@ class Dashboard:
         return 0
 
     def _draw(self) -> Group:
-        self.view = snapshot(self.paths)
+        try:
+            self.view = snapshot(self.paths)
+        except (ProtocolsError, OSError) as exc:  # a team file being rewritten, or broken
+            if self.view is None:
+                raise
+            self.note = printable_line(f"cannot read the team right now ({exc}); showing the last")
+            return frame(self.view, self.selected, self.note)
         self.selected = max(0, min(self.selected, len(self.view.requests) - 1))
         return frame(self.view, self.selected, self.note)
 

@@ -38,7 +38,8 @@ LEAD_PROMPT = """You are the team lead of team {team!r}, working for a person at
   <teammate-message> blocks. A teammate goes idle after every turn: that is normal, not an
   error; it wakes when it gets a message or a task.
 - Keep work on the task board (TaskCreate, TaskUpdate, TaskList, TaskGet): idle teammates claim
-  open, unblocked tasks on their own.
+  open, unblocked tasks on their own. A task listed [failed] waits for you: TaskGet shows why;
+  TaskUpdate it to status "pending" to retry it (an idle teammate takes it), or delete it.
 - The person approves teammates' permission and plan requests; you see the outcome.
 - To stop a teammate, send it {{"type": "shutdown_request"}} with SendMessage. TeamDelete only
   works once every teammate has shut down.

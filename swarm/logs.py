@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
-from protocols.names import checked_component
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json_text, printable_line
 from protocols.team import TeamFile
@@ -137,13 +138,14 @@ class FileTail:
 
     def read(self) -> list[str]:
         try:
-            with self.path.open("rb") as handle:
-                if handle.seek(0, 2) < self.offset:
-                    self.offset = 0  # truncated or replaced: start again
-                handle.seek(self.offset)
-                data = handle.read()
+            fd = safefs.open_path(self.path, os.O_RDONLY)  # a planted link is refused
         except FileNotFoundError:
             return []
+        with os.fdopen(fd, "rb") as handle:
+            if handle.seek(0, 2) < self.offset:
+                self.offset = 0  # truncated or replaced: start again
+            handle.seek(self.offset)
+            data = handle.read()
         end = data.rfind(b"\n")
         if end < 0:
             return []
@@ -155,7 +157,7 @@ class FileTail:
 
 def log_path(paths: TeamPaths, name: str) -> Path:
     """Where a subprocess teammate's output goes (see `swarm.lifecycle.spawn_member`)."""
-    return paths.team_dir / "logs" / f"{checked_component(name, 'agent name')}.log"
+    return paths.log(name)
 
 
 class RawTranscript:
@@ -204,17 +206,17 @@ class ActivityLog:
         self.inbox_signature: tuple[Any, ...] | None = None
         self.note: str | None = None
         self.process: FileTail | None = None
-        if self.transcript.path.exists() and self.transcript.path.stat().st_size:
+        if safefs.exists(self.transcript.path) and safefs.stat_of(self.transcript.path).st_size:
             return
         log = log_path(paths, name)
         config = TeamFile(paths).load()
-        if config.member(name) is None and not log.exists():
+        if config.member(name) is None and not safefs.exists(log):
             raise SwarmError(
                 f"no transcript or log for {name} in team {paths.team!r}; "
                 f"members: {', '.join(config.member_names())}"
             )
         self.note = f"{name} has made no model calls (no transcript): showing its messages"
-        if log.exists():
+        if safefs.exists(log):
             self.process = FileTail(log)
             self.note += f", then its process log {log}"
 
@@ -280,15 +282,16 @@ class ActivityLog:
     def _messages(self) -> list[LogEvent]:
         """New messages to the member (its inbox) and from it (everyone else's inbox)."""
         try:
-            files = sorted(self.paths.inboxes.iterdir())
-            signature = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+            found = sorted(safefs.entries(self.paths.inboxes))
         except FileNotFoundError:
             return []
+        signature = tuple((name, st.st_size, st.st_mtime_ns) for name, st in found)
         if signature == self.inbox_signature:
             return []
         self.inbox_signature = signature
-        owners = {p.stem for p in files if p.suffix == ".json"}
-        owners |= {p.name[: -len(ARCHIVE_SUFFIX)] for p in files if p.name.endswith(ARCHIVE_SUFFIX)}
+        names = [name for name, _ in found]
+        owners = {n[: -len(".json")] for n in names if n.endswith(".json")}
+        owners |= {n[: -len(ARCHIVE_SUFFIX)] for n in names if n.endswith(ARCHIVE_SUFFIX)}
         outgoing: dict[tuple[str, str], list[str]] = {}
         events = []
         for owner in sorted(owners):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocols import safefs
 from protocols.errors import ProtocolsError
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
@@ -152,7 +153,7 @@ def bring_up(
         except (SwarmError, AgentDefinitionError) as exc:
             raise UpError(f"member {member.name!r} cannot start: {exc}") from None
     paths = TeamPaths.for_team(plan.team, root)
-    if paths.config.exists():
+    if safefs.exists(paths.config):
         raise UpError(
             f"team {plan.team!r} already exists at {paths.team_dir}; run `swarm down "
             f"{plan.team}` first (it stops its members and deletes it), or rename the team"
@@ -193,7 +194,7 @@ def _spawn(
     settings = None
     if plan.settings is not None:
         settings = paths.team_dir / "settings" / f"{plan.name}.json"
-        settings.parent.mkdir(parents=True, exist_ok=True)
+        safefs.makedirs(settings.parent)
         write_json(settings, plan.settings)
     member, spawned = spawn_member(
         paths,

@@ -11,11 +11,13 @@ with the task still open leaves it in progress with this teammate ("blocked"), a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
+from protocols import safefs
+from protocols.clock import now_ms
 from protocols.inbox import InboxEntry, format_for_model
+from protocols.jsonio import atomic_write_text
 from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -211,13 +213,9 @@ class ClaudeBrain:
         link = self.loop.link
         if link is None:
             raise ToolError("there is no lead to approve the plan")
-        plan_file = (
-            self.paths.root
-            / "plans"
-            / f"{self.paths.team}-{self.name}-{int(time.time() * 1000)}.md"
-        )
-        plan_file.parent.mkdir(parents=True, exist_ok=True)
-        plan_file.write_text(plan, encoding="utf-8")
+        plan_file = self.paths.plans_dir / f"{self.paths.team}-{self.name}-{now_ms()}.md"
+        safefs.makedirs(plan_file.parent)
+        atomic_write_text(plan_file, plan)  # never through a link planted in plans/
         verdict = link.ask_plan_approval(plan, str(plan_file))
         if not verdict.approved:
             return (

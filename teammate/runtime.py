@@ -90,8 +90,10 @@ class Teammate(LeadRequests):
         paths: TeamPaths,
         say: Callable[[str], None] = print,
         reporter: StatusReporter | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.options = options
+        self._clock = clock  # when to look at the board again (a seam for tests)
         self.name = options.agent_name
         self.color = options.color
         self.brain = brain
@@ -156,7 +158,15 @@ class Teammate(LeadRequests):
         self.token = given if given and given == recorded else new_token()
         os.environ[TOKEN_VARIABLE] = self.token
         me = ProcessIdentity.mine(self.token)
-        self.team.update_member(self.name, **me.to_value(), isActive=True)
+        while True:  # a busy or half-written team file is waited out, not died of
+            try:
+                self.team.update_member(self.name, **me.to_value(), isActive=True)
+                break
+            except ENVIRONMENT_ERRORS as exc:
+                delay, _ = self.trouble.failed(exc)
+                self.say(f"cannot join yet: {describe(exc)}; again in {delay:g} s")
+                time.sleep(delay)
+        self.trouble.cleared()
         self.reporter.set("idle", "joined the team")
         self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
 
@@ -383,14 +393,14 @@ class Teammate(LeadRequests):
         board changed, a message came (`force`), or the once-a-minute safety rescan is due."""
         if not (force or self._board_changed()):
             return None
-        self._board_checked = time.monotonic()
+        self._board_checked = self._clock()
         return self._claim()
 
     def _board_changed(self) -> bool:
         """Did anything happen on the board since the last look? inotify says so when it
         works; without it the directory's time is compared (one stat). Either way, once a
         minute the answer is yes (events can be lost)."""
-        if time.monotonic() - self._board_checked >= BOARD_RESCAN_S:
+        if self._clock() - self._board_checked >= BOARD_RESCAN_S:
             return True
         watcher = self._watcher
         if watcher is not None and not watcher.degraded:

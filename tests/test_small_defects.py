@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import Processes, commit_all, init_repo, swarm, teammate_argv, wait_for
+from helpers import LeadSession, Processes, commit_all, init_repo, swarm, teammate_argv, wait_for
 
 from protocols import tasks as tasks_module
 from protocols.mailbox import Mailbox
@@ -184,3 +184,19 @@ def test_a_broadcast_reaches_every_member_when_one_name_is_unusable(team: TeamFi
     mailbox = Mailbox(paths)
     for name in ("alice", "bob", "carol"):
         assert [e.text for e in mailbox.read_all(name)] == ["hello all"]
+
+
+def test_swarm_lead_reports_a_broken_team_file_and_lives(team: TeamFile, tmp_path: Path) -> None:
+    paths = team.paths
+    lead = LeadSession(None, tmp_path)
+    try:
+        lead.expect("leading team 't'")
+        good = paths.config.read_bytes()
+        paths.config.write_text("{ not json")
+        lead.expect("cannot read the team's files right now")
+        paths.config.write_bytes(good)
+        lead.type("/status")
+        lead.expect("team t: 4 members")
+        assert lead.quit() == 0
+    finally:
+        lead.close()

@@ -27,8 +27,9 @@ from protocols.messages import (
 )
 from protocols.paths import TeamPaths
 from protocols.permissions import permission_response
-from protocols.tasks import TaskBoard
+from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
 from teammate.options import UsageError, parse
 from teammate.runtime import Teammate
 from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain, needs_approval
@@ -124,7 +125,7 @@ def test_a_failing_command_leaves_the_task_in_progress_with_its_exit_code(
     )
     assert note.completedStatus == "failed" and "exit code 3" in note.failureReason
     failed = board.require(task.id)
-    assert failed.status == "in_progress" and failed.owner == "alice"
+    assert failed.status == "in_progress" and failed.owner == "alice" and failed.failed
     assert failed.metadata["exitCode"] == 3
     assert "to stdout" in failed.metadata["outputTail"] and "oops" in failed.metadata["outputTail"]
     shutdown(mailbox, "alice")
@@ -403,3 +404,35 @@ def test_a_worker_given_two_tasks_by_the_lead_does_both(
         lambda: all(board.require(t.id).status == "completed" for t in (first, second)),
         "both assigned tasks to be done",
     )
+
+
+def test_an_idle_teammate_looks_at_the_board_only_when_it_changes(
+    team: TeamFile, tmp_path: Path
+) -> None:
+    """Idling costs the same whatever the board holds: with 300 completed tasks on the board,
+    a minute of idle passes lists it not once; a new task is seen at the next pass."""
+    board = TaskBoard(team.paths)
+    for task in board.create_many([NewTask(f"done {n}") for n in range(300)]):
+        board.update(task.id, status="completed")
+    now = [1000.0]
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    teammate = Teammate(
+        options, ShellBrain(tmp_path), team.paths, say=lambda _: None, clock=lambda: now[0]
+    )
+    teammate.member = team.load().member("alice")
+    listings: list[int] = []
+    listing = teammate.board.list
+    teammate.board.list = lambda *a, **k: listings.append(1) or listing(*a, **k)  # type: ignore[method-assign]
+    with InboxWatcher(team.paths.inbox("alice"), directories=(team.paths.tasks_dir,)) as watcher:
+        teammate._watcher = watcher
+        teammate.step()  # the first pass looks
+        listings.clear()
+        for _ in range(5):
+            now[0] += 10.0  # ten idle seconds a pass: fifty in all
+            assert teammate.step() is False
+        assert listings == []
+        watcher.clear()
+        board.create("new", metadata={"command": "echo new > new.txt"})
+        wait_for(watcher.changed.is_set, "inotify to report the new task")
+        assert teammate.step() is True
+    assert (tmp_path / "new.txt").read_text() == "new\n"

@@ -25,7 +25,7 @@ from protocols.inbox import identity_of
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.status import read_status
-from protocols.tasks import TaskBoard
+from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
 
 
@@ -325,3 +325,37 @@ def test_spawn_works_for_a_uid_without_a_passwd_entry(tmp_path: Path, config_roo
 def test_identity_of_a_surrogate_entry_is_stable() -> None:
     item = {"from": "bob", "text": "bad \ud800 text", "timestamp": "t"}
     assert identity_of(item) == identity_of(dict(item))
+
+
+@pytest.mark.slow
+def test_sixteen_teammates_under_lock_pressure_all_live_and_run_each_task_once(
+    paths: TeamPaths, tmp_path: Path
+) -> None:
+    """A short lock timeout (0.2 s) makes locks time out under load; no teammate dies of it,
+    every task is done, and none twice."""
+    team = TeamFile(paths)
+    team.create(cwd=tmp_path)
+    names = [f"w{n}" for n in range(16)]
+    for name in names:
+        team.add_member(name, cwd=tmp_path)
+    board = TaskBoard(paths)
+    count = 200
+    board.create_many(
+        [NewTask(f"t{n}", metadata={"command": f"echo {n} >> ran.log"}) for n in range(count)]
+    )
+    processes = Processes(tmp_path)
+    try:
+        env = {**os.environ, "SWARM_LOCK_TIMEOUT": "0.2"}
+        workers = [processes.start(teammate_argv(name), env) for name in names]
+        wait_for(
+            lambda: all(t.status == "completed" for t in board.list()),
+            "every task to be completed",
+            timeout=240,
+        )
+        ran = (tmp_path / "ran.log").read_text().split()
+        assert sorted(map(int, ran)) == list(range(count))  # each exactly once
+        dead = [name for name, w in zip(names, workers, strict=True) if w.poll() is not None]
+        outputs = [w.stdout.read()[-3000:] for w in workers if w.poll() is not None and w.stdout]
+        assert dead == [], (dead, outputs[:1])
+    finally:
+        processes.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from protocols import safefs
 from protocols.team import TeamFile
 from swarm.cli_common import backend_option, paths_for, team_option
 from swarm.console import Console
@@ -115,7 +116,7 @@ def _model(script: Path | None, model: str) -> tuple[Model | None, str]:
 def _lead_settings(path: Path) -> dict:
     """The team file's lead settings, written by `swarm up` (empty when there are none)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(safefs.read_text(path))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

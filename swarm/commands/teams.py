@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
+from protocols import safefs
+from protocols.errors import ProtocolsError
 from protocols.names import validate_name
 from protocols.paths import TeamPaths, config_root
-from protocols.printable import printable_line
+from protocols.printable import printable, printable_line
 from protocols.team import TeamFile
 from swarm.cli_common import emit, json_option, paths_for
 from swarm.lifecycle import delete_team
@@ -40,14 +42,20 @@ def team_create(name: str, description: str | None, cwd: Path) -> None:
 def team_list(as_json: bool) -> None:
     """List the teams under the config root."""
     teams_dir = config_root() / "teams"
-    names = (
-        sorted(p.name for p in teams_dir.iterdir() if (p / "config.json").exists())
-        if teams_dir.is_dir()
-        else []
-    )
+    try:
+        listed = safefs.listdir(teams_dir)
+    except FileNotFoundError:
+        listed = []
     rows = []
-    for name in names:
-        config = TeamFile(TeamPaths(config_root(), name)).load()
+    for name in sorted(listed):
+        try:
+            paths = TeamPaths(config_root(), name)
+            if not safefs.exists(paths.config):
+                continue
+            config = TeamFile(paths).load()
+        except ProtocolsError as exc:  # a broken team, or a link: say so, list the others
+            click.echo(f"swarm: skipping {printable_line(name)}: {printable(str(exc))}", err=True)
+            continue
         rows.append(
             {"name": name, "description": config.description, "members": len(config.members)}
         )
