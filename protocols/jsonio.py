@@ -22,10 +22,12 @@ Reads: Claude Code writes its files in place, so a reader can catch one half-wri
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import secrets
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from protocols import safefs
 from protocols.errors import InvalidSetting
-from protocols.locks import confirm_held, note_written
+from protocols.locks import held_guard
 
 Durability = Literal["power", "process"]
 TEMP_DIR = ".swarm-tmp"
@@ -110,25 +112,32 @@ def remove_orphan_temps(target: Path) -> int:
 
     Temporary files of `ensure_file` are written without the lock, so only old ones are removed.
     """
-    prefix = temp_prefix(target)
-    new_prefix = f"{target.name}{NEW_MARKER}"
-    old_enough = time.time() - NEW_TEMP_MAX_AGE_S
-    removed = 0
-    directory = temp_dir(target)
     try:
-        found = safefs.entries(directory)
+        fd = safefs.open_dir(temp_dir(target))
     except FileNotFoundError:
         return 0
-    for name, st in found:
-        orphan = name.startswith(prefix) or (
-            name.startswith(new_prefix) and st.st_mtime < old_enough
-        )
-        if orphan:
-            try:
-                safefs.unlink(directory / name)
-                removed += 1
-            except FileNotFoundError:
-                pass
+    try:
+        return _remove_orphans(fd, target.name)
+    finally:
+        os.close(fd)
+
+
+def _remove_orphans(temp_fd: int, target_name: str) -> int:
+    """`remove_orphan_temps` in ``.swarm-tmp/`` already open."""
+    prefix = f"{target_name}{TEMP_MARKER}"
+    new_prefix = f"{target_name}{NEW_MARKER}"
+    old_enough = time.time() - NEW_TEMP_MAX_AGE_S
+    removed = 0
+    for name in os.listdir(temp_fd):
+        if name.startswith(new_prefix):
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(name, dir_fd=temp_fd, follow_symlinks=False).st_mtime >= old_enough:
+                    continue
+        elif not name.startswith(prefix):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=temp_fd)
+            removed += 1
     return removed
 
 
@@ -156,28 +165,67 @@ def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None 
     """Replace `target` with `data` atomically. The caller holds the target's lock.
 
     Just before the rename that commits, the lock is confirmed to still be this process's
-    (`locks.confirm_held`): a holder that was paused long enough for another writer to take the
-    lock as stale raises `LockLost` instead of overwriting what that writer committed.
+    (`FileGuard.confirm`): a holder that was paused long enough for another writer to take the
+    lock as stale raises `LockLost` instead of overwriting what that writer committed. Every
+    step works on the target's directory and ``.swarm-tmp/`` by name, both opened without
+    following links (the lock holds the first open already).
     """
     durable = (durability or default_durability()) == "power"
-    remove_orphan_temps(target)
-    fd, temp = _open_temp(target, TEMP_MARKER)
+    guard = held_guard(target)
+    target_fd = guard.dir_fd if guard is not None else safefs.open_dir(target.parent)
     try:
-        _write_all(fd, data, durable)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(temp)
-        raise
-    os.close(fd)
+        temp_fd = _open_temp_dir(target, target_fd)
+        try:
+            _commit(target, data, durable, guard, target_fd, temp_fd)
+        finally:
+            os.close(temp_fd)
+    finally:
+        if guard is None:
+            os.close(target_fd)
+
+
+def _commit(
+    target: Path, data: bytes, durable: bool, guard: Any, target_fd: int, temp_fd: int
+) -> None:
+    _remove_orphans(temp_fd, target.name)
+    name = f"{target.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o644, dir_fd=temp_fd)
     try:
-        confirm_held(target)
-        safefs.replace(temp, target)
+        try:
+            _write_all(fd, data, durable)
+        finally:
+            os.close(fd)
+        if guard is not None:
+            guard.confirm()
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISLNK(os.stat(target.name, dir_fd=target_fd, follow_symlinks=False).st_mode):
+                raise safefs.LinkRefused(target)
+        os.replace(name, target.name, src_dir_fd=temp_fd, dst_dir_fd=target_fd)
     except BaseException:
-        _unlink_quietly(temp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=temp_fd)
         raise
-    note_written(target)
+    if guard is not None:
+        guard.written()
     if durable:
-        safefs.fsync_dir(target.parent)
+        os.fsync(target_fd)
+
+
+def _open_temp_dir(target: Path, target_fd: int) -> int:
+    """``.swarm-tmp/`` beside `target`, opened (made if missing) without following a link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            return os.open(TEMP_DIR, flags, dir_fd=target_fd)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(TEMP_DIR, 0o755, dir_fd=target_fd)
+            return os.open(TEMP_DIR, flags, dir_fd=target_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise safefs.LinkRefused(temp_dir(target)) from None
+        raise
 
 
 def atomic_write_text(target: Path, text: str, durability: Durability | None = None) -> None:

@@ -19,10 +19,11 @@ removed with ``rmdir``: the wait ends at once with an error naming it.
 
 A holder that was paused (SIGSTOP, a suspended laptop, a clock jump) for longer than the stale
 window may find its lock taken by a writer that followed the stale rule. So the rename that
-commits a write (`protocols.jsonio.atomic_write_bytes`) first confirms, with `confirm_held`, that
-the lock directory is still the one this process made and that the file was not rewritten since
-it was read; if not, `LockLost` is raised, nothing is written, and the operation is redone from
-a fresh read (`redo_if_lock_lost`). Release never removes a lock directory that is not its own.
+commits a write (`protocols.jsonio.atomic_write_bytes`) first confirms, with
+`FileGuard.confirm`, that the lock directory is still the one this process made and that the
+file was not rewritten since it was read; if not, `LockLost` is raised, nothing is written, and
+the operation is redone from a fresh read (`redo_if_lock_lost`). Release never removes a lock
+directory that is not its own.
 
 Waiting uses jittered exponential backoff (0.2 ms up to 2 ms) on one open descriptor: a retry
 costs one system call, so many waiters do not eat the CPU the holder needs.
@@ -95,7 +96,13 @@ def flock_path_for(target: Path) -> Path:
 
 
 class FileGuard:
-    """Exclusive lock on one file, compatible with Claude Code. Use as a context manager."""
+    """Exclusive lock on one file, compatible with Claude Code. Use as a context manager.
+
+    While held it keeps the target's directory and ``.swarm-locks/`` open (opened without
+    following links, `protocols.safefs`): every step of taking, checking and releasing the lock,
+    and the writer's commit (`dir_fd`), works on those directories by name, with no path to
+    resolve again.
+    """
 
     def __init__(
         self,
@@ -111,6 +118,11 @@ class FileGuard:
         self.stale = stale
         self._clock = clock
         self._fd: int | None = None
+        self._dir_fd: int | None = None  # the target's directory
+        self._locks_fd: int | None = None  # .swarm-locks/ beside it
+        self._name = self.target.name
+        self._lock_name = self._name + ".lock"
+        self._private = self.flock_path.name + ".new-lock"
         self._made: tuple[int, int] | None = None  # (inode, ctime_ns) of our lock directory
         self._expected: Signature | None = None  # the target as this holder last saw it
 
@@ -130,23 +142,34 @@ class FileGuard:
     def held(self) -> bool:
         return self._fd is not None
 
+    @property
+    def dir_fd(self) -> int:
+        """The target's directory, open while the lock is held."""
+        assert self._dir_fd is not None, "the lock is not held"
+        return self._dir_fd
+
     def acquire(self) -> None:
         if self._fd is not None:
             raise RuntimeError(f"{self.target} is already locked by this FileGuard")
         deadline = time.monotonic() + self.timeout
-        fd = self._open_flock_file()
+        self._open_dirs()
         try:
-            self._take_flock(fd, deadline)
+            fd = self._open_flock_file()
             try:
-                self._make_lock_dir(fd, deadline)
+                self._take_flock(fd, deadline)
+                try:
+                    self._make_lock_dir(fd, deadline)
+                except BaseException:
+                    filelock.unlock_descriptor(fd)
+                    raise
             except BaseException:
-                filelock.unlock_descriptor(fd)
+                os.close(fd)
                 raise
         except BaseException:
-            os.close(fd)
+            self._close_dirs()
             raise
         self._fd = fd
-        self._expected = _signature(self.target)
+        self._expected = self._signature()
         _refresher().add(self.lock_dir)
         _register(self)
 
@@ -159,10 +182,10 @@ class FileGuard:
         _refresher().discard(self.lock_dir)
         try:
             if self.owns_lock_dir():
-                safefs.rmdir(self.lock_dir)
+                os.rmdir(self._lock_name, dir_fd=self.dir_fd)
             else:
                 log.warning("lock %s was taken by another process while held", self.lock_dir)
-        except (FileNotFoundError, safefs.LinkRefused):
+        except FileNotFoundError:
             log.warning("lock %s was removed by another process while held", self.lock_dir)
         finally:
             # the ownership record stays: it names a directory (inode, ctime) that is gone, so
@@ -171,12 +194,12 @@ class FileGuard:
                 filelock.unlock_descriptor(fd)
             finally:
                 os.close(fd)
+                self._close_dirs()
 
     def owns_lock_dir(self) -> bool:
         """Whether ``X.lock`` is still the directory this guard made."""
-        try:
-            st = safefs.lstat(self.lock_dir)
-        except (FileNotFoundError, safefs.LinkRefused):
+        st = self._lstat(self._lock_name)
+        if st is None:
             return False
         return self._made == (st.st_ino, st.st_ctime_ns) and stat.S_ISDIR(st.st_mode)
 
@@ -188,7 +211,7 @@ class FileGuard:
                 f"the lock on {self.target} was taken by another process while this one held it "
                 "(it was paused past the 10 s stale window); nothing was written"
             )
-        if _signature(self.target) != self._expected:
+        if self._signature() != self._expected:
             raise LockLost(
                 f"{self.target} was rewritten by another process while this one held its lock; "
                 "nothing was written"
@@ -196,15 +219,49 @@ class FileGuard:
 
     def written(self) -> None:
         """This holder has just replaced the target: remember how it looks now."""
-        self._expected = _signature(self.target)
+        self._expected = self._signature()
+
+    # the directories, and names in them
+
+    def _open_dirs(self) -> None:
+        self._dir_fd = safefs.open_dir(self.target.parent)
+        try:
+            try:
+                self._locks_fd = safefs.open_dir(self.flock_path.parent)
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(FLOCK_DIR, 0o755, dir_fd=self._dir_fd)
+                self._locks_fd = safefs.open_dir(self.flock_path.parent)
+        except BaseException:
+            self._close_dirs()
+            raise
+
+    def _close_dirs(self) -> None:
+        for fd in (self._dir_fd, self._locks_fd):
+            if fd is not None:
+                os.close(fd)
+        self._dir_fd = self._locks_fd = None
+
+    def _lstat(self, name: str) -> os.stat_result | None:
+        try:
+            return os.stat(name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def _signature(self) -> Signature | None:
+        st = self._lstat(self._name)
+        if st is None or stat.S_ISLNK(st.st_mode):
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _open_flock_file(self) -> int:
-        flags = os.O_RDWR | os.O_CREAT
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            return safefs.open_path(self.flock_path, flags, 0o644)
-        except FileNotFoundError:
-            safefs.makedirs(self.flock_path.parent)
-            return safefs.open_path(self.flock_path, flags, 0o644)
+            return os.open(self.flock_path.name, flags, 0o644, dir_fd=self._locks_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise safefs.LinkRefused(self.flock_path) from None
+            raise
 
     def _take_flock(self, fd: int, deadline: float) -> None:
         delay = 0.0002
@@ -223,7 +280,7 @@ class FileGuard:
         previous = _read_record(fd)
         delay = 0.001
         while True:
-            if not _lexists(self.lock_dir) and self._try_make_lock_dir(fd):
+            if self._lstat(self._lock_name) is None and self._try_make_lock_dir(fd):
                 return
             if self._remove_if_abandoned(fd, previous):
                 continue  # removed: try to take it at once
@@ -246,27 +303,31 @@ class FileGuard:
         stale window for it. (We hold the flock, so the private name is ours alone; one left by a
         killed process is removed.)
         """
-        private = str(self.flock_path) + ".new-lock"
+        locks, here = self._locks_fd, self.dir_fd
         try:
-            safefs.mkdir(private)
+            os.mkdir(self._private, 0o755, dir_fd=locks)
         except FileExistsError:  # left by a swarm process killed before its rename
-            _rmdir_quietly(private)
-            safefs.mkdir(private)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self._private, dir_fd=locks)
+            os.mkdir(self._private, 0o755, dir_fd=locks)
         try:
-            self._write_record(fd, safefs.stat_of(private).st_ino, 0)
-            rename_noreplace(private, self.lock_dir)
+            private = os.stat(self._private, dir_fd=locks, follow_symlinks=False)
+            self._write_record(fd, private.st_ino, 0)
+            rename_noreplace(locks, self._private, here, self._lock_name)
         except FileExistsError:
             self._write_record(fd, 0, 0)  # before the rmdir, so the inode is never reused
-            _rmdir_quietly(private)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self._private, dir_fd=locks)
             return False
         except NotImplementedError:  # no renameat2 here: the plain protocol
             self._write_record(fd, 0, 0)
-            _rmdir_quietly(private)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self._private, dir_fd=locks)
             try:
-                safefs.mkdir(self.lock_dir)
+                os.mkdir(self._lock_name, 0o755, dir_fd=here)
             except FileExistsError:
                 return False
-        st = safefs.lstat(self.lock_dir)
+        st = os.stat(self._lock_name, dir_fd=here, follow_symlinks=False)
         self._made = (st.st_ino, st.st_ctime_ns)
         self._write_record(fd, st.st_ino, st.st_ctime_ns)
         return True
@@ -274,9 +335,8 @@ class FileGuard:
     def _remove_if_abandoned(self, fd: int, previous: Record | None) -> bool:
         """Remove the lock directory if it is stale or left by a dead swarm process. True if
         it is gone now; raises `LockTimeout` at once for something that is no lock at all."""
-        try:
-            st = safefs.lstat(self.lock_dir)
-        except FileNotFoundError:
+        st = self._lstat(self._lock_name)
+        if st is None:
             return True
         if not stat.S_ISDIR(st.st_mode):
             kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a file"
@@ -289,7 +349,7 @@ class FileGuard:
             return False
         self._write_record(fd, 0, 0)  # the record must not outlive the directory it names
         try:
-            safefs.rmdir(self.lock_dir)
+            os.rmdir(self._lock_name, dir_fd=self.dir_fd)
         except FileNotFoundError:
             return True
         except OSError as exc:
@@ -318,25 +378,10 @@ def _my_start() -> int:
     return start_time(os.getpid()) or 0
 
 
-def _lexists(path: str) -> bool:
-    try:
-        safefs.lstat(path)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def rename_noreplace(source: str, destination: str) -> None:
-    """Rename `source` to `destination` unless it exists (FileExistsError); no link followed.
-
-    Raises NotImplementedError where the C library or the file system lacks renameat2.
-    """
-    safefs.rename_noreplace(source, destination)
-
-
-def _rmdir_quietly(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        safefs.rmdir(path)
+def rename_noreplace(src_fd: int, source: str, dst_fd: int, destination: str) -> None:
+    """Rename `source` (in directory `src_fd`) to `destination` (in `dst_fd`) unless something
+    is there (FileExistsError). NotImplementedError where renameat2 is missing."""
+    safefs.rename_noreplace_at(src_fd, source, dst_fd, destination)
 
 
 def _read_record(fd: int) -> Record | None:
@@ -365,14 +410,6 @@ def _left_by_dead_swarm(record: Record | None, st: os.stat_result) -> bool:
     return not ProcessIdentity(pid, start or None).alive()
 
 
-def _signature(path: Path) -> Signature | None:
-    try:
-        st = safefs.lstat(path)
-    except (FileNotFoundError, safefs.LinkRefused):
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 _HELD: dict[str, FileGuard] = {}
 _HELD_GUARD = threading.Lock()
 
@@ -392,14 +429,6 @@ def held_guard(target: Path) -> FileGuard | None:
     """The guard through which this process holds `target`'s lock, if it does."""
     with _HELD_GUARD:
         return _HELD.get(str(target))
-
-
-def confirm_held(target: Path) -> None:
-    """Before committing a write of `target`: `LockLost` if this process holds its lock no
-    more (nothing to check when it does not lock `target` at all)."""
-    guard = held_guard(target)
-    if guard is not None:
-        guard.confirm()
 
 
 def note_written(target: Path) -> None:

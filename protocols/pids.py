@@ -117,36 +117,34 @@ class ProcessIdentity:
 def carrying_token(token: str) -> list[int]:
     """Pids of the live processes whose environment holds ``SWARM_PROCESS_TOKEN=<token>``."""
     needle = f"{TOKEN_VARIABLE}={token}".encode()
-    found = []
-    try:
-        names = os.listdir(_PROC)
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
+
+    def carries(pid: str) -> bool:
         try:
-            environ = (_PROC / name / "environ").read_bytes()
+            return needle in (_PROC / pid / "environ").read_bytes().split(b"\0")
         except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(name))
-    return [pid for pid in found if pid != os.getpid() and pid_alive(pid)]
+            return False
+
+    return _live(carries)
 
 
 def group_members(pgid: int) -> list[int]:
     """Pids of the live processes in process group `pgid`."""
-    members = []
+
+    def member(pid: str) -> bool:
+        fields = _stat_fields(int(pid))
+        return fields is not None and len(fields) > 2 and fields[2] == str(pgid)
+
+    return _live(member)
+
+
+def _live(match: Callable[[str], bool]) -> list[int]:
+    """Live processes (not this one) whose pid, as a /proc entry, `match` accepts."""
     try:
         names = os.listdir(_PROC)
     except OSError:
         return []
-    for name in names:
-        if name.isdigit():
-            fields = _stat_fields(int(name))
-            if fields is not None and len(fields) > 2 and fields[2] == str(pgid):
-                members.append(int(name))
-    return [pid for pid in members if pid != os.getpid() and pid_alive(pid)]
+    found = [int(name) for name in names if name.isdigit() and match(name)]
+    return [pid for pid in found if pid != os.getpid() and pid_alive(pid)]
 
 
 def processes_of(identity: ProcessIdentity) -> list[int]:

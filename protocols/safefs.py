@@ -28,7 +28,8 @@ import functools
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 from protocols.errors import ProtocolsError
 
@@ -64,6 +65,9 @@ class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
+_HOW_SIZE = ctypes.sizeof(_OpenHow)
+
+
 @functools.cache
 def _syscall() -> Callable[..., int] | None:
     try:
@@ -75,6 +79,17 @@ def _syscall() -> Callable[..., int] | None:
 
 
 _openat2_works: bool | None = None  # None: not tried yet
+_HOWS: dict[tuple[int, int], Any] = {}  # (flags, mode) -> byref(open_how), made once each
+
+
+def _how(flags: int, mode: int) -> Any:
+    key = (flags, mode)
+    how = _HOWS.get(key)
+    if how is None:
+        # openat2 refuses a mode without O_CREAT (EINVAL), unlike open
+        made = _OpenHow(flags, mode if flags & os.O_CREAT else 0, _RESOLVE_NO_SYMLINKS)
+        how = _HOWS[key] = (made, ctypes.byref(made))  # keep the struct alive with its pointer
+    return how[1]
 
 
 def _openat2(path: str, flags: int, mode: int) -> int | None:
@@ -83,9 +98,7 @@ def _openat2(path: str, flags: int, mode: int) -> int | None:
     syscall = _syscall()
     if _openat2_works is False or syscall is None:
         return None
-    # openat2 refuses a mode without O_CREAT (EINVAL), unlike open
-    how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, _RESOLVE_NO_SYMLINKS)
-    fd = syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    fd = syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), _how(flags, mode), _HOW_SIZE)
     if fd >= 0:
         _openat2_works = True
         return int(fd)
@@ -155,16 +168,22 @@ def open_dir(path: StrPath) -> int:
     return open_path(path, _DIR_FLAGS)
 
 
-@contextlib.contextmanager
-def parent_of(path: StrPath) -> Iterator[tuple[int, str]]:
-    """``(descriptor of the directory holding path, its last component)``."""
-    text = _absolute(path).rstrip("/")
-    directory, name = os.path.split(text)
-    fd = open_dir(directory or "/")
-    try:
-        yield fd, name
-    finally:
-        os.close(fd)
+class parent_of:
+    """``with parent_of(path) as (fd, name)``: the directory holding `path`, opened without
+    following links, and the last component (a class, not a generator: it runs per operation)."""
+
+    __slots__ = ("fd", "name")
+
+    def __init__(self, path: StrPath) -> None:
+        text = _absolute(path).rstrip("/")
+        directory, self.name = os.path.split(text)
+        self.fd = open_dir(directory or "/")
+
+    def __enter__(self) -> tuple[int, str]:
+        return self.fd, self.name
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
 
 
 def makedirs(path: StrPath) -> None:
@@ -276,21 +295,24 @@ def rename_noreplace(source: StrPath, target: StrPath) -> None:
 
     Raises NotImplementedError where the C library or the file system lacks renameat2.
     """
+    with parent_of(source) as (src_fd, src_name), parent_of(target) as (dst_fd, dst_name):
+        rename_noreplace_at(src_fd, src_name, dst_fd, dst_name)
+
+
+def rename_noreplace_at(src_fd: int, source: str, dst_fd: int, target: str) -> None:
+    """`rename_noreplace` of names in two directories already open."""
     function = _renameat2()
     if function is None:
         raise NotImplementedError("renameat2 is not available")
-    with parent_of(source) as (src_fd, src_name), parent_of(target) as (dst_fd, dst_name):
-        result = function(
-            src_fd, os.fsencode(src_name), dst_fd, os.fsencode(dst_name), _RENAME_NOREPLACE
-        )
+    result = function(src_fd, os.fsencode(source), dst_fd, os.fsencode(target), _RENAME_NOREPLACE)
     if result == 0:
         return
     code = ctypes.get_errno()
     if code in (errno.EEXIST, errno.ENOTEMPTY):
-        raise FileExistsError(code, os.strerror(code), os.fspath(target))
+        raise FileExistsError(code, os.strerror(code), target)
     if code in (errno.ENOSYS, errno.EINVAL):
         raise NotImplementedError(f"renameat2: {os.strerror(code)}")
-    raise OSError(code, os.strerror(code), os.fspath(target))
+    raise OSError(code, os.strerror(code), target)
 
 
 @functools.cache

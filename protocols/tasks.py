@@ -96,11 +96,11 @@ class TaskBoard:
     def task_ids(self) -> list[int]:
         return [task_id for task_id, _ in self._task_files()]
 
-    def _task_files(self) -> list[tuple[int, str]]:
+    def _task_files(self, dir_fd: int | None = None) -> list[tuple[int, str]]:
         """(id, path) of every ``<N>.json`` by id (plain strings: this runs per claim)."""
         directory = str(self.paths.tasks_dir)
         try:
-            names = safefs.listdir(directory)
+            names = os.listdir(dir_fd) if dir_fd is not None else safefs.listdir(directory)
         except FileNotFoundError:
             return []
         found = ((int(m.group(1)), n) for n in names if (m := TASK_FILE.match(n)))
@@ -117,32 +117,50 @@ class TaskBoard:
         return task
 
     def list(self, include_internal: bool = False) -> list[Task]:
-        """Valid tasks by id; ``metadata._internal`` ones only when asked."""
-        tasks = (self._read(path, cached_ok=True) for _, path in self._task_files())
+        """Valid tasks by id; ``metadata._internal`` ones only when asked.
+
+        The directory is opened once (without following links) and every file is looked at
+        relative to it: an unchanged file costs one ``fstatat``, however long the board."""
+        try:
+            dir_fd = safefs.open_dir(self.paths.tasks_dir)
+        except FileNotFoundError:
+            return []
+        try:
+            files = self._task_files(dir_fd)
+            tasks = [self._read(path, cached_ok=True, dir_fd=dir_fd) for _, path in files]
+        finally:
+            os.close(dir_fd)
         return [t for t in tasks if t is not None and (include_internal or not t.internal)]
 
-    def _read(self, path: str, cached_ok: bool = False) -> Task | None:
+    def _read(self, path: str, cached_ok: bool = False, dir_fd: int | None = None) -> Task | None:
         """The task in `path`; None if there is none, or the file is invalid (a warning is
         logged once per version of the file). A file whose id is not its name is invalid.
 
         With `cached_ok`, a file whose (inode, size, mtime) did not change since it was last
         parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
+        `dir_fd` is the tasks directory, opened by the caller without following links.
         """
         deadline = time.monotonic() + PARSE_RETRY_S
-        expected_id = os.path.basename(path).removesuffix(".json")
+        name = os.path.basename(path)
+        expected_id = name.removesuffix(".json")
         while True:
             try:
-                fd = safefs.open_path(path, os.O_RDONLY)
+                if cached_ok and dir_fd is not None:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    cached = self._cache.get(path)
+                    if cached is not None and cached[0] == _signature(st):
+                        return cached[1]
+                fd = _open_task(path, name, dir_fd)
             except FileNotFoundError:
                 self._cache.pop(path, None)
                 return None
-            except safefs.LinkRefused as exc:
+            except (safefs.LinkRefused, OSError) as exc:  # a link: ELOOP with O_NOFOLLOW
                 log.warning("skipping task file %s: %s", path, exc)
                 return None
             with os.fdopen(fd, "rb") as handle:
                 st = os.fstat(handle.fileno())
-                signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+                signature = _signature(st)
                 cached = self._cache.get(path)
                 if cached_ok and cached is not None and cached[0] == signature:
                     return cached[1]
@@ -477,6 +495,18 @@ class TaskBoard:
             self.mailbox.send(task.owner, message, sender=actor or "team-lead")
         except ProtocolsError as exc:
             log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _open_task(path: str, name: str, dir_fd: int | None) -> int:
+    """A task file opened for reading without following a link: relative to the directory the
+    caller opened safely, else through `safefs`."""
+    if dir_fd is None:
+        return safefs.open_path(path, os.O_RDONLY)
+    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
 
 
 def _adding(field: str, task_id: str) -> Callable[[Task], Task]:

@@ -42,7 +42,7 @@ from teammate.model import has_api_key
 @dataclass(frozen=True)
 class ShutdownResult:
     name: str
-    outcome: str  # approved | rejected | no-answer
+    outcome: str  # approved | rejected | no-answer | dead (nothing to ask: its process is gone)
     reason: str
     stopped: bool  # the member's process is gone and the member removed
     released: list[str]
@@ -325,6 +325,9 @@ def request_shutdown(
         raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
     board = TaskBoard(paths)
     held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
+    if member_state(member) == "dead":  # nobody is there to answer: no wait
+        released = finish_shutdown(paths, member, approved=False)
+        return ShutdownResult(name, "dead", "its process is gone", True, released)
     mailbox = Mailbox(paths)
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import Processes
 
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
@@ -49,6 +50,14 @@ def team(paths: TeamPaths, tmp_path: Path) -> TeamFile:
     for name in ("alice", "bob", "carol"):
         team_file.add_member(name, cwd=tmp_path)
     return team_file
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    """Processes a test starts in its temporary directory; whatever still runs is killed after."""
+    processes = Processes(tmp_path)
+    yield processes
+    processes.close()
 
 
 @pytest.fixture

@@ -261,9 +261,9 @@ def send_killed_as_the_lock_appears(root: str, to: str, before: bool) -> None:
     after, before the directory's ctime is written into the ownership record."""
     rename = locks_module.rename_noreplace
 
-    def rename_and_die(source: str, destination: str) -> None:
+    def rename_and_die(*args: Any) -> None:
         if not before:
-            rename(source, destination)
+            rename(*args)
         os.kill(os.getpid(), signal.SIGKILL)
 
     locks_module.rename_noreplace = rename_and_die

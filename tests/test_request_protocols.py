@@ -31,13 +31,6 @@ from swarm import requests as requests_mod
 from swarm.leader import Leader
 
 
-@pytest.fixture
-def procs(tmp_path: Path) -> Processes:
-    processes = Processes(tmp_path)
-    yield processes  # type: ignore[misc]
-    processes.close()
-
-
 def lead_texts(paths: TeamPaths) -> list[str]:
     mailbox = Mailbox(paths)
     return [e.text for e in mailbox.read_archive("team-lead") + mailbox.read_all("team-lead")]

@@ -22,13 +22,6 @@ from protocols.team import TeamFile
 BLOCKED_TASKS = 30
 
 
-@pytest.fixture
-def procs(tmp_path: Path) -> Processes:
-    processes = Processes(tmp_path)
-    yield processes  # type: ignore[misc]
-    processes.close()
-
-
 def test_idle_workers_never_run_a_task_before_its_blocker(
     team: TeamFile, procs: Processes, tmp_path: Path
 ) -> None:

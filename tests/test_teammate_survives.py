@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,13 +26,6 @@ from protocols.paths import TeamPaths
 from protocols.status import read_status
 from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    yield processes
-    processes.close()
 
 
 def lead_texts(paths: TeamPaths) -> list[str]:
