@@ -49,6 +49,11 @@ class TeamPaths:
         return self.team_dir / "config.json"
 
     @property
+    def config_backup(self) -> Path:
+        """swarm's copy of the last config.json it wrote (for one a killed writer cut short)."""
+        return self.team_dir / ".swarm-config-last-good.json"
+
+    @property
     def inboxes(self) -> Path:
         return self.team_dir / "inboxes"
 

@@ -9,6 +9,7 @@ the key order are kept.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.paths import TeamPaths
 from protocols.records import Record
 
+log = logging.getLogger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 
@@ -152,6 +154,7 @@ class TeamFile:
             raise
         if not created:
             raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
+        self._keep_backup(config)
         return config
 
     def load(self) -> TeamConfig:
@@ -180,19 +183,40 @@ class TeamFile:
 
     def _read(self) -> TeamConfig:
         """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code
-        rewrites it in place, without a lock (its teammates flip ``isActive`` every turn)."""
+        rewrites it in place, without a lock (its teammates flip ``isActive`` every turn).
+
+        A file that stays empty, or stops part way through its JSON, is what an in-place writer
+        killed mid-write leaves (a Claude Code teammate stopped with ``--force``): the copy
+        swarm keeps of the last config it wrote (`TeamPaths.config_backup`) is used instead,
+        with a warning, and the next change writes config.json whole again. Other garbage is an
+        error, never papered over."""
+        text = ""
+
+        def parse() -> Any:
+            nonlocal text
+            text = safefs.read_text(self.paths.config)
+            return json.loads(text)
+
         try:
-            raw = parse_patiently(
-                lambda: json.loads(safefs.read_text(self.paths.config)), PARSE_RETRY_S
-            )
+            raw = parse_patiently(parse, PARSE_RETRY_S)
         except FileNotFoundError:
             raise TeamNotFound(
                 f"team {self.paths.team!r} not found (no {self.paths.config})"
             ) from None
         except ValueError as exc:  # UnicodeDecodeError too
-            raise ProtocolsError(
-                f"{self.paths.config} is not valid JSON (for {PARSE_RETRY_S} s): {exc}"
-            ) from None
+            kept = self._backup() if _cut_short(text, exc) else None
+            if kept is None:
+                raise ProtocolsError(
+                    f"{self.paths.config} is not valid JSON (for {PARSE_RETRY_S} s): {exc}"
+                ) from None
+            log.warning(
+                "%s is cut short (%d bytes; a writer killed mid-write?); using swarm's last "
+                "copy, %s, until the next change writes it whole",
+                self.paths.config,
+                len(text),
+                self.paths.config_backup,
+            )
+            return kept
         try:
             return TeamConfig.from_json_dict(raw)
         except ValidationError as exc:
@@ -206,7 +230,21 @@ class TeamFile:
         with FileGuard(self.paths.config):
             config = change(self._read())
             write_json(self.paths.config, config.to_json_dict(), self.durability)
+        self._keep_backup(config)
         return config
+
+    def _keep_backup(self, config: TeamConfig) -> None:
+        """The copy `_read` falls back on when config.json was cut short by its writer."""
+        try:
+            write_json(self.paths.config_backup, config.to_json_dict(), "process")
+        except OSError as exc:  # a copy: never fail the change over it
+            log.warning("could not keep a copy of %s: %s", self.paths.config, exc)
+
+    def _backup(self) -> TeamConfig | None:
+        try:
+            return TeamConfig.from_json_dict(json.loads(safefs.read_text(self.paths.config_backup)))
+        except (OSError, ValueError, ValidationError):
+            return None
 
     def add_member(
         self,
@@ -288,3 +326,14 @@ class TeamFile:
                 f"members: {', '.join(config.member_names())}"
             )
         return member
+
+
+def _cut_short(text: str, exc: ValueError) -> bool:
+    """Whether `text` failed to parse because it ends too soon (empty, or stopped part way
+    through), as a file left by a writer killed mid-write does."""
+    if not text.strip():
+        return True
+    if getattr(exc, "msg", "").startswith("Unterminated string"):  # a string runs to the end
+        return True
+    position = getattr(exc, "pos", None)
+    return isinstance(position, int) and position >= len(text.rstrip())

@@ -145,3 +145,23 @@ def test_a_config_rewritten_in_place_is_waited_for_not_an_error(paths: TeamPaths
         assert TeamFile(paths).load().member_names() == ["team-lead", "alice"]
     finally:
         writer.join()
+
+
+def test_a_config_cut_short_by_a_killed_writer_is_read_from_swarms_copy(
+    team: TeamFile, paths: TeamPaths
+) -> None:
+    """Claude Code rewrites config.json in place; killed part way (a --force stop), it leaves
+    the file empty or cut short. swarm reads its own copy of the last config it wrote instead,
+    and its next change writes config.json whole again. Garbage is still an error."""
+    names = ["team-lead", "alice", "bob", "carol"]
+    full = paths.config.read_text()
+    inside_a_string = full[: full.index('"cwd": "') + 12]
+    after_a_comma = full[: full.index('"subscriptions"')]
+    for cut in (inside_a_string, after_a_comma, ""):
+        paths.config.write_text(cut)
+        assert TeamFile(paths).load().member_names() == names
+    TeamFile(paths).update_member("alice", isActive=True)
+    assert json.loads(paths.config.read_text())["members"][1]["isActive"] is True
+    paths.config.write_text('{"name": "t", oops}')
+    with pytest.raises(ProtocolsError, match="not valid JSON"):
+        TeamFile(paths).load()
