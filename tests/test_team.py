@@ -126,7 +126,7 @@ def test_missing_team_is_a_clear_error(config_root: Path) -> None:
 
 def test_a_broken_team_file_is_a_clear_error(paths: TeamPaths) -> None:
     TeamFile(paths).create()
-    paths.config.write_text('{"name": ')
+    paths.config.write_text('{"name": nope}')  # damaged, not cut short by a killed writer
     with pytest.raises(ProtocolsError, match="not valid JSON"):
         TeamFile(paths).load()
 
