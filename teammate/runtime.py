@@ -5,8 +5,8 @@ other messages, then works: a task assigned to it, else the lowest claimable tas
 (`TaskBoard.claim_next`). When a turn ends it tells the lead (``idle_notification``) and marks
 itself inactive. Idle, it sleeps on inotify for its inbox and the task directory (with the
 watcher's periodic rescan as a safety net); it makes no model calls, and it looks at the board
-only when the board changed (an inotify event), a message came, or once a minute: so idling
-costs the same whatever the board holds.
+only when the board changed (an inotify event, or the directory's time), a message came, or
+every ten minutes: so idling costs the same whatever the board holds.
 
 What it obeys, and from whom: a ``shutdown_request``, ``mode_set_request`` or
 ``team_permission_update`` counts only from the lead (the entry's sender and the message's own
@@ -68,7 +68,7 @@ from teammate.trouble import Trouble, describe
 
 # inotify wakes an idle teammate; these rescans are only the safety net for lost events
 IDLE_RESCAN_S = 1.0
-BOARD_RESCAN_S = 60.0
+BOARD_RESCAN_S = 600.0
 # failures of the surroundings, not of a message: retried after a back-off, never set aside
 ENVIRONMENT_ERRORS = (OSError, LockTimeout, LockLost)
 
@@ -397,20 +397,19 @@ class Teammate(LeadRequests):
         return self._claim()
 
     def _board_changed(self) -> bool:
-        """Did anything happen on the board since the last look? inotify says so when it
-        works; without it the directory's time is compared (one stat). Either way, once a
-        minute the answer is yes (events can be lost)."""
-        if self._clock() - self._board_checked >= BOARD_RESCAN_S:
-            return True
-        watcher = self._watcher
-        if watcher is not None and not watcher.degraded:
-            return watcher.take_touched(self.paths.tasks_dir)
-        with contextlib.suppress(OSError):
-            mtime = os.stat(self.paths.tasks_dir).st_mtime_ns
-            changed = mtime != self._board_mtime
-            self._board_mtime = mtime
-            return changed
-        return False
+        """Did anything happen on the board since the last look? Cheap whatever the board
+        holds: an inotify event on the task directory, else a change of the directory's time
+        (one stat: every swarm write renames a file into it), and a full look every
+        `BOARD_RESCAN_S` for what neither shows (a lost event about an in-place write)."""
+        degraded = self._watcher is None or self._watcher.degraded is not None
+        every = BOARD_RESCAN_S / 10 if degraded else BOARD_RESCAN_S
+        touched = self._watcher is not None and self._watcher.take_touched(self.paths.tasks_dir)
+        try:
+            mtime: int | None = os.stat(self.paths.tasks_dir).st_mtime_ns
+        except OSError:
+            mtime = None
+        moved, self._board_mtime = mtime != self._board_mtime, mtime
+        return touched or moved or self._clock() - self._board_checked >= every
 
     def _claim(self) -> Task | None:
         tasks = self.board.list()

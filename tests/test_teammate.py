@@ -410,7 +410,7 @@ def test_an_idle_teammate_looks_at_the_board_only_when_it_changes(
     team: TeamFile, tmp_path: Path
 ) -> None:
     """Idling costs the same whatever the board holds: with 300 completed tasks on the board,
-    a minute of idle passes lists it not once; a new task is seen at the next pass."""
+    fifty seconds of idle passes list it not once; a new task is seen at the next pass."""
     board = TaskBoard(team.paths)
     for task in board.create_many([NewTask(f"done {n}") for n in range(300)]):
         board.update(task.id, status="completed")
