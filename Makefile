@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo demo-protocols test test-fast test-interop lint bench screenshots clean
+.PHONY: install demo demo-protocols test test-unit test-fast test-interop lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -21,18 +21,25 @@ demo: install  ## offline shell workers work a task graph, then a scripted Claud
 demo-protocols: install  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
-test: install  ## every test, including the real-process stress and crash tests
-	$(PY) -m pytest
+# tests mostly wait on processes: four at a time keep two cores busy
+TEST_WORKERS ?= 4
 
-test-fast: install  ## everything but the slow stress tests
-	$(PY) -m pytest -m "not slow"
+test: install  ## every test (tests/unit, processes, stress, interop), $(TEST_WORKERS) at a time
+	$(PY) -m pytest -n $(TEST_WORKERS) tests
+
+test-unit: install  ## the in-process tests: seconds
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/unit
+
+test-fast: install  ## unit and process tests, without the slow ones and the stress folder
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" tests/unit tests/processes
 
 test-interop: install  ## only the tests next to a real Claude Code 2.1.88 (installed from npm into .cache/)
-	$(PY) -m pytest -m interop
+	$(PY) -m pytest tests/interop
 
-lint: install
+lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swarm and teammate
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/latency.py

@@ -6,10 +6,10 @@ What it measures
     board has ``--tasks`` tasks (default 500): one in progress per member, a third completed, the
     rest pending, every 10th blocked by the one before it; the lead's inbox has 200 messages
     (idle notifications and plain ones), most of them read and compacted into the archive, and
-    3 permission requests waiting. Then `swarm.snapshot.snapshot()` runs 50 times (``--runs``)
+    3 permission requests waiting. Then `swarm.views.snapshot.snapshot()` runs 50 times (``--runs``)
     cold (its cache cleared first: every file parsed, as one `swarm status` does) and 50 times
     as a redraw of `swarm watch` does it (every file read or stat'ed again, only changed ones
-    parsed), and `swarm.status_table.render` draws the view 50 times.
+    parsed), and `swarm.views.table.render` draws the view 50 times.
 
 Figures
     * cold_median_ms, cold_p95_ms: one `snapshot()` parsing every file;
@@ -46,9 +46,9 @@ from protocols.permissions import request_permission
 from protocols.status import AgentStatus, write_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-from swarm.dashboard import frame
-from swarm.snapshot import clear_cache, snapshot
-from swarm.status_table import render
+from swarm.views.dashboard import frame
+from swarm.views.snapshot import clear_cache, snapshot
+from swarm.views.table import render
 
 TEAM = "dashboard"
 TARGET_MS = 100.0

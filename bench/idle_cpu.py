@@ -21,8 +21,9 @@ from benchkit import verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.tasks import NewTask, TaskBoard
-from swarm.lifecycle import request_shutdown, spawn_member
-from swarm.members import member_pid
+from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.members import member_pid
+from teammate.options import MemberSpec
 
 TARGET_PERCENT = 1.0
 SAME_WITHIN_POINTS = 0.5
@@ -44,7 +45,7 @@ def idle_team(root: Path, team: str, teammates: int, completed: int, backend: st
         board.update(task.id, status="completed")
     names = [f"w{n}" for n in range(teammates)]
     for name in names:
-        spawn_member(paths, name, "Nothing to do yet.", backend=backend, cwd=root)
+        spawn_member(paths, name, "Nothing to do yet.", MemberSpec(backend=backend, cwd=str(root)))
     mailbox = Mailbox(paths)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not all(

@@ -11,8 +11,8 @@ What it measures
     are searched for every message.
 
     Rounds: no swarm load (the baseline: Claude Code alone), swarm at ``gap`` 10 ms (about 100
-    writes and 100 reads a second, as `tests/test_interop.py` runs it), and swarm in tight loops
-    (``gap`` 0). Each runs ``--rounds`` times (default 2).
+    writes and 100 reads a second, as `tests/interop/test_interop.py` runs it), and swarm in
+    tight loops (``gap`` 0). Each runs ``--rounds`` times (default 2).
 
 Figures, per load
     * cc_lost: Claude Code's messages that are nowhere although its tool said success (it gives

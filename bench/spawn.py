@@ -1,8 +1,8 @@
 """Spawn latency: from `swarm spawn` (the library call behind it) to the teammate's first inbox
 read, for the tmux and subprocess backends.
 
-Each round creates a member with `swarm.lifecycle.spawn_member` and waits (inotify on the member's
-inbox, with a deadline) until the prompt entry is marked read: that is the teammate process
+Each round creates a member with `swarm.team.lifecycle.spawn_member` and waits (inotify on the
+member's inbox, with a deadline) until the prompt entry is marked read: that is the teammate process
 having started, imported its code, registered, and read its inbox. Everything runs under a
 temporary config root and a private tmux socket. The last line is ``key=value`` pairs.
 Target: under 1 s for both backends.
@@ -22,7 +22,8 @@ from benchkit import percentile, verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.watch import InboxWatcher
-from swarm.lifecycle import request_shutdown, spawn_member
+from swarm.team.lifecycle import request_shutdown, spawn_member
+from teammate.options import MemberSpec
 
 TARGET_S = 1.0
 
@@ -37,7 +38,7 @@ def measure(backend: str, rounds: int, root: Path) -> list[float]:
         inbox = paths.inbox(name)
         with InboxWatcher(inbox) as watcher:
             started = time.perf_counter()
-            spawn_member(paths, name, "hello", backend=backend, cwd=root)
+            spawn_member(paths, name, "hello", MemberSpec(backend=backend, cwd=str(root)))
             deadline = started + 30
             while time.perf_counter() < deadline:
                 watcher.clear()

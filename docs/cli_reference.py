@@ -2,10 +2,10 @@
 
     .venv/bin/python docs/cli_reference.py > docs/cli-reference.md
 
-It walks the click group `swarm.cli:cli` recursively (one section per command and subcommand,
+It walks the click group `swarm.cli.main:cli` recursively (one section per command and subcommand,
 in the order ``swarm --help`` lists them) and adds ``swarm-teammate``'s argparse help. The width
-is fixed, so the output does not depend on the terminal that runs it; `tests/test_cli_reference.py`
-checks that the committed file is what this script prints.
+is fixed, so the output does not depend on the terminal that runs it;
+`tests/unit/test_cli_reference.py` checks that the committed file is what this script prints.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from swarm.cli import cli
+from swarm.cli.main import cli
 from teammate.options import build_parser
 
 WIDTH = 100

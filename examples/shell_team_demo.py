@@ -27,8 +27,9 @@ from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.messages import IdleNotification, PermissionRequest
 from protocols.watch import InboxWatcher
-from swarm.lifecycle import request_shutdown, spawn_member
-from swarm.requests import answer
+from swarm.team.approvals import answer
+from swarm.team.lifecycle import request_shutdown, spawn_member
+from teammate.options import MemberSpec
 
 TEAM = "demo"
 REVIEWER_SCRIPT = Path(__file__).resolve().parent / "scripts" / "reviewer.yaml"
@@ -73,9 +74,8 @@ def main() -> int:
         print(f"task #{task.id}: {subject}{after}")
     print()
     for name in ("ann", "ben", "cai"):
-        member, spawned = spawn_member(
-            paths, name, "Work the board.", backend=args.backend, cwd=work
-        )
+        spec = MemberSpec(backend=args.backend, cwd=str(work))
+        member, spawned = spawn_member(paths, name, "Work the board.", spec)
         where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
         print(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}")
         if spawned.socket_name and name == "ann":
@@ -125,9 +125,7 @@ def review(paths: TeamPaths, work: Path, backend: str, timeout: float = 60.0) ->
         paths,
         "dee",
         "Review the board and write REPORT.md.",
-        backend=backend,
-        cwd=work,
-        script=REVIEWER_SCRIPT,
+        MemberSpec(backend=backend, cwd=str(work), script=str(REVIEWER_SCRIPT)),
     )
     print(f"spawned dee ({member.color}), a scripted Claude teammate, pid {spawned.pid}")
     mailbox = Mailbox(paths)

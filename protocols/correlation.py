@@ -116,8 +116,10 @@ class PendingRequests:
         match: it is left to the caller to report.
         """
         rid = request_id_of(response)
-        request = self.outstanding.get(rid) if rid else None
-        expected = RESPONSE_TO.get(type(response))
+        if not rid:
+            return None
+        request = self.outstanding.get(rid)
+        expected: type | None = RESPONSE_TO.get(type(response))  # type: ignore[call-overload]
         if request is None or expected is None or not isinstance(request, expected):
             return None
         return self.outstanding.pop(rid)

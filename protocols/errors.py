@@ -1,14 +1,21 @@
-"""The one error hierarchy of the protocols package.
+"""The one error root of every package, and the hierarchy of the protocols package.
 
-Every failure the package reports on purpose is a `ProtocolsError`, so callers (the teammate
-runtime, the swarm CLI) can catch one type and print its message without a traceback.
-Each subclass names one kind of failure; the message says what is wrong and what is allowed.
+`Error` is the root: every failure that swarm, the teammate or protocols reports on purpose
+derives from it (`ProtocolsError` here, `swarm.errors.SwarmError`, the teammate's `ToolError`,
+`ModelError`, `UsageError`, ...), so a caller (the swarm CLI's funnel, the teammate's entry
+point) catches one type and prints its message without a traceback. Each subclass names one kind
+of failure; the message says what is wrong and what is allowed.
 """
 
 from __future__ import annotations
 
 
-class ProtocolsError(Exception):
+class Error(Exception):
+    """Root of every error raised on purpose by swarm, teammate or protocols: its message is
+    for the person and says what is wrong and what is allowed."""
+
+
+class ProtocolsError(Error):
     """Base class for every error raised on purpose by `protocols`."""
 
 
@@ -59,7 +66,3 @@ class TaskNotFound(ProtocolsError, LookupError):
 
 class InvalidTaskUpdate(ProtocolsError, ValueError):
     """A task update that names a bad status, a self-dependency or a missing task."""
-
-
-class CorruptFile(ProtocolsError):
-    """A file that stayed unparseable; it was moved aside (the path says where)."""

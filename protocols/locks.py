@@ -304,6 +304,7 @@ class FileGuard:
         killed process is removed.)
         """
         locks, here = self._locks_fd, self.dir_fd
+        assert locks is not None and here is not None, "held open while the lock is held"
         try:
             os.mkdir(self._private, 0o755, dir_fd=locks)
         except FileExistsError:  # left by a swarm process killed before its rename

@@ -20,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from protocols.errors import MessageValidationError
 from protocols.jsonio import dumps_compact
+from protocols.values import PermissionMode as Mode
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+# a mode's text ("acceptEdits"), in these otherwise strict messages, read as the enum
+PermissionMode = Annotated[Mode, Field(strict=False)]
 
 
 class _Message(BaseModel):

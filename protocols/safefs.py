@@ -75,7 +75,7 @@ def _syscall() -> Callable[..., int] | None:
     except (AttributeError, OSError):
         return None
     function.restype = ctypes.c_long
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 _openat2_works: bool | None = None  # None: not tried yet
@@ -328,7 +328,7 @@ def _renameat2() -> Callable[..., int] | None:
         ctypes.c_char_p,
         ctypes.c_uint,
     ]
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 def fsync_dir(path: StrPath) -> None:

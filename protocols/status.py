@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, ValidationError
 
@@ -18,8 +18,8 @@ from protocols.clock import now_iso
 from protocols.jsonio import Durability, write_json
 from protocols.paths import TeamPaths
 from protocols.records import Record
+from protocols.values import MemberState
 
-AgentState = Literal["starting", "working", "waiting", "idle", "stopped", "failed"]
 USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -31,7 +31,7 @@ USAGE_KEYS = (
 class AgentStatus(Record):
     name: str
     model: str
-    state: AgentState = "starting"
+    state: MemberState = MemberState.STARTING
     activity: str = ""  # one line: what it is doing right now
     currentTask: str | None = None
     requests: int = 0  # model calls made

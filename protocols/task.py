@@ -18,14 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints
 
 from protocols.records import Record
+from protocols.values import TaskStatus
 
-TaskStatus = Literal["pending", "in_progress", "completed"]
-STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
+STATUSES: tuple[str, ...] = tuple(TaskStatus)
 TASK_FILE = re.compile(r"^(\d{1,18})\.json$")
 ID_PATTERN = r"^[0-9]{1,18}$"
 TaskId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
@@ -41,7 +41,7 @@ class Task(Record):
     subject: str
     description: str
     activeForm: str | None = None
-    status: TaskStatus = "pending"
+    status: TaskStatus = TaskStatus.PENDING
     blocks: list[TaskId] = Field(default_factory=list)
     blockedBy: list[TaskId] = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
@@ -53,7 +53,7 @@ class Task(Record):
 
     @property
     def unfinished(self) -> bool:
-        return self.status != "completed"
+        return self.status != TaskStatus.COMPLETED
 
     @property
     def failed(self) -> bool:

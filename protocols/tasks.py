@@ -20,6 +20,7 @@ process was paused is done again from a fresh read (`redo_if_lock_lost`), never 
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
@@ -33,12 +34,20 @@ from pydantic import ValidationError
 from protocols import safefs
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
-from protocols.jsonio import Durability, atomic_write_text, dumps_pretty, ensure_file, write_json
+from protocols.jsonio import (
+    Durability,
+    atomic_write_text,
+    dumps_pretty,
+    ensure_file,
+    parse_patiently,
+    write_json,
+)
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
 from protocols.task_graph import check_acyclic, claimable, open_blockers, waits_for
+from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
     from protocols.mailbox import Mailbox
@@ -63,6 +72,18 @@ class NewTask:
     blocked_by: tuple[str, ...] = ()
     after: tuple[int, ...] = ()
     owner: str | None = None
+
+
+class _Invalid(Exception):
+    """A task file that is not a valid task (`TaskBoard._read` skips it, warning once)."""
+
+    def __init__(self, signature: tuple[int, int, int], error: Exception) -> None:
+        super().__init__(str(error))
+        self.signature, self.error = signature, error
+
+
+class _Torn(_Invalid, ValueError):
+    """A task file that does not parse but was written moments ago: perhaps being written."""
 
 
 class TaskBoard:
@@ -116,7 +137,7 @@ class TaskBoard:
             raise TaskNotFound(f"task #{task_id} not found in team {self.paths.team!r}")
         return task
 
-    def list(self, include_internal: bool = False) -> list[Task]:
+    def list(self, include_internal: bool = False) -> builtins.list[Task]:
         """Valid tasks by id; ``metadata._internal`` ones only when asked.
 
         The directory is opened once (without following links) and every file is looked at
@@ -141,53 +162,52 @@ class TaskBoard:
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         `dir_fd` is the tasks directory, opened by the caller without following links.
         """
-        deadline = time.monotonic() + PARSE_RETRY_S
         name = os.path.basename(path)
-        expected_id = name.removesuffix(".json")
-        while True:
-            try:
-                if cached_ok and dir_fd is not None:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    cached = self._cache.get(path)
-                    if cached is not None and cached[0] == _signature(st):
-                        return cached[1]
-                fd = _open_task(path, name, dir_fd)
-            except FileNotFoundError:
-                self._cache.pop(path, None)
-                return None
-            except (safefs.LinkRefused, OSError) as exc:  # a link: ELOOP with O_NOFOLLOW
-                log.warning("skipping task file %s: %s", path, exc)
-                return None
-            with os.fdopen(fd, "rb") as handle:
-                st = os.fstat(handle.fileno())
-                signature = _signature(st)
-                cached = self._cache.get(path)
-                if cached_ok and cached is not None and cached[0] == signature:
-                    return cached[1]
-                data = handle.read()
-            try:
-                raw = json.loads(data)
-            except ValueError as exc:
-                fresh = time.time() - st.st_mtime < FRESH_S
-                if fresh and time.monotonic() < deadline:  # being written in place: retry
-                    time.sleep(0.02)
-                    continue
-                return self._invalid(path, signature, exc)
-            try:
-                task = Task.from_json_dict(raw)
-            except (ValidationError, TypeError, ValueError) as exc:
-                return self._invalid(path, signature, exc)
-            if task.id != expected_id:
-                return self._invalid(path, signature, ValueError(f"its id is {task.id!r}"))
-            self._cache[path] = (signature, task)
-            return task
+        try:
+            return parse_patiently(lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S)
+        except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
+            cached = self._cache.get(path)
+            if cached is None or cached[0] != bad.signature:
+                log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
+            self._cache[path] = (bad.signature, None)
+            return None
 
-    def _invalid(self, path: str, signature: tuple[int, int, int], exc: Exception) -> None:
-        cached = self._cache.get(path)
-        if cached is None or cached[0] != signature:
-            log.warning("skipping invalid task file %s: %s", path, _first_line(exc))
-        self._cache[path] = (signature, None)
-        return None
+    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> Task | None:
+        """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
+        a file that does not parse and was written moments ago, `_Invalid` for a bad one."""
+        try:
+            if cached_ok and dir_fd is not None:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                cached = self._cache.get(path)
+                if cached is not None and cached[0] == _signature(st):
+                    return cached[1]
+            fd = _open_task(path, name, dir_fd)
+        except FileNotFoundError:
+            self._cache.pop(path, None)
+            return None
+        except (safefs.LinkRefused, OSError) as exc:  # a link: ELOOP with O_NOFOLLOW
+            log.warning("skipping task file %s: %s", path, exc)
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            signature = _signature(st)
+            cached = self._cache.get(path)
+            if cached_ok and cached is not None and cached[0] == signature:
+                return cached[1]
+            data = handle.read()
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:
+            fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
+            raise (_Torn if fresh else _Invalid)(signature, exc) from None
+        try:
+            task = Task.from_json_dict(raw)
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise _Invalid(signature, exc) from None
+        if task.id != name.removesuffix(".json"):
+            raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
+        self._cache[path] = (signature, task)
+        return task
 
     # writing
 
@@ -205,7 +225,7 @@ class TaskBoard:
         return self.create_many([spec])[0]
 
     @redo_if_lock_lost
-    def create_many(self, specs: Sequence[NewTask]) -> list[Task]:
+    def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:
         """Create the tasks of `specs` with their dependencies and owners, under one list lock.
 
         Every blocker must exist (or be in the batch); a batch whose ``after`` links form a
@@ -233,7 +253,7 @@ class TaskBoard:
                     subject=spec.subject,
                     description=spec.description,
                     activeForm=spec.active_form,
-                    status="pending",
+                    status=TaskStatus.PENDING,
                     blocks=[t for t, theirs in blockers.items() if task_id in theirs],
                     blockedBy=_union([], blockers[task_id]),
                     metadata=spec.metadata or None,
@@ -314,8 +334,8 @@ class TaskBoard:
         self,
         task_id: str,
         change: Callable[[Task], Task],
-        add_blocks: list[str],
-        add_blocked_by: list[str],
+        add_blocks: builtins.list[str],
+        add_blocked_by: builtins.list[str],
     ) -> tuple[Task, Task]:
         """`change` on `task_id` with new dependencies, under the list lock: cycles refused,
         the deciding side (``blockedBy``) written first."""
@@ -408,7 +428,7 @@ class TaskBoard:
         return None
 
     @redo_if_lock_lost
-    def release_all(self, agent: str) -> list[Task]:
+    def release_all(self, agent: str) -> builtins.list[Task]:
         """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns them."""
         released = []
         with self._list_lock():
@@ -482,7 +502,7 @@ class TaskBoard:
             atomic_write_text(self.paths.highwatermark, str(value), self.durability)
 
     def _notify_owner(self, task: Task, actor: str | None) -> None:
-        if self.mailbox is None or task.owner == actor:
+        if self.mailbox is None or task.owner is None or task.owner == actor:
             return
         message = TaskAssignment(
             taskId=task.id,
@@ -529,7 +549,7 @@ def _with(task: Task, key: str, value: Any) -> dict[str, Any] | None:
     return merged or None
 
 
-def _union(current: Iterable[str], more: Iterable[str]) -> list[str]:
+def _union(current: Iterable[str], more: Iterable[str]) -> builtins.list[str]:
     result = list(current)
     for item in more:
         if item not in result:

@@ -2,6 +2,6 @@
 
 import sys
 
-from swarm.cli import main
+from swarm.cli.main import main
 
 sys.exit(main())

@@ -3,6 +3,8 @@ and what is allowed; the CLI prints it without a traceback."""
 
 from __future__ import annotations
 
+from protocols.errors import Error
 
-class SwarmError(Exception):
+
+class SwarmError(Error):
     """Base class for errors raised on purpose by `swarm`."""

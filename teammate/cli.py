@@ -18,35 +18,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocols.clock import now_iso
-from protocols.errors import ProtocolsError
+from protocols.errors import Error, ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable
 from protocols.team import TeamFile
-from teammate.agents import AgentDefinitionError, from_flag_json, load_agent
-from teammate.brain import Brain
-from teammate.claude_brain import ClaudeBrain
-from teammate.instance import AlreadyRunning
-from teammate.model import (
+from protocols.values import MemberState, ModelKind, PermissionMode
+from teammate.agent.definitions import from_flag_json, load_agent
+from teammate.agent.model import (
     ClaudeModel,
     Model,
-    ModelError,
     ScriptedModel,
     has_api_key,
     resolve_model,
 )
+from teammate.agent.script import load_script
+from teammate.agent.settings import load_settings
+from teammate.agent.transcript import Transcript
+from teammate.brains.base import Brain
+from teammate.brains.claude import ClaudeBrain
+from teammate.brains.shell import ShellBrain, as_rule, shell_policy
+from teammate.instance import AlreadyRunning
 from teammate.options import TeammateOptions, UsageError, parse
 from teammate.reporter import StatusReporter
-from teammate.runtime import Teammate, TeammateError
-from teammate.script import ScriptError, load_script
-from teammate.settings import SettingsError, load_settings
-from teammate.shell_brain import DEFAULT_ASK_RULES, ShellBrain
-from teammate.transcript import Transcript
+from teammate.runtime import Teammate
 
 
-class CannotStart(Exception):
+class CannotStart(Error):
     """The teammate cannot run with this configuration; the message says what to change."""
 
 
@@ -59,26 +59,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     paths = TeamPaths.for_team(options.team_name)
     say = functools.partial(print, flush=True)
-    model_name = (
-        options.model if options.model in ("shell", "scripted") else resolve_model(options.model)
-    )
+    model = options.spec.model
+    model_name = model if options.spec.kind.offline else resolve_model(model)
     reporter = StatusReporter(paths, options.agent_name, model_name)
     try:
         brain = build_brain(options, paths, reporter, say)
-    except CannotStart as exc:
-        print(f"swarm-teammate: {exc}", file=sys.stderr)
+    except Error as exc:  # a bad definition, settings file, script or model: said, not raised
+        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
         _report_failure(paths, options.agent_name, options.color, str(exc))
-        reporter.set("failed", str(exc))
+        reporter.set(MemberState.FAILED, str(exc))
         return 1
     try:
         return Teammate(options, brain, paths, say=say, reporter=reporter).run()
     except AlreadyRunning as exc:  # the status file is the running teammate's: leave it
         print(f"swarm-teammate: {exc}", file=sys.stderr)
         return 1
-    except (TeammateError, ProtocolsError, OSError) as exc:
+    except (Error, OSError) as exc:
         print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
         with contextlib.suppress(Exception):
-            reporter.set("failed", f"could not start: {exc}")
+            reporter.set(MemberState.FAILED, f"could not start: {exc}")
         return 1
     except KeyboardInterrupt:
         return 130
@@ -90,25 +89,23 @@ def build_brain(
     reporter: StatusReporter,
     say: Callable[[str], None],
 ) -> Brain:
-    """The brain `options` ask for; `CannotStart` says what is missing."""
+    """The brain `options` ask for; an `Error` (`CannotStart`, a bad definition, settings file or
+    script) says what is missing."""
     cwd = Path.cwd()
-    if options.model == "shell":
-        return ShellBrain(
-            cwd=cwd,
-            ask_rules=options.ask or DEFAULT_ASK_RULES,
-            permission_mode=options.permission_mode,
-            timeout_s=options.task_timeout_s,
-        )
-    try:
-        flag = from_flag_json(options.agents) if options.agents else None
-        agent = load_agent(options.agent_type or "general-purpose", project_dir=cwd, flag=flag)
-        settings = load_settings(Path(options.settings)) if options.settings else None
-    except (AgentDefinitionError, SettingsError) as exc:
-        raise CannotStart(str(exc)) from None
+    spec = options.spec
+    settings = load_settings(Path(spec.settings)) if spec.settings else None
+    rules = settings.rules if settings else {}
+    settings_mode = settings.default_mode if settings else None
+    if spec.kind == ModelKind.SHELL:
+        mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
+        policy = shell_policy(mode, cwd, spec.ask, rules)
+        return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s)
+    if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
+        rules = {**rules, "ask": [*map(as_rule, spec.ask), *rules.get("ask", [])]}
+    flag = from_flag_json(spec.agents) if spec.agents else None
+    agent = load_agent(spec.agent_type or "general-purpose", project_dir=cwd, flag=flag)
     # the command line wins, then the settings file, then the agent definition
-    mode = options.permission_mode
-    if not options.permission_mode_given:
-        mode = (settings.default_mode if settings else None) or agent.permission_mode or mode
+    mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
     brain = ClaudeBrain(
         model=_model(options),
         agent=agent,
@@ -116,9 +113,9 @@ def build_brain(
         paths=paths,
         cwd=cwd,
         permission_mode=mode,
-        plan_mode_required=options.plan_mode_required,
-        max_turns=options.max_turns,
-        rules=settings.rules if settings else None,
+        plan_mode_required=spec.plan_mode_required,
+        max_turns=spec.max_turns,
+        rules=rules,
         reporter=reporter,
         transcript=Transcript(paths.transcript(options.agent_name)),
         say=say,
@@ -137,22 +134,17 @@ def _in_worktree(paths: TeamPaths, name: str) -> bool:
 
 
 def _model(options: TeammateOptions) -> Model:
-    if options.model == "scripted":
-        assert options.script is not None
-        try:
-            return ScriptedModel(load_script(Path(options.script)))
-        except ScriptError as exc:
-            raise CannotStart(str(exc)) from None
+    spec = options.spec
+    if spec.kind == ModelKind.SCRIPTED:
+        assert spec.script is not None
+        return ScriptedModel(load_script(Path(spec.script)))
     if not has_api_key():
         raise CannotStart(
-            f"model {options.model!r} needs an API key: set ANTHROPIC_API_KEY (or "
+            f"model {spec.model!r} needs an API key: set ANTHROPIC_API_KEY (or "
             "ANTHROPIC_AUTH_TOKEN; ANTHROPIC_BASE_URL for another endpoint), or use "
             "--model shell / --model scripted --script FILE to work offline"
         )
-    try:
-        return ClaudeModel(options.model)
-    except ModelError as exc:
-        raise CannotStart(str(exc)) from None
+    return ClaudeModel(spec.model)
 
 
 def _report_failure(paths: TeamPaths, name: str, color: str | None, reason: str) -> None:

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 import filelock
 
 from protocols import safefs
+from protocols.errors import Error
 from protocols.locks import FLOCK_DIR
 from protocols.paths import TeamPaths
 
 
-class AlreadyRunning(Exception):
+class AlreadyRunning(Error):
     """Another process runs a teammate of that name; the message gives its pid."""
 
 

@@ -1,7 +1,7 @@
 """Asking the lead and waiting for its answer: the permission and plan-approval protocols.
 
-`LeadRequests` is the part of the `Teammate` runtime that a brain uses through its `TeamLink`
-to ask the lead. Only answers from ``team-lead`` that match the outstanding request id count;
+`LeadRequests` is held by the `Teammate` runtime, which passes a brain's `TeamLink` requests to
+it. Only answers from ``team-lead`` that match the outstanding request id count;
 after ``--permission-timeout`` seconds without one the request counts as not approved. A live
 ``shutdown_request`` that arrives while waiting is answered at once, and if it is approved the
 wait ends with `Interrupted`.
@@ -27,31 +27,44 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
-from protocols.team import Member
+from protocols.values import MemberState
 from protocols.watch import InboxWatcher
-from teammate.brain import Approval, Interrupted, PlanVerdict
-from teammate.options import TeammateOptions
+from teammate.brains.base import Approval, Interrupted, PlanVerdict
 from teammate.reporter import StatusReporter
 
 
 class LeadRequests:
-    """Mixed into `Teammate`, which provides these attributes and the two methods below."""
+    """Asks the lead on behalf of one teammate, which lends it what it needs: its name, paths,
+    mailbox, status reporter and output, how to send (`Teammate`'s outbox), how to answer a
+    shutdown request that arrives meanwhile (True: the teammate stops), its inbox watcher and
+    when it joined (a shutdown request from before then is stale)."""
 
-    name: str
-    color: str | None
-    paths: TeamPaths
-    mailbox: Mailbox
-    options: TeammateOptions
-    reporter: StatusReporter
-    member: Member | None
-    stopped: bool
-    _watcher: InboxWatcher | None
-
-    def say(self, text: str) -> None: ...
-
-    def _send(self, to: str, body: Any, summary: str | None = None) -> None: ...
-
-    def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None: ...
+    def __init__(
+        self,
+        *,
+        name: str,
+        color: str | None,
+        paths: TeamPaths,
+        mailbox: Mailbox,
+        reporter: StatusReporter,
+        say: Callable[[str], None],
+        send: Callable[[str, Any], None],
+        answer_shutdown: Callable[[InboxEntry, ShutdownRequest], bool],
+        watcher: Callable[[], InboxWatcher | None],
+        joined_at: Callable[[], int],
+        timeout_s: float,
+    ) -> None:
+        self.name = name
+        self.color = color
+        self.paths = paths
+        self.mailbox = mailbox
+        self.reporter = reporter
+        self.say = say
+        self.send = send
+        self.answer_shutdown = answer_shutdown
+        self.watcher = watcher
+        self.joined_at = joined_at
+        self.timeout_s = timeout_s
 
     def ask_permission(
         self,
@@ -73,7 +86,7 @@ class LeadRequests:
             suggestions=suggestions or [],
         )
         self.say(f"asked the lead for permission ({request.request_id}): {description}")
-        self.reporter.set("waiting", f"waiting for permission: {description}")
+        self.reporter.set(MemberState.WAITING, f"waiting for permission: {description}")
 
         def answers(message: Any) -> bool:
             return (
@@ -81,7 +94,7 @@ class LeadRequests:
             )
 
         found = self._await_lead(answers)
-        self.reporter.set("working", f"permission answered: {description}")
+        self.reporter.set(MemberState.WORKING, f"permission answered: {description}")
         if found is None:
             return Approval(False, self._no_answer("permission request"))
         message = found
@@ -103,9 +116,9 @@ class LeadRequests:
             planContent=plan,
             requestId=plan_approval_request_id(self.name, self.paths.team),
         )
-        self._send(LEAD_NAME, request)
+        self.send(LEAD_NAME, request)
         self.say(f"sent my plan to the lead for approval ({request.requestId})")
-        self.reporter.set("waiting", "waiting for plan approval")
+        self.reporter.set(MemberState.WAITING, "waiting for plan approval")
 
         def answers(message: Any) -> bool:
             return (
@@ -113,7 +126,7 @@ class LeadRequests:
             )
 
         found = self._await_lead(answers)
-        self.reporter.set("working", "plan answered")
+        self.reporter.set(MemberState.WORKING, "plan answered")
         if found is None:
             return PlanVerdict(False, self._no_answer("plan approval request"))
         self.say(f"plan {'approved' if found.approved else 'rejected'}")
@@ -122,9 +135,8 @@ class LeadRequests:
     def _await_lead(self, answers: Callable[[Any], bool]) -> Any | None:
         """Wait for the lead's answer (only messages from the lead count); None after the
         timeout. A live shutdown request is answered at once; if approved, `Interrupted`."""
-        joined = self.member.joinedAt if self.member is not None else 0
-        timeout = self.options.permission_timeout_s
-        deadline = time.monotonic() + timeout
+        joined = self.joined_at()
+        deadline = time.monotonic() + self.timeout_s
 
         def wanted(message: Any) -> bool:
             if isinstance(message, ShutdownRequest):
@@ -133,14 +145,13 @@ class LeadRequests:
 
         while (left := deadline - time.monotonic()) > 0:
             found = self.mailbox.await_message(
-                self.name, wanted, left, self._watcher, mark=False, sender=LEAD_NAME
+                self.name, wanted, left, self.watcher(), mark=False, sender=LEAD_NAME
             )
             if found is None:
                 continue
             entry, message = found
             if isinstance(message, ShutdownRequest):
-                self._on_shutdown(entry, message)
-                if self.stopped:
+                if self.answer_shutdown(entry, message):
                     raise Interrupted("shutdown approved while waiting for the lead")
                 continue
             self.mailbox.mark_read(self.name, [entry])
@@ -150,5 +161,5 @@ class LeadRequests:
     def _no_answer(self, what: str) -> str:
         return (
             f"no answer from {LEAD_NAME} to the {what} within "
-            f"{self.options.permission_timeout_s:g} s; it was not approved"
+            f"{self.timeout_s:g} s; it was not approved"
         )

@@ -1,4 +1,5 @@
-"""The teammate command line: Claude Code's teammate flags (spec section 7), parsed.
+"""The teammate command line both ways: `MemberSpec` (how a member starts), `command_line`
+(spec to argv) and `parse` (argv to `TeammateOptions`: identity and spec).
 
 A Claude Code lead starts a teammate as ``<binary> --agent-id alice@t --agent-name alice
 --team-name t --agent-color blue --parent-session-id <uuid> [--plan-mode-required]
@@ -11,42 +12,168 @@ still work), and adds swarm's own options (``--ask``, ``--task-timeout``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from protocols.errors import Error
 from protocols.names import checked_component
+from protocols.values import ModelKind, PermissionMode
 
 log = logging.getLogger(__name__)
 
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_PERMISSION_TIMEOUT_S = 900.0
 
 
-class UsageError(Exception):
+class UsageError(Error):
     """A command line the teammate cannot run with; the message says what is wrong."""
 
 
 @dataclass(frozen=True)
+class MemberSpec:
+    """How a member starts: one frozen value for the ``swarm spawn`` command, `spawn_member`,
+    ``swarm up``'s plan, the lead's Agent tool and the teammate's own command line.
+
+    The first group is the teammate process's options: `argv` writes them as teammate flags and
+    `parse` reads them back into an equal spec, so a teammate can be restarted with exactly the
+    options it had. The second group says where swarm starts the process (backend, directory,
+    worktree, another program); it is recorded in the member entry (`to_value`), not passed to
+    the process. ``permission_mode`` None means "not given": the settings file, then the agent
+    definition, decide; then ``default``.
+    """
+
+    model: str = "shell"
+    agent_type: str | None = None
+    permission_mode: PermissionMode | None = None
+    plan_mode_required: bool = False
+    script: str | None = None  # a YAML list of model turns for --model scripted
+    max_turns: int | None = None
+    settings: str | None = None  # a Claude Code settings JSON: permission rules, defaultMode
+    agents: str | None = None  # Claude Code's --agents JSON: definitions over all others
+    ask: tuple[str, ...] = ()  # rules (a bare pattern is a Bash rule) that need the lead's yes
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
+    # where swarm starts it
+    backend: str = "auto"
+    cwd: str | None = None
+    worktree: str | None = None  # a git worktree slug
+    teammate_command: str | None = None  # another program with Claude Code's command line
+
+    @property
+    def kind(self) -> ModelKind:
+        return ModelKind.of(self.model)
+
+    def swarm_only(self) -> list[str]:
+        """The flags given that only swarm's own teammate understands (a foreign program, such
+        as ``claude``, gets Claude Code's teammate command line only)."""
+        given = {
+            "--script": self.script is not None,
+            "--max-turns": self.max_turns is not None,
+            "--ask": bool(self.ask),
+            "--task-timeout": self.task_timeout_s != DEFAULT_TASK_TIMEOUT_S,
+            "--permission-timeout": self.permission_timeout_s != DEFAULT_PERMISSION_TIMEOUT_S,
+        }
+        return [flag for flag, present in given.items() if present]
+
+    def argv(self) -> list[str]:
+        """The teammate flags for this spec (after the identity flags), ending in ``--model``
+        as Claude Code's command line does; swarm's own flags only when they are given."""
+        argv: list[str] = []
+        if self.plan_mode_required:
+            argv.append("--plan-mode-required")
+        if self.agent_type:
+            argv += ["--agent-type", self.agent_type]
+        if self.permission_mode is not None:
+            argv += ["--permission-mode", str(self.permission_mode)]
+        if self.settings is not None:
+            argv += ["--settings", self.settings]
+        if self.agents is not None:
+            argv += ["--agents", self.agents]
+        if self.script is not None:
+            argv += ["--script", self.script]
+        if self.max_turns is not None:
+            argv += ["--max-turns", str(self.max_turns)]
+        argv += [f"--ask={rule}" for rule in self.ask]  # one word: a rule may start with "-"
+        if self.task_timeout_s != DEFAULT_TASK_TIMEOUT_S:
+            argv += ["--task-timeout", repr(self.task_timeout_s)]
+        if self.permission_timeout_s != DEFAULT_PERMISSION_TIMEOUT_S:
+            argv += ["--permission-timeout", repr(self.permission_timeout_s)]
+        return [*argv, "--model", self.model]
+
+    def process_part(self) -> MemberSpec:
+        """This spec without where swarm starts it: what `argv` carries."""
+        return dataclasses.replace(
+            self, backend="auto", cwd=None, worktree=None, teammate_command=None
+        )
+
+    def to_value(self) -> dict[str, Any]:
+        """The spec as JSON (the keys that differ from the defaults), for the member entry."""
+        value: dict[str, Any] = {}
+        for spec_field in dataclasses.fields(self):
+            current = getattr(self, spec_field.name)
+            if current != spec_field.default:
+                value[spec_field.name] = list(current) if isinstance(current, tuple) else current
+        return value
+
+    @classmethod
+    def from_value(cls, value: Any) -> MemberSpec | None:
+        """A spec from `to_value`'s JSON; None when `value` is not one (an old or foreign entry)."""
+        if not isinstance(value, dict):
+            return None
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in value.items() if k in known}
+        if isinstance(fields.get("ask"), list):
+            fields["ask"] = tuple(fields["ask"])
+        try:
+            if fields.get("permission_mode") is not None:
+                fields["permission_mode"] = PermissionMode(fields["permission_mode"])
+            return cls(**fields)
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
 class TeammateOptions:
+    """A parsed teammate command line: who the teammate is, and its `MemberSpec`."""
+
     agent_name: str
     team_name: str
     agent_id: str
-    model: str = "shell"
+    spec: MemberSpec = field(default_factory=MemberSpec)
     color: str | None = None
-    agent_type: str | None = None
     parent_session_id: str | None = None
-    plan_mode_required: bool = False
-    permission_mode: str = "default"
-    ask: tuple[str, ...] = ()
-    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
-    permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
-    max_turns: int | None = None
-    script: str | None = None
-    settings: str | None = None
-    agents: str | None = None  # Claude Code's --agents JSON: definitions over all others
-    permission_mode_given: bool = False
     ignored: tuple[str, ...] = field(default=())
+
+
+def command_line(
+    program: Sequence[str],
+    spec: MemberSpec,
+    *,
+    name: str,
+    team: str,
+    color: str | None = None,
+    parent_session_id: str | None = None,
+) -> list[str]:
+    """The teammate command line, exactly as Claude Code starts one (spec section 7), with
+    swarm's own flags when `spec` gives them. `program` is swarm's teammate, or another program
+    that takes Claude Code's teammate command line (``claude`` itself)."""
+    argv = [
+        *program,
+        "--agent-id",
+        f"{name}@{team}",
+        "--agent-name",
+        name,
+        "--team-name",
+        team,
+        "--agent-color",
+        color or "blue",
+    ]
+    if parent_session_id:
+        argv += ["--parent-session-id", parent_session_id]
+    return [*argv, *spec.argv()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--script",
         metavar="FILE",
-        help="a YAML list of model turns for --model scripted (see teammate/script.py)",
+        help="a YAML list of model turns for --model scripted (see teammate/agent/script.py)",
     )
     parser.add_argument(
         "--max-turns",
@@ -94,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the lead to answer a permission or plan request before "
         "treating it as denied (default: %(default)s)",
     )
-    parser.add_argument("--permission-mode", choices=PERMISSION_MODES, default=None)
+    parser.add_argument("--permission-mode", choices=PermissionMode.names(), default=None)
     parser.add_argument(
         "--dangerously-skip-permissions",
         action="store_true",
@@ -105,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="PATTERN",
-        help="a command pattern that needs the lead's approval (repeatable; replaces the "
-        "defaults; fnmatch syntax, e.g. 'rm -r*')",
+        help="a permission rule that needs the lead's approval (repeatable; replaces the "
+        "shell worker's defaults): a Bash command pattern such as 'rm -r*' or 'git push:*', "
+        "or a rule such as 'Bash(make deploy)'",
     )
     parser.add_argument(
         "--task-timeout",
@@ -150,34 +278,36 @@ def parse(argv: list[str]) -> TeammateOptions:
             f"--agent-id {args.agent_id!r} does not match --agent-name and --team-name "
             f"(expected {expected!r})"
         )
-    mode = args.permission_mode or "default"
+    mode = args.permission_mode
     if args.dangerously_skip_permissions:
-        mode = "bypassPermissions"
+        mode = PermissionMode.BYPASS
     if args.task_timeout <= 0:
         raise UsageError(f"--task-timeout must be positive, got {args.task_timeout}")
     if args.permission_timeout <= 0:
         raise UsageError(f"--permission-timeout must be positive, got {args.permission_timeout}")
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
-    if (args.model == "scripted") != (args.script is not None):
+    if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
+    spec = MemberSpec(
+        model=args.model,
+        agent_type=args.agent_type,
+        permission_mode=PermissionMode(mode) if mode is not None else None,
+        plan_mode_required=args.plan_mode_required,
+        script=args.script,
+        max_turns=args.max_turns,
+        settings=args.settings,
+        agents=args.agents,
+        ask=tuple(args.ask) if args.ask is not None else (),
+        task_timeout_s=args.task_timeout,
+        permission_timeout_s=args.permission_timeout,
+    )
     return TeammateOptions(
         agent_name=args.agent_name,
         team_name=args.team_name,
         agent_id=args.agent_id,
-        model=args.model,
+        spec=spec,
         color=args.agent_color,
-        agent_type=args.agent_type,
         parent_session_id=args.parent_session_id,
-        plan_mode_required=args.plan_mode_required,
-        permission_mode=mode,
-        ask=tuple(args.ask) if args.ask is not None else (),
-        task_timeout_s=args.task_timeout,
-        permission_timeout_s=args.permission_timeout,
-        max_turns=args.max_turns,
-        script=args.script,
-        settings=args.settings,
-        agents=args.agents,
-        permission_mode_given=args.permission_mode is not None or args.dangerously_skip_permissions,
         ignored=tuple(unknown),
     )

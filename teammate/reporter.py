@@ -7,8 +7,9 @@ import os
 from typing import Any
 
 from protocols.paths import TeamPaths
-from protocols.status import AgentState, AgentStatus, write_status
-from teammate.model import Usage
+from protocols.status import AgentStatus, write_status
+from protocols.values import MemberState
+from teammate.agent.model import Usage
 
 
 class StatusReporter:
@@ -19,7 +20,7 @@ class StatusReporter:
 
     def set(
         self,
-        state: AgentState | None = None,
+        state: MemberState | None = None,
         activity: str | None = None,
         task: str | None = None,
         clear_task: bool = False,

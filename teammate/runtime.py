@@ -27,6 +27,7 @@ doing the work twice. When it stops, every process it started (they carry its
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -36,9 +37,14 @@ from typing import Any
 
 from protocols.clock import now_iso
 from protocols.correlation import is_stale
-from protocols.errors import LockLost, LockTimeout, ProtocolsError, TeamNotFound, UnknownMember
+from protocols.errors import (
+    Error,
+    ProtocolsError,
+    TeamNotFound,
+    UnknownMember,
+)
 from protocols.inbox import InboxEntry
-from protocols.mailbox import Mailbox, new_message_id
+from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
     ModeSetRequest,
@@ -57,11 +63,13 @@ from protocols.printable import printable
 from protocols.task import Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
+from protocols.values import MemberState
 from protocols.watch import InboxWatcher
-from teammate.brain import Brain, Interrupted, Outcome
+from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.instance import single_instance
 from teammate.lead_requests import LeadRequests
 from teammate.options import TeammateOptions
+from teammate.outbox import ENVIRONMENT_ERRORS, Outbox
 from teammate.reporter import StatusReporter
 from teammate.task_worktree import work_in_place
 from teammate.trouble import Trouble, describe
@@ -69,11 +77,9 @@ from teammate.trouble import Trouble, describe
 # inotify wakes an idle teammate; these rescans are only the safety net for lost events
 IDLE_RESCAN_S = 1.0
 BOARD_RESCAN_S = 600.0
-# failures of the surroundings, not of a message: retried after a back-off, never set aside
-ENVIRONMENT_ERRORS = (OSError, LockTimeout, LockLost)
 
 
-class TeammateError(Exception):
+class TeammateError(Error):
     """The teammate cannot run (not a member, already running); the message says why."""
 
 
@@ -82,7 +88,9 @@ class Stop(BaseException):
     `Exception`, so no handler meant for errors swallows it.)"""
 
 
-class Teammate(LeadRequests):
+class Teammate:
+    """One teammate process: its member entry, inbox, outbox, board and brain (module doc)."""
+
     def __init__(
         self,
         options: TeammateOptions,
@@ -97,7 +105,7 @@ class Teammate(LeadRequests):
         self.name = options.agent_name
         self.color = options.color
         self.brain = brain
-        self.reporter = reporter or StatusReporter(None, self.name, options.model)
+        self.reporter = reporter or StatusReporter(None, self.name, options.spec.model)
         self.paths = paths
         self.mailbox = Mailbox(paths)
         self.board = TaskBoard(paths, self.mailbox)
@@ -112,9 +120,20 @@ class Teammate(LeadRequests):
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
         self.trouble = Trouble()
-        self._outbox: list[tuple[str, Any, str | None, str]] = []  # to, body, summary, id
-        self._outbox_trouble = Trouble()
-        self._outbox_retry_at = 0.0
+        self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
+        self.requests = LeadRequests(
+            name=self.name,
+            color=self.color,
+            paths=paths,
+            mailbox=self.mailbox,
+            reporter=self.reporter,
+            say=self.say,
+            send=self._send,
+            answer_shutdown=self._answer_shutdown,
+            watcher=lambda: self._watcher,
+            joined_at=lambda: self.member.joinedAt if self.member is not None else 0,
+            timeout_s=options.spec.permission_timeout_s,
+        )
         self.token = ""
         self.home = Path.cwd()  # where it works, unless a task names a worktree
         self.home_confined = False  # set from the member entry: it runs in its own worktree
@@ -146,7 +165,7 @@ class Teammate(LeadRequests):
                 stop_carriers(self.token)  # commands it started and left running
                 with contextlib.suppress(Exception):
                     self._set_active(False)
-                self.reporter.set("stopped", "stopped", clear_task=True)
+                self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
 
     def _join(self) -> None:
@@ -167,7 +186,7 @@ class Teammate(LeadRequests):
                 self.say(f"cannot join yet: {describe(exc)}; again in {delay:g} s")
                 time.sleep(delay)
         self.trouble.cleared()
-        self.reporter.set("idle", "joined the team")
+        self.reporter.set(MemberState.IDLE, "joined the team")
         self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
 
     def _loop(self, watcher: InboxWatcher) -> None:
@@ -200,7 +219,7 @@ class Teammate(LeadRequests):
 
     def step(self) -> bool:
         """One pass: messages first, then at most one task. True if anything happened."""
-        self._flush_outbox()
+        self.outbox.flush(self._report_trouble)
         self._record_outcomes()
         entries = self._unread()
         plain = self.handle_messages(entries)
@@ -237,7 +256,7 @@ class Teammate(LeadRequests):
         decoded = [(entry, self._decode(entry)) for entry in entries]
         for entry, message in decoded:
             if isinstance(message, ShutdownRequest):
-                self._guarded(entry, lambda e=entry, m=message: self._on_shutdown(e, m))
+                self._guarded(entry, functools.partial(self._on_shutdown, entry, message))
                 if self.stopped:
                     return []
         plain = []
@@ -248,7 +267,7 @@ class Teammate(LeadRequests):
                 self.say(f"message from {entry.from_}: {entry.text}")
                 plain.append(entry)
                 continue
-            self._guarded(entry, lambda e=entry, m=message: self._on_protocol(e, m))
+            self._guarded(entry, functools.partial(self._on_protocol, entry, message))
         return plain
 
     def _guarded(self, entry: InboxEntry, handle: Callable[[], None]) -> None:
@@ -297,7 +316,7 @@ class Teammate(LeadRequests):
         """Let the brain answer plain messages; they are marked read once it has."""
         self._in_flight.update(entry.identity for entry in plain)
         self._set_active(True)
-        self.reporter.set("working", f"answering {plain[-1].from_}")
+        self.reporter.set(MemberState.WORKING, f"answering {plain[-1].from_}")
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
@@ -347,6 +366,11 @@ class Teammate(LeadRequests):
         except ProtocolsError as exc:
             self.say(f"malformed message from {entry.from_} (kept in the inbox archive): {exc}")
             return None
+
+    def _answer_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> bool:
+        """A shutdown request that came while waiting for the lead: True if it stops us."""
+        self._on_shutdown(entry, request)
+        return self.stopped
 
     def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
         self.mailbox.mark_read(self.name, [entry])
@@ -419,15 +443,15 @@ class Teammate(LeadRequests):
             claim = self.board.claim(task.id, self.name, check_busy=False)
             if claim.success:
                 return claim.task
-        claim = self.board.claim_next(self.name)
-        return claim.task if claim is not None and claim.success else None
+        following = self.board.claim_next(self.name)
+        return following.task if following is not None and following.success else None
 
     def _work(self, task: Task) -> None:
         """Work on `task`, then record the outcome (`_record`). The work is done once: if its
         outcome cannot be written yet (a full disk, a lock held too long), it is kept and written
         on a later pass, never redone."""
         self._set_active(True)
-        self.reporter.set("working", f"#{task.id}: {task.subject}", task=task.id)
+        self.reporter.set(MemberState.WORKING, f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
         try:
             outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
@@ -463,13 +487,31 @@ class Teammate(LeadRequests):
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
         self._send_idle(task, outcome)
 
+    # what the brain uses (`teammate.brains.base.TeamLink`)
+
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self._send(to, body, summary)
+
+    def ask_permission(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        description: str,
+        tool_use_id: str | None = None,
+        suggestions: list[dict[str, Any]] | None = None,
+    ) -> Approval:
+        return self.requests.ask_permission(
+            tool_name, tool_input, description, tool_use_id, suggestions
+        )
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        return self.requests.ask_plan_approval(plan, plan_file)
 
     # helpers
 
     def _send_idle(self, task: Task | None = None, outcome: Outcome | None = None) -> None:
         failed = outcome is not None and outcome.status != "resolved"
+        reason = outcome.summary if outcome is not None and failed else None
         note = IdleNotification(
             from_=self.name,
             timestamp=now_iso(),
@@ -479,54 +521,18 @@ class Teammate(LeadRequests):
             summary=outcome.summary if outcome else None,
             completedTaskId=task.id if task else None,
             completedStatus=outcome.status if outcome and task else None,
-            failureReason=outcome.summary if failed else None,
+            failureReason=reason,
         )
         self._send(LEAD_NAME, note)
         self._set_active(False)
         self.reporter.set(
-            "failed" if failed and task is None else "idle",
+            MemberState.FAILED if failed and task is None else MemberState.IDLE,
             outcome.summary if outcome else "idle",
             clear_task=True,
         )
 
     def _send(self, to: str, body: Any, summary: str | None = None) -> None:
-        """Send now; when the mailbox cannot be written (a lock held too long, a full disk) the
-        message waits in the outbox, in order, and goes out on a later pass with the same id
-        (so it is stored once): nothing this teammate says is lost to a passing failure."""
-        message = (to, body, summary, new_message_id())
-        if self._outbox:
-            self._outbox.append(message)
-            return
-        try:
-            self._deliver(*message)
-        except ENVIRONMENT_ERRORS as exc:
-            self._outbox.append(message)
-            self.say(f"could not send to {to} now ({describe(exc)}); it goes out when it can")
-
-    def _deliver(self, to: str, body: Any, summary: str | None, message_id: str) -> None:
-        try:
-            self.mailbox.send(
-                to, body, sender=self.name, summary=summary, color=self.color, message_id=message_id
-            )
-        except UnknownMember as exc:
-            self.say(f"could not send to {to}: {exc}")
-
-    def _flush_outbox(self) -> None:
-        """Send what earlier passes could not, when its back-off allows; a failure is reported
-        (once) and retried later, and does not keep the teammate from its work."""
-        if not self._outbox or time.monotonic() < self._outbox_retry_at:
-            return
-        try:
-            while self._outbox:
-                self._deliver(*self._outbox[0])
-                self._outbox.pop(0)
-        except ENVIRONMENT_ERRORS as exc:
-            delay, new = self._outbox_trouble.failed(exc)
-            self._outbox_retry_at = time.monotonic() + delay
-            self._report_trouble(exc, delay, new)
-            return
-        self._outbox_trouble.cleared()
-        self._outbox_retry_at = 0.0
+        self.outbox.send(to, body, summary)
 
     def _tell_lead(self, text: str, summary: str) -> None:
         """A note for the lead that must not fail the caller (it may be what is failing)."""
@@ -562,7 +568,8 @@ class Teammate(LeadRequests):
                 self.say(f"cannot read the team file yet: {describe(exc)}; again in {delay:g} s")
                 if new:
                     with contextlib.suppress(Exception):
-                        self.reporter.set("starting", f"waiting for a readable team file: {exc}")
+                        waiting = f"waiting for a readable team file: {exc}"
+                        self.reporter.set(MemberState.STARTING, waiting)
                 time.sleep(delay)
 
     def _require_member(self) -> Member:

@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from protocols.task import Task
-from teammate.brain import Brain, Outcome, TeamLink
-from teammate.worktree import Worktree, WorktreeError, create, finish
+from teammate.agent.worktree import Worktree, WorktreeError, create, finish
+from teammate.brains.base import Brain, Outcome, TeamLink
 
 
 def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined: bool) -> Outcome:

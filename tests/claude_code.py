@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import filelock
 from messages_api import Turn
 
 VERSION = "2.1.88"
@@ -65,6 +66,13 @@ def install() -> Path:
     Raises `Unavailable` without node or npm, RuntimeError when the install fails."""
     directory = install_dir()
     program = directory / "node_modules" / ".bin" / "claude"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(directory) + ".lock"):  # test workers in parallel install once
+        _install(directory, program)
+    return _check_version(program)
+
+
+def _install(directory: Path, program: Path) -> None:
     if not program.exists():
         missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
         if missing:
@@ -84,6 +92,9 @@ def install() -> Path:
             "vendor/ripgrep/*/rg"
         ):
             rg.chmod(0o755)
+
+
+def _check_version(program: Path) -> Path:
     version = subprocess.run(
         [str(program), "--version"],
         capture_output=True,

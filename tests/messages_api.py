@@ -6,7 +6,7 @@ JSON response and, when the request asks for ``"stream": true``, as server-sent 
 order the API uses (``message_start``, ``content_block_start``/``_delta``/``_stop`` per block,
 ``message_delta``, ``message_stop``).
 
-A script is a list of `Turn`s (`teammate.script`, the format the scripted model plays too)
+A script is a list of `Turn`s (`teammate.agent.script`, the format the scripted model plays too)
 played in order, or a function from the request body to a `Turn` (to answer depending on what
 the model was sent). Every request is recorded in `requests`.
 
@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from teammate.script import Turn
+from teammate.agent.script import Turn
 
 __all__ = ["AGENT_KEY", "MessagesAPI", "PromptCache", "Turn", "by_agent"]
 AGENT_KEY = "_stub_agent"  # the recorded body's key for the agent named in the URL path

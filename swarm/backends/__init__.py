@@ -20,6 +20,7 @@ from swarm.backends.base import (
     UnknownBackend,
     passthrough_env,
 )
+from swarm.backends.stub import StubBackend
 from swarm.backends.subprocess_backend import SubprocessBackend
 from swarm.backends.tmux import TmuxBackend
 
@@ -33,6 +34,8 @@ def choose_backend(
     `env` is the environment the backend reads (``TMUX``, ``TMUX_PANE``, passed-through
     variables; default `os.environ`); `socket_name` forces a private tmux server on that socket.
     """
+    if kind == "stub":  # a member a unit test's StubBackend "started": nothing to stop
+        return StubBackend()
     if kind not in BACKEND_KINDS:
         raise UnknownBackend(f"unknown spawn backend {kind!r}; allowed: {', '.join(BACKEND_KINDS)}")
     if kind == "auto":
@@ -48,6 +51,7 @@ __all__ = [
     "SpawnError",
     "SpawnRequest",
     "Spawned",
+    "StubBackend",
     "SubprocessBackend",
     "TmuxBackend",
     "UnknownBackend",

@@ -306,7 +306,7 @@ def _run_many(server: libtmux.Server, commands: Sequence[Sequence[str]]) -> _Res
         words += [_arg(word) for word in command]
     try:
         result = server.cmd(*words)
-    except tmux_exc.TmuxCommandNotFound as error:
-        raise SpawnError("the tmux command is not installed (or not on PATH)") from error
+    except tmux_exc.TmuxCommandNotFound as missing:
+        raise SpawnError("the tmux command is not installed (or not on PATH)") from missing
     error = " ".join(result.stderr) or f"exit status {result.returncode}"
     return _Result(commands[0][0], result.returncode == 0, list(result.stdout), error)

@@ -21,12 +21,14 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from protocols.errors import Error
+
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
 # acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
 ToolKind = Literal["read", "edit", "execute", "team"]
 
 
-class ToolError(Exception):
+class ToolError(Error):
     """A failure to report to the model as the tool's (error) result."""
 
 
@@ -68,7 +70,7 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The tool definition for the Messages API (`name`, `description`, `input_schema`)."""
-        input_schema = self.input_model.model_json_schema()
+        input_schema = _inline_refs(self.input_model.model_json_schema())
         _tidy(input_schema)
         return {"name": self.name, "description": self.description, "input_schema": input_schema}
 
@@ -105,6 +107,27 @@ def tool(
         return Tool(name, description, kind, model, function)
 
     return wrap
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each ``$ref`` to its ``$defs`` (an enum such as `PermissionMode`) written
+    in place, as Claude Code's tool schemas spell them; the field's own description wins."""
+    definitions = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                target = dict(definitions[ref.removeprefix("#/$defs/")])
+                target.pop("description", None)
+                return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 def _tidy(schema: Any) -> None:

@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
-from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
+from protocols.errors import UnknownMember
 from protocols.messages import PlanApprovalResponse, ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.task import describe, list_line
+from protocols.values import PermissionMode
 from teammate.tools.base import ToolContext, ToolError, tool
 
 
@@ -115,7 +116,7 @@ def send_message(
             requestId=message.request_id,
             approved=True,
             timestamp=now_iso(),
-            permissionMode="default",
+            permissionMode=PermissionMode.DEFAULT,
         )
     else:
         response = PlanApprovalResponse(
@@ -131,12 +132,7 @@ def send_message(
 
 def _send_text(link: Any, to: str, text: str, summary: str) -> str:
     if to == "*":
-        try:
-            entries = link.mailbox.broadcast(
-                text, sender=link.name, summary=summary, color=link.color
-            )
-        except (BroadcastRefused, ProtocolsError) as exc:
-            raise ToolError(str(exc)) from None
+        entries = link.mailbox.broadcast(text, sender=link.name, summary=summary, color=link.color)
         recipients = [n for n in link.mailbox.team.member_names() if n != link.name]
         if not entries:
             return _result(
@@ -158,8 +154,6 @@ def _send(link: Any, to: str, body: Any, summary: str | None = None) -> None:
         raise ToolError(
             f"no teammate named {to!r} in this team; members: {names or 'none'}"
         ) from None
-    except ProtocolsError as exc:
-        raise ToolError(str(exc)) from None
 
 
 @tool("TaskCreate", "Create a task in the team's task list.", kind="team")
@@ -228,10 +222,7 @@ def task_update(
     board = ctx.team.board
     if board.get(taskId) is None:
         raise ToolError(f"Task #{taskId} not found")
-    try:
-        board.update(taskId, actor=ctx.team.name, **fields)
-    except ProtocolsError as exc:
-        raise ToolError(str(exc)) from None
+    board.update(taskId, actor=ctx.team.name, **fields)
     text = f"Updated task #{taskId} {', '.join(fields)}"
     if status == "completed":
         text += (

@@ -1,0 +1,84 @@
+"""`swarm permissions`, `swarm approve`, `swarm deny`: requests waiting for the lead."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from protocols.printable import printable_json, printable_line
+from protocols.values import PermissionMode
+from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.team import approvals as requests_mod
+
+
+@click.command()
+@json_option
+@team_option
+def permissions(as_json: bool, team: str) -> None:
+    """List requests waiting for an answer (permission, sandbox, plan approval)."""
+    pending = [p.to_json() for p in requests_mod.pending_requests(paths_for(team))]
+    emit(
+        pending,
+        as_json,
+        lambda ps: (
+            "\n".join(
+                printable_line(f"{p['id']}  {p['kind']:<27} {p['teammate']:<12} {p['tool']:<12} ")
+                + printable_json(p["input"])  # in full: what approving lets the teammate do
+                for p in ps
+            )
+            or "no pending requests"
+        ),
+    )
+
+
+@click.command()
+@click.argument("request_id")
+@click.option("--feedback", help="a note for the teammate")
+@click.option("--input", "updated", help="approve with this tool input instead (JSON object)")
+@click.option(
+    "--mode",
+    type=click.Choice([m for m in PermissionMode.names() if m != PermissionMode.PLAN]),
+    default=None,
+    help="for a plan: the permission mode the teammate works in once approved "
+    "(default: the mode it was started with)",
+)
+@team_option
+def approve(
+    request_id: str, feedback: str | None, updated: str | None, mode: str | None, team: str
+) -> None:
+    """Approve a pending request (permission, sandbox host, or plan)."""
+    new_input = _json_object(updated) if updated else None
+    done = requests_mod.answer(
+        paths_for(team),
+        request_id,
+        approve=True,
+        text=feedback,
+        updated_input=new_input,
+        permission_mode=mode,
+        by="swarm approve",
+    )
+    click.echo(f"approved {done.kind} {request_id} from {printable_line(done.teammate)}")
+
+
+@click.command()
+@click.argument("request_id")
+@click.option("--reason", help="why (sent to the teammate)")
+@team_option
+def deny(request_id: str, reason: str | None, team: str) -> None:
+    """Deny a pending request."""
+    done = requests_mod.answer(
+        paths_for(team), request_id, approve=False, text=reason, by="swarm deny"
+    )
+    click.echo(f"denied {done.kind} {request_id} from {printable_line(done.teammate)}")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--input") from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--input")
+    return value

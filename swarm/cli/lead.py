@@ -1,0 +1,122 @@
+"""`swarm lead`: the team's lead in this terminal: a person, with a Claude lead agent when a
+model is available."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from protocols import safefs
+from protocols.team import TeamFile
+from swarm.cli.common import backend_option, paths_for, team_option
+from swarm.errors import SwarmError
+from swarm.lead.agent import LeadAgent
+from swarm.lead.console import Console
+from swarm.lead.inbox import AutoPolicy, Leader
+from swarm.lead.tools import LeadLink
+from swarm.up.apply import LEAD_SETTINGS
+from teammate.agent.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
+from teammate.agent.script import load_script
+
+
+@click.command()
+@team_option
+@click.option("--model", default="sonnet", show_default=True, help="the lead agent's model")
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="play this YAML list of turns as the lead agent's model (offline)",
+)
+@click.option(
+    "--teammate-model",
+    help="model of the teammates the agent spawns when it names none "
+    "(default: the lead's model; shell when the lead is scripted)",
+)
+@backend_option("where spawned teammates run (auto: tmux when installed)")
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="the team's working directory (default: here)",
+)
+@click.option(
+    "--create",
+    is_flag=True,
+    help="create the team if it does not exist (without it, a misspelt --team is an error)",
+)
+@click.option(
+    "--delegate-approvals",
+    is_flag=True,
+    help="let the lead agent answer permission requests too (you still see each one)",
+)
+def lead(
+    team: str,
+    model: str,
+    script: Path | None,
+    teammate_model: str | None,
+    backend: str,
+    cwd: Path | None,
+    create: bool,
+    delegate_approvals: bool,
+) -> None:
+    """Lead the team given by --team from this terminal (--create makes it if it is new).
+
+    \b
+    Everything teammates send shows here as it arrives; permission and plan requests wait
+    for your answer (y / n REASON, or /approve ID, /deny ID REASON). What you type goes to the
+    lead agent, which spawns teammates and hands out work:
+      swarm lead --team shop --create
+      > Spawn alice as a backend developer. Ask her to create schema.sql with a users table.
+    Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
+    /status, /pending and approvals. /help lists the commands.
+    """
+    paths = paths_for(team, must_exist=False)
+    directory = (cwd or Path.cwd()).resolve()
+    if not TeamFile(paths).exists():
+        if not create:
+            raise SwarmError(
+                f"team {team!r} not found under {paths.root}; `swarm lead --team {team} "
+                "--create` makes it (`swarm team list` shows the teams there are)"
+            )
+        TeamFile(paths).create(description="led from swarm lead", cwd=directory)
+        click.echo(f"created team {team!r}")
+    settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
+    model = settings.get("model") or model
+    brain, off = _model(script, model)
+    link = LeadLink(
+        paths,
+        directory,
+        backend=backend,
+        model=teammate_model or ("shell" if script or brain is None else model),
+        delegated_approvals=delegate_approvals,
+    )
+    auto = AutoPolicy(settings.get("autoApprove") or [], settings.get("autoDeny") or [], directory)
+    with Leader(paths, auto) as leader:
+        console = Console(leader, None, off, out=lambda text: click.echo(text))
+        if brain is not None:
+            console.agent = LeadAgent(
+                brain, link, console.out, paths.transcript("team-lead")
+            ).start()
+        sys.exit(console.run(sys.stdin))
+
+
+def _model(script: Path | None, model: str) -> tuple[Model | None, str]:
+    if script is not None:
+        return ScriptedModel(load_script(script)), ""
+    if not has_api_key():
+        return None, "ANTHROPIC_API_KEY is not set (use --script FILE for a scripted lead)"
+    try:
+        return ClaudeModel(model), ""
+    except ModelError as exc:
+        return None, str(exc)
+
+
+def _lead_settings(path: Path) -> dict:
+    """The team file's lead settings, written by `swarm up` (empty when there are none)."""
+    try:
+        value = json.loads(safefs.read_text(path))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

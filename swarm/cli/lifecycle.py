@@ -1,0 +1,156 @@
+"""`swarm spawn` and `swarm shutdown`: start a teammate process; ask it to stop (the shutdown
+protocol), or stop it with --force."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from protocols.printable import printable_line
+from protocols.values import PermissionMode
+from swarm.cli.common import backend_option, ids_text, paths_for, team_option
+from swarm.team.lifecycle import request_shutdown, spawn_member
+from teammate.options import MemberSpec
+
+
+@click.command()
+@click.argument("name")
+@click.option("--prompt", "-p", required=True, help="the first message in its inbox")
+@backend_option("auto: tmux when installed, else a subprocess")
+@click.option(
+    "--model",
+    default="shell",
+    show_default=True,
+    help="'shell' runs task commands offline; 'sonnet', 'opus', 'haiku' or a model id runs a "
+    "Claude agent (needs ANTHROPIC_API_KEY)",
+)
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="play this YAML list of model turns instead of calling a model (offline)",
+)
+@click.option("--max-turns", type=click.IntRange(min=1), help="model calls per piece of work")
+@click.option(
+    "--worktree",
+    "worktree",
+    is_flag=True,
+    help="work in its own git worktree (.claude/worktrees/NAME, branch worktree-NAME); removed "
+    "when it stops unchanged, kept and reported when changed",
+)
+@click.option("--worktree-name", help="name the worktree (default: NAME); a/b becomes a+b")
+@click.option(
+    "--agent-type",
+    default="general-purpose",
+    show_default=True,
+    help="an agent definition: built-in (general-purpose, Explore, Plan) or a .md file in "
+    ".claude/agents/ (project) or ~/.claude/agents/ (user)",
+)
+@click.option("--plan-mode-required", is_flag=True)
+@click.option("--permission-mode", type=click.Choice(PermissionMode.names()))
+@click.option(
+    "--ask",
+    "ask",
+    multiple=True,
+    metavar="RULE",
+    help="a permission rule that needs your approval, e.g. 'Bash(make deploy)' or a command "
+    "pattern 'git push*' (repeatable; for a shell worker it replaces the default list)",
+)
+@click.option(
+    "--settings",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="a Claude Code settings JSON whose permissions (allow/deny/ask rules, defaultMode) "
+    "apply to the teammate, a shell worker included",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="its working directory (default: here)",
+)
+@click.option(
+    "--teammate-command",
+    envvar="SWARM_TEAMMATE_COMMAND",
+    metavar="CMD",
+    help="start CMD instead of swarm's teammate, with Claude Code's teammate command line: "
+    "'claude' runs a Claude Code teammate (default: $SWARM_TEAMMATE_COMMAND)",
+)
+@team_option
+def spawn(
+    name: str,
+    prompt: str,
+    backend: str,
+    model: str,
+    script: Path | None,
+    max_turns: int | None,
+    worktree: bool,
+    worktree_name: str | None,
+    agent_type: str,
+    plan_mode_required: bool,
+    permission_mode: str | None,
+    ask: tuple[str, ...],
+    settings: Path | None,
+    cwd: Path | None,
+    teammate_command: str | None,
+    team: str,
+) -> None:
+    """Start teammate NAME in a tmux pane or a subprocess.
+
+    \b
+    Outside tmux, panes go to a private tmux server per team:
+      tmux -L swarm-<team> attach
+    Subprocess teammates log to teams/<team>/logs/<name>.log.
+
+    \b
+    A Claude Code teammate in the same team (docs/interop.md):
+      swarm spawn ann -p "Review src/" --model sonnet --teammate-command claude
+    """
+    spec = MemberSpec(
+        model=model,
+        agent_type=agent_type,
+        permission_mode=PermissionMode(permission_mode) if permission_mode else None,
+        plan_mode_required=plan_mode_required,
+        script=str(script) if script else None,
+        max_turns=max_turns,
+        settings=str(settings) if settings else None,
+        ask=ask,
+        backend=backend,
+        cwd=str(cwd) if cwd else None,
+        worktree=(worktree_name or name) if worktree or worktree_name else None,
+        teammate_command=teammate_command,
+    )
+    member, spawned = spawn_member(paths_for(team), name, prompt, spec)
+    where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
+    click.echo(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reason", help="told to the teammate")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="seconds to wait for the answer",
+)
+@click.option("--force", is_flag=True, help="stop it even if it refuses or does not answer")
+@team_option
+def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: str) -> None:
+    """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped."""
+    click.echo(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer", err=True)
+    result = request_shutdown(paths_for(team), name, reason, wait_s, force)
+    if result.stopped:
+        click.echo(
+            f"{name}: {result.outcome}; stopped and removed; "
+            f"tasks returned to pending: {ids_text(result.released)}"
+        )
+        return
+    click.echo(
+        f"{name}: {result.outcome}: {printable_line(result.reason)} "
+        "(use --force to stop it anyway)",
+        err=True,
+    )
+    sys.exit(1)

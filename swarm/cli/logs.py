@@ -1,0 +1,57 @@
+"""`swarm logs`: what one member did (its transcript and messages), its raw transcript, or the
+output log of its process."""
+
+from __future__ import annotations
+
+import click
+
+from protocols.printable import printable, printable_json
+from swarm.cli.common import json_option, paths_for, team_option
+from swarm.errors import SwarmError
+from swarm.views.logs import ActivityLog, LogEvent, ProcessLog, RawTranscript, follow
+
+
+@click.command()
+@click.argument("name")
+@click.option("--follow", "-f", "following", is_flag=True, help="keep printing new lines")
+@click.option("--raw", is_flag=True, help="the transcript's JSON lines as they are")
+@click.option("--process", is_flag=True, help="the process's output log instead")
+@click.option("-n", "count", type=click.IntRange(min=0), help="only the last N lines")
+@json_option
+@team_option
+def logs(
+    name: str,
+    following: bool,
+    raw: bool,
+    process: bool,
+    count: int | None,
+    as_json: bool,
+    team: str,
+) -> None:
+    """Show what member NAME did, oldest first: tool calls and results, what the model said,
+    tokens per reply, and messages in and out."""
+    if raw + process + as_json > 1:
+        raise SwarmError("choose one of --raw, --process and --json")
+    paths = paths_for(team)
+    source: ActivityLog | RawTranscript | ProcessLog
+    if raw:
+        source = RawTranscript(paths, name)
+    elif process:
+        source = ProcessLog(paths, name)
+    else:
+        source = ActivityLog(paths, name)
+        if source.note:
+            click.echo(f"swarm: {printable(source.note)}", err=True)
+    events = source.poll()
+    events = events[len(events) - count :] if count is not None else events
+    if as_json and not following:
+        click.echo(printable_json([e.to_json() for e in events], indent=2))
+        return
+
+    def show(event: LogEvent) -> None:
+        click.echo(printable_json(event.to_json()) if as_json else event.line())
+
+    for event in events:
+        show(event)
+    if following:
+        follow(paths, name, source.poll, show)

@@ -1,0 +1,112 @@
+"""`swarm send` and `swarm inbox`: messages between members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.messages import PermissionRequest
+from protocols.names import LEAD_NAME
+from protocols.printable import printable, printable_json, printable_line
+from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
+from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.errors import SwarmError
+from swarm.views.request_text import target
+
+
+@click.command()
+@click.argument("to")
+@click.argument("text")
+@click.option("--from", "sender", default=LEAD_NAME, show_default=True, help="the sender's name")
+@click.option("--summary", help="a 5-10 word preview")
+@team_option
+def send(to: str, text: str, sender: str, summary: str | None, team: str) -> None:
+    """Send TEXT to member TO (or "*" for everyone but the sender)."""
+    paths = paths_for(team)
+    sender_member = TeamFile(paths).load().member(sender)
+    color = sender_member.color if sender_member else None
+    written = Mailbox(paths).send(to, text, sender=sender, summary=summary, color=color)
+    if not written:
+        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {team!r}")
+    if to != "*":
+        click.echo(printable_line(f"sent to {to}"))
+        return
+    recipients, skipped = Mailbox(paths).broadcast_recipients(sender)
+    click.echo(printable_line(f"sent to {', '.join(recipients)}"))
+    if skipped:
+        names = ", ".join(repr(n) for n in skipped)
+        click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)
+
+
+def entry_json(entry: InboxEntry) -> dict[str, Any]:
+    kind: str
+    try:
+        message = entry.structured()
+        kind = message.type if message is not None else "message"
+    except ProtocolsError:
+        kind = "invalid"
+    return {**entry.to_json_dict(), "type": kind}
+
+
+@click.command()
+@click.argument("name")
+@click.option("--unread", is_flag=True, help="only unread messages")
+@click.option("--mark-read", is_flag=True, help="mark what is shown as read")
+@click.option("--follow", "-f", is_flag=True, help="keep waiting for new messages")
+@json_option
+@team_option
+def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool, team: str) -> None:
+    """Show member NAME's inbox (oldest first)."""
+    paths = paths_for(team)
+    mailbox = Mailbox(paths)
+    if name not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{name!r} is not a member of team {team!r}")
+    if follow:
+        _follow(mailbox, name, as_json, mark_read)
+        return
+    entries = mailbox.read_unread(name) if unread else mailbox.read_all(name)
+    _show_entries(entries, as_json)
+    if mark_read:
+        mailbox.mark_read(name, entries)
+
+
+def _follow(mailbox: Mailbox, name: str, as_json: bool, mark_read: bool) -> None:
+    """Print unread messages as they arrive (JSON: one object per line) until interrupted."""
+    shown: set[str] = set()
+    with InboxWatcher(mailbox.paths.inbox(name)) as watcher:
+        while True:
+            watcher.clear()
+            fresh = [e for e in mailbox.read_unread(name) if e.identity not in shown]
+            if fresh:
+                _show_entries(fresh, as_json, lines=True)
+                shown.update(e.identity for e in fresh)
+                if mark_read:
+                    mailbox.mark_read(name, fresh)
+            watcher.wait(3600)
+
+
+def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False) -> None:
+    rows = [entry_json(e) for e in entries]
+    if lines:
+        for entry, row in zip(entries, rows, strict=True):
+            click.echo(printable_json(row) if as_json else _entry_line(row, entry))
+        return
+    text = "\n".join(_entry_line(r, e) for r, e in zip(rows, entries, strict=True))
+    emit(rows, as_json, lambda _: text or "no messages")
+
+
+def _entry_line(r: dict[str, Any], entry: InboxEntry) -> str:
+    """One entry, escaped; a message's further lines indented (none passes for an entry). A
+    permission request shows its tool and real input, not the summary its sender wrote."""
+    body = r["text"] if r["type"] == "message" else r.get("summary") or r["text"][:100]
+    asked = entry.structured() if r["type"] == "permission_request" else None
+    if isinstance(asked, PermissionRequest):
+        body = printable_line(f"{asked.tool_name}: {target(asked.tool_name, asked.input)}")
+    body = printable(str(body)).replace("\n", "\n    ")
+    when, sender = printable_line(str(r["timestamp"])), printable_line(str(r["from"]))
+    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} [{r['type']}] {body}"

@@ -1,0 +1,35 @@
+"""`swarm status` and `swarm reap`: who is alive and what it costs (the text is
+`swarm.views.table`, the data `swarm.views.snapshot`), and cleaning up after the dead."""
+
+from __future__ import annotations
+
+import click
+
+from swarm.cli.common import emit, ids_text, json_option, paths_for, team_option
+from swarm.team import members as members_mod
+from swarm.views.snapshot import snapshot, to_json
+from swarm.views.table import render
+
+
+@click.command()
+@json_option
+@team_option
+def status(as_json: bool, team: str) -> None:
+    """Members (working/idle/dead), their tasks, model calls and tokens, task counts and pending
+    requests. Tokens: input (all prompt tokens, of which cached) / output."""
+    view = snapshot(paths_for(team))
+    if as_json:
+        emit(to_json(view), True, str)
+    else:
+        click.echo(render(view))
+
+
+@click.command()
+@team_option
+def reap(team: str) -> None:
+    """Remove members whose process is gone; their unfinished tasks go back to pending."""
+    reaped = members_mod.reap(paths_for(team))
+    for r in reaped:
+        click.echo(f"reaped {r.name} (pid {r.pid}); returned {ids_text(r.released)}")
+    if not reaped:
+        click.echo("no dead members")

@@ -1,0 +1,175 @@
+"""`swarm task ...`: the task board."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.printable import printable, printable_line
+from protocols.task import list_line
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.errors import SwarmError
+from teammate.agent.worktree import WorktreeError, flatten_slug
+
+
+@click.group()
+def task() -> None:
+    """Work with the team's task board."""
+
+
+@task.command("add")
+@click.argument("subject")
+@click.option("--description", "-d", default="", help="what to do")
+@click.option("--command", "-c", "command", help="a shell command for shell workers")
+@click.option("--blocked-by", multiple=True, help="a task id that must complete first")
+@click.option(
+    "--worktree",
+    metavar="NAME",
+    help="work it in git worktree NAME (.claude/worktrees/NAME): whoever claims it works there",
+)
+@team_option
+def task_add(
+    subject: str,
+    description: str,
+    command: str | None,
+    blocked_by: tuple[str, ...],
+    worktree: str | None,
+    team: str,
+) -> None:
+    """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
+    no idle worker can take it before its blockers complete."""
+    board = TaskBoard(paths_for(team))
+    if worktree is not None:
+        try:
+            flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
+        except WorktreeError as exc:
+            raise SwarmError(f"--worktree: {exc}") from None
+    metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    created = board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
+    click.echo(created.id)
+
+
+@task.command("list")
+@json_option
+@team_option
+def task_list(as_json: bool, team: str) -> None:
+    """List tasks (Claude Code's TaskList format)."""
+    tasks = TaskBoard(paths_for(team)).list()
+    text = "\n".join(printable_line(list_line(t)) for t in tasks) or "No tasks found"
+    emit([t.to_json_dict() for t in tasks], as_json, lambda _: text)
+
+
+@task.command("show")
+@click.argument("task_id")
+@json_option
+@team_option
+def task_show(task_id: str, as_json: bool, team: str) -> None:
+    """Show one task."""
+    t = TaskBoard(paths_for(team)).require(task_id).to_json_dict()
+    emit(
+        t,
+        as_json,
+        lambda t: "\n".join(
+            [
+                f"Task #{printable_line(t['id'])}: {printable_line(t['subject'])}",
+                f"Status: {t['status']}",
+                f"Description: {_block(t['description'])}",
+            ]
+            + ([f"Owner: {printable_line(t['owner'])}"] if t.get("owner") else [])
+            + (
+                [f"Blocked by: {printable_line(', '.join('#' + b for b in t['blockedBy']))}"]
+                if t["blockedBy"]
+                else []
+            )
+            + (
+                [f"Metadata: {printable_line(json.dumps(t['metadata'], ensure_ascii=False))}"]
+                if t.get("metadata")
+                else []
+            )
+        ),
+    )
+
+
+def _block(text: str) -> str:
+    """Multi-line text, escaped, its further lines indented (none passes for a field)."""
+    return printable(text).replace("\n", "\n  ")
+
+
+@task.command("update")
+@click.argument("task_id")
+@click.option("--status", type=click.Choice(["pending", "in_progress", "completed", "deleted"]))
+@click.option("--owner", help="assign to a member")
+@click.option("--no-owner", is_flag=True, help="clear the owner")
+@click.option("--add-blocked-by", multiple=True, help="a task id that must complete first")
+@team_option
+def task_update(
+    task_id: str,
+    status: str | None,
+    owner: str | None,
+    no_owner: bool,
+    add_blocked_by: tuple[str, ...],
+    team: str,
+) -> None:
+    """Change a task's status, owner or dependencies."""
+    if owner and no_owner:
+        raise click.UsageError("--owner and --no-owner exclude each other")
+    paths = paths_for(team)
+    if owner and owner not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{owner!r} is not a member of team {team!r}")
+    changes: dict[str, Any] = {}
+    if status:
+        changes["status"] = status
+    if owner:
+        changes["owner"] = owner
+    if no_owner:
+        changes["owner"] = None
+    if add_blocked_by:
+        changes["addBlockedBy"] = list(add_blocked_by)
+    if not changes:
+        raise click.UsageError(
+            "nothing to change: give --status, --owner, --no-owner or --add-blocked-by"
+        )
+    board = TaskBoard(paths, Mailbox(paths))
+    board.require(task_id)
+    updated = board.update(task_id, actor=LEAD_NAME, **changes)
+    click.echo(
+        f"deleted task #{task_id}" if updated is None else printable_line(list_line(updated))
+    )
+
+
+@task.command("claim")
+@click.argument("task_id")
+@click.option("--as", "agent", required=True, help="the member who claims it")
+@team_option
+def task_claim(task_id: str, agent: str, team: str) -> None:
+    """Claim a task for a member; on failure prints the reason word and exits 1."""
+    paths = paths_for(team)
+    if agent not in TeamFile(paths).load().member_names():
+        raise SwarmError(f"{agent!r} is not a member of team {team!r}")
+    result = TaskBoard(paths).claim(task_id, agent)
+    if not result.success or result.task is None:
+        click.echo(str(result.reason), err=True)
+        sys.exit(1)
+    click.echo(printable_line(list_line(result.task)))
+
+
+@task.command("retry")
+@click.argument("task_id")
+@team_option
+def task_retry(task_id: str, team: str) -> None:
+    """Put a failed (or stuck) task back on the board: pending, no owner, its failure cleared;
+    an idle worker claims it as usual. What waits for it stays blocked until it completes."""
+    board = TaskBoard(paths_for(team))
+    before = board.require(task_id)
+    if before.status == "completed":
+        raise SwarmError(f"task #{task_id} is completed; there is nothing to retry")
+    after = board.retry(task_id)
+    was = f" (it had failed: {printable_line(before.failure)})" if before.failed else ""
+    click.echo(f"{printable_line(list_line(after))}{was}")

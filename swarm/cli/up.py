@@ -1,0 +1,139 @@
+"""`swarm up TEAM_FILE` and `swarm down TEAM`: a whole team from a YAML team file, and back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from protocols.printable import printable_json, printable_line
+from swarm.backends.base import BACKEND_KINDS
+from swarm.cli.common import paths_for
+from swarm.up.apply import Departure, UpPlan, bring_down, bring_up, plan_up
+from swarm.up.spec import load_team_file
+
+
+@click.command()
+@click.argument("team_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--backend",
+    type=click.Choice(BACKEND_KINDS),
+    help="start every member with this backend, whatever the file says",
+)
+@click.option("--dry-run", is_flag=True, help="check the file and print the plan; start nothing")
+@click.option("--json", "as_json", is_flag=True, help="with --dry-run: print the plan as JSON")
+def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> None:
+    """Start the team described in TEAM_FILE: create it, add its tasks, spawn its members.
+
+    \b
+    A team file (YAML; relative paths are relative to its folder):
+      team: shop
+      defaults: {model: shell}
+      members:
+        - {name: ann, prompt: Work the board.}
+        - {name: ben, prompt: Work the board.}
+      tasks:
+        - {key: data, subject: make the data, command: "seq 10 > n.txt"}
+        - {subject: add it up, command: "awk '{s+=$1} END {print s}' n.txt",
+           blocked_by: [data]}
+    Members also take agent_type, model (shell, scripted, sonnet, opus, haiku,
+    a model id), script, max_turns, plan_mode_required, permission_mode,
+    allow/deny/ask (permission rules such as "Bash(npm test:*)") and cwd; tasks
+    take description, key, blocked_by (keys or 1-based positions) and owner.
+    See examples/teams/ for complete files.
+
+    \b
+    Example:
+      swarm up examples/teams/shell-pipeline.yaml --dry-run
+      swarm up examples/teams/shell-pipeline.yaml
+      swarm status --team pipeline
+      swarm down pipeline
+    """
+    if as_json and not dry_run:
+        raise click.UsageError("--json prints the plan: use it with --dry-run")
+    plan = plan_up(load_team_file(team_file), backend=backend)
+    if dry_run:
+        if as_json:
+            click.echo(printable_json(plan.to_json(), indent=2))
+        else:
+            click.echo("\n".join(plan_lines(plan)))
+        return
+    bring_up(plan, say=click.echo)
+    click.echo(
+        f"team {plan.team!r} is up: {len(plan.members)} members, {len(plan.tasks)} tasks. "
+        f"Watch: swarm status --team {plan.team}; stop: swarm down {plan.team}"
+    )
+
+
+@click.command()
+@click.argument("team")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="seconds the members have to answer before those still running are stopped",
+)
+def down(team: str, wait_s: float) -> None:
+    """Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM).
+
+    Every live member is asked to shut down (the shutdown protocol: it finishes its current
+    step and releases its tasks); one that refuses or does not answer within --wait seconds is
+    stopped anyway.
+
+    \b
+    Example:
+      swarm down pipeline --wait 10
+    """
+    for departure in bring_down(paths_for(team), wait_s):
+        click.echo(departure_line(departure, wait_s))
+    click.echo(f"deleted team {team!r}")
+
+
+def departure_line(departure: Departure, wait_s: float) -> str:
+    outcome, why = departure.outcome, f": {departure.detail}" if departure.detail else ""
+    text = {
+        "approved": "agreed to shut down; stopped",
+        "rejected": f"refused to shut down{why}; stopped",
+        "no-answer": f"did not answer within {wait_s:g} s; stopped",
+        "dead": "had already stopped; removed",
+        "starting": "had not started; removed",
+    }.get(outcome, f"{outcome}{why}")
+    return printable_line(f"{departure.name}: {text}")
+
+
+def plan_lines(plan: UpPlan) -> list[str]:
+    lines = [
+        f"team {plan.team!r}: {plan.description or ''}".rstrip(),
+        f"  from {plan.source}, lead cwd {plan.cwd}",
+        "  (dry run: nothing was started)",
+    ]
+    for m in plan.members:
+        spec = m.spec
+        mode = f", {spec.permission_mode} mode" if spec.permission_mode else ""
+        plan_first = ", plan first" if spec.plan_mode_required else ""
+        lines.append(
+            f"member {m.name}: {spec.agent_type}, model {spec.model}, backend {spec.backend}"
+            f"{mode}{plan_first}, cwd {spec.cwd}"
+        )
+        if spec.script is not None:
+            lines.append(f"  script: {spec.script}")
+        for behavior, rules in (m.settings or {}).get("permissions", {}).items():
+            if rules:
+                lines.append(f"  {behavior}: {', '.join(rules)}")
+        prompt = " ".join(m.prompt.split())
+        lines.append(f"  prompt: {prompt if len(prompt) <= 80 else prompt[:77] + '...'}")
+    for number, t in enumerate(plan.tasks, 1):
+        after = ", ".join(f"#{i + 1}" for i in t.blocked_by)
+        lines.append(
+            f"task #{number}: {t.subject}"
+            + (f" (after {after})" if after else "")
+            + (f" [for {t.owner}]" if t.owner else "")
+        )
+        if t.metadata:
+            lines.append(f"  command: {t.metadata['command']}")
+    if plan.lead is not None:
+        lines.append(f"lead: {json.dumps(plan.lead, ensure_ascii=False)}")
+    return lines

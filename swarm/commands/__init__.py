@@ -1,1 +1,0 @@
-"""The `swarm` subcommands, one module per area; `swarm.cli` puts them together."""

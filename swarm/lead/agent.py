@@ -1,0 +1,132 @@
+"""The lead agent: a Claude agent loop (teammate's `AgentLoop`) with the team-management tools,
+run on its own thread so the console keeps showing messages and requests while it thinks.
+
+What the human types is queued, one turn each, in order. Teammates' messages reach it in the
+order they arrive, each once: between a running turn's model calls, or (when no turn is running
+or one ends before taking them) as the input of a turn of their own. `LeadLink` keeps them and
+whether a turn runs under one lock; the queue then only carries a wake-up, never the messages.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from protocols.inbox import InboxEntry, format_for_model
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.values import MemberState
+from swarm.lead.tools import LEAD_TOOLS, LeadLink
+from teammate.agent.loop import AgentLoop
+from teammate.agent.model import Model, ModelError
+from teammate.agent.transcript import Transcript
+from teammate.brains.claude import TEAMMATE_RULES
+from teammate.permissions.policy import PermissionPolicy
+from teammate.reporter import StatusReporter
+from teammate.tools.base import ToolContext
+from teammate.tools.files import read
+from teammate.tools.search import glob, grep
+from teammate.tools.team import send_message, task_create, task_get, task_list, task_update
+
+LEAD_PROMPT = """You are the team lead of team {team!r}, working for a person at the console.
+
+- Spawn teammates with the Agent tool (always give a `name`; `subagent_type` picks an agent
+  definition; `mode: "plan"` makes the teammate send you a plan before it changes anything).
+  Each teammate is its own process; the prompt you give is its first message.
+- Talk to teammates with SendMessage (`to: "*"` reaches everyone). Their messages reach you as
+  <teammate-message> blocks. A teammate goes idle after every turn: that is normal, not an
+  error; it wakes when it gets a message or a task.
+- Keep work on the task board (TaskCreate, TaskUpdate, TaskList, TaskGet): idle teammates claim
+  open, unblocked tasks on their own. A task listed [failed] waits for you: TaskGet shows why;
+  TaskUpdate it to status "pending" to retry it (an idle teammate takes it), or delete it.
+- The person approves teammates' permission and plan requests; you see the outcome.
+- To stop a teammate, send it {{"type": "shutdown_request"}} with SendMessage. TeamDelete only
+  works once every teammate has shut down.
+- You can read files (Read, Glob, Grep) but do the work through teammates.
+Working directory: {cwd}
+"""
+
+
+class _Wake:
+    """Queued when teammates' messages wait and no turn is running to take them."""
+
+
+_WAKE = _Wake()
+
+
+class LeadAgent:
+    def __init__(
+        self,
+        model: Model,
+        link: LeadLink,
+        say: Callable[[str], None],
+        transcript_path: Path | None = None,
+    ) -> None:
+        paths: TeamPaths = link.paths
+        self.link = link
+        self.say = say
+        self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
+        tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
+        self.loop = AgentLoop(
+            model,
+            [*tools, *LEAD_TOOLS],
+            PermissionPolicy("default", link.cwd),
+            LEAD_PROMPT.format(team=paths.team, cwd=link.cwd) + TEAMMATE_RULES,
+            ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link),
+            link=link,
+            transcript=Transcript(transcript_path),
+            reporter=self.reporter,
+            say=lambda text: say(f"lead: {text}"),
+        )
+        self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
+
+    def start(self) -> LeadAgent:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._inputs.put(None)
+        self._thread.join(timeout=5)
+
+    def tell(self, text: str) -> None:
+        """A person's message: the agent's next turn (queued behind a running one)."""
+        self._inputs.put(text)
+
+    @property
+    def busy(self) -> bool:
+        """Is a turn running?"""
+        return self.link.busy
+
+    def hand_over(self, entries: list[InboxEntry]) -> None:
+        """Teammate events (the console's thread): between the current turn's model calls, or
+        as a new turn."""
+        if entries and not self.link.deliver(entries):
+            self._inputs.put(_WAKE)
+
+    def _run(self) -> None:
+        while (item := self._inputs.get()) is not None:
+            self.link.begin_turn()
+            try:
+                if isinstance(item, str):
+                    self._turn(item)
+                elif arrived := self.link.between_turns():  # else an earlier turn took them
+                    self._turn(format_for_model(arrived))
+            finally:
+                if self.link.end_turn():  # delivered after the turn's last take
+                    self._inputs.put(_WAKE)
+
+    def _turn(self, text: str) -> None:
+        self.reporter.set(MemberState.WORKING, "thinking")
+        try:
+            result = self.loop.run(text)
+            if result.stop == "max_turns":
+                self.say(f"lead: stopped after {result.turns} model turns")
+        except ModelError as exc:
+            self.say(f"lead: the model call failed: {exc}")
+        except Exception as exc:  # the console must outlive any bug in a turn
+            self.say(f"lead: the turn failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.reporter.set(MemberState.IDLE, "waiting")

@@ -1,0 +1,233 @@
+"""`swarm lead`'s terminal session: what arrives in the lead's inbox, shown as it arrives, and
+what the person types: a message for the lead agent, or a command.
+
+One loop wakes on the inbox (inotify) or on a typed line (a reader thread wakes it), so nothing
+waits for a poll. Requests for approval are shown with the teammate, the tool and its real
+input in full, the teammate's own description apart (`swarm.views.request_text`), and stay listed
+(``/pending``, ``swarm permissions``) until someone answers them. Everything is printed through
+`out` or `say`, which show control characters escaped (`protocols.printable`): a teammate's text
+cannot rewrite the screen, and its continuation lines are indented so none passes for a line of
+its own.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+import click
+
+from protocols.errors import Error, ProtocolsError
+from protocols.names import LEAD_NAME
+from protocols.printable import printable, printable_line
+from protocols.task import list_line
+from swarm.lead.agent import LeadAgent
+from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
+from swarm.views.request_text import ask_line, details
+from swarm.views.snapshot import snapshot
+from swarm.views.table import render
+
+HELP = """Type a message for the lead agent, or a command:
+  /pending                          requests waiting for you
+  /approve [ID] [--mode M] [--input JSON]   approve (default: the oldest waiting); y does too
+  /deny [ID] [REASON]               deny, with a reason for the teammate; n REASON does too
+  /send NAME|* TEXT                 message a teammate, or everyone
+  /task SUBJECT                     add a task to the board
+  /tasks                            the task board
+  /status                           members, their state, calls and tokens
+  /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
+  /help                             this text
+  /quit                             leave (teammates keep running; swarm down TEAM stops them)"""
+
+COLORS = {"purple": "magenta", "orange": "yellow", "pink": "magenta"}
+BASIC = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+CLICK_COLORS = frozenset(BASIC) | {f"bright_{c}" for c in BASIC}  # click.style raises on others
+INDENT = "    "  # a message's continuation lines: no teammate text passes for a line of its own
+
+
+class Console:
+    def __init__(
+        self,
+        leader: Leader,
+        agent: LeadAgent | None,
+        off_reason: str = "",
+        out: Callable[[str], None] = print,
+    ) -> None:
+        self.leader = leader
+        self.agent = agent
+        self.off_reason = off_reason
+        self.write = out  # the terminal: only `out` and `say` write to it, escaped
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.running = True
+
+    def out(self, text: str) -> None:
+        """Print `text` for the person, every control character shown escaped."""
+        self.write(printable(text))
+
+    def say(self, who: str, text: str, color: str | None = None) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        who, fg = printable_line(who), COLORS.get(color or "", color)
+        name = click.style(who, fg=fg, bold=True) if fg in CLICK_COLORS else who
+        body = printable(text).replace("\n", "\n" + INDENT)
+        self.write(f"[{stamp}] {name}: {body}")
+
+    def run(self, lines: Iterable[str]) -> int:
+        """Run until /quit or the end of `lines` (stdin); returns the exit code."""
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+        team = self.leader.paths.team
+        self.out(f"leading team {team!r}. {HELP.splitlines()[0]} (/help for the list)")
+        if self.agent is None:
+            self.out(f"the lead agent is off: {self.off_reason}")
+        try:
+            while self.running:
+                self.leader.wait(REAP_EVERY_S)
+                while self.running and not self.lines.empty():
+                    self.handle(self.lines.get())
+                self._arrivals()
+        finally:
+            if self.agent is not None:
+                self.agent.stop()
+        return 0
+
+    def _arrivals(self) -> None:
+        """Show what arrived; a lead inbox or team file that cannot be read right now (held
+        too long, being rewritten, a full disk) is reported and tried again, never fatal."""
+        try:
+            self.show(self.leader.events())
+        except (ProtocolsError, OSError) as exc:
+            self.out(f"cannot read the team's files right now: {exc}; trying again")
+            time.sleep(1.0)  # back off before the next pass, not a wait for a condition
+
+    def _read(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.lines.put(line.rstrip("\n"))
+            self.leader.wake()
+        self.lines.put(None)
+        self.leader.wake()
+
+    def show(self, events: list[LeadEvent]) -> None:
+        for event in events:
+            self.say(event.member, event.text, event.color)
+            if event.kind == "request":
+                self.out("    answer: y (approve) | n REASON (deny) | /approve ID --input JSON")
+        entries = agent_entries(events)
+        if entries and self.agent is not None:
+            self.agent.hand_over(entries)
+
+    # typed lines
+
+    def handle(self, line: str | None) -> None:
+        if line is None:
+            self.running = False
+            return
+        text = line.strip()
+        if not text:
+            return
+        try:
+            if text.startswith("/"):
+                self.command(text)
+            elif text in ("y", "yes") or text.startswith(("n ", "no ")) or text in ("n", "no"):
+                approve = text in ("y", "yes")
+                reason = text.partition(" ")[2].strip() or None
+                self.answer(None, approve, reason)
+            elif self.agent is not None:
+                self.agent.tell(text)
+            else:
+                self.out(f"the lead agent is off ({self.off_reason}); /help lists the commands")
+        except (Error, ValueError, OSError) as exc:
+            self.out(f"error: {exc}")
+
+    def command(self, text: str) -> None:
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        if name in ("quit", "exit"):
+            self.out(
+                "teammates keep running; `swarm down TEAM` or `swarm shutdown NAME` stops them"
+            )
+            self.running = False
+        elif name == "help":
+            self.out(HELP)
+        elif name == "pending":
+            waiting = self.leader.pending()
+            for p in waiting:
+                self.out(f"  {printable_line(p.id)}  {printable_line(p.teammate)}: {ask_line(p)}")
+                for line in details(p):
+                    self.out(f"  {INDENT}{line}")
+            self.out(f"{len(waiting)} waiting")
+        elif name == "approve":
+            self._approve(shlex.split(rest))
+        elif name == "deny":
+            request_id, _, reason = rest.partition(" ")
+            if request_id and not request_id.startswith(("perm-", "sandbox-", "plan_approval-")):
+                request_id, reason = "", rest
+            self.answer(request_id or None, False, reason.strip() or None)
+        elif name == "send":
+            to, _, message = rest.partition(" ")
+            if not to or not message.strip():
+                raise ValueError("usage: /send NAME|* TEXT")
+            mailbox = self.leader.mailbox
+            if to == "*":
+                mailbox.broadcast(message, sender=LEAD_NAME, summary=message[:60])
+            else:
+                mailbox.send(to, message, sender=LEAD_NAME, summary=message[:60])
+            self.out(f"sent to {to}")
+        elif name == "task":
+            if not rest:
+                raise ValueError("usage: /task SUBJECT")
+            task = self.leader.board.create(rest)
+            self.out(f"task #{task.id} created: {task.subject}")
+        elif name == "tasks":
+            listed = [printable_line(list_line(t)) for t in self.leader.board.list()]
+            self.out("\n".join(listed) or "No tasks found")
+        elif name == "status":
+            self._status()
+        elif name == "shutdown":
+            if not rest:
+                raise ValueError("usage: /shutdown NAME")
+            request_id = self.leader.ask_shutdown(rest, "asked from swarm lead")
+            self.out(f"asked {rest} to shut down ({request_id}); its answer will show here")
+        else:
+            raise ValueError(f"unknown command /{name}; /help lists them")
+
+    def _approve(self, args: list[str]) -> None:
+        request_id = args.pop(0) if args and not args[0].startswith("--") else None
+        mode, updated = None, None
+        while args:
+            flag = args.pop(0)
+            if flag == "--mode" and args:
+                mode = args.pop(0)
+            elif flag == "--input" and args:
+                updated = json.loads(args.pop(0))
+                if not isinstance(updated, dict):
+                    raise ValueError("--input must be a JSON object")
+            else:
+                raise ValueError(
+                    f"unexpected {flag!r}; usage: /approve [ID] [--mode M] [--input JSON]"
+                )
+        self.answer(request_id, True, None, updated, mode)
+
+    def answer(
+        self,
+        request_id: str | None,
+        approve: bool,
+        text: str | None,
+        updated: dict | None = None,
+        mode: str | None = None,
+    ) -> None:
+        if request_id is None:
+            waiting = self.leader.pending()
+            if not waiting:
+                raise ValueError("no request is waiting")
+            request_id = waiting[0].id
+        done = self.leader.answer(request_id, approve, text, updated, mode)
+        said = "approved" if approve else "denied"
+        self.out(
+            f"{said} {done.kind} {printable_line(done.id)} from {printable_line(done.teammate)}"
+        )
+
+    def _status(self) -> None:
+        self.out(render(snapshot(self.leader.paths)))

@@ -1,0 +1,224 @@
+"""The lead agent's own tools: TeamCreate, TeamDelete, Agent (spawn a named teammate) and
+AnswerPermission, with Claude Code's names, inputs and result texts.
+
+They act through `ctx.team`, a `LeadLink`: the team's files plus how to spawn (backend,
+working directory, the lead's model). Teammates never get these tools, so a teammate cannot
+spawn teammates.
+
+`LeadLink` also owns the hand-over of teammates' messages from the console thread to the lead
+agent's thread: the messages waiting for the agent and whether a turn is running, both under
+one lock, so a message is never lost between a hand-over and a take.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from protocols.values import PermissionMode
+from swarm.team.approvals import answer
+from swarm.team.lifecycle import delete_team, spawn_member
+from teammate.brains.base import Approval, PlanVerdict
+from teammate.options import MemberSpec
+from teammate.tools.base import ToolContext, ToolError, tool
+
+
+@dataclass
+class LeadLink:
+    """What the lead agent's tools act on (it is also the agent loop's `TeamLink`)."""
+
+    paths: TeamPaths
+    cwd: Path
+    backend: str = "auto"
+    model: str = "sonnet"
+    delegated_approvals: bool = False  # may the agent answer permission requests itself?
+    name: str = LEAD_NAME
+    color: str | None = None
+    # the hand-over (console thread -> agent thread): `_lock` guards `_arrived` and `_busy`
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+    _arrived: list[InboxEntry] = field(default_factory=list, init=False, repr=False, compare=False)
+    _busy: bool = field(default=False, init=False, repr=False, compare=False)
+
+    @property
+    def mailbox(self) -> Mailbox:
+        return Mailbox(self.paths)
+
+    @property
+    def board(self) -> TaskBoard:
+        return TaskBoard(self.paths)
+
+    def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
+        return Approval(False, "the lead agent has no one to ask; its tools never need it")
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        return PlanVerdict(True)
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        self.mailbox.send(to, body, sender=self.name, summary=summary)
+
+    # the hand-over of teammates' messages
+
+    @property
+    def busy(self) -> bool:
+        """Is a turn running (between `begin_turn` and `end_turn`)?"""
+        with self._lock:
+            return self._busy
+
+    def deliver(self, entries: list[InboxEntry]) -> bool:
+        """Keep teammates' messages for the agent (any thread). True if a turn is running: it
+        takes them between its model calls, or `end_turn` reports them. False: no turn is, so
+        the caller must wake the agent to take them (`between_turns`) in a turn of their own."""
+        with self._lock:
+            self._arrived.extend(entries)
+            return self._busy
+
+    def begin_turn(self) -> None:
+        """The agent's thread starts a turn: messages delivered from now on are its to take."""
+        with self._lock:
+            self._busy = True
+
+    def end_turn(self) -> bool:
+        """The agent's thread ends its turn. True if messages wait that it did not take
+        (delivered after its last take): the caller must wake the agent for them."""
+        with self._lock:
+            self._busy = False
+            return bool(self._arrived)
+
+    def between_turns(self) -> list[InboxEntry]:
+        """Take every message delivered so far, oldest first (the agent's thread)."""
+        with self._lock:
+            taken, self._arrived = self._arrived, []
+        return taken
+
+    def pause(self, seconds: float, why: str) -> None:
+        """Wait before the agent loop retries a failing model call (the console, on its own
+        thread, keeps showing what arrives meanwhile)."""
+        time.sleep(seconds)
+
+
+def _link(ctx: ToolContext) -> LeadLink:
+    return ctx.team
+
+
+@tool("TeamCreate", "Create the team this session leads (if it does not exist yet).", kind="team")
+def team_create(
+    ctx: ToolContext,
+    team_name: Annotated[str, Field(description="Name for the new team")],
+    description: Annotated[str | None, Field(description="Team description/purpose")] = None,
+    agent_type: Annotated[str | None, Field(description="Type/role of the team lead")] = None,
+) -> str:
+    link = _link(ctx)
+    if team_name != link.paths.team:
+        raise ToolError(
+            f"this session leads team {link.paths.team!r}; start `swarm lead --team "
+            f"{team_name}` to lead another"
+        )
+    team = TeamFile(link.paths)
+    if not link.paths.config.exists():
+        team.create(description=description or "", cwd=link.cwd)
+    return json.dumps(
+        {
+            "team_name": team_name,
+            "team_file_path": str(link.paths.config),
+            "lead_agent_id": f"{LEAD_NAME}@{team_name}",
+        }
+    )
+
+
+@tool(
+    "TeamDelete",
+    "Delete the team's files once every teammate has shut down.",
+    kind="team",
+)
+def team_delete(ctx: ToolContext) -> str:
+    link = _link(ctx)
+    delete_team(link.paths, force=False)
+    return f"Cleaned up directories and worktrees for team {link.paths.team!r}."
+
+
+@tool(
+    "Agent",
+    "Spawn a teammate: a separate agent process with its own pane that works on `prompt` and "
+    "takes further instructions through SendMessage. Give it a `name` to address it by.",
+    kind="team",
+)
+def agent(
+    ctx: ToolContext,
+    description: Annotated[str, Field(description="A short (3-5 word) description of the task")],
+    prompt: Annotated[str, Field(description="The task for the agent to perform")],
+    subagent_type: Annotated[
+        str | None, Field(description="The type of specialized agent to use for this task")
+    ] = None,
+    model: Annotated[
+        Literal["sonnet", "opus", "haiku"] | None,
+        Field(description="Optional model override for this agent"),
+    ] = None,
+    run_in_background: Annotated[
+        bool | None, Field(description="Ignored: teammates always run in the background")
+    ] = None,
+    name: Annotated[str | None, Field(description="Name for the spawned agent")] = None,
+    team_name: Annotated[str | None, Field(description="Team name for spawning")] = None,
+    mode: Annotated[
+        PermissionMode | None,
+        Field(description='Permission mode ("plan" to require plan approval)'),
+    ] = None,
+    isolation: Annotated[Literal["worktree"] | None, Field(description="Isolation mode")] = None,
+) -> str:
+    link = _link(ctx)
+    if not name:
+        raise ToolError("give the teammate a `name`: swarm runs every agent as a named teammate")
+    if team_name and team_name != link.paths.team:
+        raise ToolError(f"this session leads team {link.paths.team!r}, not {team_name!r}")
+    spec = MemberSpec(
+        model=model or link.model,
+        agent_type=subagent_type or "general-purpose",
+        plan_mode_required=mode == PermissionMode.PLAN,
+        permission_mode=mode if mode != PermissionMode.PLAN else None,
+        backend=link.backend,
+        cwd=str(link.cwd),
+        worktree=name if isolation == "worktree" else None,
+    )
+    member, _spawned = spawn_member(link.paths, name, prompt, spec)
+    return (
+        f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
+        f"team_name: {link.paths.team}\n"
+        "The agent is now running and will receive instructions via mailbox."
+    )
+
+
+@tool(
+    "AnswerPermission",
+    "Approve or deny a teammate's pending permission or plan request (only when the human "
+    "has delegated approvals to you).",
+    kind="team",
+)
+def answer_permission(
+    ctx: ToolContext,
+    request_id: Annotated[str, Field(description="The request id, e.g. perm-1763...-abc1234")],
+    approve: Annotated[bool, Field(description="true to approve, false to deny")],
+    reason: Annotated[str | None, Field(description="Why (sent to the teammate)")] = None,
+) -> str:
+    link = _link(ctx)
+    if not link.delegated_approvals:
+        raise ToolError(
+            "the human answers permission requests in this session; they see every request"
+        )
+    done = answer(link.paths, request_id, approve=approve, text=reason, by="the lead agent")
+    return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
+
+
+LEAD_TOOLS = (team_create, team_delete, agent, answer_permission)

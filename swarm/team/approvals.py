@@ -1,0 +1,340 @@
+"""Requests waiting for the lead: listing them, answering them, closing them.
+
+A request is pending while no answer to it exists: ``permission_request``,
+``sandbox_permission_request`` and ``plan_approval_request`` messages in the ``team-lead`` inbox
+(live or archived) whose id has no response in the requester's inbox, and the legacy files in
+``permissions/pending``. Only requests that name their real sender count (a
+``permission_request`` whose ``agent_id``, or a plan or sandbox request whose ``from`` or
+``workerName``, is not the member that sent it is spoofed and ignored), and only from a current
+member, sent since it joined: a departed member's requests are closed when it leaves
+(`close_requests`), the lead told, and never come back.
+
+Answering is a compare-and-set on the requester's inbox (`Mailbox.send_unless`): exactly one of
+several answers to one request is sent; the others get `AlreadyAnswered` saying which answer won
+and who gave it. The lead's copy of the request is then marked read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.clock import ms_from_iso, now_iso
+from protocols.correlation import request_id_of
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.messages import (
+    PermissionRequest,
+    PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    SandboxPermissionRequest,
+    SandboxPermissionResponse,
+    decode,
+)
+from protocols.names import LEAD_NAME, checked_component
+from protocols.paths import TeamPaths
+from protocols.permissions import PermissionStore, permission_response
+from protocols.values import PermissionMode
+
+REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
+RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
+
+
+class RequestNotFound(ProtocolsError):
+    """No pending request has that id."""
+
+
+class AlreadyAnswered(ProtocolsError):
+    """Another answer to the request was given first; the message says which and by whom."""
+
+
+@dataclass(frozen=True)
+class Pending:
+    id: str
+    kind: str  # permission_request | sandbox_permission_request | plan_approval_request | file
+    teammate: str
+    tool: str
+    input: dict[str, Any]
+    description: str
+    created_ms: int | None
+    message: Any = None  # the structured request, or the legacy file record
+    entry: InboxEntry | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "teammate": self.teammate,
+            "tool": self.tool,
+            "input": self.input,
+            "description": self.description,
+            "createdAt": self.created_ms,
+        }
+
+
+def describe_request(entry: InboxEntry, message: Any) -> Pending:
+    created = ms_from_iso(entry.timestamp)
+    if isinstance(message, PermissionRequest):
+        return Pending(
+            message.request_id,
+            message.type,
+            message.agent_id,
+            message.tool_name,
+            message.input,
+            message.description,
+            created,
+            message,
+            entry,
+        )
+    if isinstance(message, SandboxPermissionRequest):
+        host = message.hostPattern.host
+        return Pending(
+            message.requestId,
+            message.type,
+            message.workerName,
+            "network",
+            {"host": host},
+            f"connect to {host}",
+            message.createdAt,
+            message,
+            entry,
+        )
+    return Pending(
+        message.requestId,
+        message.type,
+        message.from_,
+        "ExitPlanMode",
+        {"planFilePath": message.planFilePath},
+        message.planContent,
+        created,
+        message,
+        entry,
+    )
+
+
+def structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
+    result = []
+    for entry in entries:
+        try:
+            message = entry.structured()
+        except ProtocolsError:
+            continue
+        if message is not None:
+            result.append((entry, message))
+    return result
+
+
+def genuine(entry: InboxEntry, message: Any) -> bool:
+    """Whether a request names the member that sent it (the entry's ``from``)."""
+    return describe_request(entry, message).teammate == entry.from_ and (
+        getattr(message, "from_", entry.from_) == entry.from_
+    )
+
+
+def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
+    """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
+    locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
+    mailbox = Mailbox(paths)
+    lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
+    joined = {m.name: m.joinedAt for m in mailbox.team.load().members}
+    asked = []
+    for entry, message in structured(lead):
+        if not isinstance(message, REQUEST_TYPES) or not genuine(entry, message):
+            continue
+        sent = ms_from_iso(entry.timestamp)
+        if entry.from_ in joined and (sent is None or sent >= joined[entry.from_]):
+            asked.append((entry, message))
+    answered: set[str] = set()
+    for name in {entry.from_ for entry, _ in asked}:
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name))}
+    found: dict[str, Pending] = {}
+    for entry, message in asked:
+        pending = describe_request(entry, message)
+        if pending.id not in answered:
+            found.setdefault(pending.id, pending)
+    for record in PermissionStore(paths).pending():
+        if record.workerName not in joined:
+            continue  # its worker left: closed when it did
+        found.setdefault(
+            record.id,
+            Pending(
+                record.id,
+                "file",
+                record.workerName,
+                record.toolName,
+                record.input,
+                record.description,
+                record.createdAt,
+                record,
+            ),
+        )
+    return sorted(found.values(), key=lambda p: p.created_ms or 0)
+
+
+def _answered_ids(entries: list[InboxEntry]) -> set[str]:
+    """Ids of the requests the lead answered in these entries (only the lead's answers count,
+    as they do for the teammate)."""
+    return {
+        rid
+        for e, m in structured(entries)
+        if isinstance(m, RESPONSE_TYPES)
+        and e.from_ == LEAD_NAME
+        and (rid := request_id_of(m)) is not None
+    }
+
+
+def answer(
+    paths: TeamPaths,
+    request_id: str,
+    *,
+    approve: bool,
+    text: str | None = None,
+    updated_input: dict[str, Any] | None = None,
+    permission_mode: str | None = None,
+    by: str = "swarm",
+) -> Pending:
+    """Approve or deny the pending request `request_id`; `text` is feedback or the reason.
+    An approved plan switches the teammate to `permission_mode` (None: the mode it was
+    started with). `by` says who answered (shown to whoever tries to answer it too).
+
+    Raises `RequestNotFound`, or `AlreadyAnswered` when another answer got there first."""
+    pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
+    if pending is None:
+        raise _not_pending(paths, request_id)
+    mailbox = Mailbox(paths)
+    message = pending.message
+    verdict = "approved" if approve else "denied"
+    if pending.kind == "file":
+        try:
+            PermissionStore(paths).resolve(
+                request_id,
+                approved=approve,
+                resolved_by=f"{LEAD_NAME} ({by})",
+                feedback=text,
+                updated_input=updated_input,
+            )
+        except ProtocolsError as exc:
+            raise AlreadyAnswered(str(exc)) from None
+        return pending
+    response = _response(message, request_id, approve, text, updated_input, permission_mode)
+    _, winner = mailbox.send_unless(
+        pending.teammate,
+        response,
+        lambda item: _answers(item, request_id),
+        sender=LEAD_NAME,
+        summary=f"{verdict} by {by}",
+    )
+    if winner is not None:
+        raise AlreadyAnswered(f"request {request_id} was already answered ({_told(winner)})")
+    if pending.entry is not None:
+        mailbox.mark_read(LEAD_NAME, [pending.entry])
+    return pending
+
+
+def _response(
+    message: Any,
+    request_id: str,
+    approve: bool,
+    text: str | None,
+    updated_input: dict[str, Any] | None,
+    permission_mode: str | None,
+) -> Any:
+    if isinstance(message, PermissionRequest):
+        return permission_response(
+            request_id,
+            approved=approve,
+            updated_input=updated_input,
+            error=text or "Permission denied by the lead",
+        )
+    if isinstance(message, SandboxPermissionRequest):
+        return SandboxPermissionResponse(
+            requestId=request_id, host=message.hostPattern.host, allow=approve, timestamp=now_iso()
+        )
+    if approve:
+        return PlanApprovalResponse(
+            requestId=request_id,
+            approved=True,
+            timestamp=now_iso(),
+            permissionMode=PermissionMode(permission_mode) if permission_mode else None,
+        )
+    return PlanApprovalResponse(
+        requestId=request_id,
+        approved=False,
+        timestamp=now_iso(),
+        feedback=text or "Plan rejected by the lead",
+    )
+
+
+def _answers(item: dict[str, Any], request_id: str) -> bool:
+    """Whether inbox item `item` is the lead's answer to `request_id`."""
+    if item.get("from") != LEAD_NAME or not isinstance(item.get("text"), str):
+        return False
+    try:
+        message = decode(item["text"])
+    except ProtocolsError:
+        return False
+    return isinstance(message, RESPONSE_TYPES) and request_id_of(message) == request_id
+
+
+def _told(item: dict[str, Any]) -> str:
+    """``approved by swarm lead at 2026-...`` for an answer already in an inbox."""
+    message = decode(item["text"])
+    approved = getattr(message, "approved", None)
+    if approved is None:
+        approved = getattr(message, "allow", False)
+    said = str(item.get("summary") or ("approved" if approved else "denied"))
+    return f"{said}, at {item.get('timestamp', 'an unknown time')}"
+
+
+def _not_pending(paths: TeamPaths, request_id: str) -> ProtocolsError:
+    """Why `request_id` cannot be answered: answered already (by whom), or unknown."""
+    mailbox = Mailbox(paths)
+    for name in mailbox.team.member_names():
+        for entry in mailbox.peek_all(name):
+            if _answers(entry.to_json_dict(), request_id):
+                told = _told(entry.to_json_dict())
+                return AlreadyAnswered(f"request {request_id} was already answered ({told})")
+    done = PermissionStore(paths).poll(request_id) if _file_id(request_id) else None
+    if done is not None:
+        who = done.resolvedBy or "someone"
+        return AlreadyAnswered(
+            f"request {request_id} was already answered ({done.status} by {who})"
+        )
+    return RequestNotFound(
+        f"no pending request {request_id!r}; `swarm permissions` lists the ones waiting"
+    )
+
+
+def _file_id(request_id: str) -> bool:
+    try:
+        checked_component(request_id, "request id")
+    except ProtocolsError:
+        return False
+    return True
+
+
+def close_requests(paths: TeamPaths, name: str, why: str) -> list[Pending]:
+    """Close what member `name` asked and nobody answered (call before it is removed): the
+    lead's copies are marked read, its legacy request files resolved as rejected, and the lead
+    told once. Returns the closed requests."""
+    mine = [p for p in pending_requests(paths) if p.teammate == name]
+    if not mine:
+        return []
+    mailbox = Mailbox(paths)
+    entries = [p.entry for p in mine if p.entry is not None]
+    mailbox.mark_read(LEAD_NAME, entries)
+    store = PermissionStore(paths)
+    for p in mine:
+        if p.kind == "file":
+            with contextlib.suppress(ProtocolsError):
+                store.resolve(p.id, approved=False, resolved_by=LEAD_NAME, feedback=why)
+    listed = "; ".join(f"{p.id} ({p.tool})" for p in mine)
+    note = (
+        f"{name} left with {len(mine)} request{'s' if len(mine) != 1 else ''} unanswered, now "
+        f"closed ({why}): {listed}"
+    )
+    mailbox.send(LEAD_NAME, note, sender=LEAD_NAME, summary=f"{name}'s requests closed")
+    return mine

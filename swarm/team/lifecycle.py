@@ -1,0 +1,376 @@
+"""Starting and stopping members: spawn (add the member, leave the prompt in its inbox, start the
+process with a backend) and the shutdown protocol seen from the lead.
+
+Nothing half-done is left behind: a spawn whose process cannot be started removes the member
+again; a shutdown that ends with the process gone always removes the member and returns its
+unfinished tasks to ``pending``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols import safefs
+from protocols.clock import now_iso
+from protocols.correlation import shutdown_request_id
+from protocols.errors import ProtocolsError
+from protocols.mailbox import Mailbox
+from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
+from protocols.names import LEAD_NAME, validate_name
+from protocols.paths import TeamPaths
+from protocols.pids import ProcessIdentity, new_token
+from protocols.status import read_status
+from protocols.tasks import TaskBoard
+from protocols.team import Member, TeamFile
+from protocols.values import MemberState, ModelKind, TaskStatus
+from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
+from swarm.backends.base import wait_until
+from swarm.errors import SwarmError
+from swarm.team.approvals import close_requests
+from swarm.team.isolation import isolation_of, member_fields, prepare, release
+from swarm.team.members import member_identity, member_state, stop_member
+from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
+from teammate.agent.model import has_api_key
+from teammate.options import MemberSpec, command_line
+
+
+@dataclass(frozen=True)
+class ShutdownResult:
+    name: str
+    outcome: str  # approved | rejected | no-answer | dead (nothing to ask: its process is gone)
+    reason: str
+    stopped: bool  # the member's process is gone and the member removed
+    released: list[str]
+
+
+SWARM_TEAMMATE = (sys.executable, "-m", "teammate")
+GENERAL_PURPOSE = "general-purpose"
+TEAMMATE_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}  # as Claude Code
+START_WAIT_S = 30.0  # how long `swarm spawn` waits for a teammate to join before returning
+FOREIGN_GRACE_S = 2.0  # how long a --teammate-command program is watched for an early exit
+
+
+def foreign_program(command: str, model: str, swarm_only: Sequence[str]) -> list[str]:
+    """`command` split into words, checked: it exists, it gets a Claude model, and none of
+    swarm's own teammate options (`swarm_only`, as given) goes with it."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise SwarmError(f"--teammate-command {command!r}: {exc} (quote as in a shell)") from None
+    if not words or shutil.which(words[0]) is None:
+        raise SwarmError(
+            f"--teammate-command {command!r}: {words[0] if words else 'nothing'!r} is not an "
+            "executable file or a program on PATH"
+        )
+    if swarm_only:
+        raise SwarmError(
+            f"{' and '.join(swarm_only)} belong to swarm's own teammate; a --teammate-command "
+            "program gets Claude Code's teammate command line only"
+        )
+    if ModelKind.of(model).offline:
+        raise SwarmError(
+            f"--model {model} is for swarm's own teammate; a --teammate-command program needs "
+            "a Claude model: sonnet, opus, haiku or a model id"
+        )
+    return words
+
+
+def check_model(model: str, agent_type: str, cwd: Path, environ: Mapping[str, str]) -> None:
+    """Refuse, before anything is started, a Claude teammate that could not run."""
+    if ModelKind.of(model).offline:
+        return
+    if not has_api_key(environ):
+        raise SwarmError(
+            f"--model {model} needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
+            "environment; use --model shell, or --script FILE for a scripted model, to work "
+            "offline"
+        )
+    load_agent(agent_type, project_dir=cwd)  # a bad definition is an error here, not in the pane
+
+
+def spawn_member(
+    paths: TeamPaths,
+    name: str,
+    prompt: str,
+    spec: MemberSpec | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    wait_s: float = START_WAIT_S,
+    backend: SpawnBackend | None = None,
+) -> tuple[Member, Spawned]:
+    """Add `name` to the team, leave `prompt` as its first inbox message, start its process as
+    `spec` says (recorded in the member entry, `member_spec` reads it back).
+
+    ``spec.teammate_command`` starts that program instead of swarm's teammate, with Claude
+    Code's teammate command line (``claude`` runs a real Claude Code teammate); swarm's own
+    flags (``--script``, ``--max-turns``...) are refused with it. ``spec.worktree`` (a slug)
+    runs the teammate in its own git worktree; so does an agent definition with ``isolation:
+    worktree`` (slug: the name). If the process cannot be started, or it exits before it joins
+    the team (`await_start`, up to `wait_s` seconds), the member is removed again (and a worktree
+    it did not change with it) and the error says why. `backend` replaces the one
+    ``spec.backend`` names (unit tests pass a `swarm.backends.stub.StubBackend`).
+    """
+    validate_name(name, "agent name")
+    spec = settled(spec or MemberSpec())
+    directory = Path(spec.cwd or Path.cwd())
+    environ = env if env is not None else os.environ
+    agent_type = spec.agent_type or GENERAL_PURPOSE
+    if spec.teammate_command is not None:
+        program = foreign_program(spec.teammate_command, spec.model, spec.swarm_only())
+    else:
+        program = list(SWARM_TEAMMATE)
+    check_model(spec.model, agent_type, directory, environ)
+    worktree = spec.worktree
+    if worktree is None and isolation_of(agent_type, directory) == "worktree":
+        worktree = name
+    if worktree is not None and spec.teammate_command is None and spec.agents is None:
+        # resolved here, where the project's agent files are: in the worktree an uncommitted
+        # one would be missing
+        spec = dataclasses.replace(spec, agents=definition_json(spec.model, agent_type, directory))
+    spec = dataclasses.replace(spec, worktree=worktree)
+    isolated = prepare(directory, worktree) if worktree is not None else None
+    if isolated is not None:
+        directory = isolated.path
+    chosen = backend or choose_backend(
+        spec.backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None
+    )
+    team = TeamFile(paths)
+    token = new_token()
+    member = team.add_member(
+        name,
+        agent_type=agent_type,
+        model=spec.model,
+        prompt=prompt,
+        cwd=directory,
+        plan_mode_required=spec.plan_mode_required,
+        backend_type=chosen.backend_type,
+        **({"mode": str(spec.permission_mode)} if spec.permission_mode else {}),
+        **(member_fields(isolated) if isolated is not None else {}),
+        swarmSpec=spec.to_value(),
+        processToken=token,
+        # while this process lives the member is "starting"; if it dies first, reap takes it
+        spawnedBy=ProcessIdentity.mine().to_value(),
+    )
+    try:
+        Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
+        argv = command_line(
+            program,
+            dataclasses.replace(spec.process_part(), agent_type=agent_type),
+            name=name,
+            team=paths.team,
+            color=member.color,
+            parent_session_id=team.load().leadSessionId,
+        )
+        request = SpawnRequest(
+            name=name,
+            team=paths.team,
+            argv=argv,
+            cwd=directory,
+            env={"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV},
+            log_path=paths.log(name),
+            token=token,
+        )
+        spawned = chosen.spawn(request)
+    except BaseException:
+        team.remove_member(name)
+        release(paths, member)
+        raise
+    updated = team.update_member(
+        name,
+        tmuxPaneId=spawned.pane_id,
+        backendType=spawned.backend_type,
+        pid=spawned.pid,
+        pidStart=spawned.start,
+        **({"tmuxSocket": spawned.socket_name} if spawned.socket_name else {}),
+    )
+    if wait_s > 0:
+        foreign = spec.teammate_command is not None
+        await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
+    return team.load().member(name) or updated, spawned
+
+
+def settled(spec: MemberSpec) -> MemberSpec:
+    """`spec` checked, with its paths made absolute (the teammate runs elsewhere) and a script
+    implying the scripted model."""
+    directory = Path(spec.cwd or Path.cwd()).resolve()
+    if not directory.is_dir():
+        raise SwarmError(f"--cwd {directory} is not a directory")
+    model = spec.model
+    if spec.script is not None and model == ModelKind.SHELL:
+        model = ModelKind.SCRIPTED
+    if model == ModelKind.SCRIPTED and spec.script is None:
+        raise SwarmError("--model scripted needs --script FILE (a YAML list of model turns)")
+
+    def absolute(path: str | None) -> str | None:
+        return str(Path(path).resolve()) if path is not None else None
+
+    return dataclasses.replace(
+        spec,
+        model=str(model),
+        cwd=str(directory),
+        script=absolute(spec.script),
+        settings=absolute(spec.settings),
+    )
+
+
+def definition_json(model: str, agent_type: str, directory: Path) -> str | None:
+    """The ``--agents`` JSON with the definition of `agent_type` as found from `directory` (None
+    for the shell worker, which has none, or a built-in type, which every teammate knows)."""
+    if ModelKind.of(model) == ModelKind.SHELL:
+        return None
+    definition = load_agent(agent_type, project_dir=directory)
+    return None if definition.source == BUILT_IN else to_flag_json(definition)
+
+
+def await_start(
+    paths: TeamPaths,
+    member: Member,
+    spawned: Spawned,
+    backend: SpawnBackend,
+    wait_s: float = START_WAIT_S,
+    foreign: bool = False,
+) -> None:
+    """Wait until the teammate has joined (its status file names its pid), or has exited: then
+    its member entry is removed, its leftovers stopped, and `SpawnError` says why it could not
+    start. A foreign program (`--teammate-command`) writes no status file: it is only watched
+    for `FOREIGN_GRACE_S` for an early exit. A teammate still starting at the deadline is left
+    to start (a slow machine): it is not an error."""
+
+    def joined() -> bool:
+        status = read_status(paths, member.name)
+        return status is not None and status.pid == spawned.pid and status.state.live
+
+    def exited() -> bool:
+        return not backend.is_alive(spawned)
+
+    limit = min(wait_s, FOREIGN_GRACE_S) if foreign else wait_s
+    wait_until(lambda: exited() or (not foreign and joined()), limit)
+    if not exited() or (not foreign and joined()):
+        return
+    reason = start_failure(paths, member.name, spawned)
+    with contextlib.suppress(ProtocolsError, SwarmError):
+        finish_shutdown(paths, member, approved=False)
+    raise SpawnError(f"{member.name} exited as it started: {reason}")
+
+
+def start_failure(paths: TeamPaths, name: str, spawned: Spawned) -> str:
+    """Why a teammate stopped at start: its status file, else the end of its log."""
+    status = read_status(paths, name)
+    if status is not None and status.pid == spawned.pid and status.state == MemberState.FAILED:
+        return status.activity or "it reported a failure"
+    with contextlib.suppress(OSError):
+        lines = safefs.read_text(paths.log(name)).strip().splitlines()
+        if lines:
+            return " / ".join(lines[-3:])
+    return "it left no message (swarm logs NAME --process shows a subprocess teammate's output)"
+
+
+def request_shutdown(
+    paths: TeamPaths,
+    name: str,
+    reason: str | None = None,
+    wait_s: float = 30.0,
+    force: bool = False,
+) -> ShutdownResult:
+    """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless.
+
+    Only an answer from `name` itself counts (the entry's sender and the answer's ``from``): a
+    forged approval from another member cannot stop it. The result lists every task of
+    `name`'s that went back to pending, whether the teammate released it or the lead did.
+    """
+    team = TeamFile(paths)
+    member = team.load().member(name)
+    if member is None or name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    board = TaskBoard(paths)
+    held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
+    if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
+        released = finish_shutdown(paths, member, approved=False)
+        return ShutdownResult(name, "dead", "its process is gone", True, released)
+    mailbox = Mailbox(paths)
+    request = ShutdownRequest(
+        requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
+    )
+    mailbox.send(name, request, sender=LEAD_NAME)
+    found = mailbox.await_message(
+        LEAD_NAME,
+        lambda m: (
+            isinstance(m, ShutdownApproved | ShutdownRejected)
+            and m.requestId == request.requestId
+            and m.from_ == name
+        ),
+        wait_s,
+        sender=name,
+    )
+    answer = found[1] if found else None
+    if isinstance(answer, ShutdownRejected) and not force:
+        return ShutdownResult(name, "rejected", answer.reason, False, [])
+    outcome = (
+        "approved"
+        if isinstance(answer, ShutdownApproved)
+        else ("rejected" if isinstance(answer, ShutdownRejected) else "no-answer")
+    )
+    if outcome == "no-answer" and not force:
+        return ShutdownResult(name, outcome, f"no answer within {wait_s:g} s", False, [])
+    returned = set(finish_shutdown(paths, member, approved=outcome == "approved"))
+    for task_id in held:  # the teammate returns its tasks itself when it approves
+        task = board.get(task_id)
+        if task is not None and task.owner != name and task.status == TaskStatus.PENDING:
+            returned.add(task_id)
+    why = answer.reason if isinstance(answer, ShutdownRejected) else (reason or "")
+    return ShutdownResult(name, outcome, why, True, sorted(returned, key=int))
+
+
+def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> list[str]:
+    """The lead's side of a shutdown: wait for the process to exit (briefly, if it approved),
+    stop it and its pane, return its unfinished tasks to pending, remove the member. Safe to
+    run twice (the CLI and `swarm lead` may both see the approval); returns released task ids."""
+    _wait_for_exit(member, 5.0 if approved else 0.0)
+    stop_member(paths, member)
+    released = [t.id for t in TaskBoard(paths).release_all(member.name)]
+    team = TeamFile(paths)
+    if team.load().member(member.name) is not None:
+        with contextlib.suppress(ProtocolsError):
+            close_requests(paths, member.name, "it shut down")
+            team.remove_member(member.name)
+            release(paths, member)  # only the one that removed it
+    return released
+
+
+def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
+    """Remove ``teams/<team>`` and ``tasks/<team>``. Refuses while members are alive, unless
+    `force`, which shuts them down first (the protocol, then stopping those that do not go)."""
+    live = [
+        m
+        for m in TeamFile(paths).load().members
+        if member_state(m) in (MemberState.WORKING, MemberState.IDLE)
+    ]
+    if live and not force:
+        raise SwarmError(
+            f"team {paths.team!r} has live members ({', '.join(m.name for m in live)}); "
+            "shut them down first (swarm shutdown NAME), or use --force"
+        )
+    results = [
+        request_shutdown(paths, m.name, "the team is being deleted", 10.0, True) for m in live
+    ]
+    for member in TeamFile(paths).load().members:  # dead or starting: what they left running
+        if member.name != LEAD_NAME:
+            stop_member(paths, member)
+    safefs.rmtree(paths.team_dir)
+    with contextlib.suppress(OSError):
+        safefs.rmtree(paths.tasks_dir, missing_ok=True)
+    return results
+
+
+def _wait_for_exit(member: Member, timeout: float) -> None:
+    identity = member_identity(member)
+    if identity is not None:
+        wait_until(lambda: not identity.alive(), timeout)

@@ -1,0 +1,136 @@
+"""What the leader knows about members' processes: alive, idle, working or dead; and reaping.
+
+A member's process is known from its member entry by identity, never by pid alone: ``pid`` and
+``pidStart`` (its start time) written when it was spawned and again by the teammate when it
+joins, and ``processToken``, which everything it starts carries (`protocols.pids`). A pid that
+now belongs to a process that started later is a stranger: the member is dead, and the stranger
+is never signalled. A member that has no process yet is ``starting`` while the ``swarm spawn``
+that added it (``spawnedBy``) is alive, and dead once that is gone without having started it.
+Everything here reads files and asks the kernel; it never asks a teammate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols.mailbox import Mailbox
+from protocols.messages import TeammateTerminated
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.pids import ProcessIdentity, stop_processes
+from protocols.tasks import TaskBoard
+from protocols.team import Member, TeamFile
+from protocols.values import MemberState
+from swarm.backends import Spawned, choose_backend
+from swarm.team.approvals import close_requests
+from swarm.team.isolation import release
+from teammate.options import MemberSpec
+
+
+def member_identity(member: Member) -> ProcessIdentity | None:
+    """The member's process as its entry records it (None: no process recorded yet)."""
+    return ProcessIdentity.from_value(member.model_extra or {})
+
+
+def member_pid(member: Member) -> int | None:
+    identity = member_identity(member)
+    return identity.pid if identity is not None else None
+
+
+def spawner_of(member: Member) -> ProcessIdentity | None:
+    """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
+    return ProcessIdentity.from_value((member.model_extra or {}).get("spawnedBy"))
+
+
+def member_spec(member: Member) -> MemberSpec | None:
+    """How the member was started, as `spawn_member` recorded it (None: not started by swarm,
+    or by a swarm that did not record it); enough to start it again with the same options."""
+    return MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
+
+
+def member_state(member: Member) -> MemberState:
+    """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
+    if member.name == LEAD_NAME:
+        return MemberState.LEAD
+    identity = member_identity(member)
+    if identity is None:
+        spawner = spawner_of(member)
+        if spawner is not None and not spawner.alive():
+            return MemberState.DEAD  # its spawn was killed before it started the teammate
+        return MemberState.STARTING
+    if not identity.alive():
+        return MemberState.DEAD
+    return MemberState.WORKING if member.isActive else MemberState.IDLE
+
+
+@dataclass(frozen=True)
+class Reaped:
+    name: str
+    pid: int | None
+    released: list[str]
+
+
+def reap(paths: TeamPaths) -> list[Reaped]:
+    """Remove members whose process is gone; their unfinished tasks go back to ``pending``.
+
+    What a dead member left running (its process group, whatever carries its token) is stopped
+    first, so a task it held never runs twice at once. The lead is told with a
+    ``teammate_terminated`` message in its inbox.
+    """
+    team = TeamFile(paths)
+    board = TaskBoard(paths)
+    mailbox = Mailbox(paths)
+    reaped = []
+    for member in team.load().members:
+        if member_state(member) != MemberState.DEAD:
+            continue
+        stop_leftovers(member)
+        released = [t.id for t in board.release_all(member.name)]
+        close_requests(paths, member.name, "its process is gone")
+        team.remove_member(member.name)
+        release(paths, member)  # its worktree: removed if unchanged, else reported
+        pid = member_pid(member)
+        gone = f"pid {pid} is gone" if pid else "it never started"
+        note = TeammateTerminated(
+            message=f"{member.name} has stopped ({gone}); "
+            f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
+        )
+        mailbox.send(LEAD_NAME, note, sender=LEAD_NAME)
+        reaped.append(Reaped(member.name, pid, released))
+    return reaped
+
+
+def stop_leftovers(member: Member, timeout: float = 5.0) -> list[int]:
+    """Stop what a member started and left running (its process is dead or a stranger now)."""
+    identity = member_identity(member)
+    token = (member.model_extra or {}).get("processToken")
+    if identity is None and isinstance(token, str) and token:
+        identity = ProcessIdentity(0, None, token)  # never started: only its token to go by
+    return stop_processes(identity, timeout) if identity is not None else []
+
+
+def spawned_of(member: Member) -> Spawned | None:
+    """How the member was started, from its entry (None for a member swarm did not start)."""
+    identity = member_identity(member)
+    pane = member.tmuxPaneId if member.tmuxPaneId not in ("", "in-process") else ""
+    pid, start, token = (
+        (identity.pid, identity.start, identity.token) if identity else (0, None, None)
+    )
+    if member.backendType == "tmux" and pane:
+        socket = (member.model_extra or {}).get("tmuxSocket")
+        return Spawned("tmux", pane, pid, socket if isinstance(socket, str) else None, start, token)
+    if identity is not None:
+        return Spawned("subprocess", "", pid, None, start, token)
+    return None
+
+
+def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
+    """Stop a member's process and everything it started (SIGTERM, then SIGKILL after
+    `timeout`) and close its pane; strangers that took a recorded pid are left alone."""
+    spawned = spawned_of(member)
+    if spawned is None:
+        stop_leftovers(member, timeout)
+        return
+    socket = spawned.socket_name
+    backend = choose_backend(spawned.backend_type, socket_name=socket)
+    backend.stop(spawned, timeout)

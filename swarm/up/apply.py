@@ -1,0 +1,246 @@
+"""`swarm up` and `swarm down`: a whole team from a team file, and back to nothing.
+
+`plan_up` turns a loaded `TeamSpec` into an `UpPlan` and only computes (as honcho turns a
+Procfile into process parameters before anything runs): each member's concrete spawn parameters
+(defaults applied, paths absolute, its ``--settings`` JSON), the tasks with their dependencies
+as indexes, the lead's settings. `bring_up` carries a plan out: the team, its tasks, the
+settings files (``teams/<team>/settings/<name>.json``, ``teams/<team>/swarm-lead.json``), one
+process per member; if any step fails, everything made so far is stopped and deleted.
+`bring_down` asks every live member to shut down (the shutdown protocol, stopping whoever does
+not go within the wait), then deletes the team's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols import safefs
+from protocols.errors import Error
+from protocols.jsonio import write_json
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import NewTask, TaskBoard
+from protocols.team import Member, TeamFile
+from protocols.values import MemberState, ModelKind, PermissionMode
+from swarm.errors import SwarmError
+from swarm.team.lifecycle import (
+    ShutdownResult,
+    check_model,
+    delete_team,
+    request_shutdown,
+    spawn_member,
+)
+from swarm.team.members import member_state, stop_member
+from swarm.up.spec import TeamSpec, resolve_blocked_by
+from teammate.agent.definitions import load_agent
+from teammate.options import MemberSpec
+
+LEAD_SETTINGS = "swarm-lead.json"
+DOWN_REASON = "the team is going down (swarm down)"
+
+
+class UpError(SwarmError):
+    """`swarm up` refused to start, or could not; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class MemberPlan:
+    name: str
+    prompt: str
+    spec: MemberSpec  # its settings file is filled in as it is written, at spawn
+    settings: dict[str, Any] | None  # the --settings JSON; None when the member has no rules
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    subject: str
+    description: str
+    metadata: dict[str, Any] | None  # {"command": ...} for shell workers
+    blocked_by: tuple[int, ...]  # 0-based indexes into UpPlan.tasks
+    owner: str | None
+
+
+@dataclass(frozen=True)
+class UpPlan:
+    team: str
+    description: str | None
+    cwd: Path  # the lead's working directory
+    source: Path | None
+    members: tuple[MemberPlan, ...]
+    tasks: tuple[TaskPlan, ...]
+    lead: dict[str, Any] | None  # swarm-lead.json; None when the file has no lead section
+
+    def to_json(self) -> dict[str, Any]:
+        value = _jsonable(dataclasses.asdict(self))
+        for member in value["members"]:  # a member's spec fields beside its name and prompt
+            member.update(member.pop("spec"))
+        return value
+
+
+@dataclass(frozen=True)
+class Departure:
+    """What happened to one member on `swarm down`."""
+
+    name: str
+    outcome: str  # approved | rejected | no-answer | dead | starting | error
+    detail: str  # the reason of a refusal, or the error
+
+
+def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
+    """Resolve defaults and paths; `backend` (the command line's) overrides the file's."""
+    defaults = spec.defaults
+    base = spec.source.parent if spec.source is not None else Path.cwd()
+    team_cwd = Path(defaults.cwd) if defaults.cwd else base
+    members = []
+    for m in spec.members:
+        rules = {behavior: list(getattr(m, behavior)) for behavior in ("allow", "deny", "ask")}
+        mode = m.permission_mode or defaults.permission_mode
+        member_spec = MemberSpec(
+            model=spec.model_of(m),
+            agent_type=m.agent_type or "general-purpose",
+            permission_mode=PermissionMode(mode) if mode else None,
+            plan_mode_required=m.plan_mode_required,
+            script=m.script,
+            max_turns=m.max_turns,
+            backend=backend or m.backend or defaults.backend or "auto",
+            cwd=m.cwd or str(team_cwd),
+            worktree=m.name if m.isolation == "worktree" else None,
+        )
+        settings = {"permissions": rules} if any(rules.values()) else None
+        members.append(MemberPlan(m.name, m.prompt, member_spec, settings))
+    tasks = tuple(
+        TaskPlan(
+            subject=t.subject,
+            description=t.description,
+            metadata={k: v for k, v in (("command", t.command), ("worktree", t.worktree)) if v}
+            or None,
+            blocked_by=tuple(after),
+            owner=t.owner,
+        )
+        for t, after in zip(spec.tasks, resolve_blocked_by(spec.tasks), strict=True)
+    )
+    lead: dict[str, Any] | None = None
+    if spec.lead is not None:
+        model = {"model": spec.lead.model} if spec.lead.model else {}
+        lead = {**model, "autoApprove": spec.lead.auto_approve, "autoDeny": spec.lead.auto_deny}
+    return UpPlan(spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead)
+
+
+def bring_up(
+    plan: UpPlan | TeamSpec,
+    *,
+    root: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> TeamPaths:
+    """Create the team, its tasks and settings files, and spawn every member; `say` gets one
+    line per task created and per member spawned. On any failure everything made is undone
+    (members stopped, team deleted) and the error raised."""
+    if isinstance(plan, TeamSpec):
+        plan = plan_up(plan)
+    environ = os.environ if env is None else env
+    for member in plan.members:  # refuse a member that could not run before making anything
+        spec, agent_type = member.spec, member.spec.agent_type or "general-purpose"
+        cwd = Path(spec.cwd or plan.cwd)
+        try:
+            check_model(spec.model, agent_type, cwd, environ)
+            if spec.kind == ModelKind.SCRIPTED:  # check_model skips offline models
+                load_agent(agent_type, project_dir=cwd)
+        except Error as exc:
+            raise UpError(f"member {member.name!r} cannot start: {exc}") from None
+    paths = TeamPaths.for_team(plan.team, root)
+    if safefs.exists(paths.config):
+        raise UpError(
+            f"team {plan.team!r} already exists at {paths.team_dir}; run `swarm down "
+            f"{plan.team}` first (it stops its members and deletes it), or rename the team"
+        )
+    TeamFile(paths).create(description=plan.description, cwd=plan.cwd)
+    started: list[Member] = []
+    try:
+        _create_tasks(paths, plan, say)
+        if plan.lead is not None:
+            write_json(paths.team_dir / LEAD_SETTINGS, plan.lead)
+        for member in plan.members:
+            started.append(_spawn(paths, member, env, say))
+    except BaseException:
+        _undo(paths, started)
+        raise
+    return paths
+
+
+def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> None:
+    """Every task with its links and owner, in one locked operation (a task may wait for one
+    further down the file): none is ever on the board unblocked before its blockers are."""
+    board = TaskBoard(paths)  # no mailbox: owners are not running yet to be told
+    specs = [
+        NewTask(t.subject, t.description, metadata=t.metadata, after=t.blocked_by, owner=t.owner)
+        for t in plan.tasks
+    ]
+    ids = [task.id for task in board.create_many(specs)]
+    for task_id, task in zip(ids, plan.tasks, strict=True):
+        after = [ids[i] for i in task.blocked_by]
+        waits = f" (after {', '.join('#' + i for i in after)})" if after else ""
+        owner = f" [for {task.owner}]" if task.owner else ""
+        say(f"task #{task_id}: {task.subject}{waits}{owner}")
+
+
+def _spawn(
+    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None, say: Callable[[str], None]
+) -> Member:
+    spec = plan.spec
+    if plan.settings is not None:
+        settings = paths.team_dir / "settings" / f"{plan.name}.json"
+        safefs.makedirs(settings.parent)
+        write_json(settings, plan.settings)
+        spec = dataclasses.replace(spec, settings=str(settings))
+    member, spawned = spawn_member(paths, plan.name, plan.prompt, spec, env=env)
+    where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
+    say(f"spawned {plan.name} ({member.color}, {spec.model}) in {where}, pid {spawned.pid}{watch}")
+    return member
+
+
+def _undo(paths: TeamPaths, started: list[Member]) -> None:
+    """Stop the members already started and delete the team, keeping the original error."""
+    for member in started:
+        with contextlib.suppress(Exception):
+            stop_member(paths, member)
+    with contextlib.suppress(Exception):
+        delete_team(paths, force=True)
+
+
+def bring_down(paths: TeamPaths, wait_s: float = 30.0) -> list[Departure]:
+    """Ask every live member to shut down, all at once; whoever refuses or has not answered
+    within `wait_s` seconds is stopped. Then delete the team's files."""
+    members = [m for m in TeamFile(paths).load().members if m.name != LEAD_NAME]
+    live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
+
+    def shut_down(name: str) -> Departure:
+        try:
+            result: ShutdownResult = request_shutdown(paths, name, DOWN_REASON, wait_s, True)
+        except Error as exc:
+            return Departure(name, "error", str(exc))
+        return Departure(name, result.outcome, result.reason)
+
+    departures = []
+    if live:
+        with ThreadPoolExecutor(max_workers=len(live)) as pool:
+            departures = list(pool.map(shut_down, live))
+    departures += [Departure(m.name, member_state(m), "") for m in members if m.name not in live]
+    delete_team(paths, force=True)
+    return departures
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    return str(value) if isinstance(value, Path) else value

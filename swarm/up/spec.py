@@ -1,0 +1,347 @@
+"""The team file of `swarm up` (YAML): its schema as Pydantic models, and `load_team_file`.
+
+Loading checks all that can be checked before anything runs: YAML syntax, unknown keys, types,
+names, permission rules, task references and cycles, script files, directories. Each problem is
+reported as ``<file>:<line>: <key path>: <what was expected>``, all at once, in one
+`TeamFileError`. Relative paths are resolved against the team file's directory.
+`swarm.up.apply.plan_up` turns a loaded `TeamSpec` into what `swarm up` starts.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from protocols.names import LEAD_NAME, validate_name
+from protocols.values import ModelKind, PermissionMode
+from swarm.backends.base import BACKEND_KINDS
+from swarm.errors import SwarmError
+from teammate.agent.script import ScriptError, load_script
+from teammate.permissions.policy import parse_rule
+
+Loc = tuple[int | str, ...]
+Problem = tuple[Loc, str]
+MODELS_HELP = "shell, scripted, sonnet, opus, haiku or a model id"
+
+
+class TeamFileError(SwarmError):
+    """A team file that cannot be used; the message names the file, line, key and expectation."""
+
+
+def _check(test: Any, expected: str, before: bool = False) -> Any:
+    def check(value: Any) -> Any:
+        if not test(value):
+            raise ValueError(f"expected {expected}, got {value!r}")
+        return value
+
+    return BeforeValidator(check) if before else AfterValidator(check)
+
+
+def _choice(choices: tuple[str, ...]) -> Any:
+    return _check(lambda v: v in choices, f"one of {', '.join(choices)}", before=True)
+
+
+def _rule(value: str) -> str:
+    parse_rule(value)  # its ValueError says what is malformed
+    return value
+
+
+def _path(value: str, info: ValidationInfo, kind: str) -> str:
+    base = Path((info.context or {}).get("base") or Path.cwd())
+    path = (base / Path(value).expanduser()).resolve()
+    if kind == "directory" and not path.is_dir():
+        raise ValueError(f"expected a directory, but {path} is not one")
+    if kind == "script":
+        if not path.is_file():
+            raise ValueError(f"expected a script file (a YAML list of model turns): no file {path}")
+        try:
+            load_script(path)
+        except ScriptError as exc:
+            raise ValueError(f"expected a script file: {exc}") from None
+    return str(path)
+
+
+Text = Annotated[str, _check(str.strip, "a non-empty string")]
+TeamName = Annotated[str, AfterValidator(lambda v: validate_name(v, "team name"))]
+AgentName = Annotated[str, AfterValidator(lambda v: validate_name(v, "agent name"))]
+ModelName = Annotated[str, _check(lambda v: v.split() == [v], MODELS_HELP)]
+Backend = Annotated[str, _choice(BACKEND_KINDS)]
+Mode = Annotated[str, _choice(PermissionMode.names())]
+Rules = list[Annotated[str, AfterValidator(_rule)]]
+Directory = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "directory"))]
+Script = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "script"))]
+TaskRef = Annotated[
+    int | str,
+    _check(lambda v: type(v) in (int, str), "a task key or a 1-based position", before=True),
+]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_when_empty(cls, data: Any) -> Any:
+        """``key:`` with no value counts as not given (YAML reads it as null)."""
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+class Defaults(_Spec):
+    model: ModelName | None = None
+    backend: Backend | None = None
+    permission_mode: Mode | None = None
+    cwd: Directory | None = None
+
+
+class MemberSpec(_Spec):
+    name: AgentName
+    prompt: Text
+    agent_type: Text | None = None
+    model: ModelName | None = None
+    backend: Backend | None = None
+    script: Script | None = None
+    max_turns: Annotated[int, Field(ge=1)] | None = None
+    plan_mode_required: bool = False
+    permission_mode: Mode | None = None
+    allow: Rules = Field(default_factory=list)
+    deny: Rules = Field(default_factory=list)
+    ask: Rules = Field(default_factory=list)
+    cwd: Directory | None = None
+    isolation: Literal["worktree"] | None = None
+
+
+class TaskSpec(_Spec):
+    subject: Text
+    description: str = ""
+    command: Text | None = None
+    key: Text | None = None
+    blocked_by: list[TaskRef] = Field(default_factory=list)
+    owner: AgentName | None = None
+    worktree: Text | None = None  # the task is worked in this git worktree
+
+
+class LeadSpec(_Spec):
+    model: ModelName | None = None
+    auto_approve: Rules = Field(default_factory=list)
+    auto_deny: Rules = Field(default_factory=list)
+
+
+class TeamSpec(_Spec):
+    team: TeamName
+    description: str | None = None
+    defaults: Defaults = Field(default_factory=Defaults)
+    members: Annotated[list[MemberSpec], Field(min_length=1)]
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    lead: LeadSpec | None = None
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The team file this was loaded from (relative paths were resolved against its folder)."""
+        return self._source
+
+    def model_of(self, member: MemberSpec) -> str:
+        """The model a member runs: a script makes it ``scripted``, else its own or the default."""
+        if member.script is not None:
+            return "scripted"
+        return member.model or self.defaults.model or "shell"
+
+
+_SECTIONS = {"defaults": Defaults, "members": MemberSpec, "tasks": TaskSpec, "lead": LeadSpec}
+_LISTS = {
+    "members": "a list of members (mappings with name and prompt)",
+    "tasks": "a list of tasks (mappings with subject)",
+    "blocked_by": "a list of task keys or 1-based positions",
+}
+_TYPES = {
+    "string_type": "expected a string",
+    "int_type": "expected an integer",
+    "bool_type": "expected true or false",
+    "model_type": "expected a mapping",
+    "greater_than_equal": "expected an integer >= 1",
+    "too_short": "expected at least one entry",
+    "missing": "required, but missing",
+}
+
+
+def load_team_file(path: Path) -> TeamSpec:
+    """Read and check a team file; `TeamFileError` lists every problem found."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TeamFileError(f"cannot read team file {path}: {exc.strerror or exc}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        context = exc.context if exc.problem and exc.context else ""
+        if context and exc.context_mark is not None:
+            context = f" ({context} from line {exc.context_mark.line + 1})"
+        raise TeamFileError(
+            f"{where}: not valid YAML: {exc.problem or exc.context}{context}"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise TeamFileError(f"{path}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise TeamFileError(
+            f"{path}: expected a mapping with the keys {', '.join(TeamSpec.model_fields)}, "
+            f"got {_shown(data) if data is not None else 'an empty file'}"
+        )
+    problems = list(_duplicate_keys(node, ()))
+    try:
+        spec = TeamSpec.model_validate(data, context={"base": path.resolve().parent})
+    except ValidationError as exc:
+        problems += [_problem(error) for error in exc.errors()]
+    else:
+        spec._source = path.resolve()
+        problems += _cross_check(spec)
+    if problems:
+        found = sorted((_line(node, loc), key_path(loc), text) for loc, text in problems)
+        raise TeamFileError("\n".join(f"{path}:{n}: {key}: {text}" for n, key, text in found))
+    return spec
+
+
+def key_path(loc: Loc) -> str:
+    """``("members", 1, "allow", 0)`` -> ``members[1].allow[0]``."""
+    text = ""
+    for step in loc:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
+    return text or "(top level)"
+
+
+def _problem(error: Any) -> Problem:
+    loc, kind = tuple(error["loc"]), error["type"]
+    if kind == "value_error":
+        return loc, str(error["ctx"]["error"])
+    if kind == "extra_forbidden":
+        section = next((s for s in reversed(loc[:-1]) if isinstance(s, str)), "")
+        allowed = _SECTIONS.get(section, TeamSpec).model_fields  # type: ignore[attr-defined]
+        return loc, f"unknown key; expected one of {', '.join(allowed)}"
+    if kind == "list_type":
+        what = _LISTS.get(str(loc[-1]), "a list of permission rules (strings)")
+        return loc, f"expected {what}, got {_shown(error['input'])}"
+    text = _TYPES.get(kind, error["msg"])
+    got = "" if kind in ("missing", "too_short") else f", got {_shown(error['input'])}"
+    return loc, text + got
+
+
+def _shown(value: Any) -> str:
+    return {dict: "a mapping", list: "a list"}.get(type(value), repr(value))  # type: ignore[call-overload]
+
+
+def _cross_check(spec: TeamSpec) -> list[Problem]:
+    """What one field cannot tell: unique names, model, script and rules together, tasks."""
+    problems: list[Problem] = []
+    names: dict[str, int] = {}
+    for i, member in enumerate(spec.members):
+        at: Loc = ("members", i)
+        if member.name == LEAD_NAME or member.name in names:
+            taken = "the lead's" if member.name == LEAD_NAME else f"members[{names[member.name]}]'s"
+            problems.append(((*at, "name"), f"{member.name!r} is {taken} name; expected another"))
+        names.setdefault(member.name, i)
+        model = spec.model_of(member)
+        if member.script is not None and member.model not in (None, "scripted"):
+            why = f"a script plays a scripted model; expected scripted, got {member.model!r}"
+            problems.append(((*at, "model"), why))
+        if model == ModelKind.SCRIPTED and member.script is None:
+            problems.append(((*at, "model"), "model scripted needs script: FILE (model turns)"))
+    keys: dict[str, int] = {}
+    owners: dict[str, int] = {}
+    for i, task in enumerate(spec.tasks):
+        if task.key is not None and keys.setdefault(task.key, i) != i:
+            problems.append((("tasks", i, "key"), f"{task.key!r} is tasks[{keys[task.key]}]'s key"))
+        if task.owner is not None and task.owner not in names:
+            problems.append((("tasks", i, "owner"), f"expected a member, got {task.owner!r}"))
+        elif task.owner is not None and owners.setdefault(task.owner, i) != i:
+            # a teammate refuses a second unfinished task of its own (agent_busy): both would wait
+            why = f"{task.owner!r} already owns tasks[{owners[task.owner]}]"
+            problems.append((("tasks", i, "owner"), f"{why}; expected one task per owner"))
+    bad: list[Problem] = []
+    edges = resolve_blocked_by(spec.tasks, bad)
+    return problems + (bad or _cycles(spec.tasks, edges))
+
+
+def resolve_blocked_by(tasks: list[TaskSpec], bad: list[Problem] | None = None) -> list[list[int]]:
+    """For each task, the 0-based indexes of the tasks it waits for; a reference to no task is
+    left out (and reported into `bad`)."""
+    keys: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        keys.setdefault(task.key or "", i)
+    keys.pop("", None)
+    edges: list[list[int]] = []
+    for i, task in enumerate(tasks):
+        edges.append([])
+        for j, ref in enumerate(task.blocked_by):
+            target = keys.get(ref) if isinstance(ref, str) else ref - 1
+            if target is not None and 0 <= target < len(tasks) and target != i:
+                edges[i] += [] if target in edges[i] else [target]
+            elif bad is not None:
+                what = "itself" if target == i else f"unknown task {ref!r}"
+                known = f"a key ({', '.join(keys)}) or " if keys else ""
+                expected = f"expected {known}a position 1-{len(tasks)} of another task"
+                bad.append((("tasks", i, "blocked_by", j), f"{what}; {expected}"))
+    return edges
+
+
+def _cycles(tasks: list[TaskSpec], edges: list[list[int]]) -> list[Problem]:
+    try:
+        graphlib.TopologicalSorter(dict(enumerate(edges))).prepare()
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1][::-1]  # graphlib lists each blocker before the task it blocks
+        label = " waits for ".join(tasks[i].key or f"tasks[{i}]" for i in cycle)
+        return [(("tasks", cycle[0], "blocked_by"), f"dependency cycle: {label}")]
+    return []
+
+
+def _duplicate_keys(node: yaml.Node | None, loc: Loc) -> Iterator[Problem]:
+    """PyYAML keeps the last of two equal keys silently; a team file may not have any."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if str(key.value) in seen:
+                yield (*loc, str(key.value)), "duplicate key (YAML would keep only the last one)"
+            seen.add(str(key.value))
+            yield from _duplicate_keys(value, (*loc, str(key.value)))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _duplicate_keys(item, (*loc, index))
+
+
+def _line(node: yaml.Node | None, loc: Loc) -> int:
+    """The 1-based line of the deepest node on `loc`'s way found in the YAML tree."""
+    line = node.start_mark.line + 1 if node is not None else 1
+    for step in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in reversed(node.value) if k.value == step), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value)
+        ):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line

@@ -1,0 +1,339 @@
+"""What one member did, as readable lines: `swarm logs NAME`.
+
+`ActivityLog` merges, by time, the member's transcript (``agents/<name>.transcript.jsonl``: tool
+calls and results, what the model said, errors, trims, tokens per reply) with its messages in
+(its inbox and archive) and out (other members' inboxes). A member that never called a model (a
+shell worker) has no transcript: then its messages and process log are shown instead.
+`RawTranscript` and `ProcessLog` give the transcript's JSON lines and the subprocess output log.
+Transcripts and logs hold model and tool output: `LogEvent.line` escapes what it prints.
+
+Each source is incremental: `poll()` returns only what is new since the last call, so
+`follow` can wake on file changes (`InboxWatcher`, with its periodic rescan) and print the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from protocols import safefs
+from protocols.clock import ms_from_iso
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.printable import printable_json_text, printable_line
+from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
+from swarm.errors import SwarmError
+
+INPUT_CHARS = 100
+TEXT_CHARS = 200
+ARCHIVE_SUFFIX = ".archive.jsonl"
+DETAIL_KEYS = (
+    "summary",
+    "reason",
+    "subject",
+    "description",
+    "message",
+    "feedback",
+    "error",
+    "idleReason",
+)
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One line: ``ts`` (ISO-8601, "" for a process log line), a ``kind``, the readable text."""
+
+    ts: str
+    kind: str
+    text: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """The line to print, escaped (`protocols.printable`): a raw transcript line stays
+        valid JSON, anything else shows its control characters as ``\\x1b``, ``\\n``."""
+        text = printable_json_text(self.text) if self.kind == "raw" else printable_line(self.text)
+        return f"{clock(self.ts)}  {text}" if self.ts else text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ts": self.ts, "kind": self.kind, "text": self.text, **self.fields}
+
+
+def clock(ts: str) -> str:
+    """``HH:MM:SS`` in local time ("--:--:--" when the timestamp does not parse)."""
+    ms = ms_from_iso(ts)
+    return "--:--:--" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%H:%M:%S")
+
+
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str, limit: int = TEXT_CHARS) -> str:
+    return cut(" ".join(text.split()), limit)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def summarize_input(name: str, tool_input: Any) -> str:
+    """A tool call's input on one line: a Bash command, file paths, else compact JSON."""
+    if isinstance(tool_input, dict):
+        command = tool_input.get("command") if name == "Bash" else None
+        if isinstance(command, str):
+            return cut(" ↵ ".join(p.strip() for p in command.strip().splitlines()), INPUT_CHARS)
+        files = [str(tool_input[k]) for k in ("file_path", "notebook_path") if k in tool_input]
+        if files:
+            return cut(" ".join(files), INPUT_CHARS)
+    compact = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"), default=str)
+    return cut(compact, INPUT_CHARS)
+
+
+def first_line(text: str) -> str:
+    """The first line of a tool's output, and how many more there are."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    more = f" ({plural(len(lines) - 1, 'more line')})" if len(lines) > 1 else ""
+    return cut(lines[0].strip(), INPUT_CHARS) + more
+
+
+def token_note(usage: Any) -> str:
+    """``(1,234 in / 56 out, 1,000 cached)``: every input token, and how many came from cache."""
+    get = usage.get if isinstance(usage, dict) else lambda key: None
+    cached = int(get("cache_read_input_tokens") or 0)
+    prompt = int(get("input_tokens") or 0) + cached + int(get("cache_creation_input_tokens") or 0)
+    note = f"({prompt:,} in / {int(get('output_tokens') or 0):,} out"
+    return note + (f", {cached:,} cached)" if cached else ")")
+
+
+def message_text(entry: InboxEntry) -> str:
+    """A plain message on one line; a structured one as ``[type]`` and its main detail."""
+    try:
+        message = entry.structured()
+    except ProtocolsError:
+        return f"[invalid] {one_line(entry.text)}"
+    if message is None:
+        return one_line(entry.text)
+    body = message.to_json_dict()
+    detail = next((body[k] for k in DETAIL_KEYS if isinstance(body.get(k), str)), "")
+    return f"[{message.type}] {one_line(detail)}".rstrip()
+
+
+class FileTail:
+    """The complete lines appended to a file since the last `read` (a torn last line waits)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def read(self) -> list[str]:
+        try:
+            fd = safefs.open_path(self.path, os.O_RDONLY)  # a planted link is refused
+        except FileNotFoundError:
+            return []
+        with os.fdopen(fd, "rb") as handle:
+            if handle.seek(0, 2) < self.offset:
+                self.offset = 0  # truncated or replaced: start again
+            handle.seek(self.offset)
+            data = handle.read()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        # "\n" only: splitlines would also cut a JSON line at a raw U+2028 or U+0085 in a string
+        text = data[:end].decode("utf-8", "replace")
+        return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def log_path(paths: TeamPaths, name: str) -> Path:
+    """Where a subprocess teammate's output goes (see `swarm.team.lifecycle.spawn_member`)."""
+    return paths.log(name)
+
+
+class RawTranscript:
+    """The transcript's JSON lines, as they are."""
+
+    def __init__(self, paths: TeamPaths, name: str) -> None:
+        self.tail = FileTail(paths.transcript(name))
+        if not self.tail.path.exists():
+            raise SwarmError(
+                f"{name} has no transcript in team {paths.team!r} (it has made no model calls); "
+                f"try `swarm logs {name}` or `swarm logs {name} --process`"
+            )
+
+    def poll(self) -> list[LogEvent]:
+        return [LogEvent("", "raw", line) for line in self.tail.read()]
+
+
+class ProcessLog(RawTranscript):
+    """The subprocess teammate's output log, ``teams/<team>/logs/<name>.log``."""
+
+    def __init__(self, paths: TeamPaths, name: str) -> None:
+        self.tail = FileTail(log_path(paths, name))
+        if self.tail.path.exists():
+            return
+        config = TeamFile(paths).load()
+        member = config.member(name)
+        if member is not None and member.tmuxPaneId not in ("", "in-process"):
+            socket = (member.model_extra or {}).get("tmuxSocket")
+            where = f"tmux pane {member.tmuxPaneId}"
+            where += f" on socket {socket} (tmux -L {socket} attach)" if socket else ""
+            raise SwarmError(f"{name} has no process log: it runs in {where}")
+        known = "" if member is not None else f"; members: {', '.join(config.member_names())}"
+        raise SwarmError(f"no process log for {name} in team {paths.team!r}{known}")
+
+
+class ActivityLog:
+    """The member's transcript and messages merged by time (see the module docstring)."""
+
+    def __init__(self, paths: TeamPaths, name: str) -> None:
+        self.paths = paths
+        self.name = name
+        self.mailbox = Mailbox(paths)
+        self.transcript = FileTail(paths.transcript(name))
+        self.tool_names: dict[str, str] = {}
+        self.seen: set[str] = set()
+        self.inbox_signature: tuple[Any, ...] | None = None
+        self.note: str | None = None
+        self.process: FileTail | None = None
+        if safefs.exists(self.transcript.path) and safefs.stat_of(self.transcript.path).st_size:
+            return
+        log = log_path(paths, name)
+        config = TeamFile(paths).load()
+        if config.member(name) is None and not safefs.exists(log):
+            raise SwarmError(
+                f"no transcript or log for {name} in team {paths.team!r}; "
+                f"members: {', '.join(config.member_names())}"
+            )
+        self.note = f"{name} has made no model calls (no transcript): showing its messages"
+        if safefs.exists(log):
+            self.process = FileTail(log)
+            self.note += f", then its process log {log}"
+
+    def poll(self) -> list[LogEvent]:
+        events = [e for line in self.transcript.read() for e in self._from_transcript(line)]
+        events += self._messages()
+        events.sort(key=lambda e: ms_from_iso(e.ts) or math.inf)  # stable: ties keep file order
+        if self.process is not None:
+            events += [LogEvent("", "log", f"{'log':<8}  {s}") for s in self.process.read()]
+        return events
+
+    def _from_transcript(self, line: str) -> list[LogEvent]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(record, dict):
+            return []
+        ts, kind, use_id = str(record.get("ts", "")), record.get("kind"), record.get("id")
+        if kind == "tool_call":
+            name = str(record.get("name") or "?")
+            self.tool_names[str(use_id)] = name
+            summary = summarize_input(name, record.get("input"))
+            return [LogEvent(ts, kind, f"→ {name}: {summary}", {"tool": name, "id": use_id})]
+        if kind == "tool_result":
+            name = self.tool_names.get(str(use_id), "tool")
+            error = bool(record.get("is_error"))
+            text = f"← {name} {'✗' if error else 'ok'}: {first_line(str(record.get('content')))}"
+            return [LogEvent(ts, kind, text, {"tool": name, "id": use_id, "is_error": error})]
+        if kind == "tool_crash":
+            name = self.tool_names.get(str(use_id), "tool")
+            last = (str(record.get("traceback") or "").strip().splitlines() or ["?"])[-1]
+            return [LogEvent(ts, kind, f"✗ {name} crashed: {cut(last, INPUT_CHARS)}")]
+        if kind == "response":
+            return self._response(ts, record)
+        if kind == "error":
+            status = f" ({record['status']})" if record.get("status") else ""
+            return [LogEvent(ts, kind, f"model error{status}: {one_line(str(record['error']))}")]
+        if kind == "trimmed":
+            budget, dropped = int(record.get("budget") or 0), int(record.get("dropped") or 0)
+            dropped_text = plural(dropped, "message")
+            text = f"trimmed the conversation to {budget:,} tokens ({dropped_text} dropped)"
+            return [LogEvent(ts, kind, text)]
+        return []  # requests, and kinds this version does not know
+
+    def _response(self, ts: str, record: dict[str, Any]) -> list[LogEvent]:
+        blocks = [b for b in record.get("content") or [] if isinstance(b, dict)]
+        said = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        said = [text for text in said if text.strip()]
+        usage = record.get("usage") or {}
+        note = token_note(usage)
+        stop = record.get("stop_reason")
+        if stop not in (None, "end_turn", "tool_use"):
+            note += f" [stopped: {stop}]"
+        uses = sum(1 for b in blocks if b.get("type") == "tool_use")
+        if not said:
+            reply = plural(uses, "tool call") if uses else "empty reply"
+            return [LogEvent(ts, "usage", f"model: {reply} {note}", {"usage": usage})]
+        events = [LogEvent(ts, "says", f"says: {one_line(text)}") for text in said[:-1]]
+        last = LogEvent(ts, "says", f"says: {one_line(said[-1])} {note}", {"usage": usage})
+        return [*events, last]
+
+    def _messages(self) -> list[LogEvent]:
+        """New messages to the member (its inbox) and from it (everyone else's inbox)."""
+        try:
+            found = sorted(safefs.entries(self.paths.inboxes))
+        except FileNotFoundError:
+            return []
+        signature = tuple((name, st.st_size, st.st_mtime_ns) for name, st in found)
+        if signature == self.inbox_signature:
+            return []
+        self.inbox_signature = signature
+        names = [name for name, _ in found]
+        owners = {n[: -len(".json")] for n in names if n.endswith(".json")}
+        owners |= {n[: -len(ARCHIVE_SUFFIX)] for n in names if n.endswith(ARCHIVE_SUFFIX)}
+        outgoing: dict[tuple[str, str], list[str]] = {}
+        events = []
+        for owner in sorted(owners):
+            try:
+                entries = self.mailbox.read_archive(owner) + self.mailbox.read_all(owner)
+            except ProtocolsError:
+                continue
+            for entry in entries:
+                if owner == self.name and f"in:{entry.identity}" not in self.seen:
+                    self.seen.add(f"in:{entry.identity}")
+                    text = f"in  from {entry.from_}: {message_text(entry)}"
+                    events.append(LogEvent(entry.timestamp, "in", text, {"from": entry.from_}))
+                elif owner != self.name and entry.from_ == self.name:
+                    recipients = outgoing.setdefault((entry.timestamp, entry.text), [])
+                    if owner not in recipients:
+                        recipients.append(owner)
+        for (ts, text), recipients in outgoing.items():
+            key = f"out:{ts}:{text}"
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            entry = InboxEntry.model_validate({"from": self.name, "text": text, "timestamp": ts})
+            line = f"out to {', '.join(recipients)}: {message_text(entry)}"
+            events.append(LogEvent(ts, "out", line, {"to": recipients}))
+        return events
+
+
+def follow(
+    paths: TeamPaths,
+    name: str,
+    poll: Callable[[], list[LogEvent]],
+    show: Callable[[LogEvent], None],
+) -> None:
+    """Show what `poll` finds each time the transcript, log or an inbox changes (and at every
+    rescan), until interrupted (Ctrl-C ends it quietly)."""
+    watched = (paths.transcript(name), log_path(paths, name))
+    try:
+        with InboxWatcher(*watched, directories=(paths.inboxes,)) as watcher:
+            while True:
+                watcher.clear()
+                for event in poll():
+                    show(event)
+                watcher.wait(3600)
+    except KeyboardInterrupt:
+        return

@@ -1,0 +1,255 @@
+"""A read-only view of a team at one moment, for `swarm status` and `swarm watch`.
+
+`snapshot` reads the team file, the status files, the task board, the lead's inbox (and its
+archive), the inboxes of members with a request waiting, and the legacy permission files, and
+returns plain frozen values. It never writes a file: inboxes are read with `Mailbox.peek_all`
+(no lock, an inbox that does not parse is left alone), nothing is marked read. The lead's inbox
+is read once, for both the last messages and `pending_requests`. Its strings are as the files
+hold them (a teammate may have written them): `status_table` and `dashboard` escape them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from protocols.clock import ms_from_iso
+from protocols.clock import now_ms as clock_now_ms
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.printable import printable_line
+from protocols.status import USAGE_KEYS, read_status
+from protocols.task import STATUSES, Task
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from protocols.values import MemberState
+from swarm.team.approvals import Pending, pending_requests
+from swarm.team.members import member_pid, member_state
+from swarm.views.costs import load_prices
+from swarm.views.request_text import PLAN_KIND, target
+
+TEXT_MAX = 120
+PARSE_RETRY_S = 0.2  # an inbox being written in place (Claude Code) is re-read this long
+READERS_KEPT = 8
+_READERS: dict[TeamPaths, tuple[TeamFile, TaskBoard]] = {}
+
+
+@dataclass(frozen=True)
+class MemberView:
+    name: str
+    color: str | None
+    state: str  # lead | working | waiting | idle | dead | starting
+    task: str | None  # "#3 subject" of its in_progress task
+    activity: str
+    activity_age_s: float | None
+    model: str | None
+    requests: int
+    turns: int
+    usage: dict[str, int]
+    cost_usd: float | None
+    pid: int | None
+    backend: str | None
+
+
+@dataclass(frozen=True)
+class RequestView:
+    id: str
+    kind: str
+    teammate: str
+    tool: str
+    summary: str  # what it asks, unescaped: the real input in full (a Bash command), or a
+    # plan's first line; never the teammate's description of a permission request
+    age_s: float | None
+
+
+@dataclass(frozen=True)
+class MessageView:
+    sender: str
+    color: str | None
+    text: str  # one line, at most TEXT_MAX characters
+    age_s: float | None
+
+
+@dataclass(frozen=True)
+class TeamView:
+    team: str
+    members: list[MemberView]
+    tasks: dict[str, list[Task]]  # pending, in_progress, completed: each by id (failed apart)
+    failed: list[Task]  # failed by their worker (or denied), waiting for a retry
+    blocked: dict[str, list[str]]  # task id -> ids of its blockers not yet completed
+    requests: list[RequestView]
+    messages: list[MessageView]  # the last ones into team-lead, oldest first
+    usage: dict[str, int]
+    cost_usd: float | None  # None if no member's model has a price
+
+
+def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> TeamView:
+    """The team as its files say now (ages counted from `now_ms`); reads only."""
+    now = clock_now_ms() if now_ms is None else now_ms
+    team_file, board = _readers(paths)
+    config = team_file.load()
+    everything = board.list(include_internal=True)
+    by_id = {t.id: t for t in everything}
+    visible = [t for t in everything if not t.internal]
+    failed = [t for t in visible if t.failed]
+    tasks: dict[str, list[Task]] = {
+        s: [t for t in visible if t.status == s and not t.failed] for s in STATUSES
+    }
+    blocked = {}
+    for task in visible:
+        if task.unfinished and task.blockedBy:
+            still = [b for b in task.blockedBy if b in by_id and by_id[b].unfinished]
+            if still:
+                blocked[task.id] = still
+    prices = load_prices(paths.root)
+    colors = {m.name: m.color for m in config.members}
+    views = []
+    for member in config.members:
+        status = read_status(paths, member.name)
+        state = member_state(member)
+        waiting = status is not None and status.state == MemberState.WAITING
+        if waiting and state in (MemberState.WORKING, MemberState.IDLE):
+            state = MemberState.WAITING
+        current = next((t for t in tasks["in_progress"] if t.owner == member.name), None)
+        usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
+        model = status.model if status else member.model
+        views.append(
+            MemberView(
+                name=member.name,
+                color=member.color,
+                state=state,
+                task=f"#{current.id} {current.subject}" if current else None,
+                activity=status.activity if status else "",
+                activity_age_s=_age(now, ms_from_iso(status.updatedAt)) if status else None,
+                model=model,
+                requests=status.requests if status else 0,
+                turns=status.turns if status else 0,
+                usage=usage,
+                cost_usd=prices.cost(model, usage),
+                pid=member_pid(member) or (status.pid if status else None),
+                backend=member.backendType,
+            )
+        )
+    lead = Mailbox(paths).peek_all(LEAD_NAME)
+    last = lead[max(0, len(lead) - messages) :]
+    pending = pending_requests(paths, lead)
+    costs = [m.cost_usd for m in views if m.cost_usd is not None]
+    return TeamView(
+        team=paths.team,
+        members=views,
+        tasks=tasks,
+        failed=failed,
+        blocked=blocked,
+        requests=[_request_view(p, now) for p in pending],
+        messages=[_message_view(e, colors, now) for e in last],
+        usage={k: sum(m.usage[k] for m in views) for k in USAGE_KEYS},
+        cost_usd=sum(costs) if costs else None,
+    )
+
+
+def _readers(paths: TeamPaths) -> tuple[TeamFile, TaskBoard]:
+    """The team file and board readers of `paths`, kept between snapshots: each re-parses only
+    the files that changed since (a redraw of `swarm watch` stats the tasks, parses none)."""
+    readers = _READERS.pop(paths, None) or (TeamFile(paths), TaskBoard(paths))
+    _READERS[paths] = readers  # most recently used last
+    while len(_READERS) > READERS_KEPT:
+        _READERS.pop(next(iter(_READERS)))
+    return readers
+
+
+def clear_cache() -> None:
+    """Forget the parsed files: the next snapshot reads everything again."""
+    _READERS.clear()
+
+
+def to_json(view: TeamView) -> dict[str, Any]:
+    """`view` as JSON-ready values (tasks as their files hold them)."""
+    return {
+        "team": view.team,
+        "members": [asdict(m) for m in view.members],
+        "tasks": {s: [t.to_json_dict() for t in listed] for s, listed in view.tasks.items()},
+        "failed": [{**t.to_json_dict(), "failure": t.failure} for t in view.failed],
+        "blocked": {k: list(v) for k, v in view.blocked.items()},
+        "requests": [asdict(r) for r in view.requests],
+        "messages": [asdict(m) for m in view.messages],
+        "usage": dict(view.usage),
+        "cost_usd": view.cost_usd,
+    }
+
+
+def _age(now: int, then_ms: int | None) -> float | None:
+    return None if then_ms is None else max(0.0, (now - then_ms) / 1000)
+
+
+def _clip(text: str, limit: int = TEXT_MAX) -> str:
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _structured(entry: InboxEntry) -> Any:
+    try:
+        return entry.structured()
+    except ProtocolsError:
+        return None
+
+
+def _request_view(pending: Pending, now: int) -> RequestView:
+    if pending.kind == PLAN_KIND:
+        summary = _clip(pending.description) or "(an empty plan)"
+    else:
+        summary = target(pending.tool, pending.input)
+    return RequestView(
+        pending.id,
+        pending.kind,
+        pending.teammate,
+        pending.tool,
+        summary,
+        _age(now, pending.created_ms),
+    )
+
+
+def _message_view(entry: InboxEntry, colors: dict[str, str | None], now: int) -> MessageView:
+    message = _structured(entry)
+    text = _clip(entry.text) if message is None else _clip(_describe(message))
+    return MessageView(
+        entry.from_,
+        entry.color or colors.get(entry.from_),
+        text,
+        _age(now, ms_from_iso(entry.timestamp)),
+    )
+
+
+def _idle_facts(m: Any) -> str:
+    facts = f"finished #{m.completedTaskId} ({m.completedStatus or 'resolved'})"
+    facts = facts if m.completedTaskId else (m.idleReason or m.summary or "")
+    return f"{facts}: {m.failureReason}" if m.failureReason else facts
+
+
+_FACTS: dict[str, Callable[[Any], str]] = {
+    "idle_notification": _idle_facts,
+    "shutdown_request": lambda m: m.reason or "",
+    "shutdown_rejected": lambda m: m.reason,
+    "plan_approval_request": lambda m: _clip(m.planContent),
+    "plan_approval_response": lambda m: "approved" if m.approved else f"rejected: {m.feedback}",
+    "permission_request": lambda m: (
+        f"{m.tool_name}: {printable_line(target(m.tool_name, m.input))}"
+    ),
+    "permission_response": lambda m: "approved" if m.approved else f"denied: {m.error}",
+    "sandbox_permission_request": lambda m: f"network {m.hostPattern.host}",
+    "sandbox_permission_response": lambda m: f"{m.host} {'allowed' if m.allow else 'denied'}",
+    "task_assignment": lambda m: f"#{m.taskId} {m.subject}",
+    "teammate_terminated": lambda m: m.message,
+    "mode_set_request": lambda m: m.mode,
+    "team_permission_update": lambda m: m.toolName,
+}
+
+
+def _describe(message: Any) -> str:
+    """A structured message as ``<type>: <key facts>``, e.g. ``idle_notification: finished #3
+    (resolved)``."""
+    facts = str(_FACTS.get(message.type, lambda m: "")(message) or "").strip().strip(":").strip()
+    return f"{message.type}: {facts}" if facts else message.type

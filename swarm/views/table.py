@@ -1,0 +1,149 @@
+"""The text of `swarm status`: a `TeamView` as plain, aligned text (no colours, no terminal codes).
+
+Sections: a header line; one row per member (state, current task, last activity and its age,
+turns and model calls, tokens in (cached) / out, estimated cost); the task board by status (every
+in-progress and pending task, the last `COMPLETED_SHOWN` completed ones); the requests waiting
+for the lead (each with its real input in full, not the teammate's description of it); the last
+messages to the lead; the team's totals. Every string read from a file is escaped with
+`protocols.printable.printable_line`.
+"""
+
+from __future__ import annotations
+
+from protocols.names import LEAD_NAME
+from protocols.printable import printable_line
+from protocols.task import list_line
+from swarm.views.snapshot import MemberView, TeamView
+
+COMPLETED_SHOWN = 10
+TASK_WIDTH = 32
+ACTIVITY_WIDTH = 48
+HEADERS = (
+    "member",
+    "state",
+    "task",
+    "activity",
+    "turns",
+    "calls",
+    "tokens in (cached) / out",
+    "cost",
+)
+NUMERIC = frozenset(HEADERS[4:])  # turns, calls, tokens, cost: right-aligned
+STATE_LABEL = {"waiting": "waiting for approval"}
+
+
+def turns_and_calls(view: TeamView) -> tuple[int, int]:
+    """The team's turns and model calls, summed over its members."""
+    return sum(m.turns for m in view.members), sum(m.requests for m in view.members)
+
+
+def state_label(state: str) -> str:
+    """What a person reads for a member's state (``waiting`` means a request is open)."""
+    return STATE_LABEL.get(state, state)
+
+
+def ago(seconds: float | None) -> str:
+    """``12s ago``, ``3m ago``, ``1.5h ago``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s ago"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def tokens(usage: dict[str, int]) -> str:
+    """``1,200 (900) / 40``: every prompt token (of which cache reads) / output tokens."""
+    cached = usage.get("cache_read_input_tokens", 0)
+    prompt = usage.get("input_tokens", 0) + cached + usage.get("cache_creation_input_tokens", 0)
+    return f"{prompt:,} ({cached:,}) / {usage.get('output_tokens', 0):,}"
+
+
+def money(value: float | None) -> str:
+    """``$0.0123``, or ``-`` when there is no price."""
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _row(member: MemberView) -> tuple[str, ...]:
+    activity = (
+        f"{_clip(printable_line(member.activity), ACTIVITY_WIDTH)} ({ago(member.activity_age_s)})"
+        if member.activity
+        else "-"
+    )
+    return (
+        printable_line(member.name),
+        printable_line(state_label(member.state)),
+        _clip(printable_line(member.task), TASK_WIDTH) if member.task else "-",
+        activity,
+        str(member.turns),
+        str(member.requests),
+        tokens(member.usage),
+        money(member.cost_usd),
+    )
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {i for i, header in enumerate(HEADERS) if header in NUMERIC}
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def render(view: TeamView) -> str:
+    """The static text of `swarm status` for `view`."""
+    counts = {s: len(view.tasks.get(s, [])) for s in ("pending", "in_progress", "completed")}
+    waiting = len(view.requests)
+    lines = [
+        f"team {view.team}: {len(view.members)} members; tasks {counts['pending']} pending, "
+        f"{counts['in_progress']} in progress, {counts['completed']} completed, "
+        f"{len(view.failed)} failed ({len(view.blocked)} blocked); "
+        f"{waiting} request{'s' if waiting != 1 else ''} waiting"
+    ]
+    lines += _table([HEADERS, *(_row(m) for m in view.members)])
+
+    lines.append("")
+    lines.append("tasks")
+    for status in ("in_progress", "pending", "completed"):
+        listed = view.tasks.get(status, [])
+        lines.append(f"  {status.replace('_', ' ')} ({len(listed)})")
+        shown = listed[-COMPLETED_SHOWN:] if status == "completed" else listed
+        if len(shown) < len(listed):
+            lines.append(f"    ... {len(listed) - len(shown)} earlier")
+        lines += [f"    {printable_line(list_line(t))}" for t in shown]
+    if view.failed:
+        lines.append(f"  failed ({len(view.failed)}): swarm task retry ID puts one back")
+        lines += [f"    {printable_line(list_line(t) + ': ' + t.failure)}" for t in view.failed]
+
+    lines.append("")
+    lines.append(f"requests waiting ({waiting})")
+    for r in view.requests:
+        asks = printable_line(f"{r.id}  {r.teammate}  {r.tool}: {r.summary}")
+        lines.append(f"  {asks}  ({ago(r.age_s)})")
+    if not view.requests:
+        lines.append("  none")
+
+    lines.append("")
+    lines.append(f"last messages to {LEAD_NAME}")
+    for m in view.messages:
+        lines.append(f"  {printable_line(f'{m.sender}: {m.text}')}  ({ago(m.age_s)})")
+    if not view.messages:
+        lines.append("  none")
+
+    turns, calls = turns_and_calls(view)
+    lines.append("")
+    lines.append(
+        f"total: {turns} turns, {calls} calls, tokens {tokens(view.usage)}, "
+        f"cost {money(view.cost_usd)}" + (" (estimate)" if view.cost_usd is not None else "")
+    )
+    return "\n".join(lines)

@@ -1,0 +1,279 @@
+"""The agent loop: model turn, tool calls, results, again, until the model ends its turn.
+
+`AgentLoop` keeps one conversation across pieces of work (a teammate is one long session, as in
+Claude Code). Each `run` adds a user message and loops: a model call; every ``tool_use`` block
+checked against the permission policy (asking the lead when it says "ask"), run, and answered
+with a ``tool_result`` (an exception is an ``is_error`` result, never a crash); messages that
+arrived meanwhile appended as ``<teammate-message>`` blocks; until ``end_turn`` or `max_turns`.
+
+Requests mark the stable prefix for prompt caching (the tools and the system prompt) and the
+end of the conversation so far, so turn N reads everything turn N-1 sent from the cache.
+Retries: the SDK retries 429/529/5xx twice, quickly; on top of that a bounded number of slower
+retries for an overloaded API, waited out through the team link (`TeamLink.pause`), which keeps
+answering the inbox, so a teammate whose model is failing still obeys a shutdown at once.
+A conversation that grows too long is trimmed (old tool output first, then
+the oldest exchanges), never retried as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from protocols.errors import Error
+from protocols.inbox import format_for_model
+from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
+from teammate.agent.transcript import Transcript
+from teammate.brains.base import TeamLink
+from teammate.permissions.policy import PermissionPolicy
+from teammate.reporter import StatusReporter
+from teammate.tools.base import Tool, ToolContext, ToolError
+
+CACHE = {"type": "ephemeral"}
+DEFAULT_MAX_TURNS = 100
+DEFAULT_CONTEXT_TOKENS = 150_000
+TRIMMED = "[output removed to keep the conversation within the context window]"
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    stop: Literal["end_turn", "max_turns"]
+    text: str  # the model's last text
+    turns: int
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        model: Model,
+        tools: list[Tool],
+        policy: PermissionPolicy,
+        system_prompt: str,
+        ctx: ToolContext,
+        link: TeamLink | None = None,
+        transcript: Transcript | None = None,
+        reporter: StatusReporter | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        overload_retries: int = 3,
+        retry_delay_s: float = 10.0,
+        say: Callable[[str], None] = lambda text: None,
+    ) -> None:
+        self.model = model
+        self.tools = {t.name: t for t in tools}
+        self.policy = policy
+        self.system_prompt = system_prompt
+        self.ctx = ctx
+        self.link = link
+        self.transcript = transcript or Transcript(None)
+        self.reporter = reporter
+        self.max_turns = max_turns
+        self.context_tokens = context_tokens
+        self.overload_retries = overload_retries
+        self.retry_delay_s = retry_delay_s
+        self.say = say
+        self.messages: list[dict[str, Any]] = []
+
+    # the loop
+
+    def run(self, prompt: str) -> LoopResult:
+        """Add `prompt` as the user's turn and loop until the model ends its turn."""
+        self._add_user([{"type": "text", "text": prompt}])
+        text = ""
+        for turn in range(1, self.max_turns + 1):
+            reply = self._call()
+            self.messages.append({"role": "assistant", "content": reply.content})
+            said = "\n".join(b["text"] for b in reply.content if b.get("type") == "text").strip()
+            if said:
+                text = said
+                self.say(said)
+            uses = [b for b in reply.content if b.get("type") == "tool_use"]
+            if not uses:
+                return LoopResult("end_turn", text, turn)
+            results: list[dict[str, Any]] = [self._use(block) for block in uses]
+            arrived = self.link.between_turns() if self.link is not None else []
+            if arrived:
+                results.append({"type": "text", "text": format_for_model(arrived)})
+            self._add_user(results)
+        return LoopResult("max_turns", text, self.max_turns)
+
+    def _add_user(self, content: list[dict[str, Any]]) -> None:
+        if self.messages and self.messages[-1]["role"] == "user":
+            self.messages[-1]["content"].extend(content)
+        else:
+            self.messages.append({"role": "user", "content": content})
+
+    # model calls
+
+    def request(self) -> ModelRequest:
+        """The next request: tools and system marked for caching, and the conversation's end."""
+        tools = [t.schema() for t in self.tools.values()]
+        if tools:
+            tools[-1]["cache_control"] = CACHE
+        system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
+        messages = copy.deepcopy(self.messages)
+        if messages and messages[-1]["content"]:
+            messages[-1]["content"][-1]["cache_control"] = CACHE
+        return ModelRequest(system=system, tools=tools, messages=messages)
+
+    def _call(self) -> ModelReply:
+        retries = 0
+        trims = 0
+        if estimate_tokens(self.request()) > self.context_tokens:
+            self._trim(self.context_tokens)
+        while True:
+            request = self.request()
+            size = estimate_tokens(request)
+            self.transcript.record("request", messages=len(request.messages), tokens=size)
+            try:
+                reply = self.model.complete(request)
+            except ModelError as exc:
+                self.transcript.record("error", error=str(exc), status=exc.status)
+                if self.reporter:
+                    self.reporter.model_call(None)
+                if exc.context_too_long and trims < 3:
+                    trims += 1
+                    # the API's limit is lower than our estimate thought: aim well under it,
+                    # and keep to that from now on
+                    self.context_tokens = min(self.context_tokens, int(size * 0.6))
+                    if self._trim(self.context_tokens):
+                        continue
+                if exc.retryable and retries < self.overload_retries:
+                    retries += 1
+                    delay = self.retry_delay_s * 2 ** (retries - 1)
+                    self.say(f"model API unavailable ({exc}); retrying in {delay:g} s")
+                    self._wait(delay, "model unavailable")
+                    continue
+                raise
+            self.transcript.record(
+                "response",
+                content=reply.content,
+                stop_reason=reply.stop_reason,
+                usage=reply.usage.to_value(),
+            )
+            if self.reporter:
+                self.reporter.model_call(reply.usage)
+            return reply
+
+    def _wait(self, seconds: float, why: str) -> None:
+        """Wait before a retry; a team link watches the inbox meanwhile (a shutdown is answered
+        at once, by raising `Interrupted`) and shows `why` in the status."""
+        if self.link is not None:
+            self.link.pause(seconds, why)
+        else:
+            time.sleep(seconds)
+
+    def _trim(self, budget: int) -> bool:
+        """Shrink the conversation under `budget` tokens: old tool output first, then the
+        oldest exchanges, then the newest tool output. False if nothing could be removed."""
+        changed = False
+
+        def fits() -> bool:
+            return estimate_tokens(self.request()) <= budget
+
+        for message in self.messages[1:-1]:
+            if fits():
+                break
+            changed |= _blank_results(message)
+        dropped = 0
+        while not fits() and len(self.messages) > 3:
+            del self.messages[1:3]  # an assistant turn and the user turn answering it
+            dropped += 2
+        if dropped:
+            note = f"[{dropped} earlier messages were removed to fit the context window]"
+            self.messages[0]["content"].append({"type": "text", "text": note})
+            changed = True
+        if not fits() and self.messages:
+            changed |= _blank_results(self.messages[-1])
+        self.transcript.record("trimmed", budget=budget, dropped=dropped, changed=changed)
+        self.say(f"trimmed the conversation to fit {budget} tokens ({dropped} messages dropped)")
+        return changed
+
+    # tools
+
+    def _use(self, block: dict[str, Any]) -> dict[str, Any]:
+        name, tool_input, use_id = block.get("name", ""), block.get("input") or {}, block["id"]
+        self.transcript.record("tool_call", id=use_id, name=name, input=tool_input)
+        if self.reporter:
+            self.reporter.tool_call(name, tool_input)
+        try:
+            text = self._run_tool(name, tool_input, use_id)
+            error = False
+        except Error as exc:  # refused on purpose (a ToolError, or any package's error)
+            text, error = str(exc), True
+        except Exception as exc:  # a tool must never crash the teammate
+            self.transcript.record("tool_crash", id=use_id, traceback=traceback.format_exc())
+            text, error = f"{name} failed: {type(exc).__name__}: {exc}", True
+        text = cap(text, self.ctx.output_limit)
+        self.transcript.record("tool_result", id=use_id, is_error=error, content=text)
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": text}
+        if error:
+            result["is_error"] = True
+        return result
+
+    def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> str:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ToolError(f"No such tool available: {name}")
+        tool.validate(tool_input)
+        decision = self.policy.decide(name, tool.kind, tool_input)
+        if decision.behavior == "deny":
+            raise ToolError(f"Permission to use {name} was denied: {decision.reason}")
+        if decision.behavior == "ask":
+            if self.link is None:
+                raise ToolError(f"{name} needs approval and there is no lead to ask")
+            answer = self.link.ask_permission(
+                name,
+                tool_input,
+                describe_call(name, tool_input),
+                use_id,
+                self.policy.suggestions(name, tool_input),
+            )
+            if not answer.approved:
+                raise ToolError(
+                    f"Permission to use {name} was denied by {'team-lead'}: "
+                    f"{answer.reason or 'no reason given'}"
+                )
+            if answer.permission_updates:
+                self.policy.apply_updates(answer.permission_updates)
+            if answer.updated_input:
+                tool_input = answer.updated_input
+        return tool.run(self.ctx, tool_input)
+
+
+def _blank_results(message: dict[str, Any]) -> bool:
+    changed = False
+    for block in message["content"]:
+        if block.get("type") == "tool_result" and block.get("content") != TRIMMED:
+            block["content"] = TRIMMED
+            changed = True
+    return changed
+
+
+def describe_call(name: str, tool_input: dict[str, Any]) -> str:
+    """One line for the lead: what this tool call would do."""
+    if name == "Bash":
+        command = str(tool_input.get("command", ""))
+        described = tool_input.get("description")
+        return f"{described}: {command}" if described else f"Run: {command}"
+    if "file_path" in tool_input:
+        return f"{name} {tool_input['file_path']}"
+    return f"{name} {json.dumps(tool_input, ensure_ascii=False)[:200]}"
+
+
+def estimate_tokens(request: ModelRequest) -> int:
+    """About 4 characters a token: good enough to decide when to trim."""
+    size = len(json.dumps(request.tools)) + len(json.dumps(request.system))
+    return (size + len(json.dumps(request.messages, ensure_ascii=False))) // 4
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"

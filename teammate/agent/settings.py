@@ -1,0 +1,57 @@
+"""Claude Code's ``--settings FILE``: the permission rules and default mode a teammate starts
+with. Only the ``permissions`` object is used:
+
+    {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
+                     "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"}}
+
+`swarm up` writes one such file per member from its team file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocols.errors import Error
+from protocols.values import PermissionMode
+from teammate.permissions.policy import Rule, parse_rule
+
+
+class SettingsError(Error, ValueError):
+    """A settings file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class PermissionSettings:
+    rules: dict[str, list[Rule]] = field(default_factory=dict)  # behavior -> rules
+    default_mode: str | None = None
+
+
+def load_settings(path: Path) -> PermissionSettings:
+    try:
+        value: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SettingsError(f"{path}: not valid JSON: {exc}") from None
+    permissions = value.get("permissions", {}) if isinstance(value, dict) else None
+    if not isinstance(permissions, dict):
+        raise SettingsError(f"{path}: 'permissions' must be an object")
+    rules: dict[str, list[Rule]] = {}
+    for behavior in ("allow", "deny", "ask"):
+        entries = permissions.get(behavior, [])
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise SettingsError(f"{path}: permissions.{behavior} must be a list of rule strings")
+        try:
+            rules[behavior] = [parse_rule(entry) for entry in entries]
+        except ValueError as exc:
+            raise SettingsError(f"{path}: permissions.{behavior}: {exc}") from None
+    mode = permissions.get("defaultMode")
+    if mode is not None and mode not in PermissionMode.names():
+        raise SettingsError(
+            f"{path}: permissions.defaultMode {mode!r} is not one of "
+            f"{', '.join(PermissionMode.names())}"
+        )
+    return PermissionSettings(rules, mode)

@@ -1,0 +1,129 @@
+"""The interface between the teammate runtime and whatever does the thinking.
+
+The runtime (`teammate.runtime`) owns the lifecycle: inbox, shutdown, claiming, reporting. A
+`Brain` only decides: how to work on a claimed task, how to answer plain messages, and whether
+to accept a shutdown request. The offline `ShellBrain` runs commands; `ClaudeBrain` runs an
+agent loop over a model.
+
+What a brain needs from the team it gets through a `TeamLink`, which the runtime implements:
+asking the lead (permission, plan approval), sending messages, and, between two model turns,
+the messages that arrived meanwhile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.messages import ShutdownRequest
+from protocols.paths import TeamPaths
+from protocols.task import Task
+from protocols.tasks import TaskBoard
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a piece of work.
+
+    ``resolved``: done (a task is completed). ``blocked``: stopped without finishing, the task
+    stays in progress with its owner. ``failed``: could not work (an error; said why).
+    """
+
+    status: Literal["resolved", "blocked", "failed"]
+    summary: str
+    report: str = ""  # longer text for the lead, e.g. the tail of a command's output
+    metadata: dict[str, Any] = field(default_factory=dict)  # stored on the task
+    completed_by_brain: bool = False  # the brain already marked the task completed
+
+
+@dataclass(frozen=True)
+class Approval:
+    approved: bool
+    reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    permission_updates: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanVerdict:
+    approved: bool
+    feedback: str = ""
+    permission_mode: str | None = None
+
+
+class Interrupted(Exception):
+    """The work must stop now (an approved shutdown); raised by `TeamLink.between_turns`."""
+
+
+class TeamLink(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def color(self) -> str | None: ...
+
+    @property
+    def paths(self) -> TeamPaths: ...
+
+    @property
+    def mailbox(self) -> Mailbox: ...
+
+    @property
+    def board(self) -> TaskBoard: ...
+
+    def ask_permission(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        description: str,
+        tool_use_id: str | None = None,
+        suggestions: list[dict[str, Any]] | None = None,
+    ) -> Approval:
+        """Ask the lead; blocks until the matching answer or the timeout (then: denied)."""
+        ...
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        """Send the plan to the lead and wait for the verdict."""
+        ...
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None: ...
+
+    def between_turns(self) -> list[InboxEntry]:
+        """Plain messages that arrived while working (now marked read); handles protocol
+        messages itself, and raises `Interrupted` if a shutdown was approved."""
+        ...
+
+    def pause(self, seconds: float, why: str) -> None:
+        """Wait `seconds` before retrying (`why` is shown in the status), answering protocol
+        messages meanwhile; raises `Interrupted` if a shutdown was approved."""
+        ...
+
+
+class Brain(Protocol):
+    def work(self, task: Task, link: TeamLink) -> Outcome:
+        """Do the task; ask the lead through `link` for anything that needs approval."""
+        ...
+
+    def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
+        """Answer plain messages (the spawn prompt is the first); None: nothing to report."""
+        ...
+
+    def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
+        """Whether to stop now; the reason is sent with a refusal."""
+        ...
+
+    def set_mode(self, mode: str) -> None:
+        """The lead changed this teammate's permission mode."""
+        ...
+
+    def update_permissions(self, updates: list[dict[str, Any]]) -> None:
+        """The lead added permission rules (``addRules`` / ``setMode`` updates)."""
+        ...
+
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        """Work in `cwd` from now on (a task's worktree, and back); `confined` keeps file tools
+        inside it."""
+        ...

@@ -1,0 +1,230 @@
+"""The Claude brain: a teammate that thinks with a model through `AgentLoop`.
+
+It builds the system prompt (the agent definition's body, the team-communication rules, where
+the team's files are), the tool set the agent definition allows, and the permission policy
+(``--permission-mode``, ``--plan-mode-required``, rules from the definition). The runtime hands
+it plain messages (`respond`) and claimed tasks (`work`); both continue one conversation.
+
+A task counts as resolved when the model marked it completed (TaskUpdate); a turn that ends
+with the task still open leaves it in progress with this teammate ("blocked"), and says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from protocols import safefs
+from protocols.clock import now_ms
+from protocols.inbox import InboxEntry, format_for_model
+from protocols.jsonio import atomic_write_text
+from protocols.messages import ShutdownRequest
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.task import Task
+from teammate.agent.definitions import AgentDefinition
+from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
+from teammate.agent.model import Model, ModelError
+from teammate.agent.transcript import Transcript
+from teammate.brains.base import Outcome, TeamLink
+from teammate.permissions.policy import PermissionPolicy, Rule, parse_rule
+from teammate.reporter import StatusReporter
+from teammate.tools.base import Tool, ToolContext, ToolError
+from teammate.tools.files import edit, read, write
+from teammate.tools.search import glob, grep
+from teammate.tools.shell import bash
+from teammate.tools.team import TEAM_TOOLS
+
+ALL_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep, *TEAM_TOOLS)
+
+TEAMMATE_RULES = """
+# Agent Teammate Communication
+
+IMPORTANT: You are running as an agent in a team. To communicate with anyone on your team:
+- Use the SendMessage tool with `to: "<name>"` to send messages to specific teammates
+- Use the SendMessage tool with `to: "*"` sparingly for team-wide broadcasts
+
+Just writing a response in text is not visible to others on your team - you MUST use the
+SendMessage tool.
+
+The user interacts primarily with the team lead. Your work is coordinated through the task
+system and teammate messaging.
+"""
+
+
+def system_prompt(agent: AgentDefinition, name: str, paths: TeamPaths, cwd: Path) -> str:
+    return "\n".join(
+        [
+            agent.system_prompt.strip(),
+            TEAMMATE_RULES,
+            "# Your team",
+            f"You are {name!r}, a member of team {paths.team!r}; the lead is {LEAD_NAME!r}.",
+            f"Team config (members): {paths.config}",
+            f"Task list directory: {paths.tasks_dir}",
+            f"Working directory: {cwd}",
+            "When you finish a task, mark it completed with TaskUpdate, tell the lead what you "
+            "did with SendMessage, then check TaskList for more work.",
+        ]
+    )
+
+
+def split_rules(entries: tuple[str, ...] | None) -> tuple[set[str], list[Rule]]:
+    """An agent definition's tool list as (bare tool names, rules with content): in ``tools``,
+    ``Bash(npm test:*)`` makes Bash available and allows that use; in ``disallowedTools``, a
+    bare name removes the tool and a rule denies that use."""
+    bare: set[str] = set()
+    rules: list[Rule] = []
+    for entry in entries or ():
+        rule = parse_rule(entry)
+        if rule.content is None:
+            bare.add(rule.tool_name)
+        else:
+            rules.append(rule)
+    return bare, rules
+
+
+class ClaudeBrain:
+    def __init__(
+        self,
+        model: Model,
+        agent: AgentDefinition,
+        name: str,
+        paths: TeamPaths,
+        cwd: Path,
+        permission_mode: str = "default",
+        plan_mode_required: bool = False,
+        max_turns: int | None = None,
+        rules: dict[str, list[Rule]] | None = None,
+        reporter: StatusReporter | None = None,
+        transcript: Transcript | None = None,
+        say: Any = print,
+        **loop_options: Any,
+    ) -> None:
+        listed, allow_rules = split_rules(agent.tools)
+        removed, deny_rules = split_rules(agent.disallowed_tools)
+        listed |= {rule.tool_name for rule in allow_rules}
+        tools = [
+            t
+            for t in ALL_TOOLS
+            # a teammate always has the team tools, unless the definition disallows them
+            if (agent.tools is None or t.name in listed or t.kind == "team")
+            and t.name not in removed
+        ]
+        self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
+        mode = "plan" if plan_mode_required else permission_mode
+        extra = rules or {}
+        self.policy = PermissionPolicy(
+            mode,
+            cwd,
+            allow=[*allow_rules, *extra.get("allow", [])],
+            deny=[*deny_rules, *extra.get("deny", [])],
+            ask=extra.get("ask", []),
+        )
+        self.paths = paths
+        self.name = name
+        self.agent = agent
+        self.say = say
+        self.ctx = ToolContext(cwd=cwd, agent_name=name)
+        self.ctx.extras["exit_plan_mode"] = self._exit_plan_mode
+        self.loop = AgentLoop(
+            model,
+            tools,
+            self.policy,
+            system_prompt(agent, name, paths, cwd),
+            self.ctx,
+            transcript=transcript,
+            reporter=reporter,
+            max_turns=max_turns or agent.max_turns or DEFAULT_MAX_TURNS,
+            say=lambda text: say(f"{name}: {text}"),
+            **loop_options,
+        )
+        self._initial_prompt = agent.initial_prompt
+
+    # the Brain interface
+
+    def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
+        prompt = self._with_initial(format_for_model(entries))
+        result = self._run(prompt, link)
+        if isinstance(result, Outcome):
+            return result
+        if result.stop == "max_turns":
+            return Outcome("failed", f"stopped after {result.turns} model turns (max turns)")
+        return None
+
+    def work(self, task: Task, link: TeamLink) -> Outcome:
+        prompt = self._with_initial(
+            f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
+            f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
+            f"{task.id!r}, status completed) and tell {LEAD_NAME} the result with SendMessage. "
+            "If you cannot finish it, tell the lead why and leave it in progress.\n"
+            f"Working directory for this task: {self.ctx.cwd}"
+        )
+        result = self._run(prompt, link)
+        if isinstance(result, Outcome):
+            return result
+        now = link.board.get(task.id)
+        if now is None or now.status == "completed":
+            return Outcome("resolved", f"#{task.id} done: {task.subject}", completed_by_brain=True)
+        if result.stop == "max_turns":
+            return Outcome(
+                "failed", f"#{task.id}: stopped after {result.turns} model turns (max turns)"
+            )
+        why = (
+            result.text.strip().splitlines()[-1][:200] if result.text.strip() else "no reason given"
+        )
+        return Outcome("blocked", f"#{task.id} not completed: {why}")
+
+    def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
+        return True, ""
+
+    def set_mode(self, mode: str) -> None:
+        self.policy.mode = mode
+
+    def update_permissions(self, updates: list[dict[str, Any]]) -> None:
+        self.policy.apply_updates(updates)
+
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        self.ctx.cwd = cwd
+        self.policy.cwd = cwd
+        self.policy.confined = confined
+
+    # helpers
+
+    def _run(self, prompt: str, link: TeamLink) -> LoopResult | Outcome:
+        self.loop.link = link
+        self.ctx.team = link
+        try:
+            return self.loop.run(prompt)
+        except ModelError as exc:
+            self.say(f"{self.name}: model call failed: {exc}")
+            return Outcome("failed", f"model call failed: {exc}")
+
+    def _with_initial(self, prompt: str) -> str:
+        if self._initial_prompt:
+            prompt = f"{self._initial_prompt}\n\n{prompt}"
+            self._initial_prompt = None
+        return prompt
+
+    def _exit_plan_mode(self, plan: str) -> str:
+        if self.policy.mode != "plan":
+            raise ToolError("You are not in plan mode; go ahead with the work.")
+        if not plan.strip():
+            raise ToolError("Give the plan to approve in the `plan` field.")
+        link = self.loop.link
+        if link is None:
+            raise ToolError("there is no lead to approve the plan")
+        plan_file = self.paths.plans_dir / f"{self.paths.team}-{self.name}-{now_ms()}.md"
+        safefs.makedirs(plan_file.parent)
+        atomic_write_text(plan_file, plan)  # never through a link planted in plans/
+        verdict = link.ask_plan_approval(plan, str(plan_file))
+        if not verdict.approved:
+            return (
+                f"The team lead rejected your plan. Feedback: {verdict.feedback or 'none given'}\n"
+                "You are still in plan mode: revise the plan and call ExitPlanMode again."
+            )
+        mode = verdict.permission_mode or self.mode_after_plan
+        self.policy.mode = "default" if mode == "plan" else mode
+        return (
+            f"The team lead approved your plan. You can now start making changes "
+            f"(permission mode: {self.policy.mode})."
+        )

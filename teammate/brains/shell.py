@@ -1,0 +1,171 @@
+"""The offline brain: runs a task's shell command, no model and no network.
+
+For a claimed task it runs ``metadata.command`` (or, when there is none, the description) with
+``/bin/sh -c`` in the teammate's working directory, with a timeout. Exit 0 resolves the task and
+reports the tail of the output; anything else fails it, keeping the exit code and output tail.
+
+Whether a command may run is decided by the same `PermissionPolicy` and rule language as a
+Claude teammate's Bash calls (`shell_policy`): deny rules refuse, ask rules (by default a short
+list of destructive commands, `DEFAULT_ASK_RULES`) need the lead's approval by the permission
+protocol, every other command is allowed (the worker exists to run them). Modes:
+``bypassPermissions`` asks nothing (deny rules still refuse); ``dontAsk`` refuses what would
+need asking; ``plan`` asks before every command; the others ask for matching commands only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from protocols.inbox import InboxEntry
+from protocols.messages import ShutdownRequest
+from protocols.task import Task
+from protocols.values import PermissionMode
+from teammate.brains.base import Outcome, TeamLink
+from teammate.permissions.policy import (
+    PLAN_MODE_DENIAL,
+    Decision,
+    PermissionPolicy,
+    Rule,
+    parse_rule,
+)
+
+DEFAULT_ASK_RULES = (
+    "Bash(rm -r*)",
+    "Bash(rm -f*)",
+    "Bash(rm * -r*)",
+    "Bash(git push*)",
+    "Bash(git reset --hard*)",
+    "Bash(sudo *)",
+    "Bash(dd *)",
+    "Bash(mkfs*)",
+    "Bash(chmod -R*)",
+    "Bash(chown -R*)",
+    "Bash(shutdown*)",
+    "Bash(reboot*)",
+)
+OUTPUT_TAIL_CHARS = 2000
+_TOOL_RULE = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)
+
+
+def as_rule(text: str) -> Rule:
+    """An ``--ask`` value as a rule: ``Tool(content)`` as written, anything else a Bash command
+    pattern (``rm -r*``, ``git push:*``; ``*`` alone: every command)."""
+    if _TOOL_RULE.fullmatch(text.strip()):
+        return parse_rule(text)
+    return Rule("Bash", text.strip())
+
+
+def shell_policy(
+    mode: str,
+    cwd: Path,
+    ask: Iterable[str] = (),
+    rules: Mapping[str, Iterable[Rule]] | None = None,
+) -> PermissionPolicy:
+    """The shell worker's policy: every command allowed except what `ask` (default:
+    `DEFAULT_ASK_RULES`) or the settings' ask rules ask about, or their deny rules refuse."""
+    extra = rules or {}
+    return PermissionPolicy(
+        mode,
+        cwd,
+        allow=[Rule("Bash"), *extra.get("allow", [])],
+        deny=list(extra.get("deny", [])),
+        ask=[*(as_rule(text) for text in (tuple(ask) or DEFAULT_ASK_RULES)), *extra.get("ask", [])],
+    )
+
+
+def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class ShellBrain:
+    """Runs task commands; answers plain messages with an acknowledgement."""
+
+    def __init__(
+        self, cwd: Path, policy: PermissionPolicy | None = None, timeout_s: float = 600.0
+    ) -> None:
+        self.cwd = cwd
+        self.policy = policy or shell_policy(PermissionMode.DEFAULT, cwd)
+        self.timeout_s = timeout_s
+
+    def decide(self, command: str) -> Decision:
+        """Whether `command` may run: allow, deny, or ask the lead."""
+        decision = self.policy.decide("Bash", "execute", {"command": command})
+        if self.policy.mode == PermissionMode.PLAN and decision.reason == PLAN_MODE_DENIAL:
+            return Decision("ask", "plan mode: every command needs the lead's approval")
+        return decision
+
+    def work(self, task: Task, link: TeamLink) -> Outcome:
+        command = str((task.metadata or {}).get("command") or task.description).strip()
+        if not command:
+            return Outcome("failed", f"#{task.id} has no command (metadata.command or description)")
+        decision = self.decide(command)
+        if decision.behavior == "deny":
+            return Outcome("failed", f"not allowed to run {command!r}: {decision.reason}")
+        if decision.behavior == "ask":
+            answer = link.ask_permission("Bash", {"command": command}, f"Run: {command}")
+            if not answer.approved:
+                reason = answer.reason or "denied"
+                return Outcome(
+                    "failed", f"permission denied: {reason}", metadata={"denied": reason}
+                )
+            if answer.updated_input and isinstance(answer.updated_input.get("command"), str):
+                command = answer.updated_input["command"]
+        return self._run(task, command)
+
+    def _run(self, task: Task, command: str) -> Outcome:
+        try:
+            result = subprocess.run(
+                ["/bin/sh", "-c", command],
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as expired:
+            output = (expired.stdout or b"").decode("utf-8", "replace")
+            return Outcome(
+                "failed",
+                f"#{task.id} timed out after {self.timeout_s:g} s",
+                report=tail(output),
+                metadata={"exitCode": None, "outputTail": tail(output), "timedOut": True},
+            )
+        output = tail(result.stdout.decode("utf-8", "replace"))
+        if result.returncode == 0:
+            return Outcome("resolved", f"#{task.id} done: {task.subject}", report=output)
+        return Outcome(
+            "failed",
+            f"#{task.id} failed with exit code {result.returncode}",
+            report=output,
+            metadata={"exitCode": result.returncode, "outputTail": output},
+        )
+
+    def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
+        """Acknowledge each message to its sender (a shell worker cannot do more)."""
+        for entry in entries:
+            if entry.from_ == link.name:
+                continue
+            first_line = entry.text.strip().splitlines()[0][:60] if entry.text.strip() else ""
+            gist = entry.summary or first_line
+            reply = f"Received: {gist!r}. I am a shell worker: I run the commands of tasks I claim."
+            link.send(entry.from_, reply, summary="acknowledged")
+        return None
+
+    def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
+        return True, ""
+
+    def set_mode(self, mode: str) -> None:
+        self.policy.mode = mode
+
+    def move_to(self, cwd: Path, confined: bool) -> None:
+        self.cwd = cwd  # commands run there; a shell worker has no file tools to confine
+        self.policy.cwd = cwd
+
+    def update_permissions(self, updates: list[dict[str, Any]]) -> None:
+        """Claude Code permission updates (rules and mode), as a Claude teammate applies them."""
+        self.policy.apply_updates(updates)

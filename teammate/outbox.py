@@ -1,0 +1,80 @@
+"""What a teammate says, delivered even through a passing failure.
+
+`Outbox.send` sends at once; when the mailbox cannot be written (a lock held too long, a full
+disk) the message waits here, in order, and `flush` sends it on a later pass with the same
+message id, so it is stored once: nothing the teammate says is lost, and a message never
+overtakes an earlier one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from protocols.errors import LockLost, LockTimeout, UnknownMember
+from protocols.mailbox import Mailbox, new_message_id
+from teammate.trouble import Trouble, describe
+
+# failures of the surroundings, not of a message: retried after a back-off, never set aside
+ENVIRONMENT_ERRORS = (OSError, LockTimeout, LockLost)
+
+Report = Callable[[Exception, float, bool], None]  # (error, retry delay, first time)
+
+
+class Outbox:
+    def __init__(
+        self, mailbox: Mailbox, sender: str, color: str | None, say: Callable[[str], None]
+    ) -> None:
+        self.mailbox = mailbox
+        self.sender = sender
+        self.color = color
+        self.say = say
+        self._waiting: list[tuple[str, Any, str | None, str]] = []  # to, body, summary, id
+        self._trouble = Trouble()
+        self._retry_at = 0.0
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        """Send now, or keep it (behind anything already waiting) for `flush`."""
+        message = (to, body, summary, new_message_id())
+        if self._waiting:
+            self._waiting.append(message)
+            return
+        try:
+            self._deliver(*message)
+        except ENVIRONMENT_ERRORS as exc:
+            self._waiting.append(message)
+            self.say(f"could not send to {to} now ({describe(exc)}); it goes out when it can")
+
+    def flush(self, report: Report) -> None:
+        """Send what earlier passes could not, when its back-off allows; a failure goes to
+        `report` and is retried later, and does not keep the teammate from its work."""
+        if not self._waiting or time.monotonic() < self._retry_at:
+            return
+        try:
+            while self._waiting:
+                self._deliver(*self._waiting[0])
+                self._waiting.pop(0)
+        except ENVIRONMENT_ERRORS as exc:
+            delay, new = self._trouble.failed(exc)
+            self._retry_at = time.monotonic() + delay
+            report(exc, delay, new)
+            return
+        self._trouble.cleared()
+        self._retry_at = 0.0
+
+    def _deliver(self, to: str, body: Any, summary: str | None, message_id: str) -> None:
+        try:
+            self.mailbox.send(
+                to,
+                body,
+                sender=self.sender,
+                summary=summary,
+                color=self.color,
+                message_id=message_id,
+            )
+        except UnknownMember as exc:  # a member that left: nobody to keep it for
+            self.say(f"could not send to {to}: {exc}")

@@ -1,0 +1,63 @@
+"""The benchmark scripts run (tiny sizes) and end with their key=value line; their correctness
+figures (lost, duplicated, double claims) must be zero. Their speed figures are not checked here:
+speed is measured by running bench/ in full, never asserted in tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "zero"),
+    [
+        (
+            "latency.py",
+            ["--messages", "20", "--baseline-messages", "3", "--poll-interval", "0.2"],
+            [],
+        ),
+        ("throughput.py", ["--writers", "3", "--messages", "30"], ["lost", "duplicated"]),
+        (
+            "claims.py",
+            ["--tasks", "40", "--workers", "4"],
+            ["double_claims", "unclaimed", "blocked_violations"],
+        ),
+        ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
+        ("prompt_cache.py", [], []),
+        ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
+        pytest.param(
+            "interop_inbox.py",
+            ["--messages", "10", "--rounds", "1"],
+            ["none_cc_lost", "none_swarm_lost", "gap10ms_swarm_lost", "tight_swarm_lost"],
+            marks=[
+                pytest.mark.interop,
+                pytest.mark.skipif(
+                    not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
+                    reason="needs node, npm (to install Claude Code 2.1.88) and tmux",
+                ),
+            ],
+        ),
+    ],
+)
+def test_benchmark_runs_and_reports(
+    script: str, args: list[str], zero: list[str], config_root: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CLAUDE_CONFIG_DIR": str(config_root)},
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    figures = dict(pair.split("=", 1) for pair in last.split())
+    for key in zero:
+        assert figures[key] == "0", last

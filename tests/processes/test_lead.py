@@ -1,0 +1,183 @@
+"""`swarm lead` as a person uses it: a real process reading typed lines on stdin, a lead agent
+and its teammates on the real `anthropic` SDK against the local Messages API server, real
+teammate processes (subprocess backend here; tmux in the scenario tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import LeadSession, teammate_argv, wait_for
+from messages_api import MessagesAPI, Turn, by_agent
+
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.permissions import request_permission
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from protocols.values import MemberState
+from swarm.team.approvals import pending_requests
+from swarm.team.lifecycle import request_shutdown
+from swarm.team.members import member_state
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def sessions(config_root: Path) -> Iterator[list[LeadSession]]:
+    started: list[LeadSession] = []
+    yield started
+    for session in started:
+        session.close()
+    for team_dir in sorted((config_root / "teams").glob("*")):
+        paths = TeamPaths(config_root, team_dir.name)
+        for member in TeamFile(paths).load().members:
+            if member.name != "team-lead":
+                # a member whose process never started (or died) cannot answer: do not wait
+                live = member_state(member) in (MemberState.WORKING, MemberState.IDLE)
+                request_shutdown(
+                    paths, member.name, "test over", wait_s=5 if live else 0, force=True
+                )
+
+
+def test_the_lead_agent_spawns_a_teammate_and_reads_its_result(
+    workdir: Path, sessions: list[LeadSession], paths: TeamPaths
+) -> None:
+    scripts = {
+        "team-lead": [
+            Turn.tool(
+                "Agent",
+                {
+                    "description": "backend developer",
+                    "name": "alice",
+                    "prompt": "Create schema.sql with a users table, then tell me.",
+                    "mode": "acceptEdits",
+                },
+            ),
+            Turn.text("Alice is on it."),
+            Turn.text("Alice wrote schema.sql."),
+        ],
+        "alice": [
+            Turn.tool(
+                "Write",
+                {
+                    "file_path": "schema.sql",
+                    "content": "CREATE TABLE users (id INTEGER PRIMARY KEY);\n",
+                },
+            ),
+            Turn.tool(
+                "SendMessage",
+                {
+                    "to": "team-lead",
+                    "message": "schema.sql has a users table",
+                    "summary": "schema done",
+                },
+            ),
+            Turn.text("Done."),
+        ],
+    }
+    with MessagesAPI(by_agent(scripts)) as api:
+        lead = LeadSession(api, workdir, "--backend", "subprocess", "--teammate-model", "sonnet")
+        sessions.append(lead)
+        lead.expect("leading team 't'")
+        lead.type(
+            "Spawn alice as a backend developer. Ask her to create schema.sql with a users table."
+        )
+        lead.expect("schema.sql has a users table", "alice's message in the console")
+        lead.expect("lead: Alice wrote schema.sql.", "the lead agent's answer to her message")
+        assert lead.quit() == 0
+    assert (workdir / "schema.sql").read_text().startswith("CREATE TABLE users")
+    member = TeamFile(paths).load().member("alice")
+    assert member is not None and member.agentType == "general-purpose"
+    lead_requests = [r for r in api.requests if "You are the team lead" in str(r["system"])]
+    spawned = lead_requests[1]["messages"][-1]["content"][0]["content"]
+    assert spawned.startswith("Spawned successfully.\nagent_id: alice@t\nname: alice\nteam_name: t")
+    heard = str(lead_requests[2]["messages"][-1])
+    assert (
+        '<teammate-message teammate_id="alice"' in heard and "schema.sql has a users table" in heard
+    )
+
+
+def test_without_a_key_the_lead_is_a_console_for_people(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    lead = LeadSession(None, workdir)
+    sessions.append(lead)
+    lead.expect("the lead agent is off: ANTHROPIC_API_KEY is not set")
+    lead.type("/task write the docs")
+    lead.expect("task #1 created: write the docs")
+    lead.type("/send bob hello bob")
+    lead.expect("sent to bob")
+    lead.type("hello?")
+    lead.expect("the lead agent is off")
+    lead.type("/frobnicate")
+    lead.expect("unknown command /frobnicate")
+    Mailbox(team.paths).send("team-lead", "hi lead", sender="alice", color="blue")
+    lead.expect("alice: hi lead", "alice's message")
+    assert [e.text for e in Mailbox(team.paths).read_all("bob")] == ["hello bob"]
+    assert lead.quit() == 0
+    assert "Traceback" not in lead.output
+
+
+def test_a_teammate_whose_process_dies_is_reaped_and_its_tasks_return(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    worker = subprocess.Popen(teammate_argv("alice"), cwd=workdir)
+    try:
+        board = TaskBoard(team.paths)
+        wait_for(
+            lambda: team.load().member("alice").model_extra.get("pid") == worker.pid,
+            "alice to start",
+        )
+        board_task = board.create("long", metadata={"command": "sleep 60"})
+        wait_for(lambda: board.require(board_task.id).owner == "alice", "alice to claim the task")
+        lead = LeadSession(None, workdir)
+        sessions.append(lead)
+        lead.expect("leading team 't'")
+        worker.kill()
+        worker.wait(10)
+        lead.expect("alice has stopped", "the reaped teammate in the console")
+        assert team.load().member("alice") is None
+        again = board.require(board_task.id)
+        assert again.status == "pending" and again.owner is None
+        assert lead.quit() == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
+def test_the_team_files_auto_approval_rules_answer_matching_requests(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile
+) -> None:
+    (team.paths.team_dir / "swarm-lead.json").write_text(
+        json.dumps({"autoApprove": ["Bash(ls:*)"], "autoDeny": ["Bash(rm:*)"]})
+    )
+    lead = LeadSession(None, workdir)
+    sessions.append(lead)
+    lead.expect("leading team 't'")
+    mailbox = Mailbox(team.paths)
+    for command in ("ls -la", "rm -rf build", "make"):
+        request_permission(
+            mailbox,
+            worker="alice",
+            tool_name="Bash",
+            tool_use_id="toolu_1",
+            description=f"Run: {command}",
+            input={"command": command},
+            color="blue",
+        )
+    lead.expect("approved by the team's rules: Bash: ls -la")
+    lead.expect("denied by the team's rules: Bash: rm -rf build")
+    lead.expect("asks: Bash: make [perm-")
+    answers = [m for m in (e.structured() for e in mailbox.read_all("alice")) if m is not None]
+    assert [a.approved for a in answers] == [True, False]
+    assert [p.description for p in pending_requests(team.paths)] == ["Run: make"]
+    assert lead.quit() == 0

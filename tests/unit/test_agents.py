@@ -1,0 +1,251 @@
+"""Agent definitions: built-ins, Markdown files with frontmatter, precedence and error messages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from protocols.values import PermissionMode
+from teammate.agent.definitions import (
+    AgentDefinition,
+    AgentDefinitionError,
+    available_agents,
+    load_agent,
+    parse_agent_file,
+)
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "user-agents"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / ".claude" / "agents").mkdir(parents=True)
+    return path
+
+
+def write(directory: Path, stem: str, text: str) -> Path:
+    path = directory / f"{stem}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def agent_text(name: str, description: str = "d", body: str = "Prompt.") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\n{body}\n"
+
+
+def test_built_ins_exist(project: Path, user_dir: Path) -> None:
+    agents = available_agents(project, user_dir)
+    assert {"general-purpose", "Explore", "Plan"} <= set(agents)
+    for agent in agents.values():
+        assert agent.source == "built-in"
+        assert agent.description and agent.system_prompt
+    general = agents["general-purpose"]
+    assert general.tools is None and general.disallowed_tools == ()
+    assert all(general.allows(tool) for tool in ("Read", "Write", "Edit", "Bash", "Agent"))
+
+
+@pytest.mark.parametrize("name", ["Explore", "Plan"])
+def test_read_only_built_ins_refuse_writes(name: str, project: Path, user_dir: Path) -> None:
+    agent = load_agent(name, project, user_dir)
+    for tool in ("Write", "Edit", "NotebookEdit", "Agent"):
+        assert not agent.allows(tool)
+    for tool in ("Read", "Grep", "Glob"):
+        assert agent.allows(tool)
+
+
+def test_allows_with_tools_and_disallowed() -> None:
+    agent = AgentDefinition("a", "d", "p", tools=("Read", "Bash"), disallowed_tools=("Bash",))
+    assert agent.allows("Read")
+    assert not agent.allows("Bash")
+    assert not agent.allows("Write")
+
+
+def test_full_file_is_parsed(project: Path, user_dir: Path) -> None:
+    path = write(
+        project / ".claude" / "agents",
+        "reviewer",
+        "---\n"
+        "name: code-reviewer\n"
+        "description: Reviews code\n"
+        "tools: Read, Grep,Glob\n"
+        "disallowedTools:\n  - Write\n  - Edit\n"
+        "model: sonnet\n"
+        "permissionMode: acceptEdits\n"
+        "maxTurns: 7\n"
+        "color: blue\n"
+        "isolation: worktree\n"
+        "initialPrompt: Start by reading the diff.\n"
+        "someFutureKey: whatever\n"
+        "---\n\n"
+        "You review code.\n\nBe kind.\n\n",
+    )
+    agent = load_agent("code-reviewer", project, user_dir)
+    assert agent == AgentDefinition(
+        name="code-reviewer",
+        description="Reviews code",
+        system_prompt="You review code.\n\nBe kind.",
+        tools=("Read", "Grep", "Glob"),
+        disallowed_tools=("Write", "Edit"),
+        model="sonnet",
+        permission_mode="acceptEdits",
+        max_turns=7,
+        color="blue",
+        isolation="worktree",
+        initial_prompt="Start by reading the diff.",
+        source=str(path),
+    )
+
+
+def test_tools_as_yaml_list_and_defaults(user_dir: Path, project: Path) -> None:
+    write(user_dir, "lister", "---\ntools: [Read, Bash]\nmodel: inherit\n---\nBody")
+    agent = load_agent("lister", project, user_dir)  # name defaults to the file stem
+    assert agent.tools == ("Read", "Bash")
+    assert agent.allows("Bash") and not agent.allows("Write")
+    assert agent.model is None  # "inherit": the lead's model
+    assert agent.description == ""
+    assert agent.permission_mode is agent.max_turns is agent.isolation is None
+
+
+def test_star_tools_means_all(user_dir: Path, project: Path) -> None:
+    write(user_dir, "all", "---\ntools: '*'\n---\n")
+    assert load_agent("all", project, user_dir).tools is None
+
+
+def test_precedence_project_over_user_over_built_in(project: Path, user_dir: Path) -> None:
+    project_agents = project / ".claude" / "agents"
+    user_explore = write(user_dir, "explore", agent_text("Explore", body="user explore"))
+    write(user_dir, "shared", agent_text("shared", body="user shared"))
+    project_shared = write(project_agents, "shared", agent_text("shared", body="project shared"))
+    write(user_dir, "only-user", agent_text("only-user"))
+
+    agents = available_agents(project, user_dir)
+    assert agents["Explore"].system_prompt == "user explore"
+    assert agents["Explore"].source == str(user_explore)
+    assert agents["shared"].system_prompt == "project shared"
+    assert agents["shared"].source == str(project_shared)
+    assert agents["only-user"].source == str(user_dir / "only-user.md")
+    assert agents["Plan"].source == "built-in"
+    assert load_agent("shared", project, user_dir).system_prompt == "project shared"
+
+
+def test_default_directories(
+    config_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (config_root / "agents").mkdir()
+    write(config_root / "agents", "from-user", agent_text("from-user"))
+    cwd = tmp_path / "cwd"
+    (cwd / ".claude" / "agents").mkdir(parents=True)
+    write(cwd / ".claude" / "agents", "from-project", agent_text("from-project"))
+    monkeypatch.chdir(cwd)
+    agents = available_agents()
+    assert {"from-user", "from-project"} <= set(agents)
+
+
+def test_only_md_files_directly_in_the_directory(user_dir: Path, project: Path) -> None:
+    write(user_dir, "good", agent_text("good"))
+    (user_dir / "notes.txt").write_text("not an agent")
+    (user_dir / "nested").mkdir()
+    write(user_dir / "nested", "deep", agent_text("deep"))
+    agents = available_agents(project, user_dir)
+    assert "good" in agents and "deep" not in agents
+
+
+def test_unknown_name_lists_available(project: Path, user_dir: Path) -> None:
+    write(user_dir, "mine", agent_text("mine"))
+    with pytest.raises(AgentDefinitionError) as info:
+        load_agent("nope", project, user_dir)
+    message = str(info.value)
+    assert message.startswith(
+        "unknown agent type 'nope'; available: Explore, Plan, general-purpose, mine (from built-in, "
+    )
+    assert str(user_dir) in message
+    assert str(project / ".claude" / "agents") in message
+
+
+# (frontmatter text, line of the problem, a fragment of the message)
+ERROR_CASES = [
+    ("You are an agent.\n", 1, "no YAML frontmatter"),
+    ("", 1, "no YAML frontmatter"),
+    ("---\nname: x\ndescription: d\n", 1, "unterminated frontmatter"),
+    ("---\nname: x\ndescription: ok\n  bad: indent\n---\n", 4, "invalid YAML"),
+    ("---\nname: x\n\ndescription: [a, b\ntools: Read\n---\n", 5, "invalid YAML"),
+    ("---\nname: x\n\tcolor: tab\n---\n", 3, "invalid YAML"),
+    ("---\n- a\n- b\n---\n", 2, "frontmatter must be a mapping"),
+    ("---\njust text\n---\n", 2, "frontmatter must be a mapping"),
+    (
+        "---\nname: x\ndescription: d\nmaxTurns: many\n---\n",
+        4,
+        "maxTurns must be a positive integer",
+    ),
+    ("---\nname: x\n\n\nmaxTurns: 0\n---\n", 5, "maxTurns must be a positive integer"),
+    ("---\nmaxTurns: -3\n---\n", 2, "maxTurns must be a positive integer"),
+    ("---\nname: x\nmaxTurns: true\n---\n", 3, "maxTurns must be a positive integer"),
+    ("---\nname: x\nmaxTurns: 2.5\n---\n", 3, "maxTurns must be a positive integer"),
+    (
+        "---\nname: x\ndescription: d\npermissionMode: yolo\n---\n",
+        4,
+        ", ".join(PermissionMode.names()),
+    ),
+    ("---\nname: x\nisolation: container\n---\n", 3, "isolation must be 'worktree'"),
+    ("---\nname: x\ntools: 5\n---\n", 3, "tools must be a comma-separated string or a list"),
+    ("---\nname: x\ntools:\n  - Read\n  - 3\n---\n", 3, "tools must be"),
+    ("---\nname: x\ndisallowedTools: {Write: yes}\n---\n", 3, "disallowedTools must be"),
+    ("---\nname: x\ndescription: 12\n---\n", 3, "description must be a string"),
+    ("---\nname: [a]\n---\n", 2, "name must be a string"),
+    ("---\nname: ''\n---\n", 2, "name must not be empty"),
+    ("---\nname: x\nmodel: 4\n---\n", 3, "model must be a string"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), ERROR_CASES)
+def test_errors_name_file_and_line(
+    text: str, line: int, fragment: str, project: Path, user_dir: Path
+) -> None:
+    path = write(user_dir, "bad", text)
+    with pytest.raises(AgentDefinitionError) as info:
+        parse_agent_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: "), message
+    assert fragment in message
+    # strict lookup: a malformed file anywhere fails listing and loading any name
+    with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:{line}: ")):
+        available_agents(project, user_dir)
+    with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:{line}: ")):
+        load_agent("Explore", project, user_dir)
+
+
+def test_malformed_project_file_is_an_error(project: Path, user_dir: Path) -> None:
+    path = write(project / ".claude" / "agents", "broken", "---\nmaxTurns: lots\n---\n")
+    with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:2: maxTurns")):
+        load_agent("general-purpose", project, user_dir)
+
+
+def test_crlf_and_bom_files(user_dir: Path, project: Path) -> None:
+    path = user_dir / "win.md"
+    path.write_bytes("\ufeff---\r\nname: win\r\ntools: Read\r\n---\r\nBody\r\n".encode())
+    agent = load_agent("win", project, user_dir)
+    assert agent.tools == ("Read",) and agent.system_prompt == "Body"
+
+
+def test_undecodable_file(user_dir: Path) -> None:
+    path = user_dir / "binary.md"
+    path.write_bytes(b"---\nname: \xff\xfe\n---\n")
+    with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:1: cannot read")):
+        parse_agent_file(path)
+
+
+def test_duplicate_name_in_one_directory(user_dir: Path, project: Path) -> None:
+    write(user_dir, "a", agent_text("same"))
+    second = write(user_dir, "b", agent_text("same"))
+    with pytest.raises(
+        AgentDefinitionError, match="^" + re.escape(f"{second}:1: agent 'same' is already defined")
+    ):
+        available_agents(project, user_dir)

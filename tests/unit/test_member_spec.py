@@ -1,0 +1,98 @@
+"""One `MemberSpec` says how a member starts: it round-trips through the teammate command line,
+is recorded in the member entry by a spawn, and drives the spawn's command line. These run on
+the stub backend: nothing is started."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from protocols.values import ModelKind, PermissionMode
+from swarm.backends.base import SpawnError
+from swarm.backends.stub import StubBackend
+from swarm.errors import SwarmError
+from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.members import member_spec
+from teammate.options import MemberSpec, command_line, parse
+
+words = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1
+)
+specs = st.builds(
+    MemberSpec,
+    model=st.sampled_from(["shell", "sonnet", "claude-opus-4-1", "haiku"]),
+    agent_type=st.none() | st.sampled_from(["general-purpose", "Explore", "reviewer"]),
+    permission_mode=st.none() | st.sampled_from(list(PermissionMode)),
+    plan_mode_required=st.booleans(),
+    max_turns=st.none() | st.integers(1, 500),
+    settings=st.none() | words.map(lambda w: "/s/" + w),
+    agents=st.none() | st.just('{"x": {"description": "d", "prompt": "p"}}'),
+    ask=st.lists(words | words.map(lambda w: "-" + w), max_size=3).map(tuple),
+    task_timeout_s=st.sampled_from([600.0, 0.5, 30.0]),
+    permission_timeout_s=st.sampled_from([900.0, 2.0]),
+)
+
+
+@given(specs)
+def test_a_spec_round_trips_through_the_teammate_command_line(spec: MemberSpec) -> None:
+    argv = command_line(["prog"], spec, name="alice", team="t", color="red")
+    options = parse(argv[1:])
+    assert options.spec == spec
+    assert (options.agent_name, options.team_name, options.color) == ("alice", "t", "red")
+
+
+def test_a_scripted_spec_round_trips_and_the_json_value_too() -> None:
+    spec = MemberSpec(model="scripted", script="/x/turns.yaml", max_turns=3, backend="tmux")
+    assert parse(command_line(["p"], spec, name="a", team="t")[1:]).spec == spec.process_part()
+    assert MemberSpec.from_value(spec.to_value()) == spec
+    assert MemberSpec.from_value({"model": "shell", "permission_mode": "yolo"}) is None
+    assert MemberSpec.from_value("not a spec") is None
+    assert spec.kind is ModelKind.SCRIPTED and ModelKind.of("opus") is ModelKind.CLAUDE
+
+
+def test_a_spawn_records_its_spec_and_starts_the_command_line_it_says(
+    paths: TeamPaths, tmp_path: Path
+) -> None:
+    TeamFile(paths).create(cwd=tmp_path)
+    stub = StubBackend()
+    spec = MemberSpec(
+        permission_mode=PermissionMode.ACCEPT_EDITS,
+        ask=("git push*",),
+        task_timeout_s=30.0,
+        cwd=str(tmp_path),
+    )
+    member, spawned = spawn_member(paths, "alice", "Do it.", spec, backend=stub, wait_s=0)
+    (request,) = stub.requests
+    options = parse(request.argv[3:])  # after: python -m teammate
+    assert request.argv[1:3] == ["-m", "teammate"]
+    assert options.spec == dataclasses.replace(spec, agent_type="general-purpose").process_part()
+    recorded = member_spec(TeamFile(paths).load().member("alice"))  # type: ignore[arg-type]
+    assert recorded == dataclasses.replace(spec, agent_type=None, model="shell")
+    assert member.mode == "acceptEdits" and spawned.backend_type == "stub"
+    assert [e.text for e in Mailbox(paths).peek_all("alice")] == ["Do it."]
+    result = request_shutdown(paths, "alice", "done", wait_s=0, force=True)
+    assert result.stopped and TeamFile(paths).load().member("alice") is None
+
+
+def test_a_spawn_that_fails_leaves_no_member_and_a_bad_spec_is_refused_first(
+    paths: TeamPaths, tmp_path: Path
+) -> None:
+    TeamFile(paths).create(cwd=tmp_path)
+    stub = StubBackend(fail_with="no such terminal")
+    with pytest.raises(SpawnError, match="no such terminal"):
+        spawn_member(paths, "bob", "x", MemberSpec(cwd=str(tmp_path)), backend=stub, wait_s=0)
+    assert TeamFile(paths).load().member("bob") is None
+    with pytest.raises(SwarmError, match="needs --script FILE"):
+        spawn_member(paths, "bob", "x", MemberSpec(model="scripted"), backend=stub)
+    with pytest.raises(SwarmError, match="belong to swarm's own teammate"):
+        foreign = MemberSpec(model="sonnet", max_turns=2, teammate_command=sys.executable)
+        spawn_member(paths, "bob", "x", foreign, backend=stub)
+    assert stub.requests == [] and TeamFile(paths).load().member("bob") is None
