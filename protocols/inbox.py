@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError
 
 from protocols import safefs
 from protocols.clock import now_ms
+from protocols.file_cache import Signature, signature_of
 from protocols.jsonio import (
     Durability,
     append_durably,
@@ -111,7 +112,7 @@ class Loaded:
 
     items: list[Any]
     text: str
-    signature: tuple[int, int, int] | None
+    signature: Signature | None
 
     def entries(self) -> list[InboxEntry]:
         """The items that are valid messages (others are logged and kept in the file)."""
@@ -156,12 +157,12 @@ class InboxFile:
         ensure_file(self.path, "[]", self.durability)  # the lock target must exist
         return FileGuard(self.path, timeout=self.lock_timeout)
 
-    def signature(self) -> tuple[int, int, int] | None:
+    def signature(self) -> Signature | None:
         try:
             st = safefs.stat_of(self.path)
         except FileNotFoundError:
             return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return signature_of(st)
 
     def try_load(self) -> Loaded | None:
         """Load without the lock; None if the file does not parse right now."""
@@ -171,7 +172,7 @@ class InboxFile:
             return Loaded([], "[]", None)
         with os.fdopen(fd, "rb") as handle:
             st = os.fstat(handle.fileno())
-            signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+            signature = signature_of(st)
             data = handle.read()
         try:
             text = data.decode("utf-8")

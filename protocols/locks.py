@@ -52,6 +52,7 @@ import filelock
 
 from protocols import safefs
 from protocols.errors import InvalidSetting, LockLost, LockTimeout
+from protocols.file_cache import Signature, signature_of
 from protocols.pids import ProcessIdentity, start_time
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,6 @@ _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
 R = TypeVar("R")
-Signature = tuple[int, int, int]  # inode, size, mtime_ns of a file
 
 
 def default_timeout() -> float:
@@ -252,7 +252,7 @@ class FileGuard:
         st = self._lstat(self._name)
         if st is None or stat.S_ISLNK(st.st_mode):
             return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return signature_of(st)
 
     def _open_flock_file(self) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

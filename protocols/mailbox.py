@@ -1,7 +1,6 @@
 """Delivering messages between the members of a team through their inbox files.
 
-`Mailbox` is the file transport behind the small `MessageTransport` interface (send, broadcast,
-read, mark read, wait), so a second transport can be added later without touching callers.
+`Mailbox` sends, broadcasts, reads, marks read and waits, on the inbox files of one team.
 
 Guarantees:
 - a message goes only to a member of the team: an unknown recipient is an error and no orphan
@@ -19,7 +18,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
@@ -36,27 +35,6 @@ log = logging.getLogger(__name__)
 
 BROADCAST = "*"
 DEFAULT_COMPACT_AFTER = 32
-
-
-class MessageTransport(Protocol):
-    """What callers need from a message transport."""
-
-    def send(
-        self,
-        to: str,
-        body: str | StructuredMessage,
-        *,
-        sender: str,
-        summary: str | None = None,
-        color: str | None = None,
-        message_id: str | None = None,
-    ) -> list[InboxEntry]: ...
-
-    def read_unread(self, agent: str) -> list[InboxEntry]: ...
-
-    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int: ...
-
-    def wait(self, agent: str, timeout: float) -> list[InboxEntry]: ...
 
 
 def new_message_id() -> str:

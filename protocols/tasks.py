@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from protocols import safefs
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
+from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import (
     Durability,
     atomic_write_text,
@@ -77,7 +78,7 @@ class NewTask:
 class _Invalid(Exception):
     """A task file that is not a valid task (`TaskBoard._read` skips it, warning once)."""
 
-    def __init__(self, signature: tuple[int, int, int], error: Exception) -> None:
+    def __init__(self, signature: Signature, error: Exception) -> None:
         super().__init__(str(error))
         self.signature, self.error = signature, error
 
@@ -101,7 +102,7 @@ class TaskBoard:
         self.durability = durability
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
-        self._cache: dict[str, tuple[tuple[int, int, int], Task | None]] = {}
+        self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
 
     # locks
 
@@ -166,11 +167,9 @@ class TaskBoard:
         try:
             return parse_patiently(lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S)
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
-            cached = self._cache.get(path)
-            if cached is None or cached[0] != bad.signature:
+            if self._cache.signature(path) != bad.signature:  # once per version of the file
                 log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
-            self._cache[path] = (bad.signature, None)
-            return None
+            return self._cache.put(path, bad.signature, None)
 
     def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> Task | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
@@ -178,22 +177,22 @@ class TaskBoard:
         try:
             if cached_ok and dir_fd is not None:
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                cached = self._cache.get(path)
-                if cached is not None and cached[0] == _signature(st):
-                    return cached[1]
+                hit, task = self._cache.get(path, signature_of(st))
+                if hit:
+                    return task
             fd = _open_task(path, name, dir_fd)
         except FileNotFoundError:
-            self._cache.pop(path, None)
+            self._cache.drop(path)
             return None
         except (safefs.LinkRefused, OSError) as exc:  # a link: ELOOP with O_NOFOLLOW
             log.warning("skipping task file %s: %s", path, exc)
             return None
         with os.fdopen(fd, "rb") as handle:
             st = os.fstat(handle.fileno())
-            signature = _signature(st)
-            cached = self._cache.get(path)
-            if cached_ok and cached is not None and cached[0] == signature:
-                return cached[1]
+            signature = signature_of(st)
+            hit, cached = self._cache.get(path, signature)
+            if cached_ok and hit:
+                return cached
             data = handle.read()
         try:
             raw = json.loads(data)
@@ -206,8 +205,7 @@ class TaskBoard:
             raise _Invalid(signature, exc) from None
         if task.id != name.removesuffix(".json"):
             raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
-        self._cache[path] = (signature, task)
-        return task
+        return self._cache.put(path, signature, task)
 
     # writing
 
@@ -515,10 +513,6 @@ class TaskBoard:
             self.mailbox.send(task.owner, message, sender=actor or "team-lead")
         except ProtocolsError as exc:
             log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
-
-
-def _signature(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _open_task(path: str, name: str, dir_fd: int | None) -> int:

@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 from protocols import safefs
 from protocols.clock import now_ms
 from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
+from protocols.file_cache import FileCache, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.names import LEAD_NAME, agent_id, validate_name
@@ -29,6 +30,9 @@ from protocols.records import Record
 log = logging.getLogger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
+
+
+CONFIG = "config.json"  # the one key of a TeamFile's cache
 
 
 class Member(Record):
@@ -92,7 +96,7 @@ class TeamFile:
     def __init__(self, paths: TeamPaths, durability: Durability | None = None) -> None:
         self.paths = paths
         self.durability = durability
-        self._cache: tuple[tuple[int, int, int], TeamConfig] | None = None
+        self._cache: FileCache[str, TeamConfig] = FileCache()
 
     @property
     def name(self) -> str:
@@ -163,12 +167,13 @@ class TeamFile:
             st = safefs.stat_of(self.paths.config)
         except FileNotFoundError:
             st = None
-        signature = (st.st_ino, st.st_size, st.st_mtime_ns) if st else None
-        if signature and self._cache and self._cache[0] == signature:
-            return self._cache[1].model_copy(deep=True)
+        signature = signature_of(st) if st else None
+        hit, cached = self._cache.get(CONFIG, signature)
+        if hit and cached is not None:
+            return cached.model_copy(deep=True)
         config = self._read()
         if signature:
-            self._cache = (signature, config.model_copy(deep=True))
+            self._cache.put(CONFIG, signature, config.model_copy(deep=True))
         return config
 
     def member_names(self) -> list[str]:
@@ -177,9 +182,10 @@ class TeamFile:
             st = safefs.stat_of(self.paths.config)
         except FileNotFoundError:
             return self.load().member_names()  # raises TeamNotFound
-        if self._cache is None or self._cache[0] != (st.st_ino, st.st_size, st.st_mtime_ns):
+        hit, cached = self._cache.get(CONFIG, signature_of(st))
+        if not hit or cached is None:
             return self.load().member_names()
-        return self._cache[1].member_names()
+        return cached.member_names()
 
     def _read(self) -> TeamConfig:
         """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code

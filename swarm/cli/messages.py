@@ -16,6 +16,7 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
+from swarm.team.actions import send_text
 from swarm.views.request_text import target
 
 
@@ -28,16 +29,11 @@ from swarm.views.request_text import target
 def send(to: str, text: str, sender: str, summary: str | None, team: str) -> None:
     """Send TEXT to member TO (or "*" for everyone but the sender)."""
     paths = paths_for(team)
-    sender_member = TeamFile(paths).load().member(sender)
-    color = sender_member.color if sender_member else None
-    written = Mailbox(paths).send(to, text, sender=sender, summary=summary, color=color)
-    if not written:
-        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {team!r}")
-    if to != "*":
-        click.echo(printable_line(f"sent to {to}"))
-        return
-    recipients, skipped = Mailbox(paths).broadcast_recipients(sender)
+    recipients = send_text(paths, to, text, sender, summary)
     click.echo(printable_line(f"sent to {', '.join(recipients)}"))
+    if to != "*":
+        return
+    _, skipped = Mailbox(paths).broadcast_recipients(sender)
     if skipped:
         names = ", ".join(repr(n) for n in skipped)
         click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)

@@ -16,7 +16,8 @@ from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
-from teammate.agent.worktree import WorktreeError, flatten_slug
+from swarm.team.actions import add_task, task_lines
+from teammate.agent.worktree import WorktreeError
 
 
 @click.group()
@@ -45,14 +46,10 @@ def task_add(
 ) -> None:
     """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
     no idle worker can take it before its blockers complete."""
-    board = TaskBoard(paths_for(team))
-    if worktree is not None:
-        try:
-            flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
-        except WorktreeError as exc:
-            raise SwarmError(f"--worktree: {exc}") from None
-    metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
-    created = board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
+    try:
+        created = add_task(paths_for(team), subject, description, command, blocked_by, worktree)
+    except WorktreeError as exc:
+        raise SwarmError(f"--worktree: {exc}") from None
     click.echo(created.id)
 
 
@@ -61,9 +58,9 @@ def task_add(
 @team_option
 def task_list(as_json: bool, team: str) -> None:
     """List tasks (Claude Code's TaskList format)."""
-    tasks = TaskBoard(paths_for(team)).list()
-    text = "\n".join(printable_line(list_line(t)) for t in tasks) or "No tasks found"
-    emit([t.to_json_dict() for t in tasks], as_json, lambda _: text)
+    paths = paths_for(team)
+    text = "\n".join(task_lines(paths)) or "No tasks found"
+    emit([t.to_json_dict() for t in TaskBoard(paths).list()], as_json, lambda _: text)
 
 
 @task.command("show")

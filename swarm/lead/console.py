@@ -22,11 +22,10 @@ from collections.abc import Callable, Iterable
 import click
 
 from protocols.errors import Error, ProtocolsError
-from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_line
-from protocols.task import list_line
 from swarm.lead.agent import LeadAgent
 from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
+from swarm.team.actions import add_task, send_shutdown_request, send_text, task_lines
 from swarm.views.request_text import ask_line, details
 from swarm.views.snapshot import snapshot
 from swarm.views.table import render
@@ -169,26 +168,21 @@ class Console:
             to, _, message = rest.partition(" ")
             if not to or not message.strip():
                 raise ValueError("usage: /send NAME|* TEXT")
-            mailbox = self.leader.mailbox
-            if to == "*":
-                mailbox.broadcast(message, sender=LEAD_NAME, summary=message[:60])
-            else:
-                mailbox.send(to, message, sender=LEAD_NAME, summary=message[:60])
-            self.out(f"sent to {to}")
+            recipients = send_text(self.leader.paths, to, message, summary=message[:60])
+            self.out(printable_line(f"sent to {', '.join(recipients)}"))
         elif name == "task":
             if not rest:
                 raise ValueError("usage: /task SUBJECT")
-            task = self.leader.board.create(rest)
-            self.out(f"task #{task.id} created: {task.subject}")
+            task = add_task(self.leader.paths, rest)
+            self.out(printable_line(f"task #{task.id} created: {task.subject}"))
         elif name == "tasks":
-            listed = [printable_line(list_line(t)) for t in self.leader.board.list()]
-            self.out("\n".join(listed) or "No tasks found")
+            self.out("\n".join(task_lines(self.leader.paths)) or "No tasks found")
         elif name == "status":
             self._status()
         elif name == "shutdown":
             if not rest:
                 raise ValueError("usage: /shutdown NAME")
-            request_id = self.leader.ask_shutdown(rest, "asked from swarm lead")
+            request_id = send_shutdown_request(self.leader.paths, rest, "asked from swarm lead")
             self.out(f"asked {rest} to shut down ({request_id}); its answer will show here")
         else:
             raise ValueError(f"unknown command /{name}; /help lists them")

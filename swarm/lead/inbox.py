@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from protocols.clock import now_iso
-from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
@@ -38,9 +36,9 @@ from protocols.printable import printable_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
-from swarm.errors import SwarmError
 from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
+from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import REQUEST_TYPES, Pending, describe_request
 from swarm.team.lifecycle import finish_shutdown
 from swarm.views import request_text
@@ -151,14 +149,7 @@ class Leader:
 
     def ask_shutdown(self, name: str, reason: str | None = None) -> str:
         """Send `name` a shutdown request; its answer arrives as an event. Returns the id."""
-        member = self.team.load().member(name)
-        if member is None or name == LEAD_NAME:
-            raise SwarmError(f"{name!r} is not a teammate in team {self.paths.team!r}")
-        request = ShutdownRequest(
-            requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
-        )
-        self.mailbox.send(name, request, sender=LEAD_NAME)
-        return request.requestId
+        return send_shutdown_request(self.paths, name, reason)
 
     def pending(self) -> list[Pending]:
         return requests_mod.pending_requests(self.paths)

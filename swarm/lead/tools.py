@@ -111,7 +111,10 @@ class LeadLink:
 
 
 def _link(ctx: ToolContext) -> LeadLink:
-    return ctx.team
+    link = ctx.link()
+    if not isinstance(link, LeadLink):
+        raise ToolError("only the lead agent has this tool")
+    return link
 
 
 @tool("TeamCreate", "Create the team this session leads (if it does not exist yet).", kind="team")

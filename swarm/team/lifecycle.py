@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocols import safefs
-from protocols.clock import now_iso
-from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownApproved, ShutdownRejected, ShutdownRequest
+from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, new_token
@@ -34,6 +32,7 @@ from protocols.values import MemberState, ModelKind, TaskStatus
 from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
+from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import member_identity, member_state, stop_member
@@ -296,15 +295,12 @@ def request_shutdown(
         released = finish_shutdown(paths, member, approved=False)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
     mailbox = Mailbox(paths)
-    request = ShutdownRequest(
-        requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
-    )
-    mailbox.send(name, request, sender=LEAD_NAME)
+    request_id = send_shutdown_request(paths, name, reason)
     found = mailbox.await_message(
         LEAD_NAME,
         lambda m: (
             isinstance(m, ShutdownApproved | ShutdownRejected)
-            and m.requestId == request.requestId
+            and m.requestId == request_id
             and m.from_ == name
         ),
         wait_s,

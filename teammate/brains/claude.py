@@ -125,7 +125,7 @@ class ClaudeBrain:
         self.agent = agent
         self.say = say
         self.ctx = ToolContext(cwd=cwd, agent_name=name)
-        self.ctx.extras["exit_plan_mode"] = self._exit_plan_mode
+        self.ctx.exit_plan_mode = self._exit_plan_mode
         self.loop = AgentLoop(
             model,
             tools,

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from protocols.errors import Error
+
+if TYPE_CHECKING:  # the link is only named here; brains import tools, not the reverse
+    from teammate.brains.base import TeamLink
 
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
 # acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
@@ -34,17 +37,22 @@ class ToolError(Error):
 
 @dataclass
 class ToolContext:
-    """What a tool may use: the working directory, and the team it belongs to.
-
-    `team` is whatever object the team tools need (the Claude brain passes its `TeamLink`);
-    file and shell tools only use `cwd` and `output_limit`.
-    """
+    """What a tool may use: the working directory, the team it belongs to, and the agent's own
+    hooks. File and shell tools only use `cwd` and `output_limit`; the team tools need `team`
+    (a teammate's `TeamLink`, or the lead's `LeadLink`); `exit_plan_mode` is the Claude brain's
+    answer to ExitPlanMode (None where plans are not asked for)."""
 
     cwd: Path
     agent_name: str = "agent"
-    team: Any = None
+    team: TeamLink | None = None
     output_limit: int = 30_000
-    extras: dict[str, Any] = field(default_factory=dict)
+    exit_plan_mode: Callable[[str], str] | None = None
+
+    def link(self) -> TeamLink:
+        """The team, for a team tool; a `ToolError` where there is none."""
+        if self.team is None:
+            raise ToolError("this tool needs a team, and this agent has none")
+        return self.team
 
     def resolve(self, path: str) -> Path:
         """`path` made absolute against the working directory."""

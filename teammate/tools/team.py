@@ -77,7 +77,7 @@ def send_message(
         ),
     ] = None,
 ) -> str:
-    link = ctx.team
+    link = ctx.link()
     if not to.strip():
         raise ToolError("to must not be empty")
     if "@" in to:
@@ -172,7 +172,7 @@ def task_create(
         dict[str, Any] | None, Field(description="Arbitrary metadata to attach to the task")
     ] = None,
 ) -> str:
-    task = ctx.team.board.create(subject, description, active_form=activeForm, metadata=metadata)
+    task = ctx.link().board.create(subject, description, active_form=activeForm, metadata=metadata)
     return f"Task #{task.id} created successfully: {task.subject}"
 
 
@@ -219,10 +219,10 @@ def task_update(
         }.items()
         if value is not None
     }
-    board = ctx.team.board
+    board = ctx.link().board
     if board.get(taskId) is None:
         raise ToolError(f"Task #{taskId} not found")
-    board.update(taskId, actor=ctx.team.name, **fields)
+    board.update(taskId, actor=ctx.link().name, **fields)
     text = f"Updated task #{taskId} {', '.join(fields)}"
     if status == "completed":
         text += (
@@ -234,7 +234,7 @@ def task_update(
 
 @tool("TaskList", "List all tasks in the team's task list.", kind="team")
 def task_list(ctx: ToolContext) -> str:
-    tasks = ctx.team.board.list()
+    tasks = ctx.link().board.list()
     return "\n".join(list_line(task) for task in tasks) or "No tasks found"
 
 
@@ -242,7 +242,7 @@ def task_list(ctx: ToolContext) -> str:
 def task_get(
     ctx: ToolContext, taskId: Annotated[str, Field(description="The ID of the task to retrieve")]
 ) -> str:
-    task = ctx.team.board.get(taskId)
+    task = ctx.link().board.get(taskId)
     return describe(task) if task is not None else "Task not found"
 
 
@@ -262,7 +262,7 @@ def exit_plan_mode(
         Field(description="Prompt-based permissions needed to implement the plan"),
     ] = None,
 ) -> str:
-    exit_plan = ctx.extras.get("exit_plan_mode")
+    exit_plan = ctx.exit_plan_mode
     if exit_plan is None:
         raise ToolError("ExitPlanMode is not available here")
     return exit_plan(plan or "")

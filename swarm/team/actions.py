@@ -1,0 +1,70 @@
+"""What the lead does by hand, one call each: send a message, add a task, list the board, ask a
+member to shut down. The `swarm` commands and the ``/send``, ``/task``, ``/tasks`` and
+``/shutdown`` lines of `swarm lead`'s console call these same functions, so both check and do
+the same things.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from protocols.clock import now_iso
+from protocols.correlation import shutdown_request_id
+from protocols.mailbox import Mailbox
+from protocols.messages import ShutdownRequest
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.printable import printable_line
+from protocols.task import Task, list_line
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from swarm.errors import SwarmError
+from teammate.agent.worktree import flatten_slug
+
+
+def send_text(
+    paths: TeamPaths, to: str, text: str, sender: str = LEAD_NAME, summary: str | None = None
+) -> list[str]:
+    """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
+    the names it went to. Nobody to send to is an error."""
+    member = TeamFile(paths).load().member(sender)
+    color = member.color if member else None
+    mailbox = Mailbox(paths)
+    written = mailbox.send(to, text, sender=sender, summary=summary, color=color)
+    if not written:
+        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
+    return mailbox.broadcast_recipients(sender)[0] if to == "*" else [to]
+
+
+def add_task(
+    paths: TeamPaths,
+    subject: str,
+    description: str = "",
+    command: str | None = None,
+    blocked_by: Sequence[str] = (),
+    worktree: str | None = None,
+) -> Task:
+    """Add a task (blocked from the moment it exists when `blocked_by` names tasks); `command`
+    is what a shell worker runs, `worktree` the git worktree it is worked in."""
+    if worktree is not None:
+        flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
+    metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    board = TaskBoard(paths)
+    return board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
+
+
+def task_lines(paths: TeamPaths) -> list[str]:
+    """The board in Claude Code's TaskList format, one escaped line per task."""
+    return [printable_line(list_line(task)) for task in TaskBoard(paths).list()]
+
+
+def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None) -> str:
+    """Ask teammate `name` to shut down (the answer comes to the lead's inbox); the request id."""
+    member = TeamFile(paths).load().member(name)
+    if member is None or name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    request = ShutdownRequest(
+        requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
+    )
+    Mailbox(paths).send(name, request, sender=LEAD_NAME)
+    return request.requestId
