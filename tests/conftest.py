@@ -17,6 +17,7 @@ from helpers import Processes
 
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
+from teammate.tools.base import ToolContext
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
 
@@ -58,6 +59,20 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
     processes = Processes(tmp_path)
     yield processes
     processes.close()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """An empty working directory for the processes a test starts."""
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def ctx(workdir: Path) -> ToolContext:
+    """A tool context in `workdir`, with no team."""
+    return ToolContext(cwd=workdir)
 
 
 @pytest.fixture

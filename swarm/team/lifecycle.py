@@ -119,25 +119,13 @@ def spawn_member(
     """
     validate_name(name, "agent name")
     spec = settled(spec or MemberSpec())
-    directory = Path(spec.cwd or Path.cwd())
     environ = env if env is not None else os.environ
     agent_type = spec.agent_type or GENERAL_PURPOSE
-    if spec.teammate_command is not None:
-        program = foreign_program(spec.teammate_command, spec.model, spec.swarm_only())
-    else:
-        program = list(SWARM_TEAMMATE)
-    check_model(spec.model, agent_type, directory, environ)
-    worktree = spec.worktree
-    if worktree is None and isolation_of(agent_type, directory) == "worktree":
-        worktree = name
-    if worktree is not None and spec.teammate_command is None and spec.agents is None:
-        # resolved here, where the project's agent files are: in the worktree an uncommitted
-        # one would be missing
-        spec = dataclasses.replace(spec, agents=definition_json(spec.model, agent_type, directory))
-    spec = dataclasses.replace(spec, worktree=worktree)
-    isolated = prepare(directory, worktree) if worktree is not None else None
-    if isolated is not None:
-        directory = isolated.path
+    program = _program(spec)
+    check_model(spec.model, agent_type, Path(spec.cwd or "."), environ)
+    spec = _with_worktree(spec, name, agent_type)
+    isolated = prepare(Path(spec.cwd or "."), spec.worktree) if spec.worktree else None
+    directory = isolated.path if isolated is not None else Path(spec.cwd or ".")
     chosen = backend or choose_backend(
         spec.backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None
     )
@@ -168,21 +156,46 @@ def spawn_member(
             color=member.color,
             parent_session_id=team.load().leadSessionId,
         )
-        request = SpawnRequest(
-            name=name,
-            team=paths.team,
-            argv=argv,
-            cwd=directory,
-            env={"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV},
-            log_path=paths.log(name),
-            token=token,
-        )
+        env_vars = {"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV}
+        request = SpawnRequest(name, paths.team, argv, directory, env_vars, paths.log(name), token)
         spawned = chosen.spawn(request)
     except BaseException:
         team.remove_member(name)
         release(paths, member)
         raise
-    updated = team.update_member(
+    updated = _record_process(team, name, spawned)
+    if wait_s > 0:
+        foreign = spec.teammate_command is not None
+        await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
+    return team.load().member(name) or updated, spawned
+
+
+def _program(spec: MemberSpec) -> list[str]:
+    """swarm's teammate, or the spec's other program (checked: it exists, gets a Claude model,
+    and none of swarm's own flags)."""
+    if spec.teammate_command is None:
+        return list(SWARM_TEAMMATE)
+    return foreign_program(spec.teammate_command, spec.model, spec.swarm_only())
+
+
+def _with_worktree(spec: MemberSpec, name: str, agent_type: str) -> MemberSpec:
+    """`spec` with its worktree: the one it names, else its name when the agent definition says
+    ``isolation: worktree``. A teammate in a worktree gets its definition as ``--agents`` JSON,
+    resolved here, where the project's agent files are (an uncommitted one would be missing in
+    the worktree)."""
+    directory = Path(spec.cwd or ".")
+    worktree = spec.worktree
+    if worktree is None and isolation_of(agent_type, directory) == "worktree":
+        worktree = name
+    agents = spec.agents
+    if worktree is not None and spec.teammate_command is None and agents is None:
+        agents = definition_json(spec.model, agent_type, directory)
+    return dataclasses.replace(spec, worktree=worktree, agents=agents)
+
+
+def _record_process(team: TeamFile, name: str, spawned: Spawned) -> Member:
+    """Write where the member's process is (pane, backend, pid and start time, tmux socket)."""
+    return team.update_member(
         name,
         tmuxPaneId=spawned.pane_id,
         backendType=spawned.backend_type,
@@ -190,10 +203,6 @@ def spawn_member(
         pidStart=spawned.start,
         **({"tmuxSocket": spawned.socket_name} if spawned.socket_name else {}),
     )
-    if wait_s > 0:
-        foreign = spec.teammate_command is not None
-        await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
-    return team.load().member(name) or updated, spawned
 
 
 def settled(spec: MemberSpec) -> MemberSpec:

@@ -25,11 +25,11 @@ from protocols.printable import printable_line
 from protocols.status import USAGE_KEYS, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.team import Member, TeamFile
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
 from swarm.team.members import member_pid, member_state
-from swarm.views.costs import load_prices
+from swarm.views.costs import PriceTable, load_prices
 from swarm.views.request_text import PLAN_KIND, target
 
 TEXT_MAX = 120
@@ -93,61 +93,68 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
     team_file, board = _readers(paths)
     config = team_file.load()
     everything = board.list(include_internal=True)
-    by_id = {t.id: t for t in everything}
     visible = [t for t in everything if not t.internal]
-    failed = [t for t in visible if t.failed]
     tasks: dict[str, list[Task]] = {
         s: [t for t in visible if t.status == s and not t.failed] for s in STATUSES
     }
+    prices = load_prices(paths.root)
+    views = [_member_view(paths, m, tasks["in_progress"], prices, now) for m in config.members]
+    lead = Mailbox(paths).peek_all(LEAD_NAME)
+    last = lead[max(0, len(lead) - messages) :]
+    colors = {m.name: m.color for m in config.members}
+    costs = [m.cost_usd for m in views if m.cost_usd is not None]
+    return TeamView(
+        team=paths.team,
+        members=views,
+        tasks=tasks,
+        failed=[t for t in visible if t.failed],
+        blocked=_still_blocked(everything, visible),
+        requests=[_request_view(p, now) for p in pending_requests(paths, lead)],
+        messages=[_message_view(e, colors, now) for e in last],
+        usage={k: sum(m.usage[k] for m in views) for k in USAGE_KEYS},
+        cost_usd=sum(costs) if costs else None,
+    )
+
+
+def _still_blocked(everything: list[Task], visible: list[Task]) -> dict[str, list[str]]:
+    """For each unfinished visible task, the blockers it still waits for (those unfinished)."""
+    by_id = {t.id: t for t in everything}
     blocked = {}
     for task in visible:
         if task.unfinished and task.blockedBy:
             still = [b for b in task.blockedBy if b in by_id and by_id[b].unfinished]
             if still:
                 blocked[task.id] = still
-    prices = load_prices(paths.root)
-    colors = {m.name: m.color for m in config.members}
-    views = []
-    for member in config.members:
-        status = read_status(paths, member.name)
-        state = member_state(member)
-        waiting = status is not None and status.state == MemberState.WAITING
-        if waiting and state in (MemberState.WORKING, MemberState.IDLE):
-            state = MemberState.WAITING
-        current = next((t for t in tasks["in_progress"] if t.owner == member.name), None)
-        usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
-        model = status.model if status else member.model
-        views.append(
-            MemberView(
-                name=member.name,
-                color=member.color,
-                state=state,
-                task=f"#{current.id} {current.subject}" if current else None,
-                activity=status.activity if status else "",
-                activity_age_s=_age(now, ms_from_iso(status.updatedAt)) if status else None,
-                model=model,
-                requests=status.requests if status else 0,
-                turns=status.turns if status else 0,
-                usage=usage,
-                cost_usd=prices.cost(model, usage),
-                pid=member_pid(member) or (status.pid if status else None),
-                backend=member.backendType,
-            )
-        )
-    lead = Mailbox(paths).peek_all(LEAD_NAME)
-    last = lead[max(0, len(lead) - messages) :]
-    pending = pending_requests(paths, lead)
-    costs = [m.cost_usd for m in views if m.cost_usd is not None]
-    return TeamView(
-        team=paths.team,
-        members=views,
-        tasks=tasks,
-        failed=failed,
-        blocked=blocked,
-        requests=[_request_view(p, now) for p in pending],
-        messages=[_message_view(e, colors, now) for e in last],
-        usage={k: sum(m.usage[k] for m in views) for k in USAGE_KEYS},
-        cost_usd=sum(costs) if costs else None,
+    return blocked
+
+
+def _member_view(
+    paths: TeamPaths, member: Member, in_progress: list[Task], prices: PriceTable, now: int
+) -> MemberView:
+    """One member: its roster state (``waiting`` when its status file says so), current task,
+    activity, usage and cost."""
+    status = read_status(paths, member.name)
+    state = member_state(member)
+    waiting = status is not None and status.state == MemberState.WAITING
+    if waiting and state in (MemberState.WORKING, MemberState.IDLE):
+        state = MemberState.WAITING
+    current = next((t for t in in_progress if t.owner == member.name), None)
+    usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
+    model = status.model if status else member.model
+    return MemberView(
+        name=member.name,
+        color=member.color,
+        state=state,
+        task=f"#{current.id} {current.subject}" if current else None,
+        activity=status.activity if status else "",
+        activity_age_s=_age(now, ms_from_iso(status.updatedAt)) if status else None,
+        model=model,
+        requests=status.requests if status else 0,
+        turns=status.turns if status else 0,
+        usage=usage,
+        cost_usd=prices.cost(model, usage),
+        pid=member_pid(member) or (status.pid if status else None),
+        backend=member.backendType,
     )
 
 

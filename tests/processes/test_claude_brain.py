@@ -36,13 +36,6 @@ Start = Callable[..., subprocess.Popen[str]]
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-@pytest.fixture
 def start(team: TeamFile, workdir: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Start teammate NAME with the Claude brain against `api` (extra flags after it)."""
     processes = Processes(workdir)

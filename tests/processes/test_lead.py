@@ -25,13 +25,6 @@ from swarm.team.members import member_state
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-@pytest.fixture
 def sessions(config_root: Path) -> Iterator[list[LeadSession]]:
     started: list[LeadSession] = []
     yield started

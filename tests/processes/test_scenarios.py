@@ -26,13 +26,6 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-@pytest.fixture
 def run(workdir: Path, config_root: Path, tmux_socket: str, backend: str) -> Iterator[Any]:
     """Start `swarm lead` for team t with these scripts; stop every teammate afterwards."""
     servers: list[MessagesAPI] = []

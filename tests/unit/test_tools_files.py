@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -13,13 +12,6 @@ from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.files import clip, edit, read, write
 
 TRICKY = "héllo «wörld» 🐍\n\"double\" 'single' `tick` $(rm -rf /) ${HOME} \\n \\ \n\ttab\r\nend"
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    work = tmp_path / "work"
-    work.mkdir()
-    return ToolContext(cwd=work)
 
 
 def numbered(lines: list[str], start: int = 1) -> str:

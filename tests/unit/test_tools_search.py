@@ -12,13 +12,6 @@ from teammate.tools.patterns import GlobPattern, expand_braces
 from teammate.tools.search import glob, grep
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    work = tmp_path / "work"
-    work.mkdir()
-    return ToolContext(cwd=work)
-
-
 def make(root: Path, files: dict[str, str]) -> dict[str, str]:
     """Write `files` under `root`, the first one oldest (distinct modification times); their
     absolute paths by relative name."""
