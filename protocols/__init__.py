@@ -10,7 +10,8 @@ link), `jsonio` (format, atomic writes), `locks`, `messages` (structured message
 (order-keeping models), `team`, `inbox`, `mailbox`, `watch` (wake-ups), `task` (one task),
 `task_graph` (dependencies), `tasks` (the board), `permissions`, `correlation` (request ids),
 `pids` (processes by identity), `status` (a teammate's status file), `printable` (text safe for
-a terminal), `clock`, `errors`.
+a terminal), `clock`, `errors` (the root of every package's errors), `values` (the shared
+enums), `file_cache` (re-reading a file only if it changed).
 This package imports neither `swarm` nor `teammate`.
 """
 

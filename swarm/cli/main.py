@@ -8,28 +8,54 @@ one line on stderr with exit code 1; ``swarm --debug ...`` shows the traceback i
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
 
 import click
 
 from protocols.errors import Error
 from protocols.printable import printable
-from swarm.cli import (
-    approvals,
-    lead,
-    lifecycle,
-    logs,
-    messages,
-    status,
-    tasks,
-    teams,
-    up,
-    watch,
-    worktree,
-)
+
+# each command's module is imported only when that command runs (or --help lists them all),
+# so `swarm send` does not load the lead, libtmux or rich
+COMMANDS = {
+    "approve": "swarm.cli.approvals:approve",
+    "deny": "swarm.cli.approvals:deny",
+    "down": "swarm.cli.up:down",
+    "inbox": "swarm.cli.messages:inbox",
+    "lead": "swarm.cli.lead:lead",
+    "logs": "swarm.cli.logs:logs",
+    "permissions": "swarm.cli.approvals:permissions",
+    "reap": "swarm.cli.status:reap",
+    "send": "swarm.cli.messages:send",
+    "shutdown": "swarm.cli.lifecycle:shutdown",
+    "spawn": "swarm.cli.lifecycle:spawn",
+    "status": "swarm.cli.status:status",
+    "task": "swarm.cli.tasks:task",
+    "team": "swarm.cli.teams:team",
+    "up": "swarm.cli.up:up",
+    "watch": "swarm.cli.watch:watch",
+    "worktree": "swarm.cli.worktree:worktree",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first asked for (click's documented pattern
+    for lazily loaded subcommands)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module_name, attribute = COMMANDS[cmd_name].split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command), COMMANDS[cmd_name]
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="show tracebacks")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -44,28 +70,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
       swarm status
     """
     ctx.obj = {"debug": debug}
-
-
-for command in (
-    teams.team,
-    messages.send,
-    messages.inbox,
-    logs.logs,
-    tasks.task,
-    approvals.permissions,
-    approvals.approve,
-    approvals.deny,
-    status.status,
-    status.reap,
-    lifecycle.spawn,
-    lifecycle.shutdown,
-    lead.lead,
-    watch.watch,
-    worktree.worktree,
-    up.up,
-    up.down,
-):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,9 @@ def test_cli_reference_has_a_section_per_command() -> None:
     text = REFERENCE.read_text(encoding="utf-8")
     headings = {line[3:] for line in text.splitlines() if line.startswith("## ")}
     expected = {"swarm", "swarm-teammate"}
-    for name, command in cli.commands.items():
+    context = click.Context(cli)
+    for name in cli.list_commands(context):  # the group loads its commands when asked
+        command = cli.get_command(context, name)
         expected.add(f"swarm {name}")
         if isinstance(command, click.Group):
             expected |= {f"swarm {name} {sub}" for sub in command.commands}
