@@ -22,6 +22,19 @@ from teammate.tools.base import ToolContext
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run four at a time, the long tests go first (next to real Claude Code, then the stress
+    and crash runs) and the short ones after them in their usual order, so that at the end the
+    short ones fill the gaps instead of one long test running alone."""
+
+    def rank(item: pytest.Item) -> int:
+        if "interop" in item.path.parts:
+            return 0
+        return 1 if item.get_closest_marker("slow") or "stress" in item.path.parts else 2
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(autouse=True)
 def config_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "claude-config"

@@ -12,7 +12,7 @@ from helpers import commit_all, git, init_repo, swarm, wait_for
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
+from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
 
 
@@ -56,9 +56,13 @@ def test_two_teammates_edit_one_file_in_their_own_worktrees(repo: Path, paths: T
     spawn("alice", repo, "--worktree")
     spawn("bob", repo, "--worktree")
     board = TaskBoard(paths)
-    for name in ("alice", "bob"):
-        task = board.create(f"{name} edits", metadata={"command": f"echo {name} > shared.txt"})
-        board.update(task.id, owner=name)
+    # each task has its owner from the moment it exists: no idle teammate can take the other's
+    board.create_many(
+        [
+            NewTask(f"{name} edits", metadata={"command": f"echo {name} > shared.txt"}, owner=name)
+            for name in ("alice", "bob")
+        ]
+    )
     wait_for(lambda: all(t.status == "completed" for t in board.list()), "both edits")
     trees = repo / ".claude" / "worktrees"
     assert (trees / "alice" / "shared.txt").read_text() == "alice\n"
