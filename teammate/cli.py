@@ -39,9 +39,10 @@ from teammate.agent.settings import load_settings
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain
-from teammate.brains.shell import ShellBrain, as_rule, shell_policy
+from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.instance import AlreadyRunning
 from teammate.options import TeammateOptions, UsageError, parse
+from teammate.permissions.policy import rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
@@ -101,7 +102,7 @@ def build_brain(
         policy = shell_policy(mode, cwd, spec.ask, rules)
         return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s)
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
-        rules = {**rules, "ask": [*map(as_rule, spec.ask), *rules.get("ask", [])]}
+        rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
     flag = from_flag_json(spec.agents) if spec.agents else None
     agent = load_agent(spec.agent_type or "general-purpose", project_dir=cwd, flag=flag)
     # the command line wins, then the settings file, then the agent definition

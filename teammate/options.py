@@ -21,6 +21,7 @@ from typing import Any
 from protocols.errors import Error
 from protocols.names import checked_component
 from protocols.values import ModelKind, PermissionMode
+from teammate.permissions.policy import rule_or_command_pattern
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +290,11 @@ def parse(argv: list[str]) -> TeammateOptions:
         raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
     if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
+    for text in args.ask or ():
+        try:
+            rule_or_command_pattern(text)
+        except ValueError as exc:
+            raise UsageError(f"--ask {text!r}: {exc}") from None
     spec = MemberSpec(
         model=args.model,
         agent_type=args.agent_type,

@@ -29,11 +29,8 @@ from swarm.views.request_text import target
 def send(to: str, text: str, sender: str, summary: str | None, team: str) -> None:
     """Send TEXT to member TO (or "*" for everyone but the sender)."""
     paths = paths_for(team)
-    recipients = send_text(paths, to, text, sender, summary)
+    recipients, skipped = send_text(paths, to, text, sender, summary)
     click.echo(printable_line(f"sent to {', '.join(recipients)}"))
-    if to != "*":
-        return
-    _, skipped = Mailbox(paths).broadcast_recipients(sender)
     if skipped:
         names = ", ".join(repr(n) for n in skipped)
         click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)

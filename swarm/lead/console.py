@@ -168,7 +168,7 @@ class Console:
             to, _, message = rest.partition(" ")
             if not to or not message.strip():
                 raise ValueError("usage: /send NAME|* TEXT")
-            recipients = send_text(self.leader.paths, to, message, summary=message[:60])
+            recipients, _ = send_text(self.leader.paths, to, message, summary=message[:60])
             self.out(printable_line(f"sent to {', '.join(recipients)}"))
         elif name == "task":
             if not rest:

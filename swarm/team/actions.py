@@ -24,16 +24,17 @@ from teammate.agent.worktree import flatten_slug
 
 def send_text(
     paths: TeamPaths, to: str, text: str, sender: str = LEAD_NAME, summary: str | None = None
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
-    the names it went to. Nobody to send to is an error."""
+    the names it went to, and those a broadcast skipped (a name that cannot be an inbox).
+    Nobody to send to is an error."""
     member = TeamFile(paths).load().member(sender)
     color = member.color if member else None
     mailbox = Mailbox(paths)
     written = mailbox.send(to, text, sender=sender, summary=summary, color=color)
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
-    return mailbox.broadcast_recipients(sender)[0] if to == "*" else [to]
+    return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
 
 
 def add_task(

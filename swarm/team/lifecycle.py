@@ -39,6 +39,7 @@ from swarm.team.members import member_identity, member_state, stop_member
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, command_line
+from teammate.permissions.policy import rule_or_command_pattern
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,11 @@ def settled(spec: MemberSpec) -> MemberSpec:
         model = ModelKind.SCRIPTED
     if model == ModelKind.SCRIPTED and spec.script is None:
         raise SwarmError("--model scripted needs --script FILE (a YAML list of model turns)")
+    for text in spec.ask:
+        try:
+            rule_or_command_pattern(text)
+        except ValueError as exc:
+            raise SwarmError(f"--ask {text!r}: {exc}") from None
 
     def absolute(path: str | None) -> str | None:
         return str(Path(path).resolve()) if path is not None else None

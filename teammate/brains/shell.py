@@ -14,7 +14,6 @@ need asking; ``plan`` asks before every command; the others ask for matching com
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,13 +24,7 @@ from protocols.messages import ShutdownRequest
 from protocols.task import Task
 from protocols.values import PermissionMode
 from teammate.brains.base import Outcome, TeamLink
-from teammate.permissions.policy import (
-    PLAN_MODE_DENIAL,
-    Decision,
-    PermissionPolicy,
-    Rule,
-    parse_rule,
-)
+from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
 
 DEFAULT_ASK_RULES = (
     "Bash(rm -r*)",
@@ -48,15 +41,6 @@ DEFAULT_ASK_RULES = (
     "Bash(reboot*)",
 )
 OUTPUT_TAIL_CHARS = 2000
-_TOOL_RULE = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)
-
-
-def as_rule(text: str) -> Rule:
-    """An ``--ask`` value as a rule: ``Tool(content)`` as written, anything else a Bash command
-    pattern (``rm -r*``, ``git push:*``; ``*`` alone: every command)."""
-    if _TOOL_RULE.fullmatch(text.strip()):
-        return parse_rule(text)
-    return Rule("Bash", text.strip())
 
 
 def shell_policy(
@@ -73,7 +57,10 @@ def shell_policy(
         cwd,
         allow=[Rule("Bash"), *extra.get("allow", [])],
         deny=list(extra.get("deny", [])),
-        ask=[*(as_rule(text) for text in (tuple(ask) or DEFAULT_ASK_RULES)), *extra.get("ask", [])],
+        ask=[
+            *(rule_or_command_pattern(text) for text in (tuple(ask) or DEFAULT_ASK_RULES)),
+            *extra.get("ask", []),
+        ],
     )
 
 
@@ -94,7 +81,7 @@ class ShellBrain:
     def decide(self, command: str) -> Decision:
         """Whether `command` may run: allow, deny, or ask the lead."""
         decision = self.policy.decide("Bash", "execute", {"command": command})
-        if self.policy.mode == PermissionMode.PLAN and decision.reason == PLAN_MODE_DENIAL:
+        if decision.by_plan_mode:  # a shell worker has no plan to present: it asks instead
             return Decision("ask", "plan mode: every command needs the lead's approval")
         return decision
 

@@ -43,6 +43,7 @@ PLAN_MODE_DENIAL = (
     "(use ExitPlanMode to ask for approval)"
 )
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
+_TOOL_RULE_TEXT = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)  # Tool(content), not a command
 _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
 
 
@@ -50,6 +51,7 @@ _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
 class Decision:
     behavior: Behavior
     reason: str
+    by_plan_mode: bool = False  # denied only because plan mode allows no such tool yet
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,21 @@ class Rule:
             return host == domain or host.endswith("." + domain)
         log.debug("rule %s has content swarm cannot match against %s", self, tool_name)
         return False
+
+
+def rule_or_command_pattern(text: str) -> Rule:
+    """A rule as written (``Bash(make deploy)``, ``Edit(src/**)``), or a bare shell command
+    pattern as a Bash rule (``rm -r*``, ``git push:*``; ``*`` alone: every command): what
+    ``--ask`` takes. `ValueError` names what is wrong."""
+    text = text.strip() if isinstance(text, str) else text
+    if isinstance(text, str) and _TOOL_RULE_TEXT.fullmatch(text):
+        return parse_rule(text)
+    if not isinstance(text, str) or not text:
+        raise ValueError(
+            "empty permission rule: give a rule such as Bash(make deploy) or a "
+            "command pattern such as 'git push*'"
+        )
+    return Rule("Bash", text)
 
 
 def parse_rule(text: str) -> Rule:
@@ -200,7 +217,7 @@ class PermissionPolicy:
         if self.mode == "plan":
             if kind in ("read", "team"):
                 return Decision("allow", f"plan mode allows {kind} tools")
-            return Decision("deny", PLAN_MODE_DENIAL)
+            return Decision("deny", PLAN_MODE_DENIAL, by_plan_mode=True)
         if hits := self._find("ask", tool_name, tool_input):
             if self.mode == PermissionMode.DONT_ASK:
                 return Decision(

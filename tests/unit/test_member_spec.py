@@ -21,7 +21,7 @@ from swarm.backends.stub import StubBackend
 from swarm.errors import SwarmError
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.members import member_spec
-from teammate.options import MemberSpec, command_line, parse
+from teammate.options import MemberSpec, UsageError, command_line, parse
 
 words = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1
@@ -96,3 +96,18 @@ def test_a_spawn_that_fails_leaves_no_member_and_a_bad_spec_is_refused_first(
         foreign = MemberSpec(model="sonnet", max_turns=2, teammate_command=sys.executable)
         spawn_member(paths, "bob", "x", foreign, backend=stub)
     assert stub.requests == [] and TeamFile(paths).load().member("bob") is None
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "Bash()", "Bash( )"])
+def test_a_bad_ask_rule_is_a_clear_usage_error_on_both_sides(
+    bad: str, paths: TeamPaths, tmp_path: Path
+) -> None:
+    """A rule that cannot be used is refused where it is given: the teammate's command line
+    (exit 2, not a traceback) and the spawn, before anything is made."""
+    with pytest.raises(UsageError, match="--ask"):
+        parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t", f"--ask={bad}"])
+    TeamFile(paths).create(cwd=tmp_path)
+    stub = StubBackend()
+    with pytest.raises(SwarmError, match="--ask"):
+        spawn_member(paths, "a", "x", MemberSpec(ask=(bad,), cwd=str(tmp_path)), backend=stub)
+    assert stub.requests == [] and TeamFile(paths).load().member("a") is None
