@@ -126,8 +126,11 @@ class MemberSpec:
             return None
         known = {f.name for f in dataclasses.fields(cls)}
         fields = {k: v for k, v in value.items() if k in known}
-        if isinstance(fields.get("ask"), list):
-            fields["ask"] = tuple(fields["ask"])
+        if "ask" in fields:  # a list of rule texts, nothing else (the entry is a file anyone edits)
+            ask = fields["ask"]
+            if not isinstance(ask, list) or not all(isinstance(rule, str) for rule in ask):
+                return None
+            fields["ask"] = tuple(ask)
         try:
             if fields.get("permission_mode") is not None:
                 fields["permission_mode"] = PermissionMode(fields["permission_mode"])

@@ -55,6 +55,7 @@ def test_a_scripted_spec_round_trips_and_the_json_value_too() -> None:
     assert MemberSpec.from_value(spec.to_value()) == spec
     assert MemberSpec.from_value({"model": "shell", "permission_mode": "yolo"}) is None
     assert MemberSpec.from_value("not a spec") is None
+    assert MemberSpec.from_value({"ask": [1, "$(rm -rf /)"]}) is None
     assert spec.kind is ModelKind.SCRIPTED and ModelKind.of("opus") is ModelKind.CLAUDE
 
 
