@@ -21,17 +21,19 @@ demo: install  ## offline shell workers work a task graph, then a scripted Claud
 demo-protocols: install  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
-# tests mostly wait on processes: four at a time keep two cores busy
+# tests mostly wait on processes: four at a time keep two cores busy; an idle worker takes
+# queued tests from a busy one (worksteal), so the run does not end on one long queue
 TEST_WORKERS ?= 4
+XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 test: install  ## every test (tests/unit, processes, stress, interop), $(TEST_WORKERS) at a time
-	$(PY) -m pytest -n $(TEST_WORKERS) tests
+	$(PY) -m pytest $(XDIST) tests
 
 test-unit: install  ## the in-process tests: seconds
-	$(PY) -m pytest -n $(TEST_WORKERS) tests/unit
+	$(PY) -m pytest $(XDIST) tests/unit
 
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" tests/unit tests/processes
+	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/processes
 
 test-interop: install  ## only the tests next to a real Claude Code 2.1.88 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop

@@ -3,12 +3,14 @@ wait on a condition with a deadline (never a fixed sleep)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,17 +31,74 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_
     raise AssertionError(f"timed out waiting for {what}")
 
 
+# commands that start processes outliving the command (their children would become the test
+# process's zombies, which look alive) or that run until stopped always run as a process
+NEEDS_A_PROCESS = {"spawn", "up", "lead", "watch"}
+
+
 def swarm(
     *args: str, team: str | None = "t", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m swarm ARGS`` with SWARM_TEAM set to `team` and `env` added."""
-    env = {**os.environ, **(env or {})}
-    env.pop("SWARM_TEAM", None)
-    if team:
-        env["SWARM_TEAM"] = team
-    return subprocess.run(
-        [sys.executable, "-m", "swarm", *args], capture_output=True, text=True, timeout=60, env=env
+    """Run the `swarm` command ARGS with SWARM_TEAM set to `team` and `env` added.
+
+    A command that needs no process of its own (reading and writing team files) runs in this
+    process through the same `main` the console script calls, with stdout, stderr, the
+    environment and the exit code as a process would have them: a Python start costs 0.4 s
+    and the suite runs a few hundred commands. The others, and calls from other threads (the
+    environment and streams are process-wide), start ``python -m swarm``. SWARM_CLI_PROCESS=1
+    runs every command as a process.
+    """
+    command = next((a for a in args if not a.startswith("-")), "")
+    in_process = (
+        command not in NEEDS_A_PROCESS
+        and threading.current_thread() is threading.main_thread()
+        and os.environ.get("SWARM_CLI_PROCESS") != "1"
     )
+    if in_process:
+        return _swarm_in_process(list(args), {**(env or {}), "SWARM_TEAM": team or None})
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("SWARM_TEAM", None)
+    if team:
+        full_env["SWARM_TEAM"] = team
+    return subprocess.run(
+        [sys.executable, "-m", "swarm", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=full_env,
+    )
+
+
+def _swarm_in_process(
+    args: list[str], env: dict[str, str | None]
+) -> subprocess.CompletedProcess[str]:
+    """`swarm.cli.main.main(args)` with click's test isolation (stdin empty, stdout and stderr
+    captured, `env` over os.environ, all restored after). Warnings go to stderr as Python's
+    last-resort handler prints them in a process; an unexpected exception becomes a traceback
+    on stderr and exit code 1, as in a process."""
+    from click.testing import CliRunner
+
+    from swarm.cli.main import main
+
+    runner = CliRunner()
+    with runner.isolation(input="", env=env) as (out, err, _mixed):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        logging.getLogger().addHandler(handler)
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        finally:
+            logging.getLogger().removeHandler(handler)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        stdout = out.getvalue().decode("utf-8", "replace")
+        stderr = err.getvalue().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(["swarm", *args], code, stdout, stderr)
 
 
 def teammate_argv(name: str, *extra: str, team: str = "t", model: str = "shell") -> list[str]:

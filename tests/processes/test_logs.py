@@ -225,7 +225,11 @@ def test_process_prints_a_subprocess_teammates_log(team: TeamFile, tmp_path: Pat
     )
     assert spawned.returncode == 0, spawned.stderr
     try:
-        wait_for(lambda: "says: Finished." in swarm("logs", "dave").stdout, "dave to finish")
+        def finished() -> bool:  # its last words, then the idle notice it sends after them
+            shown = swarm("logs", "dave").stdout
+            return "says: Finished." in shown and "[idle_notification] available" in shown
+
+        wait_for(finished, "dave to finish and go idle")
         texts = [line[10:] for line in swarm("logs", "dave").stdout.splitlines()]
         assert texts[0] == "in  from team-lead: write hello.txt"
         assert texts[1:3] == ["model: 1 tool call (10 in / 5 out)", "→ Write: hello.txt"]
