@@ -14,12 +14,18 @@ from pathlib import Path
 
 import pytest
 from helpers import Processes
+from hypothesis import settings
 
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
 from teammate.tools.base import ToolContext
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
+
+# no timing assertions: hypothesis's per-example deadline (200 ms) would fail a property test
+# on a machine busy with the process tests running beside it
+settings.register_profile("swarm", deadline=None)
+settings.load_profile("swarm")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -225,6 +225,7 @@ def test_process_prints_a_subprocess_teammates_log(team: TeamFile, tmp_path: Pat
     )
     assert spawned.returncode == 0, spawned.stderr
     try:
+
         def finished() -> bool:  # its last words, then the idle notice it sends after them
             shown = swarm("logs", "dave").stdout
             return "says: Finished." in shown and "[idle_notification] available" in shown
