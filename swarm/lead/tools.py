@@ -28,6 +28,7 @@ from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.values import PermissionMode
+from swarm.backends.base import SpawnBackend
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import delete_team, spawn_member
 from teammate.brains.base import Approval, PlanVerdict
@@ -43,6 +44,7 @@ class LeadLink:
     cwd: Path
     backend: str = "auto"
     model: str = "sonnet"
+    spawner: SpawnBackend | None = None  # replaces the backend `backend` names (unit tests)
     delegated_approvals: bool = False  # may the agent answer permission requests itself?
     name: str = LEAD_NAME
     color: str | None = None
@@ -195,7 +197,7 @@ def agent(
         cwd=str(link.cwd),
         worktree=name if isolation == "worktree" else None,
     )
-    member, _spawned = spawn_member(link.paths, name, prompt, spec)
+    member, _spawned = spawn_member(link.paths, name, prompt, spec, backend=link.spawner)
     return (
         f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
         f"team_name: {link.paths.team}\n"

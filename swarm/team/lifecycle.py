@@ -165,7 +165,7 @@ def spawn_member(
         release(paths, member)
         raise
     updated = _record_process(team, name, spawned)
-    if wait_s > 0:
+    if wait_s > 0 and spawned.pid:  # pid 0: nothing was started (the stub backend) to wait for
         foreign = spec.teammate_command is not None
         await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
     return team.load().member(name) or updated, spawned
