@@ -38,9 +38,7 @@ from typing import Any
 from protocols.clock import now_iso
 from protocols.correlation import is_stale
 from protocols.errors import (
-    Error,
     ProtocolsError,
-    TeamNotFound,
     UnknownMember,
 )
 from protocols.inbox import InboxEntry
@@ -58,29 +56,26 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, new_token, stop_carriers
+from protocols.pids import stop_carriers
 from protocols.printable import printable
 from protocols.task import Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.values import MemberState
 from protocols.watch import InboxWatcher
+from teammate.board_watch import BoardWatch
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.instance import single_instance
 from teammate.lead_requests import LeadRequests
+from teammate.membership import await_membership, join
 from teammate.options import TeammateOptions
 from teammate.outbox import ENVIRONMENT_ERRORS, Outbox
 from teammate.reporter import StatusReporter
 from teammate.task_worktree import work_in_place
 from teammate.trouble import Trouble, describe
 
-# inotify wakes an idle teammate; these rescans are only the safety net for lost events
+# inotify wakes an idle teammate; this rescan is only the safety net for lost events
 IDLE_RESCAN_S = 1.0
-BOARD_RESCAN_S = 600.0
-
-
-class TeammateError(Error):
-    """The teammate cannot run (not a member, already running); the message says why."""
 
 
 class Stop(BaseException):
@@ -101,7 +96,6 @@ class Teammate:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.options = options
-        self._clock = clock  # when to look at the board again (a seam for tests)
         self.name = options.agent_name
         self.color = options.color
         self.brain = brain
@@ -114,8 +108,7 @@ class Teammate:
         self.member: Member | None = None
         self.stopped = False
         self._watcher: InboxWatcher | None = None
-        self._board_checked = 0.0
-        self._board_mtime: int | None = None
+        self.board_watch = BoardWatch(self.board, self.name, lambda: self._watcher, clock)
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
@@ -142,10 +135,12 @@ class Teammate:
 
     def run(self) -> int:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
-        self.member = self._await_membership()
+        self.member = await_membership(self.team, self.name, self.trouble, self.say, self.reporter)
         self.home_confined = bool(self.member.worktreePath)
         with single_instance(self.paths, self.name):
-            self._join()
+            self.token = join(self.team, self.member, self.trouble, self.say)
+            self.reporter.set(MemberState.IDLE, "joined the team")
+            self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
             previous = signal.signal(signal.SIGTERM, _raise_stop)
             try:
                 with InboxWatcher(
@@ -167,27 +162,6 @@ class Teammate:
                     self._set_active(False)
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
-
-    def _join(self) -> None:
-        """Record who this process is (pid, start time, and the token its commands carry)."""
-        assert self.member is not None
-        recorded = (self.member.model_extra or {}).get("processToken")
-        given = os.environ.get(TOKEN_VARIABLE, "")
-        # the spawner's token is ours; one inherited from some other process is not
-        self.token = given if given and given == recorded else new_token()
-        os.environ[TOKEN_VARIABLE] = self.token
-        me = ProcessIdentity.mine(self.token)
-        while True:  # a busy or half-written team file is waited out, not died of
-            try:
-                self.team.update_member(self.name, **me.to_value(), isActive=True)
-                break
-            except ENVIRONMENT_ERRORS as exc:
-                delay, _ = self.trouble.failed(exc)
-                self.say(f"cannot join yet: {describe(exc)}; again in {delay:g} s")
-                time.sleep(delay)
-        self.trouble.cleared()
-        self.reporter.set(MemberState.IDLE, "joined the team")
-        self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
 
     def _loop(self, watcher: InboxWatcher) -> None:
         while not self.stopped:
@@ -228,7 +202,7 @@ class Teammate:
         outcome = self._respond(plain) if plain else None
         if self.stopped:
             return True
-        task = self._next_task(force=bool(entries))
+        task = self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
         if task is not None:
             self._work(task)
             return True
@@ -412,40 +386,6 @@ class Teammate:
 
     # tasks
 
-    def _next_task(self, force: bool) -> Task | None:
-        """A task assigned to me, else the lowest claimable one; looked for only when the
-        board changed, a message came (`force`), or the once-a-minute safety rescan is due."""
-        if not (force or self._board_changed()):
-            return None
-        self._board_checked = self._clock()
-        return self._claim()
-
-    def _board_changed(self) -> bool:
-        """Did anything happen on the board since the last look? Cheap whatever the board
-        holds: an inotify event on the task directory, else a change of the directory's time
-        (one stat: every swarm write renames a file into it), and a full look every
-        `BOARD_RESCAN_S` for what neither shows (a lost event about an in-place write)."""
-        degraded = self._watcher is None or self._watcher.degraded is not None
-        every = BOARD_RESCAN_S / 10 if degraded else BOARD_RESCAN_S
-        touched = self._watcher is not None and self._watcher.take_touched(self.paths.tasks_dir)
-        try:
-            mtime: int | None = os.stat(self.paths.tasks_dir).st_mtime_ns
-        except OSError:
-            mtime = None
-        moved, self._board_mtime = mtime != self._board_mtime, mtime
-        return touched or moved or self._clock() - self._board_checked >= every
-
-    def _claim(self) -> Task | None:
-        tasks = self.board.list()
-        for task in tasks:  # assigned to me (by the lead, or left by my predecessor)
-            if task.owner != self.name or not task.busy or task.id in self._unrecorded:
-                continue
-            claim = self.board.claim(task.id, self.name, check_busy=False)
-            if claim.success:
-                return claim.task
-        following = self.board.claim_next(self.name)
-        return following.task if following is not None and following.success else None
-
     def _work(self, task: Task) -> None:
         """Work on `task`, then record the outcome (`_record`). The work is done once: if its
         outcome cannot be written yet (a full disk, a lock held too long), it is kept and written
@@ -553,33 +493,6 @@ class Teammate:
 
     def _current_member(self) -> Member | None:
         return self.team.load().member(self.name)
-
-    def _await_membership(self) -> Member:
-        """This teammate's member entry. A team file that cannot be read right now (broken, or
-        being rewritten) is waited out with back-off, reported once; not being a member, or no
-        team, is final (`TeammateError`, `TeamNotFound`)."""
-        while True:
-            try:
-                return self._require_member()
-            except (TeammateError, TeamNotFound):
-                raise
-            except (ProtocolsError, OSError) as exc:
-                delay, new = self.trouble.failed(exc)
-                self.say(f"cannot read the team file yet: {describe(exc)}; again in {delay:g} s")
-                if new:
-                    with contextlib.suppress(Exception):
-                        waiting = f"waiting for a readable team file: {exc}"
-                        self.reporter.set(MemberState.STARTING, waiting)
-                time.sleep(delay)
-
-    def _require_member(self) -> Member:
-        member = self._current_member()
-        if member is None:
-            raise TeammateError(
-                f"{self.name!r} is not a member of team {self.paths.team!r}; "
-                "add it to the team (swarm spawn does) before starting the process"
-            )
-        return member
 
     def say(self, text: str) -> None:
         """A line in its own pane or log, escaped: a person reads it in a terminal."""

@@ -1,0 +1,71 @@
+"""When an idle teammate looks at the task board, and which task it takes from it.
+
+Looking is cheap whatever the board holds: the board is listed only when it changed (an inotify
+event on the task directory, or a change of the directory's time: every swarm write renames a
+file into it), when a message came, or every `BOARD_RESCAN_S` as the safety net for what neither
+shows (a lost event about an in-place write; ten times as often when inotify is unavailable).
+What it takes: a task the lead assigned to it (or its predecessor of the same name left), else
+the lowest claimable task (`TaskBoard.claim_next`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Container
+
+from protocols.task import Task
+from protocols.tasks import TaskBoard
+from protocols.watch import InboxWatcher
+
+BOARD_RESCAN_S = 600.0
+
+
+class BoardWatch:
+    """One teammate's view of the board: `next_task` says what to work on, if anything."""
+
+    def __init__(
+        self,
+        board: TaskBoard,
+        name: str,
+        watcher: Callable[[], InboxWatcher | None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.board = board
+        self.name = name
+        self._watcher = watcher  # the teammate's, once it runs
+        self._clock = clock  # when to look again (a seam for tests)
+        self._checked = 0.0
+        self._mtime: int | None = None
+
+    def next_task(self, force: bool, skip: Container[str] = ()) -> Task | None:
+        """A task claimed for this teammate, looked for only when the board changed or `force`
+        (a message came); `skip` holds tasks it did but has not recorded yet."""
+        if not (force or self.changed()):
+            return None
+        self._checked = self._clock()
+        return self.claim(skip)
+
+    def changed(self) -> bool:
+        """Did anything happen on the board since the last look (module doc)?"""
+        watcher = self._watcher()
+        degraded = watcher is None or watcher.degraded is not None
+        every = BOARD_RESCAN_S / 10 if degraded else BOARD_RESCAN_S
+        touched = watcher is not None and watcher.take_touched(self.board.paths.tasks_dir)
+        try:
+            mtime: int | None = os.stat(self.board.paths.tasks_dir).st_mtime_ns
+        except OSError:
+            mtime = None
+        moved, self._mtime = mtime != self._mtime, mtime
+        return touched or moved or self._clock() - self._checked >= every
+
+    def claim(self, skip: Container[str] = ()) -> Task | None:
+        """A task assigned to this teammate that is not done, else the next claimable one."""
+        for task in self.board.list():
+            if task.owner != self.name or not task.busy or task.id in skip:
+                continue
+            claim = self.board.claim(task.id, self.name, check_busy=False)
+            if claim.success:
+                return claim.task
+        following = self.board.claim_next(self.name)
+        return following.task if following is not None and following.success else None
