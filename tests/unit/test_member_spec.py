@@ -22,10 +22,22 @@ from swarm.errors import SwarmError
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.members import member_spec
 from teammate.options import MemberSpec, UsageError, command_line, parse
+from teammate.permissions.policy import rule_or_command_pattern
 
 words = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1
 )
+
+
+def usable(text: str) -> bool:
+    """An --ask text the command line accepts (a blank one is a usage error, tested below)."""
+    try:
+        rule_or_command_pattern(text)
+    except ValueError:
+        return False
+    return True
+
+
 specs = st.builds(
     MemberSpec,
     model=st.sampled_from(["shell", "sonnet", "claude-opus-4-1", "haiku"]),
@@ -35,7 +47,7 @@ specs = st.builds(
     max_turns=st.none() | st.integers(1, 500),
     settings=st.none() | words.map(lambda w: "/s/" + w),
     agents=st.none() | st.just('{"x": {"description": "d", "prompt": "p"}}'),
-    ask=st.lists(words | words.map(lambda w: "-" + w), max_size=3).map(tuple),
+    ask=st.lists((words | words.map(lambda w: "-" + w)).filter(usable), max_size=3).map(tuple),
     task_timeout_s=st.sampled_from([600.0, 0.5, 30.0]),
     permission_timeout_s=st.sampled_from([900.0, 2.0]),
 )
