@@ -1,9 +1,13 @@
-"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage."""
+"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage.
+
+Thread-safe: a teammate's background sub-agents report their model calls (usage rolls up into
+the teammate's totals) from their own threads."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import Any
 
 from protocols.paths import TeamPaths
@@ -17,6 +21,7 @@ class StatusReporter:
         self.paths = paths
         self.status = AgentStatus(name=name, model=model, pid=os.getpid())
         self.usage = Usage()
+        self._lock = threading.RLock()
 
     def set(
         self,
@@ -24,6 +29,16 @@ class StatusReporter:
         activity: str | None = None,
         task: str | None = None,
         clear_task: bool = False,
+    ) -> None:
+        with self._lock:
+            self._set(state, activity, task, clear_task)
+
+    def _set(
+        self,
+        state: MemberState | None,
+        activity: str | None,
+        task: str | None,
+        clear_task: bool,
     ) -> None:
         if state is not None:
             self.status.state = state
@@ -35,6 +50,10 @@ class StatusReporter:
 
     def model_call(self, usage: Usage | None) -> None:
         """A model request was made (usage None: it failed)."""
+        with self._lock:
+            self._model_call(usage)
+
+    def _model_call(self, usage: Usage | None) -> None:
         self.status.requests += 1
         if usage is not None:
             self.status.turns += 1
@@ -43,8 +62,9 @@ class StatusReporter:
         self._write()
 
     def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
-        self.status.toolCalls += 1
-        self.set(activity=f"running {tool_activity(name, tool_input or {})}")
+        with self._lock:
+            self.status.toolCalls += 1
+            self.set(activity=f"running {tool_activity(name, tool_input or {})}")
 
     def _write(self) -> None:
         if self.paths is not None:

@@ -199,16 +199,17 @@ class Teammate:
         plain = self.handle_messages(entries)
         if self.stopped:
             return True
-        outcome = self._respond(plain) if plain else None
+        noticed = not plain and self.brain.notices_waiting()
+        outcome = self._respond(plain) if plain or noticed else None
         if self.stopped:
             return True
         task = self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
         if task is not None:
             self._work(task)
             return True
-        if plain:
+        if plain or noticed:
             self._send_idle(outcome=outcome)
-        return bool(plain)
+        return bool(plain or noticed)
 
     # messages
 
@@ -290,7 +291,8 @@ class Teammate:
         """Let the brain answer plain messages; they are marked read once it has."""
         self._in_flight.update(entry.identity for entry in plain)
         self._set_active(True)
-        self.reporter.set(MemberState.WORKING, f"answering {plain[-1].from_}")
+        why = f"answering {plain[-1].from_}" if plain else "taking up a sub-agent's result"
+        self.reporter.set(MemberState.WORKING, why)
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
@@ -446,6 +448,13 @@ class Teammate:
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
         return self.requests.ask_plan_approval(plan, plan_file)
+
+    def wake(self) -> None:
+        """A background sub-agent ended: an idle teammate's wait ends now (`step` then lets
+        the brain take up its notification)."""
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.changed.set()
 
     # helpers
 

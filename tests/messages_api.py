@@ -8,7 +8,9 @@ order the API uses (``message_start``, ``content_block_start``/``_delta``/``_sto
 
 A script is a list of `Turn`s (`teammate.agent.script`, the format the scripted model plays too)
 played in order, or a function from the request body to a `Turn` (to answer depending on what
-the model was sent). Every request is recorded in `requests`.
+the model was sent), called for one request at a time, or with ``concurrent=True`` for all of
+them at once, so that one answer may wait for another request (the function must then be
+thread-safe). Every request is recorded in `requests`.
 
 Clients whose requests do not say which agent is calling (Claude Code's teammates) get a base
 URL of their own, `url_for(NAME)` (``.../agent/NAME``): the recorded body then carries NAME
@@ -52,9 +54,14 @@ class MessagesAPI:
     """The server; a context manager that runs it on 127.0.0.1 on a free port."""
 
     def __init__(
-        self, script: Script, model: str = "claude-stub", cache: PromptCache | None = None
+        self,
+        script: Script,
+        model: str = "claude-stub",
+        cache: PromptCache | None = None,
+        concurrent: bool = False,
     ) -> None:
         self.script = script
+        self.concurrent = concurrent
         self.model = model
         self.cache = cache
         self.requests: list[dict[str, Any]] = []
@@ -99,6 +106,10 @@ class MessagesAPI:
             self._server.server_close()
 
     def _next_turn(self, body: dict[str, Any]) -> Turn:
+        if self._turns is None and self.concurrent:  # one answer may wait for another request
+            with self._lock:
+                self.requests.append(body)
+            return self.script(body)  # type: ignore[operator]
         with self._lock:
             self.requests.append(body)
             if self._turns is None:

@@ -19,8 +19,10 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.values import MemberState
 from swarm.lead.tools import LEAD_TOOLS, LeadLink
+from teammate.agent.definitions import load_agent
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
+from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
 from teammate.permissions.policy import PermissionPolicy
@@ -69,16 +71,36 @@ class LeadAgent:
         self.say = say
         self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
+        policy = PermissionPolicy("default", link.cwd)
+        ctx = ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link)
+        # the lead's sub-agents read and search, as the lead does: the work is the teammates'
+        self.subagents = SubAgents(
+            Parent(
+                name=LEAD_NAME,
+                model=model,
+                tools=[read, glob, grep],
+                policy=policy,
+                ctx=ctx,
+                agents=lambda kind: load_agent(kind, project_dir=link.cwd),
+                directory=paths.agents_dir / f"{LEAD_NAME}.subagents",
+                reporter=self.reporter,
+                link=link,
+                wake=link.wake,
+            )
+        )
+        ctx.subagents = self.subagents
+        link.on_wake = lambda: self._inputs.put(_WAKE)
         self.loop = AgentLoop(
             model,
             [*tools, *LEAD_TOOLS],
-            PermissionPolicy("default", link.cwd),
+            policy,
             LEAD_PROMPT.format(team=paths.team, cwd=link.cwd) + TEAMMATE_RULES,
-            ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link),
+            ctx,
             link=link,
             transcript=Transcript(transcript_path),
             reporter=self.reporter,
             say=lambda text: say(f"lead: {text}"),
+            notices=self.subagents.take_notices,
         )
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
@@ -112,13 +134,15 @@ class LeadAgent:
             try:
                 if isinstance(item, str):
                     self._turn(item)
-                elif arrived := self.link.between_turns():  # else an earlier turn took them
-                    self._turn(format_for_model(arrived))
+                # else messages or sub-agents' notifications, unless an earlier turn took them
+                elif (arrived := self.link.between_turns()) or self.subagents.notices_waiting():
+                    self._turn(format_for_model(arrived) if arrived else None)
             finally:
-                if self.link.end_turn():  # delivered after the turn's last take
+                # delivered, or reported, after the turn's last take
+                if self.link.end_turn() or self.subagents.notices_waiting():
                     self._inputs.put(_WAKE)
 
-    def _turn(self, text: str) -> None:
+    def _turn(self, text: str | None) -> None:
         self.reporter.set(MemberState.WORKING, "thinking")
         try:
             result = self.loop.run(text)

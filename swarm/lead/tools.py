@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,8 +32,10 @@ from protocols.values import PermissionMode
 from swarm.backends.base import SpawnBackend
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import delete_team, spawn_member
+from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
+from teammate.tools.agents import run_subagent, task_output, task_stop
 from teammate.tools.base import ToolContext, ToolError, tool
 
 
@@ -48,6 +51,7 @@ class LeadLink:
     delegated_approvals: bool = False  # may the agent answer permission requests itself?
     name: str = LEAD_NAME
     color: str | None = None
+    on_wake: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
     # the hand-over (console thread -> agent thread): `_lock` guards `_arrived` and `_busy`
     _lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
@@ -111,6 +115,11 @@ class LeadLink:
         thread, keeps showing what arrives meanwhile)."""
         time.sleep(seconds)
 
+    def wake(self) -> None:
+        """A background sub-agent ended: the lead agent takes up its notification (any
+        thread)."""
+        self.on_wake()
+
 
 def _link(ctx: ToolContext) -> LeadLink:
     link = ctx.link()
@@ -157,8 +166,10 @@ def team_delete(ctx: ToolContext) -> str:
 
 @tool(
     "Agent",
-    "Spawn a teammate: a separate agent process with its own pane that works on `prompt` and "
-    "takes further instructions through SendMessage. Give it a `name` to address it by.",
+    "With a `name`: spawn a teammate, a separate agent process with its own pane that works on "
+    "`prompt` and takes further instructions through SendMessage. Without one: run a sub-agent "
+    "in this session that answers you (in the background with `run_in_background`; you are "
+    "told when it finishes).",
     kind="team",
 )
 def agent(
@@ -173,7 +184,8 @@ def agent(
         Field(description="Optional model override for this agent"),
     ] = None,
     run_in_background: Annotated[
-        bool | None, Field(description="Ignored: teammates always run in the background")
+        bool | None,
+        Field(description="Run a sub-agent in the background (teammates always do)"),
     ] = None,
     name: Annotated[str | None, Field(description="Name for the spawned agent")] = None,
     team_name: Annotated[str | None, Field(description="Team name for spawning")] = None,
@@ -182,15 +194,24 @@ def agent(
         Field(description='Permission mode ("plan" to require plan approval)'),
     ] = None,
     isolation: Annotated[Literal["worktree"] | None, Field(description="Isolation mode")] = None,
+    cwd: Annotated[
+        str | None, Field(description="Working directory for a sub-agent (not with isolation)")
+    ] = None,
 ) -> str:
     link = _link(ctx)
+    if not name and not team_name:
+        return run_subagent(
+            ctx, description, prompt, subagent_type, model, run_in_background, None, cwd, isolation
+        )
     if not name:
-        raise ToolError("give the teammate a `name`: swarm runs every agent as a named teammate")
+        raise ToolError("give the teammate a `name` to address it by")
     if team_name and team_name != link.paths.team:
         raise ToolError(f"this session leads team {link.paths.team!r}, not {team_name!r}")
+    agent_type = subagent_type or "general-purpose"
+    definition = load_agent(agent_type, project_dir=link.cwd)  # an unknown type is refused
     spec = MemberSpec(
-        model=model or link.model,
-        agent_type=subagent_type or "general-purpose",
+        model=model or definition.model or link.model,  # the call's, the definition's, the lead's
+        agent_type=agent_type,
         plan_mode_required=mode == PermissionMode.PLAN,
         permission_mode=mode if mode != PermissionMode.PLAN else None,
         backend=link.backend,
@@ -226,4 +247,4 @@ def answer_permission(
     return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
 
 
-LEAD_TOOLS = (team_create, team_delete, agent, answer_permission)
+LEAD_TOOLS = (team_create, team_delete, agent, answer_permission, task_output, task_stop)

@@ -1,16 +1,19 @@
 """Claude Code agent definitions (subagent types): the built-ins, and Markdown files on disk.
 
 An agent file is Markdown with YAML frontmatter between ``---`` lines at the very top; the body
-is the agent's system prompt. Frontmatter keys are Claude Code's: ``name``, ``description``,
-``tools``, ``disallowedTools``, ``model``, ``permissionMode``, ``maxTurns``, ``color``,
-``isolation``, ``initialPrompt``. Keys Claude Code knows that swarm does not use yet
-(``background``, ``memory``, ``mcpServers``, ``hooks``, ``skills``, ...) and keys nobody knows
-are reported with a warning naming file, line and key, never dropped silently. Every problem
-with a file raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
+is the agent's system prompt. Every frontmatter key of Claude Code's is read, checked and kept
+(``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
+``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
+``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those that take effect with MCP,
+hooks, skills and memory (``memory``, ``mcpServers``, ``requiredMcpServers``, ``hooks``,
+``skills``) are stored and passed on but not acted on yet, and say so in a warning; a key nobody
+knows is a warning naming file, line and key, never dropped silently. Every problem with a file
+raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
 
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
-project's ``<project>/.claude/agents/*.md``, then definitions given as JSON on the command line
-(``--agents '{"name": {"description", "prompt", "tools", ...}}'``, Claude Code's flag): `swarm
+project's ``<project>/.claude/agents/*.md``, definitions given as JSON on the command line
+(``--agents '{"name": {"description", "prompt", "tools", ...}}'``, Claude Code's flag), then the
+``agents`` object of a settings file (`teammate.agent.settings`), in the same JSON form. `swarm
 spawn` resolves a member's definition where it is started and passes it this way to a teammate
 that works in a git worktree, where an uncommitted project file would be missing.
 Lookup is strict: every ``*.md`` file in the searched directories is parsed, and the first
@@ -32,12 +35,17 @@ import yaml
 from protocols.errors import Error
 from protocols.paths import config_root
 from protocols.values import PermissionMode
+from teammate.permissions.policy import Rule, parse_rule
 
 log = logging.getLogger(__name__)
 
 BUILT_IN = "built-in"
 ISOLATION_MODES = ("worktree",)
-KNOWN_KEYS = frozenset(
+MEMORY_SCOPES = ("user", "project", "local")
+EFFORT_LEVELS = ("low", "medium", "high")
+# a definition's permissionMode: the member modes, and `bubble` (ask the parent's approver)
+DEFINITION_MODES = (*PermissionMode.names(), "bubble")
+ACTIVE_KEYS = frozenset(
     {
         "name",
         "description",
@@ -46,23 +54,18 @@ KNOWN_KEYS = frozenset(
         "model",
         "permissionMode",
         "maxTurns",
-        "color",
+        "background",
         "isolation",
         "initialPrompt",
-    }
-)
-NOT_YET_KEYS = frozenset(
-    {
-        "background",
-        "memory",
-        "mcpServers",
-        "requiredMcpServers",
-        "hooks",
-        "skills",
         "effort",
+        "color",
     }
 )
-READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent")
+# read, checked and kept, but acted on only once MCP, hooks, skills and memory arrive
+STORED_KEYS = frozenset({"memory", "mcpServers", "requiredMcpServers", "hooks", "skills"})
+KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
+READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
+VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
 
 
 class AgentDefinitionError(Error):
@@ -82,6 +85,14 @@ class AgentDefinition:
     color: str | None = None
     isolation: str | None = None
     initial_prompt: str | None = None
+    background: bool = False  # always runs as a background sub-agent
+    effort: str | int | None = None  # low / medium / high, or a thinking budget in tokens
+    memory: str | None = None  # user / project / local (kept; acted on with agent memory)
+    mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
+    required_mcp_servers: tuple[str, ...] = ()
+    hooks: dict[str, Any] | None = None  # (kept; used with hooks)
+    skills: tuple[str, ...] = ()  # (kept; used with skills)
+    loads_claude_md: bool = True  # Explore and Plan do not read CLAUDE.md
     source: str = BUILT_IN  # "built-in", or the file's path
 
     def allows(self, tool_name: str) -> bool:
@@ -115,6 +126,8 @@ BUILT_INS: tuple[AgentDefinition, ...] = (
             "answer with concrete file paths and line numbers."
         ),
         disallowed_tools=READ_ONLY_DISALLOWED,
+        model="haiku",
+        loads_claude_md=False,
     ),
     AgentDefinition(
         name="Plan",
@@ -127,8 +140,40 @@ BUILT_INS: tuple[AgentDefinition, ...] = (
             "trade-offs, the risks, and how to test the result."
         ),
         disallowed_tools=READ_ONLY_DISALLOWED,
+        loads_claude_md=False,
+    ),
+    AgentDefinition(
+        name="verification",
+        description="Checks that work is really done: builds, runs the tests and probes the "
+        "change, then gives a verdict (PASS, FAIL or PARTIAL). Runs in the background.",
+        system_prompt=(
+            "You verify work someone else says is finished. Do not trust the claim: check it.\n"
+            "Build it, run the tests and try the changed behaviour yourself. You must not edit "
+            "the project's files; scratch scripts go under the system's temporary directory.\n"
+            "Report what you checked and what you found, with the commands you ran.\n"
+            "End your answer with exactly one line of the form `VERDICT: PASS`, "
+            "`VERDICT: FAIL` or `VERDICT: PARTIAL`."
+        ),
+        # the project is read-only to it; the temporary directory is not
+        disallowed_tools=("Edit(./**)", "Write(./**)", "NotebookEdit", "Agent", "ExitPlanMode"),
+        background=True,
     ),
 )
+
+
+def tool_rules(entries: tuple[str, ...] | None) -> tuple[set[str], list[Rule]]:
+    """A definition's tool list as (bare tool names, rules with content): in ``tools``,
+    ``Bash(npm test:*)`` makes Bash available and allows that use; in ``disallowedTools``, a
+    bare name removes the tool and a rule denies that use."""
+    bare: set[str] = set()
+    rules: list[Rule] = []
+    for entry in entries or ():
+        rule = parse_rule(entry)
+        if rule.content is None:
+            bare.add(rule.tool_name)
+        else:
+            rules.append(rule)
+    return bare, rules
 
 
 def user_agents_dir() -> Path:
@@ -150,6 +195,54 @@ def parse_agent_file(path: Path) -> AgentDefinition:
 
 def parse_agent_text(text: str, path: Path) -> AgentDefinition:
     """The definition in `text`, the contents of the agent file `path` (used in messages)."""
+    data, front_lines, body = _front_matter(text, path)
+    fields = _Fields(data, front_lines, path)
+    for key in data:
+        if key in STORED_KEYS:
+            log.warning(
+                "%s:%d: %r is kept with the definition but swarm does not act on it yet",
+                path,
+                fields.line_of(str(key)),
+                key,
+            )
+        elif key not in KNOWN_KEYS:
+            log.warning(
+                "%s:%d: unknown key %r in the agent definition is ignored (known keys: %s)",
+                path,
+                fields.line_of(str(key)),
+                key,
+                ", ".join(sorted(KNOWN_KEYS)),
+            )
+    name = fields.string("name")
+    if name is not None and not name.strip():
+        fields.fail("name", "name must not be empty")
+    tools = fields.tool_list("tools")
+    model = fields.string("model")
+    return AgentDefinition(
+        name=name.strip() if name is not None else path.stem,
+        description=(fields.string("description") or "").strip(),
+        system_prompt=body,
+        tools=None if tools is None or "*" in tools else tools,
+        disallowed_tools=fields.tool_list("disallowedTools") or (),
+        model=None if model in (None, "inherit") else model,
+        permission_mode=fields.choice("permissionMode", DEFINITION_MODES),
+        max_turns=fields.positive_int("maxTurns"),
+        color=fields.string("color"),
+        isolation=fields.choice("isolation", ISOLATION_MODES),
+        initial_prompt=fields.string("initialPrompt"),
+        background=fields.boolean("background"),
+        effort=fields.effort("effort"),
+        memory=fields.choice("memory", MEMORY_SCOPES),
+        mcp_servers=fields.servers("mcpServers"),
+        required_mcp_servers=fields.tool_list("requiredMcpServers") or (),
+        hooks=fields.mapping("hooks"),
+        skills=fields.tool_list("skills") or (),
+        source=str(path),
+    )
+
+
+def _front_matter(text: str, path: Path) -> tuple[dict[Any, Any], list[str], str]:
+    """(the frontmatter's mapping, its lines, the body) of an agent file's text."""
     lines = text.removeprefix("\ufeff").splitlines()
     if not lines or lines[0].rstrip() != "---":
         raise AgentDefinitionError(
@@ -174,56 +267,7 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
         raise AgentDefinitionError(
             f"{path}:2: frontmatter must be a mapping of keys to values, got {type(data).__name__}"
         )
-    fields = _Fields(data, front_lines, path)
-    for key in data:
-        if key in NOT_YET_KEYS:
-            log.warning(
-                "%s:%d: %r is a Claude Code key that swarm does not support yet; it is ignored",
-                path,
-                fields.line_of(str(key)),
-                key,
-            )
-        elif key not in KNOWN_KEYS:
-            log.warning(
-                "%s:%d: unknown key %r in the agent definition is ignored (known keys: %s)",
-                path,
-                fields.line_of(str(key)),
-                key,
-                ", ".join(sorted(KNOWN_KEYS)),
-            )
-    max_turns = data.get("maxTurns")
-    if max_turns is not None and (
-        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
-    ):
-        fields.fail("maxTurns", f"maxTurns must be a positive integer, got {max_turns!r}")
-    mode = fields.string("permissionMode")
-    if mode is not None and mode not in PermissionMode.names():
-        fields.fail(
-            "permissionMode",
-            f"permissionMode must be one of {', '.join(PermissionMode.names())}, got {mode!r}",
-        )
-    isolation = fields.string("isolation")
-    if isolation is not None and isolation not in ISOLATION_MODES:
-        fields.fail("isolation", f"isolation must be 'worktree', got {isolation!r}")
-    model = fields.string("model")
-    name = fields.string("name")
-    if name is not None and not name.strip():
-        fields.fail("name", "name must not be empty")
-    tools = fields.tool_list("tools")
-    return AgentDefinition(
-        name=name.strip() if name is not None else path.stem,
-        description=(fields.string("description") or "").strip(),
-        system_prompt="\n".join(lines[end + 1 :]).strip(),
-        tools=None if tools is None or "*" in tools else tools,
-        disallowed_tools=fields.tool_list("disallowedTools") or (),
-        model=None if model in (None, "inherit") else model,
-        permission_mode=mode,
-        max_turns=max_turns,
-        color=fields.string("color"),
-        isolation=isolation,
-        initial_prompt=fields.string("initialPrompt"),
-        source=str(path),
-    )
+    return data, front_lines, "\n".join(lines[end + 1 :]).strip()
 
 
 class _Fields:
@@ -264,6 +308,59 @@ class _Fields:
                 f"{key} must be a comma-separated string or a list of strings, got {value!r}",
             )
         return tuple(item.strip() for item in items if item.strip())
+
+    def choice(self, key: str, allowed: tuple[str, ...]) -> str | None:
+        value = self.string(key)
+        if value is not None and value not in allowed:
+            self.fail(key, f"{key} must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    def positive_int(self, key: str) -> int | None:
+        value = self.data.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            self.fail(key, f"{key} must be a positive integer, got {value!r}")
+        return value
+
+    def boolean(self, key: str) -> bool:
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            self.fail(key, f"{key} must be true or false, got {value!r}")
+        return value
+
+    def effort(self, key: str) -> str | int | None:
+        value = self.data.get(key)
+        if value is None or value in EFFORT_LEVELS:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1024:
+            return value
+        self.fail(
+            key,
+            f"{key} must be one of {', '.join(EFFORT_LEVELS)} or a thinking budget of at least "
+            f"1024 tokens, got {value!r}",
+        )
+
+    def mapping(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, dict):
+            self.fail(key, f"{key} must be a mapping, got {type(value).__name__} {value!r}")
+        return value
+
+    def servers(self, key: str) -> tuple[Any, ...]:
+        """MCP servers: each a configured server's name, or a mapping of one name to an inline
+        server definition."""
+        value = self.data.get(key)
+        if value is None:
+            return ()
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if not (isinstance(item, str) or (isinstance(item, dict) and len(item) >= 1)):
+                self.fail(
+                    key,
+                    f"{key} must list server names or {{name: definition}} mappings, got {item!r}",
+                )
+        return tuple(items)
 
 
 def _search_dirs(project_dir: Path | None, user_dir: Path | None) -> list[Path]:
@@ -306,22 +403,26 @@ def load_agent(
     project_dir: Path | None = None,
     user_dir: Path | None = None,
     flag: dict[str, AgentDefinition] | None = None,
+    settings: dict[str, AgentDefinition] | None = None,
 ) -> AgentDefinition:
     """The agent type `name` (exact, case-sensitive), looked up like `available_agents`, with
-    the `flag` definitions (``--agents`` JSON) over all of them."""
-    if flag and name in flag:
-        return flag[name]
-    agents = available_agents(project_dir, user_dir)
+    the `flag` definitions (``--agents`` JSON) over those, and a settings file's ``agents``
+    over all of them."""
+    agents = {**available_agents(project_dir, user_dir), **(flag or {}), **(settings or {})}
     if name in agents:
         return agents[name]
-    searched = ", ".join([BUILT_IN, *(str(d) for d in _search_dirs(project_dir, user_dir))])
+    sources = [BUILT_IN, *(str(d) for d in _search_dirs(project_dir, user_dir))]
+    sources += ["--agents"] if flag else []
+    sources += ["settings agents"] if settings else []
     raise AgentDefinitionError(
-        f"unknown agent type {name!r}; available: {', '.join(agents)} (from {searched})"
+        f"unknown agent type {name!r}; available: {', '.join(sorted(agents))} "
+        f"(from {', '.join(sources)})"
     )
 
 
 def to_flag_json(agent: AgentDefinition) -> str:
-    """`agent` as Claude Code's ``--agents`` JSON (``{name: {description, prompt, ...}}``)."""
+    """`agent` as Claude Code's ``--agents`` JSON (``{name: {description, prompt, ...}}``),
+    every field kept."""
     value: dict[str, Any] = {"description": agent.description, "prompt": agent.system_prompt}
     optional = {
         "tools": list(agent.tools) if agent.tools is not None else None,
@@ -332,6 +433,13 @@ def to_flag_json(agent: AgentDefinition) -> str:
         "color": agent.color,
         "isolation": agent.isolation,
         "initialPrompt": agent.initial_prompt,
+        "background": agent.background or None,
+        "effort": agent.effort,
+        "memory": agent.memory,
+        "mcpServers": list(agent.mcp_servers) or None,
+        "requiredMcpServers": list(agent.required_mcp_servers) or None,
+        "hooks": agent.hooks,
+        "skills": list(agent.skills) or None,
     }
     value.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps({agent.name: value}, ensure_ascii=False)
@@ -344,16 +452,22 @@ def from_flag_json(text: str) -> dict[str, AgentDefinition]:
         data = json.loads(text)
     except ValueError as exc:
         raise AgentDefinitionError(f"--agents: not JSON: {exc}") from None
+    return from_json_agents(data, "--agents")
+
+
+def from_json_agents(data: Any, where: str) -> dict[str, AgentDefinition]:
+    """The definitions in `data`, a JSON object of name -> definition (``--agents``, or a
+    settings file's ``agents``); `where` names the source in errors and warnings."""
     if not isinstance(data, dict):
-        raise AgentDefinitionError("--agents must be a JSON object of agent name -> definition")
+        raise AgentDefinitionError(f"{where} must be a JSON object of agent name -> definition")
     found = {}
     for name, value in data.items():
         if not isinstance(value, dict):
-            raise AgentDefinitionError(f"--agents: {name!r} must map to an object")
+            raise AgentDefinitionError(f"{where}: {name!r} must map to an object")
         front = {k: v for k, v in value.items() if k != "prompt"}
         prompt = value.get("prompt", "")
         if not isinstance(prompt, str):
-            raise AgentDefinitionError(f"--agents: {name!r}: prompt must be a string")
+            raise AgentDefinitionError(f"{where}: {name!r}: prompt must be a string")
         text_form = "---\n" + yaml.safe_dump({"name": name, **front}) + "---\n" + prompt
-        found[name] = parse_agent_text(text_form, Path(f"--agents[{name}]"))
+        found[name] = parse_agent_text(text_form, Path(f"{where}[{name}]"))
     return found

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -38,6 +39,11 @@ CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TURNS = 100
 DEFAULT_CONTEXT_TOKENS = 150_000
 TRIMMED = "[output removed to keep the conversation within the context window]"
+
+
+class LoopCancelled(Exception):
+    """The loop's `cancelled` event was set: it stopped at a boundary (before a model call or
+    a tool call). Not an `Error`: nothing went wrong, someone stopped it."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class AgentLoop:
         overload_retries: int = 3,
         retry_delay_s: float = 10.0,
         say: Callable[[str], None] = lambda text: None,
+        cancelled: threading.Event | None = None,
+        notices: Callable[[], list[str]] | None = None,
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in tools}
@@ -77,32 +85,53 @@ class AgentLoop:
         self.overload_retries = overload_retries
         self.retry_delay_s = retry_delay_s
         self.say = say
+        self.cancelled = cancelled  # set by whoever stops this agent (TaskStop)
+        self.notices = notices  # what its background sub-agents report, before each model turn
         self.messages: list[dict[str, Any]] = []
+        self.last_text = ""  # the model's latest text: a stopped agent's partial result
 
     # the loop
 
-    def run(self, prompt: str) -> LoopResult:
-        """Add `prompt` as the user's turn and loop until the model ends its turn."""
-        self._add_user([{"type": "text", "text": prompt}])
+    def run(self, prompt: str | None) -> LoopResult:
+        """Add `prompt` as the user's turn (None: only what sub-agents reported) and loop until
+        the model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
+        self._add_user([{"type": "text", "text": prompt}] if prompt is not None else [])
+        notices = self._notices()
+        if prompt is None and not notices:
+            return LoopResult("end_turn", "", 0)  # what was reported was taken meanwhile
+        self._add_user(notices)
         text = ""
         for turn in range(1, self.max_turns + 1):
+            self._check_cancelled()
             reply = self._call()
             self.messages.append({"role": "assistant", "content": reply.content})
             said = "\n".join(b["text"] for b in reply.content if b.get("type") == "text").strip()
             if said:
-                text = said
+                text = self.last_text = said
                 self.say(said)
             uses = [b for b in reply.content if b.get("type") == "tool_use"]
             if not uses:
                 return LoopResult("end_turn", text, turn)
-            results: list[dict[str, Any]] = [self._use(block) for block in uses]
+            results: list[dict[str, Any]] = []
+            for block in uses:
+                self._check_cancelled()
+                results.append(self._use(block))
             arrived = self.link.between_turns() if self.link is not None else []
             if arrived:
                 results.append({"type": "text", "text": format_for_model(arrived)})
-            self._add_user(results)
+            self._add_user([*results, *self._notices()])
         return LoopResult("max_turns", text, self.max_turns)
 
+    def _notices(self) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": n} for n in (self.notices() if self.notices else [])]
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled is not None and self.cancelled.is_set():
+            raise LoopCancelled("stopped")
+
     def _add_user(self, content: list[dict[str, Any]]) -> None:
+        if not content:
+            return
         if self.messages and self.messages[-1]["role"] == "user":
             self.messages[-1]["content"].extend(content)
         else:
@@ -201,6 +230,7 @@ class AgentLoop:
         self.transcript.record("tool_call", id=use_id, name=name, input=tool_input)
         if self.reporter:
             self.reporter.tool_call(name, tool_input)
+        self.ctx.tool_use_id = use_id
         try:
             text = self._run_tool(name, tool_input, use_id)
             error = False

@@ -12,6 +12,7 @@ retry later (`retryable`), or to shorten the conversation (`context_too_long`).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -111,6 +112,10 @@ class Model(Protocol):
 
     def complete(self, request: ModelRequest) -> ModelReply: ...
 
+    def variant(self, model: str | None) -> Model:
+        """The same connection asking for `model` (None: this model), for a sub-agent."""
+        ...
+
 
 def error_for_status(status: int, message: str) -> ModelError:
     too_long = status == 400 and "too long" in message.lower()
@@ -132,6 +137,13 @@ class ClaudeModel:
             self._client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout_s)
         except anthropic.AnthropicError as exc:
             raise ModelError(f"cannot create the Anthropic client: {exc}") from None
+
+    def variant(self, model: str | None) -> ClaudeModel:
+        if model is None or resolve_model(model) == self.name:
+            return self
+        other = copy.copy(self)  # one client (and its connections) for all
+        other.name = resolve_model(model)
+        return other
 
     def complete(self, request: ModelRequest) -> ModelReply:
         anthropic = self._anthropic
@@ -172,6 +184,9 @@ class ScriptedModel:
         self.name = name
         self._turns = iter(turns)
         self.requests: list[ModelRequest] = []
+
+    def variant(self, model: str | None) -> ScriptedModel:
+        return self  # one script: a sub-agent plays the turns that come next
 
     def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)

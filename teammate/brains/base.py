@@ -101,6 +101,11 @@ class TeamLink(Protocol):
         messages meanwhile; raises `Interrupted` if a shutdown was approved."""
         ...
 
+    def wake(self) -> None:
+        """Something for the brain arrived outside the inbox (a background sub-agent ended):
+        an idle agent runs a pass for it soon (any thread)."""
+        ...
+
 
 class Brain(Protocol):
     def work(self, task: Task, link: TeamLink) -> Outcome:
@@ -121,6 +126,11 @@ class Brain(Protocol):
 
     def update_permissions(self, updates: list[dict[str, Any]]) -> None:
         """The lead added permission rules (``addRules`` / ``setMode`` updates)."""
+        ...
+
+    def notices_waiting(self) -> bool:
+        """Whether the brain has something to take up without a message (a background
+        sub-agent's notification): the runtime then calls `respond` with no entries."""
         ...
 
     def move_to(self, cwd: Path, confined: bool) -> None:

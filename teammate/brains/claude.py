@@ -11,6 +11,8 @@ with the task still open leaves it in progress with this teammate ("blocked"), a
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +24,23 @@ from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task import Task
-from teammate.agent.definitions import AgentDefinition
+from teammate.agent.definitions import AgentDefinition, load_agent, tool_rules
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
+from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import Outcome, TeamLink
-from teammate.permissions.policy import PermissionPolicy, Rule, parse_rule
+from teammate.permissions.policy import PermissionPolicy, Rule
 from teammate.reporter import StatusReporter
+from teammate.tools.agents import SUBAGENT_TOOLS
 from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
 from teammate.tools.search import glob, grep
 from teammate.tools.shell import bash
 from teammate.tools.team import TEAM_TOOLS
 
-ALL_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep, *TEAM_TOOLS)
+WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep)  # what sub-agents pick from
+ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
 
 TEAMMATE_RULES = """
 # Agent Teammate Communication
@@ -68,21 +73,6 @@ def system_prompt(agent: AgentDefinition, name: str, paths: TeamPaths, cwd: Path
     )
 
 
-def split_rules(entries: tuple[str, ...] | None) -> tuple[set[str], list[Rule]]:
-    """An agent definition's tool list as (bare tool names, rules with content): in ``tools``,
-    ``Bash(npm test:*)`` makes Bash available and allows that use; in ``disallowedTools``, a
-    bare name removes the tool and a rule denies that use."""
-    bare: set[str] = set()
-    rules: list[Rule] = []
-    for entry in entries or ():
-        rule = parse_rule(entry)
-        if rule.content is None:
-            bare.add(rule.tool_name)
-        else:
-            rules.append(rule)
-    return bare, rules
-
-
 class ClaudeBrain:
     def __init__(
         self,
@@ -98,16 +88,17 @@ class ClaudeBrain:
         reporter: StatusReporter | None = None,
         transcript: Transcript | None = None,
         say: Any = print,
+        agents: Callable[[str], AgentDefinition] | None = None,
         **loop_options: Any,
     ) -> None:
-        listed, allow_rules = split_rules(agent.tools)
-        removed, deny_rules = split_rules(agent.disallowed_tools)
+        listed, allow_rules = tool_rules(agent.tools)
+        removed, deny_rules = tool_rules(agent.disallowed_tools)
         listed |= {rule.tool_name for rule in allow_rules}
         tools = [
             t
             for t in ALL_TOOLS
             # a teammate always has the team tools, unless the definition disallows them
-            if (agent.tools is None or t.name in listed or t.kind == "team")
+            if (agent.tools is None or t.name in listed or t in TEAM_TOOLS)
             and t.name not in removed
         ]
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
@@ -126,6 +117,21 @@ class ClaudeBrain:
         self.say = say
         self.ctx = ToolContext(cwd=cwd, agent_name=name)
         self.ctx.exit_plan_mode = self._exit_plan_mode
+        self.subagents = SubAgents(
+            Parent(
+                name=name,
+                model=model,
+                tools=[t for t in WORK_TOOLS if t in tools],
+                policy=self.policy,
+                ctx=self.ctx,
+                agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
+                directory=paths.agents_dir / f"{name}.subagents",
+                reporter=reporter,
+                say=say,
+            ),
+            cap=cap_from(os.environ),
+        )
+        self.ctx.subagents = self.subagents
         self.loop = AgentLoop(
             model,
             tools,
@@ -136,6 +142,7 @@ class ClaudeBrain:
             reporter=reporter,
             max_turns=max_turns or agent.max_turns or DEFAULT_MAX_TURNS,
             say=lambda text: say(f"{name}: {text}"),
+            notices=self.subagents.take_notices,
             **loop_options,
         )
         self._initial_prompt = agent.initial_prompt
@@ -143,7 +150,8 @@ class ClaudeBrain:
     # the Brain interface
 
     def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
-        prompt = self._with_initial(format_for_model(entries))
+        # no entries: a turn for what background sub-agents reported (the loop adds it)
+        prompt = self._with_initial(format_for_model(entries)) if entries else None
         result = self._run(prompt, link)
         if isinstance(result, Outcome):
             return result
@@ -177,6 +185,9 @@ class ClaudeBrain:
     def accept_shutdown(self, request: ShutdownRequest) -> tuple[bool, str]:
         return True, ""
 
+    def notices_waiting(self) -> bool:
+        return self.subagents.notices_waiting()
+
     def set_mode(self, mode: str) -> None:
         self.policy.mode = mode
 
@@ -190,9 +201,11 @@ class ClaudeBrain:
 
     # helpers
 
-    def _run(self, prompt: str, link: TeamLink) -> LoopResult | Outcome:
+    def _run(self, prompt: str | None, link: TeamLink) -> LoopResult | Outcome:
         self.loop.link = link
         self.ctx.team = link
+        self.subagents.parent.link = link
+        self.subagents.parent.wake = link.wake
         try:
             return self.loop.run(prompt)
         except ModelError as exc:

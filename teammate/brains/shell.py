@@ -149,6 +149,9 @@ class ShellBrain:
     def set_mode(self, mode: str) -> None:
         self.policy.mode = mode
 
+    def notices_waiting(self) -> bool:
+        return False  # it runs no sub-agents
+
     def move_to(self, cwd: Path, confined: bool) -> None:
         self.cwd = cwd  # commands run there; a shell worker has no file tools to confine
         self.policy.cwd = cwd

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from protocols.errors import Error
 
-if TYPE_CHECKING:  # the link is only named here; brains import tools, not the reverse
+if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
+    from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
 
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
@@ -40,19 +41,28 @@ class ToolContext:
     """What a tool may use: the working directory, the team it belongs to, and the agent's own
     hooks. File and shell tools only use `cwd` and `output_limit`; the team tools need `team`
     (a teammate's `TeamLink`, or the lead's `LeadLink`); `exit_plan_mode` is the Claude brain's
-    answer to ExitPlanMode (None where plans are not asked for)."""
+    answer to ExitPlanMode (None where plans are not asked for); `subagents` runs the agent's
+    sub-agents."""
 
     cwd: Path
     agent_name: str = "agent"
     team: TeamLink | None = None
     output_limit: int = 30_000
     exit_plan_mode: Callable[[str], str] | None = None
+    subagents: SubAgents | None = None  # the agent's sub-agents (Agent, TaskOutput, TaskStop)
+    tool_use_id: str = ""  # the call being run (set by the agent loop)
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""
         if self.team is None:
             raise ToolError("this tool needs a team, and this agent has none")
         return self.team
+
+    def sub_agents(self) -> SubAgents:
+        """The agent's sub-agents, for the Agent, TaskOutput and TaskStop tools."""
+        if self.subagents is None:
+            raise ToolError("this agent cannot run sub-agents")
+        return self.subagents
 
     def resolve(self, path: str) -> Path:
         """`path` made absolute against the working directory."""

@@ -77,9 +77,14 @@ def send_message(
         ),
     ] = None,
 ) -> str:
-    link = ctx.link()
     if not to.strip():
         raise ToolError("to must not be empty")
+    run = ctx.subagents.find(to) if ctx.subagents is not None else None
+    if run is not None:  # one of this agent's sub-agents, by name or agent id
+        if not isinstance(message, str):
+            raise ToolError("a sub-agent takes plain text messages only")
+        return ctx.subagents.message(run, message)  # type: ignore[union-attr]
+    link = ctx.link()
     if "@" in to:
         raise ToolError(
             'to must be a bare teammate name or "*" — there is only one team per session'

@@ -164,7 +164,8 @@ def test_unknown_name_lists_available(project: Path, user_dir: Path) -> None:
         load_agent("nope", project, user_dir)
     message = str(info.value)
     assert message.startswith(
-        "unknown agent type 'nope'; available: Explore, Plan, general-purpose, mine (from built-in, "
+        "unknown agent type 'nope'; available: Explore, Plan, general-purpose, mine, verification "
+        "(from built-in, "
     )
     assert str(user_dir) in message
     assert str(project / ".claude" / "agents") in message
@@ -194,7 +195,11 @@ ERROR_CASES = [
         4,
         ", ".join(PermissionMode.names()),
     ),
-    ("---\nname: x\nisolation: container\n---\n", 3, "isolation must be 'worktree'"),
+    (
+        "---\nname: x\nisolation: container\n---\n",
+        3,
+        "isolation must be one of worktree, got 'container'",
+    ),
     ("---\nname: x\ntools: 5\n---\n", 3, "tools must be a comma-separated string or a list"),
     ("---\nname: x\ntools:\n  - Read\n  - 3\n---\n", 3, "tools must be"),
     ("---\nname: x\ndisallowedTools: {Write: yes}\n---\n", 3, "disallowedTools must be"),

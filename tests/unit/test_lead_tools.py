@@ -94,7 +94,7 @@ def test_a_spawn_the_lead_cannot_make_is_an_error_for_the_model_and_leaves_no_me
 ) -> None:
     stub = StubBackend(fail_with="no terminal")
     calls: list[dict[str, Any]] = [
-        {"description": "d", "prompt": "p"},  # no name
+        {"description": "d", "prompt": "p", "team_name": "t"},  # a team but no name
         {"description": "d", "prompt": "p", "name": "bob", "team_name": "other"},
         {"description": "d", "prompt": "p", "name": "bob"},  # the backend fails
         {"description": "d", "prompt": "p", "name": "bob bob"},  # not a name
@@ -105,7 +105,7 @@ def test_a_spawn_the_lead_cannot_make_is_an_error_for_the_model_and_leaves_no_me
     assert agent.loop.run("start bob").text == "gave up"
     said = tool_results(agent)
     assert len(said) == 5
-    assert "give the teammate a `name`" in said[0]
+    assert "give the teammate a `name` to address it by" in said[0]
     assert "this session leads team 't', not 'other'" in said[1]
     assert "cannot start 'bob': no terminal" in said[2]
     assert "'bob bob'" in said[3] and "letters, digits" in said[3]

@@ -1,0 +1,530 @@
+"""Sub-agents: the agents a Claude agent runs inside its own turn with the Agent tool, in the
+same process (Claude Code's in-process sub-agents; spec agents.md sections 2-3).
+
+Each sub-agent is an `AgentLoop` of its own: its own message history, model (the call's, else
+its definition's, else the parent's), tool pool (the definition's allow-list minus its
+deny-list, from the parent's file and shell tools: no team tools, no Agent), permission mode
+(its definition's, else ``acceptEdits``, but never more than the parent's: the narrower of the
+two) under the parent's rules, and cancellation. Its asks go up the parent's path (a teammate's
+lead), labelled ``parent \u203a type`` (`LABEL_MARK`). Its usage rolls up into the parent's status.
+
+Synchronous (the default): the parent's tool call waits; the result carries the final text, the
+``agentId`` and usage. Background (``run_in_background``, or ``background: true`` in the
+definition): ``async_launched`` at once, with an output file that grows as it works; when it
+ends (completed, failed, or stopped with TaskStop: killed) its ``<task-notification>`` is queued
+for the parent exactly once (a flag set under the lock) and the parent is woken: the loop adds
+queued notifications before its next model turn, and an idle parent starts a turn for them.
+A run's state goes terminal before anything slow, so TaskOutput never waits on clean-up.
+A message for a running sub-agent is delivered at its next loop boundary; one for a finished
+sub-agent resumes it in the background with its whole conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocols import safefs
+from protocols.clock import now_iso
+from protocols.inbox import InboxEntry
+from protocols.jsonio import append_durably
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.values import PermissionMode
+from teammate.agent.definitions import AgentDefinition, tool_rules
+from teammate.agent.loop import AgentLoop, LoopCancelled
+from teammate.agent.model import Model, ModelError, Usage
+from teammate.agent.transcript import Transcript
+from teammate.brains.base import Approval, PlanVerdict, TeamLink
+from teammate.permissions.policy import PermissionPolicy
+from teammate.reporter import StatusReporter
+from teammate.tools.base import Tool, ToolContext, ToolError
+
+DEFAULT_CAP = 8  # background sub-agents running at once, per agent
+CAP_VARIABLE = "SWARM_MAX_BACKGROUND_AGENTS"  # another cap, from the environment
+
+
+def cap_from(environ: Mapping[str, str]) -> int:
+    """The cap `CAP_VARIABLE` sets (a positive whole number), else `DEFAULT_CAP`."""
+    text = environ.get(CAP_VARIABLE, "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_CAP
+
+
+MAX_TURNS_MARKER = "[max turns reached]"
+LABEL_MARK = "\u203a"  # between a parent's name and its sub-agent's in labels
+SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
+# how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
+_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "bubble": 2, "acceptEdits": 3}
+_REACH_MAX = 4  # bypassPermissions
+
+
+def narrower(mode: str, parent: str) -> str:
+    """The mode that allows less (``bubble`` counts as ``default``: it asks the parent's
+    approver, which is where every swarm sub-agent's asks go)."""
+    own = "default" if mode == "bubble" else mode
+    reach = _REACH.get(own, _REACH_MAX)
+    return own if reach <= _REACH.get(parent, _REACH_MAX) else parent
+
+
+def new_agent_id() -> str:
+    return "a" + secrets.token_hex(8)
+
+
+@dataclass
+class Parent:
+    """What sub-agents take from the agent that runs them."""
+
+    name: str  # the teammate's name, or team-lead
+    model: Model
+    tools: list[Tool]  # the pool a sub-agent's tools are picked from
+    policy: PermissionPolicy
+    ctx: ToolContext
+    agents: Callable[[str], AgentDefinition]  # a definition by type (AgentDefinitionError)
+    directory: Path | None  # where sidechain transcripts and output files go
+    reporter: StatusReporter | None = None
+    say: Callable[[str], None] = lambda text: None
+    link: TeamLink | None = None  # set for each turn of the parent
+    wake: Callable[[], None] = lambda: None  # start a parent turn for a notification
+
+
+@dataclass
+class SubAgentRun:
+    agent_id: str
+    agent_type: str
+    description: str
+    prompt: str
+    name: str | None
+    tool_use_id: str
+    output_file: Path | None
+    loop: AgentLoop
+    background: bool
+    status: str = "running"  # running | completed | failed | killed
+    result: str = ""
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    notified: bool = True  # a foreground run is never notified
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    pending: list[str] = field(default_factory=list)  # messages for its next loop boundary
+    usage: Usage = field(default_factory=Usage)
+    tool_uses: int = 0
+
+    @property
+    def duration_ms(self) -> int:
+        return int(((self.ended or time.monotonic()) - self.started) * 1000)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.usage.prompt_tokens + self.usage.output_tokens
+
+    def usage_text(self) -> str:
+        return (
+            f"total_tokens: {self.total_tokens}\ntool_uses: {self.tool_uses}\n"
+            f"duration_ms: {self.duration_ms}"
+        )
+
+
+class SubAgents:
+    """One agent's sub-agents: launching, notifications, TaskOutput, TaskStop, messages."""
+
+    def __init__(self, parent: Parent, cap: int = DEFAULT_CAP) -> None:
+        self.parent = parent
+        self.cap = cap
+        self.runs: dict[str, SubAgentRun] = {}
+        self._names: dict[str, str] = {}  # name given at launch -> agent id
+        self._lock = threading.Lock()
+        self._notices: list[tuple[str, str]] = []  # (agent id, notification text)
+
+    # launching
+
+    def launch(
+        self,
+        *,
+        description: str,
+        prompt: str,
+        subagent_type: str | None,
+        model: str | None,
+        run_in_background: bool,
+        name: str | None,
+        cwd: str | None,
+        isolation: str | None,
+        tool_use_id: str,
+    ) -> str:
+        """Run a sub-agent; the Agent tool's result text (sync: its answer; else launched)."""
+        if cwd and isolation:
+            raise ToolError("give either `cwd` or `isolation`, not both")
+        if isolation == "worktree":
+            raise ToolError("isolation: worktree is not available for sub-agents yet")
+        definition = self.parent.agents(subagent_type or "general-purpose")
+        directory = self._directory(cwd)
+        background = bool(run_in_background or definition.background)
+        with self._lock:
+            running = sum(1 for r in self.runs.values() if r.background and r.status == "running")
+            if background and running >= self.cap:
+                raise ToolError(
+                    f"{running} background agents are running, the most this agent may run at "
+                    f"once ({self.cap}); wait for a notification or stop one with TaskStop"
+                )
+            if name is not None and name in self._names:
+                raise ToolError(f"a sub-agent named {name!r} exists already; pick another name")
+            run = self._new_run(definition, description, prompt, name, model, directory)
+            run.tool_use_id = tool_use_id
+            run.background = background
+            run.notified = not background
+            self.runs[run.agent_id] = run
+            if name is not None:
+                self._names[name] = run.agent_id
+        if background:
+            self._start_thread(run, prompt)
+            return launched_text(run)
+        self._play(run, prompt)
+        return completed_text(run)
+
+    def _directory(self, cwd: str | None) -> Path:
+        if cwd is None:
+            return self.parent.ctx.cwd
+        directory = self.parent.ctx.resolve(cwd)
+        if not directory.is_dir():
+            raise ToolError(f"cwd {cwd!r} is not a directory")
+        return directory
+
+    def _new_run(
+        self,
+        definition: AgentDefinition,
+        description: str,
+        prompt: str,
+        name: str | None,
+        model: str | None,
+        cwd: Path,
+    ) -> SubAgentRun:
+        agent_id = new_agent_id()
+        parent = self.parent
+        label = f"{parent.name} {LABEL_MARK} {name or definition.name}"
+        output = parent.directory / f"{agent_id}.output" if parent.directory else None
+        transcript = parent.directory / f"{agent_id}.jsonl" if parent.directory else None
+        allowed, allow_rules = tool_rules(definition.tools)
+        removed, deny_rules = tool_rules(definition.disallowed_tools)
+        allowed |= {rule.tool_name for rule in allow_rules}
+        tools = [
+            t
+            for t in parent.tools
+            if (definition.tools is None or t.name in allowed) and t.name not in removed
+        ]
+        mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
+        policy = PermissionPolicy(
+            mode,
+            cwd,
+            allow=[*parent.policy.rules("allow"), *allow_rules],
+            deny=[*parent.policy.rules("deny"), *deny_rules],
+            ask=parent.policy.rules("ask"),
+        )
+        policy.confined = parent.policy.confined
+        run = SubAgentRun(
+            agent_id=agent_id,
+            agent_type=definition.name,
+            description=description,
+            prompt=prompt,
+            name=name,
+            tool_use_id="",
+            output_file=output,
+            loop=None,  # type: ignore[arg-type]  # set just below: the loop needs the run
+            background=False,
+        )
+        link = SubAgentLink(self, run, label)
+        run.loop = AgentLoop(
+            parent.model.variant(model or definition.model),
+            tools,
+            policy,
+            subagent_prompt(definition, cwd),
+            ToolContext(cwd=cwd, agent_name=label, team=link),
+            link=link,
+            transcript=Transcript(transcript),
+            reporter=SubAgentReporter(run, parent.reporter),
+            max_turns=definition.max_turns or 100,
+            say=lambda text: self._output(run, text),
+            cancelled=run.cancel,
+        )
+        return run
+
+    # running
+
+    def _start_thread(self, run: SubAgentRun, prompt: str) -> None:
+        thread = threading.Thread(
+            target=self._play, args=(run, prompt), name=f"subagent-{run.agent_id}", daemon=True
+        )
+        thread.start()
+
+    def _play(self, run: SubAgentRun, prompt: str) -> None:
+        """Run the sub-agent's loop to its end, then record how it ended (and notify)."""
+        self._output(run, f"[{run.agent_type}] {run.description}")
+        try:
+            result = run.loop.run(prompt)
+        except LoopCancelled:
+            self._finish(run, "killed", run.loop.last_text)
+            return
+        except Exception as exc:  # a sub-agent must not take its parent with it
+            partial = run.loop.last_text
+            why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ModelError) else str(exc)
+            self._finish(run, "failed", f"{partial}\n\n[failed: {why}]" if partial else why)
+            return
+        text = result.text
+        if result.stop == "max_turns":
+            text = f"{text}\n\n{MAX_TURNS_MARKER}" if text else MAX_TURNS_MARKER
+        self._finish(run, "completed", text)
+
+    def _finish(self, run: SubAgentRun, status: str, result: str) -> None:
+        """The run's terminal state, set once (TaskStop may have set it first), then its
+        notification."""
+        with self._lock:
+            if run.status != "running":
+                return
+            run.status, run.result, run.ended = status, result, time.monotonic()
+            run.done.set()
+            notify = not run.notified
+            if notify:
+                run.notified = True
+                self._notices.append((run.agent_id, notification_text(run)))
+        self._output(run, f"[{status}]")
+        if notify:
+            self.parent.wake()
+
+    def _output(self, run: SubAgentRun, text: str) -> None:
+        """Append what the sub-agent said to its output file (never fails the sub-agent)."""
+        if run.output_file is None:
+            return
+        with contextlib.suppress(OSError):
+            safefs.makedirs(run.output_file.parent)
+            append_durably(run.output_file, (text.rstrip("\n") + "\n").encode(), "process")
+
+    # what the parent's loop and tools use
+
+    def take_notices(self) -> list[str]:
+        """Every notification queued so far, oldest first (each is taken once)."""
+        with self._lock:
+            taken, self._notices = [text for _, text in self._notices], []
+        return taken
+
+    def notices_waiting(self) -> bool:
+        with self._lock:
+            return bool(self._notices)
+
+    def find(self, key: str) -> SubAgentRun | None:
+        """A sub-agent by the name it was given or its agent id."""
+        with self._lock:
+            return self.runs.get(self._names.get(key, key))
+
+    def output(self, task_id: str, block: bool, timeout_s: float) -> str:
+        """TaskOutput: the run's status and output so far, after waiting (with `block`) up to
+        `timeout_s` for it to end; seen ending here, it is not notified again."""
+        run = self.find(task_id)
+        if run is None:
+            raise ToolError(f"No task found with ID: {task_id}")
+        if block:
+            run.done.wait(max(0.0, timeout_s))
+        with self._lock:
+            if block and run.status != "running" and run.background:
+                run.notified = True
+                self._notices = [(i, t) for i, t in self._notices if i != run.agent_id]
+            status, result = run.status, run.result
+        retrieval = "success" if status != "running" else ("timeout" if block else "not_ready")
+        so_far = result if status != "running" else run.loop.last_text
+        return (
+            f"<retrieval_status>{retrieval}</retrieval_status>\n"
+            f"<task_id>{run.agent_id}</task_id>\n<task_type>local_agent</task_type>\n"
+            f"<status>{status}</status>\n<output>\n{so_far}\n</output>"
+        )
+
+    def stop(self, task_id: str) -> str:
+        """TaskStop: a running sub-agent stops at its next boundary; it is killed now, with
+        what it said so far as its partial result."""
+        run = self.find(task_id)
+        if run is None:
+            raise ToolError(f"No task found with ID: {task_id}")
+        if run.status != "running":
+            raise ToolError(f"Task {task_id} is not running (status: {run.status})")
+        run.cancel.set()
+        self._finish(run, "killed", run.loop.last_text)
+        return json.dumps(
+            {
+                "message": f"Successfully stopped task: {run.agent_id} ({run.description})",
+                "task_id": run.agent_id,
+                "task_type": "local_agent",
+            }
+        )
+
+    def message(self, run: SubAgentRun, text: str) -> str:
+        """SendMessage to a sub-agent: at its next loop boundary if it runs, else it resumes in
+        the background with its whole conversation and this message."""
+        with self._lock:
+            if run.status == "running":
+                run.pending.append(text)
+                return (
+                    f"Message queued for {run.name or run.agent_id}; it reads it at its next "
+                    "tool round."
+                )
+            if self.cap <= sum(
+                1 for r in self.runs.values() if r.background and r.status == "running"
+            ):
+                raise ToolError(f"{self.cap} background agents are running; try again later")
+            run.status, run.result, run.ended = "running", "", None
+            run.background, run.notified = True, False
+            run.started = time.monotonic()
+            run.cancel.clear()
+            run.done.clear()
+        self._start_thread(run, text)
+        return (
+            f"Agent {run.name or run.agent_id} had stopped; it resumed in the background with "
+            "your message. You will be notified when it finishes."
+            + (f"\noutput_file: {run.output_file}" if run.output_file else "")
+        )
+
+    def take_pending(self, run: SubAgentRun) -> list[str]:
+        with self._lock:
+            taken, run.pending = run.pending, []
+        return taken
+
+    def stop_all(self) -> None:
+        """Stop every running sub-agent (the parent is stopping)."""
+        for run in list(self.runs.values()):
+            if run.status == "running":
+                run.cancel.set()
+                self._finish(run, "killed", run.loop.last_text)
+
+
+class SubAgentLink:
+    """The sub-agent's `TeamLink`: asks go up the parent's path, labelled; messages for it are
+    the ones queued with SendMessage; everything about the team is the parent's."""
+
+    def __init__(self, agents: SubAgents, run: SubAgentRun, label: str) -> None:
+        self._agents = agents
+        self._run = run
+        self.name = label
+        self.color = None
+
+    def _parent(self) -> TeamLink:
+        link = self._agents.parent.link
+        if link is None:
+            raise ToolError("this sub-agent's parent has no team to ask")
+        return link
+
+    @property
+    def paths(self) -> TeamPaths:
+        return self._parent().paths
+
+    @property
+    def mailbox(self) -> Mailbox:
+        return self._parent().mailbox
+
+    @property
+    def board(self) -> TaskBoard:
+        return self._parent().board
+
+    def ask_permission(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        description: str,
+        tool_use_id: str | None = None,
+        suggestions: list[dict[str, Any]] | None = None,
+    ) -> Approval:
+        return self._parent().ask_permission(
+            tool_name, tool_input, f"{self.name}: {description}", tool_use_id, suggestions
+        )
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        return self._parent().ask_plan_approval(plan, plan_file)
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        self._parent().send(to, body, summary)
+
+    def between_turns(self) -> list[InboxEntry]:
+        parent = self._agents.parent.name
+        return [
+            InboxEntry.model_validate({"from": parent, "text": text, "timestamp": now_iso()})
+            for text in self._agents.take_pending(self._run)
+        ]
+
+    def pause(self, seconds: float, why: str) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._run.cancel.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
+
+    def wake(self) -> None:
+        """A sub-agent runs no sub-agents of its own: nothing to wake."""
+
+
+class SubAgentReporter(StatusReporter):
+    """A sub-agent's usage, counted for it and rolled up into its parent's status."""
+
+    def __init__(self, run: SubAgentRun, parent: StatusReporter | None) -> None:
+        super().__init__(None, run.agent_id, "")
+        self._run = run
+        self._parent = parent
+
+    def model_call(self, usage: Usage | None) -> None:
+        super().model_call(usage)
+        if usage is not None:
+            self._run.usage.add(usage)
+        if self._parent is not None:
+            self._parent.model_call(usage)
+
+    def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
+        self._run.tool_uses += 1
+
+
+def subagent_prompt(definition: AgentDefinition, cwd: Path) -> str:
+    return (
+        f"{definition.system_prompt.strip()}\n\n"
+        "You are a sub-agent: the agent that started you reads your final answer, nobody "
+        "else does. Finish the task you were given, then answer with what you found or did, "
+        "concisely, with file paths where they matter.\n"
+        f"Working directory: {cwd}"
+    )
+
+
+def launched_text(run: SubAgentRun) -> str:
+    return (
+        "Async agent launched successfully.\n"
+        f"agentId: {run.agent_id} (use SendMessage with to: '{run.agent_id}' to give it more "
+        "to do)\n"
+        "The agent works in the background; you will be told when it finishes (a "
+        "<task-notification>). Do not guess its result meanwhile: go on with other work.\n"
+        + (
+            f"output_file: {run.output_file}\n"
+            "To check on it before then, Read the output file or call TaskOutput."
+            if run.output_file
+            else "Call TaskOutput to check on it before then."
+        )
+    )
+
+
+def completed_text(run: SubAgentRun) -> str:
+    head = run.result if run.status == "completed" else f"[{run.status}] {run.result}"
+    return (
+        f"{head}\n\nagentId: {run.agent_id} (use SendMessage with to: '{run.agent_id}' to "
+        f"continue this agent)\n<usage>{run.usage_text()}</usage>"
+    )
+
+
+def notification_text(run: SubAgentRun) -> str:
+    verb = {"completed": "completed", "failed": "failed", "killed": "was stopped"}[run.status]
+    return (
+        "<task-notification>\n"
+        f"<task-id>{run.agent_id}</task-id>\n"
+        f"<tool-use-id>{run.tool_use_id}</tool-use-id>\n"
+        f"<output-file>{run.output_file or ''}</output-file>\n"
+        f"<status>{run.status}</status>\n"
+        f'<summary>Agent "{run.description}" {verb}</summary>\n'
+        f"<result>{run.result}</result>\n"
+        f"<usage>{run.usage_text()}</usage>\n"
+        "</task-notification>"
+    )

@@ -1,0 +1,229 @@
+"""Sub-agents in a real Claude teammate process, through the real `anthropic` SDK and the test
+suite's Messages API server: a synchronous Explore sub-agent whose answer the teammate uses;
+background sub-agents whose notifications reach the teammate exactly once each (one completes,
+one is stopped with TaskStop and reports `killed` with its partial result), an output file read
+while its sub-agent runs, the cap on background sub-agents, and messages to a running and to a
+stopped (resumed) sub-agent. The server answers each agent by what its requests say, so the
+order in which threads ask does not matter."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
+from messages_api import MessagesAPI, Turn
+
+from protocols.mailbox import Mailbox
+from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.status import read_status
+from protocols.team import TeamFile
+
+Start = Callable[..., subprocess.Popen[str]]
+
+
+@pytest.fixture
+def start(team: TeamFile, workdir: Path) -> Iterator[Start]:
+    processes = Processes(workdir)
+
+    def launch(name: str, api: MessagesAPI, *extra: str, env: dict[str, str] | None = None) -> Any:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key", **(env or {}))
+        return processes.start(teammate_argv(name, *extra, model="sonnet"), environ)
+
+    yield launch
+    processes.close()
+
+
+def texts_to_lead(team: TeamFile) -> list[str]:
+    return [e.text for e in Mailbox(team.paths).read_all("team-lead") if e.structured() is None]
+
+
+def idle_count(team: TeamFile) -> int:
+    entries = Mailbox(team.paths).read_all("team-lead")
+    return sum(isinstance(e.structured(), IdleNotification) for e in entries)
+
+
+def stop(team: TeamFile, proc: subprocess.Popen[str]) -> str:
+    request = ShutdownRequest(
+        requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
+    )
+    Mailbox(team.paths).send("alice", request, sender="team-lead")
+    output, _ = proc.communicate(timeout=DEADLINE_S)
+    assert proc.returncode == 0, output
+    return output
+
+
+def system_of(body: dict[str, Any]) -> str:
+    return json.dumps(body.get("system"))
+
+
+def first_text(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def results_of(body: dict[str, Any]) -> list[str]:
+    """The text of each tool result in the request's last message."""
+    content = body["messages"][-1]["content"]
+    return [
+        b["content"] if isinstance(b["content"], str) else json.dumps(b["content"])
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    return json.dumps(body["messages"][-1]["content"], ensure_ascii=False)
+
+
+def test_a_synchronous_explore_sub_agent_answers_and_the_teammate_uses_it(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    seen: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        seen.append(body)
+        if "You are a sub-agent" in system_of(body):  # the Explore sub-agent
+            if len(body["messages"]) == 1:
+                return Turn.tool("Read", {"file_path": "notes.txt"})
+            return Turn.text("notes.txt says: the answer is 42")
+        done = results_of(body)
+        if not done:
+            call = {"description": "find the answer", "prompt": "What does notes.txt say?"}
+            return Turn.tool("Agent", {**call, "subagent_type": "Explore"})
+        if "the answer is 42" in done[0]:
+            message = {"to": "team-lead", "message": "it is 42", "summary": "the answer"}
+            return Turn.tool("SendMessage", message)
+        return Turn.text("Done.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Find the answer.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_count(team), "alice to go idle")
+        stop(team, proc)
+    assert texts_to_lead(team) == ["it is 42"]
+    sub = [b for b in seen if "You are a sub-agent" in system_of(b)]
+    assert len(sub) == 2 and "What does notes.txt say?" in first_text(sub[0])
+    assert sub[0]["model"] == "claude-haiku-5-5"  # Explore's model, not the teammate's
+    names = {t["name"] for t in sub[0]["tools"]}
+    assert "Read" in names and not names & {"Write", "Edit", "Agent", "SendMessage"}
+    (answer,) = [r for b in seen for r in results_of(b) if "notes.txt says" in r]
+    assert re.search(r"agentId: a[0-9a-f]{16} ", answer)
+    assert "<usage>total_tokens: " in answer and "tool_uses: 1" in answer
+    status = read_status(team.paths, "alice")
+    assert status is not None and status.requests == 5  # its 3 and its sub-agent's 2
+
+
+def test_background_sub_agents_notify_once_each_obey_taskstop_the_cap_and_messages(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    release_slow = threading.Event()
+    release_quick = threading.Event()
+    alice: list[dict[str, Any]] = []
+    ids: dict[str, str] = {}
+
+    def sub_agent(body: dict[str, Any]) -> Turn:
+        asked = first_text(body)
+        said = len([m for m in body["messages"] if m["role"] == "assistant"])
+        if "JOB-SLOW" in asked:
+            if said == 0:
+                return Turn.tool("Glob", {"pattern": "*.txt"}, text="slow: looking around")
+            if "please continue" in last_user_text(body):
+                return Turn.text("slow resumed: finished")
+            release_slow.wait(DEADLINE_S)  # still thinking when it is stopped
+            return Turn.text("slow: this answer comes too late")
+        if "JOB-QUICK" in asked:
+            if said == 0:
+                release_quick.wait(DEADLINE_S)
+                return Turn.tool("Glob", {"pattern": "*.md"})
+            extra = " (got: extra info)" if "extra info" in last_user_text(body) else ""
+            return Turn.text(f"quick result: 7{extra}")
+        return Turn.text("?")
+
+    def lead_agent(body: dict[str, Any]) -> Turn:
+        alice.append(body)
+        done = results_of(body)
+        step = len(alice)
+        if step == 1:
+            calls = [
+                ("Agent", {"description": "slow job", "prompt": "JOB-SLOW", "run_in_background": True}),
+                ("Agent", {"description": "quick job", "prompt": "JOB-QUICK", "run_in_background": True}),
+            ]  # fmt: skip
+            return Turn.tools(calls)
+        if step == 2:
+            ids["slow"], ids["quick"] = (
+                re.findall(r"agentId: (a[0-9a-f]{16})", r)[0] for r in done
+            )
+            output_file = re.findall(r"output_file: (\S+)", done[0])[0]
+            wait_for(lambda: "slow: looking" in Path(output_file).read_text(), "slow's output")
+            third = {"description": "third", "prompt": "JOB-3", "run_in_background": True}
+            return Turn.tools(
+                [
+                    ("Read", {"file_path": output_file}),
+                    ("TaskOutput", {"task_id": ids["slow"], "block": False}),
+                    ("Agent", third),
+                    ("TaskStop", {"task_id": ids["slow"]}),
+                    ("TaskStop", {"task_id": "a0000000000000000"}),
+                ]
+            )
+        if step == 3:
+            release_slow.set()
+            return Turn.tools(
+                [
+                    ("SendMessage", {"to": ids["quick"], "message": "extra info", "summary": "x"}),
+                    ("SendMessage", {"to": ids["slow"], "message": "please continue", "summary": "y"}),
+                ]
+            )  # fmt: skip
+        if step == 4:
+            release_quick.set()  # its next loop boundary comes after the message was queued
+        return Turn.text(f"turn {step}")
+
+    def play(body: dict[str, Any]) -> Turn:
+        return sub_agent(body) if "You are a sub-agent" in system_of(body) else lead_agent(body)
+
+    def notifications() -> list[str]:
+        found = [
+            re.findall(r"<task-notification>.*?</task-notification>", last_user_text(b))
+            for b in alice
+        ]
+        return [n for each in found for n in each]  # fmt: skip
+
+    with MessagesAPI(play, concurrent=True) as api:  # sub-agents' answers wait for alice's turns
+        proc = start(
+            "alice", api, "--permission-mode", "acceptEdits",
+            env={"SWARM_MAX_BACKGROUND_AGENTS": "2"},
+        )  # fmt: skip
+        Mailbox(team.paths).send("alice", "Run your jobs.", sender="team-lead", summary="job")
+        wait_for(lambda: len(notifications()) == 3, "three notifications", 30)
+        # idle after the job's turn, and after the turn (or two) the notifications started
+        wait_for(lambda: idle_count(team) >= 2, "alice to go idle after the notifications")
+        stop(team, proc)
+    read, output, third, stopped, unknown = results_of(alice[2])
+    assert "slow: looking around" in read  # its output file, read while it ran
+    assert "<status>running</status>" in output and "<retrieval_status>not_ready" in output
+    assert "most this agent may run at once (2)" in third
+    assert f"Successfully stopped task: {ids['slow']}" in stopped
+    assert "No task found with ID: a0000000000000000" in unknown
+    queued, resumed = results_of(alice[3])
+    assert "Message queued" in queued and "resumed in the background" in resumed
+    by_status: dict[str, list[str]] = {}
+    for note in notifications():
+        status = re.findall(r"<status>(\w+)</status>", note)[0]
+        by_status.setdefault(status, []).append(note)
+    (killed,) = by_status["killed"]
+    assert f"<task-id>{ids['slow']}</task-id>" in killed
+    assert "<result>slow: looking around</result>" in killed  # the partial result
+    assert "slow job" in killed and "<tool-use-id>toolu_" in killed
+    quick, resumed_slow = sorted(by_status["completed"], key=lambda n: ids["slow"] in n)
+    assert "quick result: 7 (got: extra info)" in quick
+    assert "slow resumed: finished" in resumed_slow
+    assert "slow: this answer comes too late" not in json.dumps(alice)
