@@ -26,7 +26,7 @@ from protocols.paths import TeamPaths
 from protocols.printable import printable
 from protocols.team import TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
-from teammate.agent.definitions import from_flag_json, load_agent
+from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.agent.model import (
     ClaudeModel,
     Model,
@@ -104,7 +104,12 @@ def build_brain(
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
     flag = from_flag_json(spec.agents) if spec.agents else None
-    agent = load_agent(spec.agent_type or "general-purpose", project_dir=cwd, flag=flag)
+    from_settings = settings.agents if settings else None
+
+    def definition(kind: str) -> AgentDefinition:
+        return load_agent(kind, project_dir=cwd, flag=flag, settings=from_settings)
+
+    agent = definition(spec.agent_type or "general-purpose")
     # the command line wins, then the settings file, then the agent definition
     mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
     brain = ClaudeBrain(
@@ -120,6 +125,7 @@ def build_brain(
         reporter=reporter,
         transcript=Transcript(paths.transcript(options.agent_name)),
         say=say,
+        agents=definition,
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
     brain.policy.confined = _in_worktree(paths, options.agent_name)

@@ -1,8 +1,10 @@
 """Claude Code's ``--settings FILE``: the permission rules and default mode a teammate starts
-with. Only the ``permissions`` object is used:
+with, and agent definitions (``agents``, the ``--agents`` JSON form, which win over every other
+source of the same name). The ``permissions`` and ``agents`` objects are used:
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
-                     "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"}}
+                     "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"},
+     "agents": {"reviewer": {"description": "Reviews diffs", "prompt": "You review."}}}
 
 `swarm up` writes one such file per member from its team file.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from protocols.errors import Error
 from protocols.values import PermissionMode
+from teammate.agent.definitions import AgentDefinition, AgentDefinitionError, from_json_agents
 from teammate.permissions.policy import Rule, parse_rule
 
 
@@ -27,6 +30,7 @@ class SettingsError(Error, ValueError):
 class PermissionSettings:
     rules: dict[str, list[Rule]] = field(default_factory=dict)  # behavior -> rules
     default_mode: str | None = None
+    agents: dict[str, AgentDefinition] = field(default_factory=dict)
 
 
 def load_settings(path: Path) -> PermissionSettings:
@@ -54,4 +58,8 @@ def load_settings(path: Path) -> PermissionSettings:
             f"{path}: permissions.defaultMode {mode!r} is not one of "
             f"{', '.join(PermissionMode.names())}"
         )
-    return PermissionSettings(rules, mode)
+    try:
+        agents = from_json_agents(value.get("agents", {}), f"{path}: agents")
+    except AgentDefinitionError as exc:
+        raise SettingsError(str(exc)) from None
+    return PermissionSettings(rules, mode, agents)

@@ -9,12 +9,16 @@ import pytest
 
 from protocols.values import PermissionMode
 from teammate.agent.definitions import (
+    VERDICT_LINE,
     AgentDefinition,
     AgentDefinitionError,
     available_agents,
+    from_flag_json,
     load_agent,
     parse_agent_file,
+    to_flag_json,
 )
+from teammate.agent.settings import SettingsError, load_settings
 
 
 @pytest.fixture
@@ -254,3 +258,92 @@ def test_duplicate_name_in_one_directory(user_dir: Path, project: Path) -> None:
         AgentDefinitionError, match="^" + re.escape(f"{second}:1: agent 'same' is already defined")
     ):
         available_agents(project, user_dir)
+
+
+EVERY_FIELD = (
+    "---\n"
+    "name: full\n"
+    "description: Has every field\n"
+    "tools: [Read, 'Bash(npm test:*)']\n"
+    "disallowedTools: Write\n"
+    "model: opus\n"
+    "permissionMode: bubble\n"
+    "maxTurns: 3\n"
+    "background: true\n"
+    "isolation: worktree\n"
+    "memory: project\n"
+    "mcpServers:\n  - github\n  - local: {command: ./srv, args: [--x]}\n"
+    "requiredMcpServers: [github]\n"
+    "hooks: {PreToolUse: [{matcher: Bash, hooks: [{type: command, command: ./check}]}]}\n"
+    "skills: [deploy]\n"
+    "initialPrompt: Look first.\n"
+    "effort: high\n"
+    "color: green\n"
+    "---\nBody.\n"
+)
+
+
+def test_a_definition_with_every_field_keeps_each_and_survives_the_flag_json(
+    user_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(user_dir, "full", EVERY_FIELD)
+    agent = parse_agent_file(path)
+    assert (agent.model, agent.permission_mode, agent.max_turns) == ("opus", "bubble", 3)
+    assert agent.background and agent.effort == "high" and agent.color == "green"
+    assert agent.memory == "project" and agent.skills == ("deploy",)
+    assert agent.mcp_servers == ("github", {"local": {"command": "./srv", "args": ["--x"]}})
+    assert agent.required_mcp_servers == ("github",)
+    assert agent.hooks is not None and "PreToolUse" in agent.hooks
+    assert agent.tools == ("Read", "Bash(npm test:*)") and agent.disallowed_tools == ("Write",)
+    kept = [r.getMessage() for r in caplog.records if "does not act on it yet" in r.getMessage()]
+    assert len(kept) == 5  # memory, mcpServers, requiredMcpServers, hooks, skills: said once each
+    (again,) = from_flag_json(to_flag_json(agent)).values()
+    assert again == AgentDefinition(**{**agent.__dict__, "source": "--agents[full]"})
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("background: yes please", "background must be true or false"),
+        ("effort: extreme", "effort must be one of low, medium, high"),
+        ("memory: team", "memory must be one of user, project, local"),
+        ("hooks: [a]", "hooks must be a mapping"),
+        ("mcpServers: [3]", "mcpServers must list server names"),
+    ],
+)
+def test_a_bad_value_of_a_new_field_names_file_line_and_what_is_allowed(
+    user_dir: Path, line: str, problem: str
+) -> None:
+    path = write(user_dir, "bad", f"---\nname: bad\ndescription: d\n{line}\n---\nBody.\n")
+    with pytest.raises(AgentDefinitionError, match=re.escape(f"{path}:4: {problem}")):
+        parse_agent_file(path)
+
+
+def test_settings_agents_win_over_the_flag_which_wins_over_files(
+    project: Path, user_dir: Path, tmp_path: Path
+) -> None:
+    write(project / ".claude" / "agents", "r", agent_text("reviewer", body="From the project."))
+    flag = from_flag_json('{"reviewer": {"description": "d", "prompt": "From the flag."}}')
+    assert load_agent("reviewer", project, user_dir, flag=flag).system_prompt == "From the flag."
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(
+        '{"agents": {"reviewer": {"description": "d", "prompt": "From settings.", "model": "haiku"}}}'
+    )
+    settings = load_settings(settings_file)
+    found = load_agent("reviewer", project, user_dir, flag=flag, settings=settings.agents)
+    assert (found.system_prompt, found.model) == ("From settings.", "haiku")
+    settings_file.write_text('{"agents": {"reviewer": {"description": "d", "maxTurns": 0}}}')
+    with pytest.raises(
+        SettingsError,
+        match=r"settings.json: agents\[reviewer\]:\d+: maxTurns must be a positive integer",
+    ):
+        load_settings(settings_file)
+
+
+def test_the_verification_built_in_runs_in_the_background_and_cannot_edit_the_project(
+    project: Path, user_dir: Path
+) -> None:
+    agent = load_agent("verification", project, user_dir)
+    assert agent.background and "VERDICT: PASS" in agent.system_prompt
+    assert "Write(./**)" in agent.disallowed_tools and "Edit(./**)" in agent.disallowed_tools
+    assert VERDICT_LINE.search("All checks ran.\nVERDICT: PARTIAL\n")
