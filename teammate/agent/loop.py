@@ -104,6 +104,7 @@ class AgentLoop:
         for turn in range(1, self.max_turns + 1):
             self._check_cancelled()
             reply = self._call()
+            self._check_cancelled()  # stopped while the model answered: its answer is dropped
             self.messages.append({"role": "assistant", "content": reply.content})
             said = "\n".join(b["text"] for b in reply.content if b.get("type") == "text").strip()
             if said:

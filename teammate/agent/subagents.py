@@ -116,6 +116,8 @@ class SubAgentRun:
     pending: list[str] = field(default_factory=list)  # messages for its next loop boundary
     usage: Usage = field(default_factory=Usage)
     tool_uses: int = 0
+    generation: int = 0  # which play of it this is (a resume is the next)
+    thread: threading.Thread | None = None
 
     @property
     def duration_ms(self) -> int:
@@ -257,34 +259,54 @@ class SubAgents:
     # running
 
     def _start_thread(self, run: SubAgentRun, prompt: str) -> None:
+        earlier = run.thread  # a stopped play still in a model call: the resume waits for it
         thread = threading.Thread(
-            target=self._play, args=(run, prompt), name=f"subagent-{run.agent_id}", daemon=True
+            target=self._play,
+            args=(run, prompt, run.generation, earlier),
+            name=f"subagent-{run.agent_id}",
+            daemon=True,
         )
+        run.thread = thread
         thread.start()
 
-    def _play(self, run: SubAgentRun, prompt: str) -> None:
+    def _play(
+        self,
+        run: SubAgentRun,
+        prompt: str,
+        generation: int = 0,
+        earlier: threading.Thread | None = None,
+    ) -> None:
         """Run the sub-agent's loop to its end, then record how it ended (and notify)."""
+        if earlier is not None:
+            earlier.join()
+            with self._lock:
+                if run.generation != generation or run.status != "running":
+                    return  # stopped again before it could start
+                run.cancel.clear()
         self._output(run, f"[{run.agent_type}] {run.description}")
         try:
             result = run.loop.run(prompt)
         except LoopCancelled:
-            self._finish(run, "killed", run.loop.last_text)
+            self._finish(run, "killed", run.loop.last_text, generation)
             return
         except Exception as exc:  # a sub-agent must not take its parent with it
             partial = run.loop.last_text
             why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ModelError) else str(exc)
-            self._finish(run, "failed", f"{partial}\n\n[failed: {why}]" if partial else why)
+            failed = f"{partial}\n\n[failed: {why}]" if partial else why
+            self._finish(run, "failed", failed, generation)
             return
         text = result.text
         if result.stop == "max_turns":
             text = f"{text}\n\n{MAX_TURNS_MARKER}" if text else MAX_TURNS_MARKER
-        self._finish(run, "completed", text)
+        self._finish(run, "completed", text, generation)
 
-    def _finish(self, run: SubAgentRun, status: str, result: str) -> None:
-        """The run's terminal state, set once (TaskStop may have set it first), then its
-        notification."""
+    def _finish(
+        self, run: SubAgentRun, status: str, result: str, generation: int | None = None
+    ) -> None:
+        """The run's terminal state, set once per play (TaskStop may have set it first; an
+        earlier, stopped play ending late changes nothing), then its notification."""
         with self._lock:
-            if run.status != "running":
+            if run.status != "running" or generation not in (None, run.generation):
                 return
             run.status, run.result, run.ended = status, result, time.monotonic()
             run.done.set()
@@ -377,7 +399,7 @@ class SubAgents:
             run.status, run.result, run.ended = "running", "", None
             run.background, run.notified = True, False
             run.started = time.monotonic()
-            run.cancel.clear()
+            run.generation += 1
             run.done.clear()
         self._start_thread(run, text)
         return (
