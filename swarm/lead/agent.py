@@ -9,6 +9,7 @@ whether a turn runs under one lock; the queue then only carries a wake-up, never
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from protocols.inbox import InboxEntry, format_for_model
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.values import MemberState
-from swarm.lead.tools import LEAD_TOOLS, LeadLink
+from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.definitions import load_agent
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
@@ -73,6 +74,7 @@ class LeadAgent:
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
         policy = PermissionPolicy("default", link.cwd)
         ctx = ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link)
+        ctx.spawn_teammate = functools.partial(spawn_teammate, link)
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
         self.subagents = SubAgents(
             Parent(

@@ -1,9 +1,11 @@
-"""The lead agent's own tools: TeamCreate, TeamDelete, Agent (spawn a named teammate) and
-AnswerPermission, with Claude Code's names, inputs and result texts.
+"""The lead agent's own tools: TeamCreate, TeamDelete, AnswerPermission, and its side of the
+one Agent tool (`teammate.tools.agents`): `spawn_teammate`, which the lead sets as
+`ToolContext.spawn_teammate` so that an Agent call with a `name` starts a teammate process. With
+Claude Code's names, inputs and result texts.
 
 They act through `ctx.team`, a `LeadLink`: the team's files plus how to spawn (backend,
-working directory, the lead's model). Teammates never get these tools, so a teammate cannot
-spawn teammates.
+working directory, the lead's model). Teammates never get these, so a teammate cannot spawn
+teammates.
 
 `LeadLink` also owns the hand-over of teammates' messages from the console thread to the lead
 agent's thread: the messages waiting for the agent and whether a turn is running, both under
@@ -12,13 +14,14 @@ one lock, so a message is never lost between a hand-over and a take.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -35,7 +38,7 @@ from swarm.team.lifecycle import delete_team, spawn_member
 from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
-from teammate.tools.agents import run_subagent, task_output, task_stop
+from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import ToolContext, ToolError, tool
 
 
@@ -164,61 +167,33 @@ def team_delete(ctx: ToolContext) -> str:
     return f"Cleaned up directories and worktrees for team {link.paths.team!r}."
 
 
-@tool(
-    "Agent",
+LEAD_AGENT_DESCRIPTION = (
     "With a `name`: spawn a teammate, a separate agent process with its own pane that works on "
-    "`prompt` and takes further instructions through SendMessage. Without one: run a sub-agent "
-    "in this session that answers you (in the background with `run_in_background`; you are "
-    "told when it finishes).",
-    kind="team",
+    '`prompt` and takes further instructions through SendMessage (`mode: "plan"` makes it send '
+    "you a plan first). Without one: run a sub-agent in this session that answers you (in the "
+    "background with `run_in_background`; you are told when it finishes)."
 )
-def agent(
-    ctx: ToolContext,
-    description: Annotated[str, Field(description="A short (3-5 word) description of the task")],
-    prompt: Annotated[str, Field(description="The task for the agent to perform")],
-    subagent_type: Annotated[
-        str | None, Field(description="The type of specialized agent to use for this task")
-    ] = None,
-    model: Annotated[
-        Literal["sonnet", "opus", "haiku"] | None,
-        Field(description="Optional model override for this agent"),
-    ] = None,
-    run_in_background: Annotated[
-        bool | None,
-        Field(description="Run a sub-agent in the background (teammates always do)"),
-    ] = None,
-    name: Annotated[str | None, Field(description="Name for the spawned agent")] = None,
-    team_name: Annotated[str | None, Field(description="Team name for spawning")] = None,
-    mode: Annotated[
-        PermissionMode | None,
-        Field(description='Permission mode ("plan" to require plan approval)'),
-    ] = None,
-    isolation: Annotated[Literal["worktree"] | None, Field(description="Isolation mode")] = None,
-    cwd: Annotated[
-        str | None, Field(description="Working directory for a sub-agent (not with isolation)")
-    ] = None,
-) -> str:
-    link = _link(ctx)
-    if not name and not team_name:
-        return run_subagent(
-            ctx, description, prompt, subagent_type, model, run_in_background, None, cwd, isolation
-        )
-    if not name:
+
+
+def spawn_teammate(link: LeadLink, call: AgentCall) -> str:
+    """The lead's Agent call with a `name`: a teammate process (`ToolContext.spawn_teammate`)."""
+    if not call.name:
         raise ToolError("give the teammate a `name` to address it by")
-    if team_name and team_name != link.paths.team:
-        raise ToolError(f"this session leads team {link.paths.team!r}, not {team_name!r}")
-    agent_type = subagent_type or "general-purpose"
+    if call.team_name and call.team_name != link.paths.team:
+        raise ToolError(f"this session leads team {link.paths.team!r}, not {call.team_name!r}")
+    agent_type = call.subagent_type or "general-purpose"
     definition = load_agent(agent_type, project_dir=link.cwd)  # an unknown type is refused
     spec = MemberSpec(
-        model=model or definition.model or link.model,  # the call's, the definition's, the lead's
+        # the call's model, the definition's, the lead's
+        model=call.model or definition.model or link.model,
         agent_type=agent_type,
-        plan_mode_required=mode == PermissionMode.PLAN,
-        permission_mode=mode if mode != PermissionMode.PLAN else None,
+        plan_mode_required=call.mode == PermissionMode.PLAN,
+        permission_mode=call.mode if call.mode != PermissionMode.PLAN else None,
         backend=link.backend,
         cwd=str(link.cwd),
-        worktree=name if isolation == "worktree" else None,
+        worktree=call.name if call.isolation == "worktree" else None,
     )
-    member, _spawned = spawn_member(link.paths, name, prompt, spec, backend=link.spawner)
+    member, _spawned = spawn_member(link.paths, call.name, call.prompt, spec, backend=link.spawner)
     return (
         f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
         f"team_name: {link.paths.team}\n"
@@ -247,4 +222,6 @@ def answer_permission(
     return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
 
 
-LEAD_TOOLS = (team_create, team_delete, agent, answer_permission, task_output, task_stop)
+# one Agent tool for every agent; the lead's says that a `name` makes a teammate
+LEAD_AGENT = dataclasses.replace(agent, description=LEAD_AGENT_DESCRIPTION)
+LEAD_TOOLS = (team_create, team_delete, LEAD_AGENT, answer_permission, task_output, task_stop)

@@ -46,6 +46,7 @@ from teammate.agent.transcript import Transcript
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
+from teammate.tools.agents import AgentCall
 from teammate.tools.base import Tool, ToolContext, ToolError
 
 DEFAULT_CAP = 8  # background sub-agents running at once, per agent
@@ -90,7 +91,6 @@ class Parent:
     agents: Callable[[str], AgentDefinition]  # a definition by type (AgentDefinitionError)
     directory: Path | None  # where sidechain transcripts and output files go
     reporter: StatusReporter | None = None
-    say: Callable[[str], None] = lambda text: None
     link: TeamLink | None = None  # set for each turn of the parent
     wake: Callable[[], None] = lambda: None  # start a parent turn for a notification
 
@@ -147,27 +147,16 @@ class SubAgents:
 
     # launching
 
-    def launch(
-        self,
-        *,
-        description: str,
-        prompt: str,
-        subagent_type: str | None,
-        model: str | None,
-        run_in_background: bool,
-        name: str | None,
-        cwd: str | None,
-        isolation: str | None,
-        tool_use_id: str,
-    ) -> str:
+    def launch(self, call: AgentCall, tool_use_id: str) -> str:
         """Run a sub-agent; the Agent tool's result text (sync: its answer; else launched)."""
-        if cwd and isolation:
+        if call.cwd and call.isolation:
             raise ToolError("give either `cwd` or `isolation`, not both")
-        if isolation == "worktree":
+        if call.isolation == "worktree":
             raise ToolError("isolation: worktree is not available for sub-agents yet")
-        definition = self.parent.agents(subagent_type or "general-purpose")
-        directory = self._directory(cwd)
-        background = bool(run_in_background or definition.background)
+        name, model, prompt, description = call.name, call.model, call.prompt, call.description
+        definition = self.parent.agents(call.subagent_type or "general-purpose")
+        directory = self._directory(call.cwd)
+        background = call.run_in_background or definition.background
         with self._lock:
             running = sum(1 for r in self.runs.values() if r.background and r.status == "running")
             if background and running >= self.cap:
@@ -223,7 +212,7 @@ class SubAgents:
         mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
         policy = PermissionPolicy(
             mode,
-            cwd,
+            parent.policy.cwd,  # not `cwd`: another directory must not widen what it may edit
             allow=[*parent.policy.rules("allow"), *allow_rules],
             deny=[*parent.policy.rules("deny"), *deny_rules],
             ask=parent.policy.rules("ask"),

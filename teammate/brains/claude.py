@@ -127,7 +127,6 @@ class ClaudeBrain:
                 agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
                 directory=paths.agents_dir / f"{name}.subagents",
                 reporter=reporter,
-                say=say,
             ),
             cap=cap_from(os.environ),
         )

@@ -1,13 +1,15 @@
 """The sub-agent tools: Agent (run a sub-agent in this process), TaskOutput and TaskStop, with
 Claude Code's names and inputs. They act through `ctx.subagents` (`teammate.agent.subagents`).
 
-A teammate's Agent runs sub-agents only: a teammate cannot spawn teammates (the roster is
-flat), so a `name` with a team is refused with the reason. The lead agent's Agent tool
-(`swarm.lead.tools`) spawns a teammate for a `name` and calls `run_subagent` otherwise.
+One Agent tool serves every agent. Where the context can spawn teammates (the lead agent sets
+`ToolContext.spawn_teammate`, `swarm.lead.tools`), a call with a `name` or `team_name` spawns a
+teammate; elsewhere such a call is refused with the reason (the team is flat: a teammate cannot
+spawn teammates) and every other call runs a sub-agent.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -25,29 +27,20 @@ AGENT_DESCRIPTION = (
 )
 
 
-def run_subagent(
-    ctx: ToolContext,
-    description: str,
-    prompt: str,
-    subagent_type: str | None,
-    model: str | None,
-    run_in_background: bool | None,
-    name: str | None,
-    cwd: str | None,
-    isolation: str | None,
-) -> str:
-    """A sub-agent for this Agent call (both the teammates' and the lead's tool)."""
-    return ctx.sub_agents().launch(
-        description=description,
-        prompt=prompt,
-        subagent_type=subagent_type,
-        model=model,
-        run_in_background=bool(run_in_background),
-        name=name,
-        cwd=cwd,
-        isolation=isolation,
-        tool_use_id=ctx.tool_use_id,
-    )
+@dataclass(frozen=True)
+class AgentCall:
+    """What an Agent call asks for (Claude Code's input)."""
+
+    description: str
+    prompt: str
+    subagent_type: str | None = None
+    model: str | None = None
+    run_in_background: bool = False
+    name: str | None = None
+    team_name: str | None = None
+    mode: PermissionMode | None = None
+    isolation: str | None = None
+    cwd: str | None = None
 
 
 @tool("Agent", AGENT_DESCRIPTION, kind="team")
@@ -69,21 +62,25 @@ def agent(
     team_name: Annotated[str | None, Field(description="Team name for spawning")] = None,
     mode: Annotated[
         PermissionMode | None,
-        Field(description="Permission mode for spawning a teammate"),
+        Field(description='Permission mode for a spawned teammate ("plan": plan approval first)'),
     ] = None,
     isolation: Annotated[Literal["worktree"] | None, Field(description="Isolation mode")] = None,
     cwd: Annotated[
         str | None, Field(description="Working directory for the agent (not with isolation)")
     ] = None,
 ) -> str:
+    call = AgentCall(
+        description, prompt, subagent_type, model, bool(run_in_background), name, team_name,
+        mode, isolation, cwd,
+    )  # fmt: skip
+    if ctx.spawn_teammate is not None and (name or team_name):
+        return ctx.spawn_teammate(call)
     if team_name or mode:
         raise ToolError(
             "only the team lead spawns teammates (the team is flat); leave out team_name and "
             "mode to run a sub-agent of your own, or ask the lead for a teammate"
         )
-    return run_subagent(
-        ctx, description, prompt, subagent_type, model, run_in_background, name, cwd, isolation
-    )
+    return ctx.sub_agents().launch(call, ctx.tool_use_id)
 
 
 @tool(

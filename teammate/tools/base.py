@@ -26,6 +26,7 @@ from protocols.errors import Error
 if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
+    from teammate.tools.agents import AgentCall
 
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
 # acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
@@ -50,6 +51,7 @@ class ToolContext:
     output_limit: int = 30_000
     exit_plan_mode: Callable[[str], str] | None = None
     subagents: SubAgents | None = None  # the agent's sub-agents (Agent, TaskOutput, TaskStop)
+    spawn_teammate: Callable[[AgentCall], str] | None = None  # the lead's: Agent with a name
     tool_use_id: str = ""  # the call being run (set by the agent loop)
 
     def link(self) -> TeamLink:
