@@ -27,6 +27,7 @@ from protocols.printable import printable
 from protocols.team import TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
 from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
+from teammate.agent.fork import fork_enabled
 from teammate.agent.model import (
     ClaudeModel,
     Model,
@@ -126,6 +127,7 @@ def build_brain(
         transcript=Transcript(paths.transcript(options.agent_name)),
         say=say,
         agents=definition,
+        fork=fork_enabled(os.environ, settings.env if settings else None),
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
     brain.policy.confined = _in_worktree(paths, options.agent_name)

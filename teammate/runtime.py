@@ -158,6 +158,7 @@ class Teammate:
             finally:
                 signal.signal(signal.SIGTERM, previous)
                 stop_carriers(self.token)  # commands it started and left running
+                self.brain.stop()  # its background sub-agents
                 with contextlib.suppress(Exception):
                     self._set_active(False)
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)

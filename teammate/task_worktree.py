@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from protocols.task import Task
-from teammate.agent.worktree import Worktree, WorktreeError, create, finish
+from teammate.agent.worktree import WorktreeError, create, wrap_up
 from teammate.brains.base import Brain, Outcome, TeamLink
 
 
@@ -37,14 +37,3 @@ def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined
     return replace(
         outcome, report=report, metadata={**outcome.metadata, "worktreePath": str(tree.path)}
     )
-
-
-def wrap_up(tree: Worktree) -> str | None:
-    """Remove `tree` if nothing changed in it (None); else keep it and say where and what."""
-    try:
-        state = finish(tree)
-    except WorktreeError as exc:
-        return f"worktree {tree.path} left as it is: {exc}"
-    if not state.changed:
-        return None
-    return f"worktree kept: {tree.path} (branch {tree.branch}): {state.summary}"

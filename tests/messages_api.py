@@ -65,6 +65,7 @@ class MessagesAPI:
         self.model = model
         self.cache = cache
         self.requests: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []  # each /v1/messages body as it arrived, in order
         self._turns = iter(script) if isinstance(script, list) else None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -141,6 +142,8 @@ class MessagesAPI:
                 {"type": "error", "error": {"type": "not_found_error", "message": handler.path}},
             )
             return
+        with self._lock:
+            self.raw_bodies.append(raw)
         body = json.loads(raw or b"{}")
         if agent:
             body[AGENT_KEY] = agent[1]

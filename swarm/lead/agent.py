@@ -10,6 +10,7 @@ whether a turn runs under one lock; the queue then only carries a wake-up, never
 from __future__ import annotations
 
 import functools
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from protocols.paths import TeamPaths
 from protocols.values import MemberState
 from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.definitions import load_agent
+from teammate.agent.fork import fork_enabled
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
 from teammate.agent.subagents import Parent, SubAgents
@@ -88,6 +90,7 @@ class LeadAgent:
                 reporter=self.reporter,
                 link=link,
                 wake=link.wake,
+                fork=fork_enabled(os.environ),
             )
         )
         ctx.subagents = self.subagents
@@ -104,6 +107,7 @@ class LeadAgent:
             say=lambda text: say(f"lead: {text}"),
             notices=self.subagents.take_notices,
         )
+        self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
 
@@ -112,6 +116,8 @@ class LeadAgent:
         return self
 
     def stop(self) -> None:
+        """End the agent: its running sub-agents are stopped (killed) first."""
+        self.subagents.stop_all()
         self._inputs.put(None)
         self._thread.join(timeout=5)
 

@@ -17,8 +17,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team import Member
 from teammate.agent.definitions import AgentDefinitionError, load_agent
-from teammate.agent.worktree import Worktree, create
-from teammate.task_worktree import wrap_up
+from teammate.agent.worktree import Worktree, create, wrap_up
 
 
 def isolation_of(agent_type: str, directory: Path) -> str | None:

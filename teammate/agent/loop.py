@@ -93,11 +93,13 @@ class AgentLoop:
     # the loop
 
     def run(self, prompt: str | None) -> LoopResult:
-        """Add `prompt` as the user's turn (None: only what sub-agents reported) and loop until
-        the model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
+        """Add `prompt` as the user's turn (None: only what sub-agents reported, or the user
+        message the conversation already ends with, as a fork child's does) and loop until the
+        model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
         self._add_user([{"type": "text", "text": prompt}] if prompt is not None else [])
         notices = self._notices()
-        if prompt is None and not notices:
+        waiting = bool(self.messages) and self.messages[-1]["role"] == "user"
+        if prompt is None and not notices and not waiting:
             return LoopResult("end_turn", "", 0)  # what was reported was taken meanwhile
         self._add_user(notices)
         text = ""

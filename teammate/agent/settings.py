@@ -1,6 +1,7 @@
 """Claude Code's ``--settings FILE``: the permission rules and default mode a teammate starts
 with, and agent definitions (``agents``, the ``--agents`` JSON form, which win over every other
-source of the same name). The ``permissions`` and ``agents`` objects are used:
+source of the same name), and ``env``, read for swarm's own settings (``SWARM_FORK_SUBAGENT``)
+and not passed to commands. The ``permissions``, ``agents`` and ``env`` objects are used:
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
                      "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"},
@@ -31,6 +32,7 @@ class PermissionSettings:
     rules: dict[str, list[Rule]] = field(default_factory=dict)  # behavior -> rules
     default_mode: str | None = None
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # settings for the agent, not the shell
 
 
 def load_settings(path: Path) -> PermissionSettings:
@@ -62,4 +64,9 @@ def load_settings(path: Path) -> PermissionSettings:
         agents = from_json_agents(value.get("agents", {}), f"{path}: agents")
     except AgentDefinitionError as exc:
         raise SettingsError(str(exc)) from None
-    return PermissionSettings(rules, mode, agents)
+    env = value.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise SettingsError(f"{path}: 'env' must be an object of string values")
+    return PermissionSettings(rules, mode, agents, env)

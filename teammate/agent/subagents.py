@@ -17,6 +17,12 @@ queued notifications before its next model turn, and an idle parent starts a tur
 A run's state goes terminal before anything slow, so TaskOutput never waits on clean-up.
 A message for a running sub-agent is delivered at its next loop boundary; one for a finished
 sub-agent resumes it in the background with its whole conversation.
+
+``isolation: worktree`` gives a sub-agent its own git worktree of the parent's repository (its
+file tools kept inside): removed when the run changed nothing, else kept and named in its
+result. With forking on, a call without ``subagent_type`` forks the parent
+(`teammate.agent.fork`): always in the background, in the parent's own mode, asking the
+parent's approver (``bubble``).
 """
 
 from __future__ import annotations
@@ -40,13 +46,20 @@ from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.values import PermissionMode
 from teammate.agent.definitions import AgentDefinition, tool_rules
-from teammate.agent.loop import AgentLoop, LoopCancelled
+from teammate.agent.fork import (
+    FORK_TYPE,
+    directive_text,
+    fork_messages,
+    is_fork_conversation,
+)
+from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopCancelled
 from teammate.agent.model import Model, ModelError, Usage
 from teammate.agent.transcript import Transcript
+from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
-from teammate.tools.agents import AgentCall
+from teammate.tools.agents import FORK_REFUSED, AgentCall
 from teammate.tools.base import Tool, ToolContext, ToolError
 
 DEFAULT_CAP = 8  # background sub-agents running at once, per agent
@@ -63,16 +76,17 @@ MAX_TURNS_MARKER = "[max turns reached]"
 LABEL_MARK = "\u203a"  # between a parent's name and its sub-agent's in labels
 SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
 # how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
-_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "bubble": 2, "acceptEdits": 3}
+_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "acceptEdits": 3}
 _REACH_MAX = 4  # bypassPermissions
 
 
 def narrower(mode: str, parent: str) -> str:
-    """The mode that allows less (``bubble`` counts as ``default``: it asks the parent's
-    approver, which is where every swarm sub-agent's asks go)."""
-    own = "default" if mode == "bubble" else mode
-    reach = _REACH.get(own, _REACH_MAX)
-    return own if reach <= _REACH.get(parent, _REACH_MAX) else parent
+    """The mode that allows less. ``bubble`` is the parent's own mode, asking the parent's
+    approver (where every swarm sub-agent's asks go anyway), as fork children do."""
+    if mode == "bubble":
+        return parent
+    reach = _REACH.get(mode, _REACH_MAX)
+    return mode if reach <= _REACH.get(parent, _REACH_MAX) else parent
 
 
 def new_agent_id() -> str:
@@ -93,6 +107,8 @@ class Parent:
     reporter: StatusReporter | None = None
     link: TeamLink | None = None  # set for each turn of the parent
     wake: Callable[[], None] = lambda: None  # start a parent turn for a notification
+    loop: AgentLoop | None = None  # the parent's own loop: what a fork child starts from
+    fork: bool = False  # an Agent call without subagent_type forks (`teammate.agent.fork`)
 
 
 @dataclass
@@ -118,6 +134,7 @@ class SubAgentRun:
     tool_uses: int = 0
     generation: int = 0  # which play of it this is (a resume is the next)
     thread: threading.Thread | None = None
+    worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
 
     @property
     def duration_ms(self) -> int:
@@ -148,36 +165,70 @@ class SubAgents:
     # launching
 
     def launch(self, call: AgentCall, tool_use_id: str) -> str:
-        """Run a sub-agent; the Agent tool's result text (sync: its answer; else launched)."""
+        """Run a sub-agent; the Agent tool's result text (sync: its answer; else launched).
+        Without a ``subagent_type`` and with forking on, the caller forks (always background)."""
         if call.cwd and call.isolation:
             raise ToolError("give either `cwd` or `isolation`, not both")
-        if call.isolation == "worktree":
-            raise ToolError("isolation: worktree is not available for sub-agents yet")
-        name, model, prompt, description = call.name, call.model, call.prompt, call.description
-        definition = self.parent.agents(call.subagent_type or "general-purpose")
-        directory = self._directory(call.cwd)
-        background = call.run_in_background or definition.background
+        forking = call.subagent_type is None and self.parent.fork
+        definition = (
+            None if forking else self.parent.agents(call.subagent_type or "general-purpose")
+        )
+        background = forking or call.run_in_background or bool(definition and definition.background)
+        if forking:
+            self._check_can_fork()
         with self._lock:
-            running = sum(1 for r in self.runs.values() if r.background and r.status == "running")
-            if background and running >= self.cap:
-                raise ToolError(
-                    f"{running} background agents are running, the most this agent may run at "
-                    f"once ({self.cap}); wait for a notification or stop one with TaskStop"
-                )
-            if name is not None and name in self._names:
-                raise ToolError(f"a sub-agent named {name!r} exists already; pick another name")
-            run = self._new_run(definition, description, prompt, name, model, directory)
+            self._check_room(background, call.name)
+        agent_id = new_agent_id()
+        tree = self._worktree(agent_id) if call.isolation == "worktree" else None
+        directory = tree.path if tree is not None else self._directory(call.cwd)
+        try:
+            if definition is None:
+                run = self._fork_run(agent_id, call, tool_use_id, directory, tree)
+            else:
+                run = self._new_run(agent_id, definition, call, directory, tree)
             run.tool_use_id = tool_use_id
             run.background = background
             run.notified = not background
-            self.runs[run.agent_id] = run
-            if name is not None:
-                self._names[name] = run.agent_id
+            with self._lock:
+                self._check_room(background, call.name)
+                self.runs[run.agent_id] = run
+                if call.name is not None:
+                    self._names[call.name] = run.agent_id
+        except BaseException:
+            if tree is not None:
+                wrap_up(tree)  # made for nothing: removed, as nothing changed in it
+            raise
         if background:
-            self._start_thread(run, prompt)
+            self._start_thread(run, None if forking else call.prompt)
             return launched_text(run)
-        self._play(run, prompt)
+        self._play(run, call.prompt)
         return completed_text(run)
+
+    def _check_room(self, background: bool, name: str | None) -> None:
+        """Under the lock: a background run fits under the cap, and `name` is free."""
+        running = sum(1 for r in self.runs.values() if r.background and r.status == "running")
+        if background and running >= self.cap:
+            raise ToolError(
+                f"{running} background agents are running, the most this agent may run at "
+                f"once ({self.cap}); wait for a notification or stop one with TaskStop"
+            )
+        if name is not None and name in self._names:
+            raise ToolError(f"a sub-agent named {name!r} exists already; pick another name")
+
+    def _check_can_fork(self) -> None:
+        loop = self.parent.loop
+        if loop is None:
+            raise ToolError("this agent cannot fork; give a subagent_type to run a sub-agent")
+        if is_fork_conversation(loop.messages):  # a fork child's conversation, however it got here
+            raise ToolError(FORK_REFUSED)
+
+    def _worktree(self, agent_id: str) -> Worktree:
+        """A new git worktree for the sub-agent, from the parent's repository's HEAD."""
+        try:
+            tree, _created = create(self.parent.ctx.cwd, f"agent-{agent_id}")
+        except WorktreeError as exc:
+            raise ToolError(f"isolation: worktree failed: {exc}") from None
+        return tree
 
     def _directory(self, cwd: str | None) -> Path:
         if cwd is None:
@@ -189,18 +240,14 @@ class SubAgents:
 
     def _new_run(
         self,
+        agent_id: str,
         definition: AgentDefinition,
-        description: str,
-        prompt: str,
-        name: str | None,
-        model: str | None,
+        call: AgentCall,
         cwd: Path,
+        tree: Worktree | None,
     ) -> SubAgentRun:
-        agent_id = new_agent_id()
+        """A sub-agent of type `definition`: its tools, mode and prompt from the definition."""
         parent = self.parent
-        label = f"{parent.name} {LABEL_MARK} {name or definition.name}"
-        output = parent.directory / f"{agent_id}.output" if parent.directory else None
-        transcript = parent.directory / f"{agent_id}.jsonl" if parent.directory else None
         allowed, allow_rules = tool_rules(definition.tools)
         removed, deny_rules = tool_rules(definition.disallowed_tools)
         allowed |= {rule.tool_name for rule in allow_rules}
@@ -210,36 +257,109 @@ class SubAgents:
             if (definition.tools is None or t.name in allowed) and t.name not in removed
         ]
         mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
+        return self._make_run(
+            agent_id,
+            definition.name,
+            call,
+            cwd,
+            tree,
+            tools=tools,
+            policy=self._policy(mode, tree, allow_rules, deny_rules),
+            model=parent.model.variant(call.model or definition.model),
+            system_prompt=subagent_prompt(definition, cwd),
+            max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
+        )
+
+    def _fork_run(
+        self, agent_id: str, call: AgentCall, tool_use_id: str, cwd: Path, tree: Worktree | None
+    ) -> SubAgentRun:
+        """A fork child: the parent's system prompt, tools and model as they are, its
+        conversation up to this call, and the directive; ``bubble``: the parent's mode."""
+        loop = self.parent.loop
+        assert loop is not None  # _check_can_fork
+        directive = directive_text(
+            call.prompt, tree.path if tree else None, self.parent.ctx.cwd if tree else None
+        )
+        seed = fork_messages(loop.messages, tool_use_id, directive)
+        run = self._make_run(
+            agent_id,
+            FORK_TYPE,
+            call,
+            cwd,
+            tree,
+            tools=list(loop.tools.values()),
+            policy=self._policy(self.parent.policy.mode, tree),
+            model=loop.model,
+            system_prompt=loop.system_prompt,
+            max_turns=loop.max_turns,
+            forked=True,
+        )
+        run.loop.messages = seed
+        return run
+
+    def _policy(
+        self,
+        mode: str,
+        tree: Worktree | None,
+        allow: list[Any] | None = None,
+        deny: list[Any] | None = None,
+    ) -> PermissionPolicy:
+        """The parent's rules plus the definition's, in `mode`. The directory is the
+        parent's (another `cwd` must not widen what it may edit), or its own worktree, to
+        which its file tools are then kept."""
+        rules = self.parent.policy
         policy = PermissionPolicy(
             mode,
-            parent.policy.cwd,  # not `cwd`: another directory must not widen what it may edit
-            allow=[*parent.policy.rules("allow"), *allow_rules],
-            deny=[*parent.policy.rules("deny"), *deny_rules],
-            ask=parent.policy.rules("ask"),
+            tree.path if tree is not None else rules.cwd,
+            allow=[*rules.rules("allow"), *(allow or [])],
+            deny=[*rules.rules("deny"), *(deny or [])],
+            ask=rules.rules("ask"),
         )
-        policy.confined = parent.policy.confined
+        policy.confined = True if tree is not None else rules.confined
+        return policy
+
+    def _make_run(
+        self,
+        agent_id: str,
+        agent_type: str,
+        call: AgentCall,
+        cwd: Path,
+        tree: Worktree | None,
+        *,
+        tools: list[Tool],
+        policy: PermissionPolicy,
+        model: Model,
+        system_prompt: str,
+        max_turns: int,
+        forked: bool = False,
+    ) -> SubAgentRun:
+        parent = self.parent
+        label = f"{parent.name} {LABEL_MARK} {call.name or agent_type}"
+        output = parent.directory / f"{agent_id}.output" if parent.directory else None
+        transcript = parent.directory / f"{agent_id}.jsonl" if parent.directory else None
         run = SubAgentRun(
             agent_id=agent_id,
-            agent_type=definition.name,
-            description=description,
-            prompt=prompt,
-            name=name,
+            agent_type=agent_type,
+            description=call.description,
+            prompt=call.prompt,
+            name=call.name,
             tool_use_id="",
             output_file=output,
             loop=None,  # type: ignore[arg-type]  # set just below: the loop needs the run
             background=False,
+            worktree=tree,
         )
         link = SubAgentLink(self, run, label)
         run.loop = AgentLoop(
-            parent.model.variant(model or definition.model),
+            model,
             tools,
             policy,
-            subagent_prompt(definition, cwd),
-            ToolContext(cwd=cwd, agent_name=label, team=link),
+            system_prompt,
+            ToolContext(cwd=cwd, agent_name=label, team=link, forked=forked),
             link=link,
             transcript=Transcript(transcript),
             reporter=SubAgentReporter(run, parent.reporter),
-            max_turns=definition.max_turns or 100,
+            max_turns=max_turns,
             say=lambda text: self._output(run, text),
             cancelled=run.cancel,
         )
@@ -247,7 +367,7 @@ class SubAgents:
 
     # running
 
-    def _start_thread(self, run: SubAgentRun, prompt: str) -> None:
+    def _start_thread(self, run: SubAgentRun, prompt: str | None) -> None:
         earlier = run.thread  # a stopped play still in a model call: the resume waits for it
         thread = threading.Thread(
             target=self._play,
@@ -261,49 +381,78 @@ class SubAgents:
     def _play(
         self,
         run: SubAgentRun,
-        prompt: str,
+        prompt: str | None,
         generation: int = 0,
         earlier: threading.Thread | None = None,
     ) -> None:
-        """Run the sub-agent's loop to its end, then record how it ended (and notify)."""
+        """Run the sub-agent's loop to its end, record how it ended, clean up its worktree,
+        then notify (the state is terminal before the clean-up, so nobody waits on it)."""
         if earlier is not None:
             earlier.join()
             with self._lock:
                 if run.generation != generation or run.status != "running":
                     return  # stopped again before it could start
                 run.cancel.clear()
+        if run.worktree is not None and not run.worktree.path.is_dir():
+            run.worktree = self._reopen(run, run.worktree)  # removed after an earlier play
         self._output(run, f"[{run.agent_type}] {run.description}")
+        status, text = self._outcome(run, prompt)
+        ended_here = self._finish(run, status, text, generation)
+        note = wrap_up(run.worktree) if run.worktree is not None else None
+        if note:
+            self._output(run, note)
+        if ended_here:
+            if note:
+                with self._lock:
+                    run.result = f"{run.result}\n\n{note}" if run.result else note
+            self._announce(run)
+
+    def _reopen(self, run: SubAgentRun, tree: Worktree) -> Worktree | None:
+        """The worktree made again for a resumed play (None, said in its output, if git
+        refuses: the play then works in its parent's directory)."""
+        try:
+            return create(tree.repo, tree.slug)[0]
+        except WorktreeError as exc:
+            self._output(run, f"[worktree {tree.path} could not be made again: {exc}]")
+            run.loop.ctx.cwd = self.parent.ctx.cwd
+            return None
+
+    def _outcome(self, run: SubAgentRun, prompt: str | None) -> tuple[str, str]:
+        """How the loop ended: (status, result text)."""
         try:
             result = run.loop.run(prompt)
         except LoopCancelled:
-            self._finish(run, "killed", run.loop.last_text, generation)
-            return
+            return "killed", run.loop.last_text
         except Exception as exc:  # a sub-agent must not take its parent with it
             partial = run.loop.last_text
             why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ModelError) else str(exc)
-            failed = f"{partial}\n\n[failed: {why}]" if partial else why
-            self._finish(run, "failed", failed, generation)
-            return
+            return "failed", f"{partial}\n\n[failed: {why}]" if partial else why
         text = result.text
         if result.stop == "max_turns":
             text = f"{text}\n\n{MAX_TURNS_MARKER}" if text else MAX_TURNS_MARKER
-        self._finish(run, "completed", text, generation)
+        return "completed", text
 
     def _finish(
         self, run: SubAgentRun, status: str, result: str, generation: int | None = None
-    ) -> None:
+    ) -> bool:
         """The run's terminal state, set once per play (TaskStop may have set it first; an
-        earlier, stopped play ending late changes nothing), then its notification."""
+        earlier, stopped play ending late changes nothing). True if this call set it."""
         with self._lock:
             if run.status != "running" or generation not in (None, run.generation):
-                return
+                return False
             run.status, run.result, run.ended = status, result, time.monotonic()
             run.done.set()
+        self._output(run, f"[{status}]")
+        return True
+
+    def _announce(self, run: SubAgentRun) -> None:
+        """Queue the run's notification, unless it was notified (or seen ending) already,
+        and wake the parent for it."""
+        with self._lock:
             notify = not run.notified
             if notify:
                 run.notified = True
                 self._notices.append((run.agent_id, notification_text(run)))
-        self._output(run, f"[{status}]")
         if notify:
             self.parent.wake()
 
@@ -362,7 +511,8 @@ class SubAgents:
         if run.status != "running":
             raise ToolError(f"Task {task_id} is not running (status: {run.status})")
         run.cancel.set()
-        self._finish(run, "killed", run.loop.last_text)
+        if self._finish(run, "killed", run.loop.last_text):
+            self._announce(run)
         return json.dumps(
             {
                 "message": f"Successfully stopped task: {run.agent_id} ({run.description})",
@@ -514,6 +664,12 @@ def launched_text(run: SubAgentRun) -> str:
             "To check on it before then, Read the output file or call TaskOutput."
             if run.output_file
             else "Call TaskOutput to check on it before then."
+        )
+        + (
+            f"\nIt works in its own git worktree: {run.worktree.path} (branch "
+            f"{run.worktree.branch}); kept if it changes anything, removed if not."
+            if run.worktree is not None
+            else ""
         )
     )
 

@@ -363,3 +363,14 @@ def remove(wt: Worktree, force: bool = False) -> None:
             "merge them or pass --force to discard them"
         )
     _discard(wt)
+
+
+def wrap_up(tree: Worktree) -> str | None:
+    """Remove `tree` if nothing changed in it (None); else keep it and say where and what."""
+    try:
+        state = finish(tree)
+    except WorktreeError as exc:
+        return f"worktree {tree.path} left as it is: {exc}"
+    if not state.changed:
+        return None
+    return f"worktree kept: {tree.path} (branch {tree.branch}): {state.summary}"

@@ -137,3 +137,7 @@ class Brain(Protocol):
         """Work in `cwd` from now on (a task's worktree, and back); `confined` keeps file tools
         inside it."""
         ...
+
+    def stop(self) -> None:
+        """The teammate is stopping: end whatever the brain runs in the background."""
+        ...

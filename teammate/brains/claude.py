@@ -89,6 +89,7 @@ class ClaudeBrain:
         transcript: Transcript | None = None,
         say: Any = print,
         agents: Callable[[str], AgentDefinition] | None = None,
+        fork: bool = False,
         **loop_options: Any,
     ) -> None:
         listed, allow_rules = tool_rules(agent.tools)
@@ -127,6 +128,7 @@ class ClaudeBrain:
                 agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
                 directory=paths.agents_dir / f"{name}.subagents",
                 reporter=reporter,
+                fork=fork,
             ),
             cap=cap_from(os.environ),
         )
@@ -144,6 +146,7 @@ class ClaudeBrain:
             notices=self.subagents.take_notices,
             **loop_options,
         )
+        self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._initial_prompt = agent.initial_prompt
 
     # the Brain interface
@@ -186,6 +189,9 @@ class ClaudeBrain:
 
     def notices_waiting(self) -> bool:
         return self.subagents.notices_waiting()
+
+    def stop(self) -> None:
+        self.subagents.stop_all()
 
     def set_mode(self, mode: str) -> None:
         self.policy.mode = mode

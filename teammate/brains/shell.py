@@ -152,6 +152,9 @@ class ShellBrain:
     def notices_waiting(self) -> bool:
         return False  # it runs no sub-agents
 
+    def stop(self) -> None:
+        """Nothing runs in the background of a shell worker."""
+
     def move_to(self, cwd: Path, confined: bool) -> None:
         self.cwd = cwd  # commands run there; a shell worker has no file tools to confine
         self.policy.cwd = cwd

@@ -23,7 +23,14 @@ AGENT_DESCRIPTION = (
     "`subagent_type` picks an agent definition (general-purpose when omitted). It runs while "
     "you wait, unless `run_in_background` is true: then you are told when it finishes (a "
     "<task-notification>) and can go on meanwhile. Continue a sub-agent with SendMessage to "
-    "its agentId."
+    "its agentId. Where forking is enabled (SWARM_FORK_SUBAGENT=1), omitting `subagent_type` "
+    "forks you instead: a background copy of you that knows this whole conversation, does the "
+    "`prompt` as its directive and reports in a fixed format; fork several at once in one "
+    "turn to share the cached conversation."
+)
+FORK_REFUSED = (
+    "You are a forked worker: you cannot fork again or start agents of your own. Do the work "
+    "yourself with your tools and report it."
 )
 
 
@@ -73,6 +80,8 @@ def agent(
         description, prompt, subagent_type, model, bool(run_in_background), name, team_name,
         mode, isolation, cwd,
     )  # fmt: skip
+    if ctx.forked:
+        raise ToolError(FORK_REFUSED)
     if ctx.spawn_teammate is not None and (name or team_name):
         return ctx.spawn_teammate(call)
     if team_name or mode:

@@ -53,6 +53,7 @@ class ToolContext:
     subagents: SubAgents | None = None  # the agent's sub-agents (Agent, TaskOutput, TaskStop)
     spawn_teammate: Callable[[AgentCall], str] | None = None  # the lead's: Agent with a name
     tool_use_id: str = ""  # the call being run (set by the agent loop)
+    forked: bool = False  # a fork child's context: it may not fork again
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""

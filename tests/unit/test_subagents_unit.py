@@ -20,7 +20,8 @@ def test_a_sub_agent_mode_is_the_narrower_of_its_own_and_its_parents() -> None:
     assert narrower("acceptEdits", "default") == "default"
     assert narrower("bypassPermissions", "acceptEdits") == "acceptEdits"
     assert narrower("plan", "bypassPermissions") == "plan"
-    assert narrower("bubble", "acceptEdits") == "default"
+    assert narrower("bubble", "acceptEdits") == "acceptEdits"  # the parent's own mode
+    assert narrower("bubble", "plan") == "plan"
 
 
 def test_another_cwd_does_not_widen_what_a_sub_agent_may_edit(tmp_path: Path) -> None:
