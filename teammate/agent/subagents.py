@@ -457,8 +457,9 @@ class SubAgents:
             self.parent.wake()
 
     def _output(self, run: SubAgentRun, text: str) -> None:
-        """Append what the sub-agent said to its output file (never fails the sub-agent)."""
-        if run.output_file is None:
+        """Append what the sub-agent said to its output file (never fails the sub-agent); a
+        synchronous run has none: its caller gets everything in the tool result."""
+        if run.output_file is None or not run.background:
             return
         with contextlib.suppress(OSError):
             safefs.makedirs(run.output_file.parent)

@@ -24,7 +24,8 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 # once the shell has exited, how long a leftover child may keep the output pipes open
 EXITED_GRACE_S = 1.0
-POLL_S = 0.1
+POLL_S = 0.1  # the first look at a running command; each next one waits twice as long ...
+MAX_POLL_S = 1.0  # ... up to this: a command that runs for minutes costs ~1 wake-up a second
 COLLECT_S = 5.0
 
 
@@ -62,14 +63,15 @@ def run_command(command: str, cwd: str, timeout_s: float) -> tuple[int | None, b
     )
     deadline = time.monotonic() + timeout_s
     exited_at: float | None = None
-    try:
+    poll = POLL_S  # a command that ends returns at once; polling only notices the deadline
+    try:  # and a shell gone while something it left behind holds the pipes
         while True:
             now = time.monotonic()
             try:
-                stdout, stderr = process.communicate(timeout=max(min(POLL_S, deadline - now), 0))
+                stdout, stderr = process.communicate(timeout=max(min(poll, deadline - now), 0))
                 return process.returncode, stdout, stderr
             except subprocess.TimeoutExpired:
-                pass
+                poll = min(poll * 2, MAX_POLL_S)
             now = time.monotonic()
             if now >= deadline:
                 _kill_group(process)

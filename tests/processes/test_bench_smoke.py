@@ -31,6 +31,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ),
         ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
         ("prompt_cache.py", [], []),
+        (
+            "subagents.py",
+            ["--context-tokens", "2000", "--starts", "3", "--seconds", "0.5"],
+            ["rest_requests", "sleepers_left"],
+        ),
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
         pytest.param(
             "interop_inbox.py",
