@@ -43,6 +43,16 @@ BUILT_IN = "built-in"
 ISOLATION_MODES = ("worktree",)
 MEMORY_SCOPES = ("user", "project", "local")
 EFFORT_LEVELS = ("low", "medium", "high")
+THINKING_BUDGETS = {"low": 4_000, "medium": 10_000, "high": 24_000}  # tokens, per effort level
+
+
+def thinking_budget(effort: str | int | None) -> int | None:
+    """The extended-thinking budget an ``effort`` asks for (None: no extended thinking)."""
+    if effort is None:
+        return None
+    return THINKING_BUDGETS[effort] if isinstance(effort, str) else effort
+
+
 # a definition's permissionMode: the member modes, and `bubble` (ask the parent's approver)
 DEFINITION_MODES = (*PermissionMode.names(), "bubble")
 ACTIVE_KEYS = frozenset(
@@ -369,18 +379,29 @@ def _search_dirs(project_dir: Path | None, user_dir: Path | None) -> list[Path]:
     return [user, project_agents_dir(project_dir)]
 
 
-def _load_dir(directory: Path) -> dict[str, AgentDefinition]:
+def _load_dir(
+    directory: Path, broken: dict[str, AgentDefinitionError] | None = None
+) -> dict[str, AgentDefinition]:
+    """The definitions in `directory`. A malformed file raises, unless `broken` is given: then
+    its error is kept there under the file's stem and the other files still count."""
     found: dict[str, AgentDefinition] = {}
     if not directory.is_dir():
         return found
     for path in sorted(directory.glob("*.md")):
         if not path.is_file():
             continue
-        agent = parse_agent_file(path)
-        if agent.name in found:
-            raise AgentDefinitionError(
-                f"{path}:1: agent {agent.name!r} is already defined by {found[agent.name].source}"
-            )
+        try:
+            agent = parse_agent_file(path)
+            if agent.name in found:
+                raise AgentDefinitionError(
+                    f"{path}:1: agent {agent.name!r} is already defined by "
+                    f"{found[agent.name].source}"
+                )
+        except AgentDefinitionError as exc:
+            if broken is None:
+                raise
+            broken[path.stem] = exc
+            continue
         found[agent.name] = agent
     return found
 
@@ -407,16 +428,25 @@ def load_agent(
 ) -> AgentDefinition:
     """The agent type `name` (exact, case-sensitive), looked up like `available_agents`, with
     the `flag` definitions (``--agents`` JSON) over those, and a settings file's ``agents``
-    over all of them."""
-    agents = {**available_agents(project_dir, user_dir), **(flag or {}), **(settings or {})}
+    over all of them. A malformed file elsewhere does not stop the lookup (as in Claude Code,
+    where it is skipped); asking for the type a malformed file is named after raises its
+    error, and an unknown type's error names the skipped files."""
+    broken: dict[str, AgentDefinitionError] = {}
+    files: dict[str, AgentDefinition] = {agent.name: agent for agent in BUILT_INS}
+    for directory in _search_dirs(project_dir, user_dir):
+        files.update(_load_dir(directory, broken))
+    agents = {**files, **(flag or {}), **(settings or {})}
     if name in agents:
         return agents[name]
+    if name in broken:
+        raise broken[name]
     sources = [BUILT_IN, *(str(d) for d in _search_dirs(project_dir, user_dir))]
     sources += ["--agents"] if flag else []
     sources += ["settings agents"] if settings else []
+    skipped = f"; skipped as malformed: {', '.join(sorted(broken))}" if broken else ""
     raise AgentDefinitionError(
         f"unknown agent type {name!r}; available: {', '.join(sorted(agents))} "
-        f"(from {', '.join(sources)})"
+        f"(from {', '.join(sources)}){skipped}"
     )
 
 

@@ -71,6 +71,7 @@ class AgentLoop:
         say: Callable[[str], None] = lambda text: None,
         cancelled: threading.Event | None = None,
         notices: Callable[[], list[str]] | None = None,
+        thinking_budget: int | None = None,
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in tools}
@@ -87,6 +88,7 @@ class AgentLoop:
         self.say = say
         self.cancelled = cancelled  # set by whoever stops this agent (TaskStop)
         self.notices = notices  # what its background sub-agents report, before each model turn
+        self.thinking_budget = thinking_budget  # extended thinking (an agent's effort)
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
 
@@ -151,7 +153,9 @@ class AgentLoop:
         messages = copy.deepcopy(self.messages)
         if messages and messages[-1]["content"]:
             messages[-1]["content"][-1]["cache_control"] = CACHE
-        return ModelRequest(system=system, tools=tools, messages=messages)
+        return ModelRequest(
+            system=system, tools=tools, messages=messages, thinking_budget=self.thinking_budget
+        )
 
     def _call(self) -> ModelReply:
         retries = 0

@@ -81,6 +81,7 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     max_tokens: int = DEFAULT_MAX_TOKENS
+    thinking_budget: int | None = None  # extended thinking, from an agent's ``effort``
 
 
 @dataclass(frozen=True)
@@ -147,13 +148,18 @@ class ClaudeModel:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         anthropic = self._anthropic
+        options: dict[str, Any] = {"max_tokens": request.max_tokens}
+        if request.thinking_budget:  # the answer needs room beyond the thinking
+            budget = request.thinking_budget
+            options["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            options["max_tokens"] = max(request.max_tokens, budget + DEFAULT_MAX_TOKENS)
         try:
             with self._client.messages.stream(
                 model=self.name,
-                max_tokens=request.max_tokens,
                 system=request.system,  # type: ignore[arg-type]
                 tools=request.tools,  # type: ignore[arg-type]
                 messages=request.messages,  # type: ignore[arg-type]
+                **options,
             ) as stream:
                 message = stream.get_final_message()
         except anthropic.APIStatusError as exc:

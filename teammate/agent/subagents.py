@@ -45,7 +45,12 @@ from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.values import PermissionMode
-from teammate.agent.definitions import AgentDefinition, tool_rules
+from teammate.agent.definitions import (
+    VERDICT_LINE,
+    AgentDefinition,
+    thinking_budget,
+    tool_rules,
+)
 from teammate.agent.fork import (
     FORK_TYPE,
     directive_text,
@@ -73,6 +78,7 @@ def cap_from(environ: Mapping[str, str]) -> int:
 
 
 MAX_TURNS_MARKER = "[max turns reached]"
+NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
 LABEL_MARK = "\u203a"  # between a parent's name and its sub-agent's in labels
 SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
 # how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
@@ -268,6 +274,7 @@ class SubAgents:
             model=parent.model.variant(call.model or definition.model),
             system_prompt=subagent_prompt(definition, cwd),
             max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
+            thinking=thinking_budget(definition.effort),
         )
 
     def _fork_run(
@@ -292,6 +299,7 @@ class SubAgents:
             model=loop.model,
             system_prompt=loop.system_prompt,
             max_turns=loop.max_turns,
+            thinking=loop.thinking_budget,  # the parent's thinking too: the same prefix
             forked=True,
         )
         run.loop.messages = seed
@@ -331,6 +339,7 @@ class SubAgents:
         model: Model,
         system_prompt: str,
         max_turns: int,
+        thinking: int | None = None,
         forked: bool = False,
     ) -> SubAgentRun:
         parent = self.parent
@@ -362,6 +371,7 @@ class SubAgents:
             max_turns=max_turns,
             say=lambda text: self._output(run, text),
             cancelled=run.cancel,
+            thinking_budget=thinking,
         )
         return run
 
@@ -430,6 +440,8 @@ class SubAgents:
         text = result.text
         if result.stop == "max_turns":
             text = f"{text}\n\n{MAX_TURNS_MARKER}" if text else MAX_TURNS_MARKER
+        if run.agent_type == "verification" and not VERDICT_LINE.search(text):
+            text = f"{text}\n\n{NO_VERDICT}"  # never a verdict it did not give
         return "completed", text
 
     def _finish(

@@ -24,7 +24,7 @@ from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task import Task
-from teammate.agent.definitions import AgentDefinition, load_agent, tool_rules
+from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
 from teammate.agent.subagents import Parent, SubAgents, cap_from
@@ -144,6 +144,7 @@ class ClaudeBrain:
             max_turns=max_turns or agent.max_turns or DEFAULT_MAX_TURNS,
             say=lambda text: say(f"{name}: {text}"),
             notices=self.subagents.take_notices,
+            thinking_budget=thinking_budget(agent.effort),
             **loop_options,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from

@@ -227,3 +227,70 @@ def test_background_sub_agents_notify_once_each_obey_taskstop_the_cap_and_messag
     assert "quick result: 7 (got: extra info)" in quick
     assert "slow resumed: finished" in resumed_slow
     assert "slow: this answer comes too late" not in json.dumps(alice)
+
+
+def test_bad_types_a_malformed_definition_effort_and_the_verification_verdict(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    """An unknown type and a malformed definition are errors the model reads (naming what is
+    wrong and what is allowed), and the teammate goes on; a definition's effort is a thinking
+    budget in its sub-agent's requests (not the teammate's); the verification built-in runs in
+    the background and its verdict line reaches the teammate; one without a verdict is never
+    reported as verified."""
+    agents = workdir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "deep.md").write_text(
+        "---\nname: deep\ndescription: Thinks hard\neffort: high\ntools: Read\n---\nThink.\n"
+    )
+    (agents / "broken.md").write_text(
+        "---\nname: broken\ndescription: Bad\nmaxTurns: many\n---\nNever runs.\n"
+    )
+    alice: list[dict[str, Any]] = []
+    subs: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        if "You are a sub-agent" in system_of(body):
+            subs.append(body)
+            asked = first_text(body)
+            if "CHECK-PASS" in asked:
+                return Turn.text("The build works.\nVERDICT: PASS")
+            if "CHECK-SILENT" in asked:
+                return Turn.text("I looked around.")
+            return Turn.text("deep answer")
+        alice.append(body)
+        if len(alice) == 1:
+            calls = [
+                ("Agent", {"description": "x", "prompt": "p", "subagent_type": "nonexistent"}),
+                ("Agent", {"description": "x", "prompt": "p", "subagent_type": "broken"}),
+                ("Agent", {"description": "deep", "prompt": "DEEP", "subagent_type": "deep"}),
+                ("Agent", {"description": "verify", "prompt": "CHECK-PASS", "subagent_type": "verification"}),
+                ("Agent", {"description": "verify 2", "prompt": "CHECK-SILENT", "subagent_type": "verification"}),
+            ]  # fmt: skip
+            return Turn.tools(calls)
+        return Turn.text(f"turn {len(alice)}")
+
+    def notified() -> list[str]:
+        return re.findall(r"<task-notification>.*?</task-notification>", json.dumps(alice))
+
+    with MessagesAPI(play, concurrent=True) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Go.", sender="team-lead", summary="job")
+        try:
+            wait_for(lambda: len(notified()) >= 2, "both verifications to report")
+        except AssertionError:
+            proc.kill()
+            raise AssertionError(proc.communicate()[0][-3000:]) from None
+        stop(team, proc)
+    unknown, broken, deep, verify, silent = results_of(alice[1])
+    assert "nonexistent" in unknown and "general-purpose" in unknown and "Explore" in unknown
+    assert "broken.md" in broken and "maxTurns" in broken
+    assert deep.startswith("deep answer")
+    assert "Async agent launched" in verify and "Async agent launched" in silent  # background
+    (deep_request,) = [b for b in subs if "DEEP" in first_text(b)]
+    assert deep_request["thinking"] == {"type": "enabled", "budget_tokens": 24_000}
+    assert deep_request["max_tokens"] > 24_000
+    assert all("thinking" not in b for b in alice)  # the teammate's own effort: none
+    told = "\n".join(notified())
+    assert "VERDICT: PASS" in told
+    assert "no VERDICT line: the verifier did not decide" in told
+    assert proc.returncode == 0

@@ -224,17 +224,25 @@ def test_errors_name_file_and_line(
     message = str(info.value)
     assert message.startswith(f"{path}:{line}: "), message
     assert fragment in message
-    # strict lookup: a malformed file anywhere fails listing and loading any name
+    # listing is strict: a malformed file anywhere fails it
     with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:{line}: ")):
         available_agents(project, user_dir)
+    # loading skips it, unless it is the type asked for (named after the file)
+    assert load_agent("Explore", project, user_dir).name == "Explore"
     with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:{line}: ")):
-        load_agent("Explore", project, user_dir)
+        load_agent("bad", project, user_dir)
+    with pytest.raises(AgentDefinitionError, match="skipped as malformed: bad"):
+        load_agent("nonexistent", project, user_dir)
 
 
-def test_malformed_project_file_is_an_error(project: Path, user_dir: Path) -> None:
+def test_malformed_project_file_is_an_error_for_its_own_type_only(
+    project: Path, user_dir: Path
+) -> None:
+    """A teammate never dies of someone else's broken definition (Claude Code skips it too)."""
     path = write(project / ".claude" / "agents", "broken", "---\nmaxTurns: lots\n---\n")
     with pytest.raises(AgentDefinitionError, match="^" + re.escape(f"{path}:2: maxTurns")):
-        load_agent("general-purpose", project, user_dir)
+        load_agent("broken", project, user_dir)
+    assert load_agent("general-purpose", project, user_dir).name == "general-purpose"
 
 
 def test_crlf_and_bom_files(user_dir: Path, project: Path) -> None:
