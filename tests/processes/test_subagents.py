@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
 from protocols.status import read_status
 from protocols.team import TeamFile
 
@@ -294,3 +295,50 @@ def test_bad_types_a_malformed_definition_effort_and_the_verification_verdict(
     assert "VERDICT: PASS" in told
     assert "no VERDICT line: the verifier did not decide" in told
     assert proc.returncode == 0
+
+
+def test_a_sub_agents_ask_goes_to_the_lead_labelled_and_swarm_approve_answers_it(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    """In a teammate in default mode, a sub-agent's Bash asks the lead as the teammate's own
+    asks do, labelled with alice and the sub-agent type; `swarm approve`, run by another process,
+    lets it run, and the teammate gets the sub-agent's answer."""
+    alice: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        if "You are a sub-agent" in system_of(body):
+            if len(body["messages"]) == 1:
+                return Turn.tool("Bash", {"command": "echo sub > sub.txt", "description": "Mark"})
+            return Turn.text(f"sub-agent saw: {results_of(body)[0]}")
+        alice.append(body)
+        if len(alice) == 1:
+            return Turn.tool("Agent", {"description": "mark it", "prompt": "Write sub.txt"})
+        return Turn.text("done")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api)  # default mode: a sub-agent cannot have more
+
+        def asks() -> list[PermissionRequest]:
+            return [
+                m
+                for m in (e.structured() for e in Mailbox(team.paths).read_all("team-lead"))
+                if isinstance(m, PermissionRequest)
+            ]
+
+        Mailbox(team.paths).send("alice", "Mark it.", sender="team-lead", summary="job")
+        (ask,) = wait_for(asks, "the sub-agent's permission request")
+        assert ask.agent_id == "alice" and ask.tool_name == "Bash"
+        assert ask.description.startswith("alice \u203a general-purpose: ")
+        assert not (workdir / "sub.txt").exists()  # it waits for the answer
+        approved = subprocess.run(
+            [sys.executable, "-m", "swarm", "approve", ask.request_id, "--team", "t"],
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
+            env={**os.environ, "CLAUDE_CONFIG_DIR": str(team.paths.root)},
+        )
+        assert approved.returncode == 0, approved.stderr
+        wait_for(lambda: len(alice) >= 2, "alice to get the sub-agent's answer")
+        stop(team, proc)
+    assert (workdir / "sub.txt").read_text() == "sub\n"
+    assert "sub-agent saw: " in results_of(alice[1])[0]
