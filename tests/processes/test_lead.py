@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import LeadSession, teammate_argv, wait_for
@@ -174,3 +176,51 @@ def test_the_team_files_auto_approval_rules_answer_matching_requests(
     assert [a.approved for a in answers] == [True, False]
     assert [p.description for p in pending_requests(team.paths)] == ["Run: make"]
     assert lead.quit() == 0
+
+
+def test_the_lead_agent_runs_sub_agents_and_a_background_one_wakes_it_when_done(
+    workdir: Path, sessions: list[LeadSession]
+) -> None:
+    """`swarm lead`'s agent runs an Explore sub-agent while it waits, and a background one
+    whose notification starts a lead turn by itself once the lead is idle at the console."""
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    lead: list[dict[str, Any]] = []
+    released = threading.Event()
+
+    def play(body: dict[str, Any]) -> Turn:
+        system = json.dumps(body.get("system"))
+        asked = json.dumps(body["messages"][0])
+        if "You are a sub-agent" in system:
+            if "BACKGROUND" in asked:  # ends once the lead's turn has ended: it must wake it
+                released.wait(30)
+                return Turn.text("background found: nothing else")
+            if len(body["messages"]) == 1:
+                return Turn.tool("Read", {"file_path": "notes.txt"})
+            return Turn.text("notes.txt says 42")
+        lead.append(body)
+        last = json.dumps(body["messages"][-1])
+        if len(lead) == 1:
+            calls = [
+                ("Agent", {"description": "read notes", "prompt": "Read notes.txt", "subagent_type": "Explore"}),
+                ("Agent", {"description": "look further", "prompt": "BACKGROUND", "run_in_background": True}),
+            ]  # fmt: skip
+            return Turn.tools(calls)
+        if "<task-notification>" in last and "background found" in last:
+            return Turn.text("The background look found nothing else.")
+        if "notes.txt says 42" in last:
+            released.set()
+            return Turn.text("The notes say 42.")
+        return Turn.text("ok")
+
+    with MessagesAPI(play, concurrent=True) as api:
+        session = LeadSession(api, workdir, "--backend", "subprocess")
+        sessions.append(session)
+        session.expect("leading team 't'")
+        session.type("What do the notes say? Look further in the background too.")
+        session.expect("lead: The notes say 42.", "the sync sub-agent's answer, used")
+        session.expect("lead: The background look found nothing else.", "the notification's turn")
+        assert session.quit() == 0
+    explore = [b for b in api.requests if "You are a sub-agent" in json.dumps(b.get("system"))]
+    assert any(b["model"] == "claude-haiku-5-5" for b in explore)  # Explore's model
+    tools = {t["name"] for b in explore for t in b["tools"]}
+    assert tools <= {"Read", "Glob", "Grep"}  # the lead's sub-agents read and search only
