@@ -128,6 +128,7 @@ def build_brain(
         say=say,
         agents=definition,
         fork=fork_enabled(os.environ, settings.env if settings else None),
+        resume=spec.resume,
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
     brain.policy.confined = _in_worktree(paths, options.agent_name)

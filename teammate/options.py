@@ -57,6 +57,7 @@ class MemberSpec:
     ask: tuple[str, ...] = ()  # rules (a bare pattern is a Bash rule) that need the lead's yes
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
+    resume: bool = False  # carry on with the conversation of the member's last instance
     # where swarm starts it
     backend: str = "auto"
     cwd: str | None = None
@@ -76,6 +77,7 @@ class MemberSpec:
             "--ask": bool(self.ask),
             "--task-timeout": self.task_timeout_s != DEFAULT_TASK_TIMEOUT_S,
             "--permission-timeout": self.permission_timeout_s != DEFAULT_PERMISSION_TIMEOUT_S,
+            "--resume": self.resume,
         }
         return [flag for flag, present in given.items() if present]
 
@@ -102,6 +104,8 @@ class MemberSpec:
             argv += ["--task-timeout", repr(self.task_timeout_s)]
         if self.permission_timeout_s != DEFAULT_PERMISSION_TIMEOUT_S:
             argv += ["--permission-timeout", repr(self.permission_timeout_s)]
+        if self.resume:
+            argv.append("--resume")
         return [*argv, "--model", self.model]
 
     def process_part(self) -> MemberSpec:
@@ -257,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="agent definitions as JSON, {name: {description, prompt, tools, model, ...}}, "
         "over the built-in, user and project ones (Claude Code's flag)",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="carry on with the conversation this member's last instance had (its transcript), "
+        "instead of starting cold; Claude teammates only",
+    )
     # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
@@ -291,6 +301,8 @@ def parse(argv: list[str]) -> TeammateOptions:
         raise UsageError(f"--permission-timeout must be positive, got {args.permission_timeout}")
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
+    if args.resume and ModelKind.of(args.model) == ModelKind.SHELL:
+        raise UsageError("--resume is for Claude teammates: a shell worker has no conversation")
     if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
     for text in args.ask or ():
@@ -310,6 +322,7 @@ def parse(argv: list[str]) -> TeammateOptions:
         ask=tuple(args.ask) if args.ask is not None else (),
         task_timeout_s=args.task_timeout,
         permission_timeout_s=args.permission_timeout,
+        resume=args.resume,
     )
     return TeammateOptions(
         agent_name=args.agent_name,

@@ -12,12 +12,24 @@ from protocols.printable import printable_line
 from protocols.values import PermissionMode
 from swarm.cli.common import backend_option, ids_text, paths_for, team_option
 from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.resume import RESUME_PROMPT
 from teammate.options import MemberSpec
 
 
 @click.command()
 @click.argument("name")
-@click.option("--prompt", "-p", required=True, help="the first message in its inbox")
+@click.option(
+    "--prompt",
+    "-p",
+    help="the first message in its inbox (required, except with --resume: then it says the "
+    "teammate was restarted)",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="carry on with the conversation NAME's last instance had (a Claude teammate's "
+    "transcript) instead of starting cold; a dead entry for NAME is reaped first",
+)
 @backend_option("auto: tmux when installed, else a subprocess")
 @click.option(
     "--model",
@@ -78,7 +90,8 @@ from teammate.options import MemberSpec
 @team_option
 def spawn(
     name: str,
-    prompt: str,
+    prompt: str | None,
+    resume: bool,
     backend: str,
     model: str,
     script: Path | None,
@@ -104,7 +117,13 @@ def spawn(
     \b
     A Claude Code teammate in the same team (docs/interop.md):
       swarm spawn ann -p "Review src/" --model sonnet --teammate-command claude
+
+    \b
+    After a crash, carry on with its conversation:
+      swarm spawn bea --model sonnet --resume
     """
+    if prompt is None and not resume:
+        raise click.UsageError("give the teammate its first message with --prompt")
     spec = MemberSpec(
         model=model,
         agent_type=agent_type,
@@ -118,8 +137,9 @@ def spawn(
         cwd=str(cwd) if cwd else None,
         worktree=(worktree_name or name) if worktree or worktree_name else None,
         teammate_command=teammate_command,
+        resume=resume,
     )
-    member, spawned = spawn_member(paths_for(team), name, prompt, spec)
+    member, spawned = spawn_member(paths_for(team), name, prompt or RESUME_PROMPT, spec)
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
     click.echo(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}")

@@ -31,10 +31,11 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-from protocols.values import PermissionMode
+from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnBackend
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import delete_team, spawn_member
+from swarm.team.resume import clear_dead, crashed
 from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
@@ -176,28 +177,41 @@ LEAD_AGENT_DESCRIPTION = (
 
 
 def spawn_teammate(link: LeadLink, call: AgentCall) -> str:
-    """The lead's Agent call with a `name`: a teammate process (`ToolContext.spawn_teammate`)."""
+    """The lead's Agent call with a `name`: a teammate process (`ToolContext.spawn_teammate`).
+    A Claude teammate of that name whose last instance crashed carries on with its conversation
+    (`swarm.team.resume`); a dead entry of that name is reaped first."""
     if not call.name:
         raise ToolError("give the teammate a `name` to address it by")
     if call.team_name and call.team_name != link.paths.team:
         raise ToolError(f"this session leads team {link.paths.team!r}, not {call.team_name!r}")
     agent_type = call.subagent_type or "general-purpose"
     definition = load_agent(agent_type, project_dir=link.cwd)  # an unknown type is refused
+    # the call's model, the definition's, the lead's
+    model = call.model or definition.model or link.model
+    resume = ModelKind.of(model) != ModelKind.SHELL and crashed(link.paths, call.name)
+    if not resume:
+        clear_dead(link.paths, call.name)
     spec = MemberSpec(
-        # the call's model, the definition's, the lead's
-        model=call.model or definition.model or link.model,
+        model=model,
         agent_type=agent_type,
         plan_mode_required=call.mode == PermissionMode.PLAN,
         permission_mode=call.mode if call.mode != PermissionMode.PLAN else None,
         backend=link.backend,
         cwd=str(link.cwd),
         worktree=call.name if call.isolation == "worktree" else None,
+        resume=resume,
     )
     member, _spawned = spawn_member(link.paths, call.name, call.prompt, spec, backend=link.spawner)
+    resumed = (
+        "\nIts earlier instance had stopped without shutting down: it carries on with that "
+        "conversation, and your prompt is its next message."
+        if resume
+        else ""
+    )
     return (
         f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
         f"team_name: {link.paths.team}\n"
-        "The agent is now running and will receive instructions via mailbox."
+        f"The agent is now running and will receive instructions via mailbox.{resumed}"
     )
 
 

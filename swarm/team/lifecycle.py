@@ -36,6 +36,7 @@ from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import member_identity, member_state, stop_member
+from swarm.team.resume import prepare_resume
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, command_line
@@ -120,6 +121,8 @@ def spawn_member(
     """
     validate_name(name, "agent name")
     spec = settled(spec or MemberSpec())
+    if spec.resume:
+        prepare_resume(paths, name, spec)  # a conversation to carry on, and room for it
     environ = env if env is not None else os.environ
     agent_type = spec.agent_type or GENERAL_PURPOSE
     program = _program(spec)

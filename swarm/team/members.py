@@ -77,27 +77,28 @@ def reap(paths: TeamPaths) -> list[Reaped]:
     first, so a task it held never runs twice at once. The lead is told with a
     ``teammate_terminated`` message in its inbox.
     """
-    team = TeamFile(paths)
-    board = TaskBoard(paths)
-    mailbox = Mailbox(paths)
-    reaped = []
-    for member in team.load().members:
-        if member_state(member) != MemberState.DEAD:
-            continue
-        stop_leftovers(member)
-        released = [t.id for t in board.release_all(member.name)]
-        close_requests(paths, member.name, "its process is gone")
-        team.remove_member(member.name)
-        release(paths, member)  # its worktree: removed if unchanged, else reported
-        pid = member_pid(member)
-        gone = f"pid {pid} is gone" if pid else "it never started"
-        note = TeammateTerminated(
-            message=f"{member.name} has stopped ({gone}); "
-            f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
-        )
-        mailbox.send(LEAD_NAME, note, sender=LEAD_NAME)
-        reaped.append(Reaped(member.name, pid, released))
-    return reaped
+    return [
+        reap_member(paths, member)
+        for member in TeamFile(paths).load().members
+        if member_state(member) == MemberState.DEAD
+    ]
+
+
+def reap_member(paths: TeamPaths, member: Member) -> Reaped:
+    """`reap` for one member known to be dead."""
+    stop_leftovers(member)
+    released = [t.id for t in TaskBoard(paths).release_all(member.name)]
+    close_requests(paths, member.name, "its process is gone")
+    TeamFile(paths).remove_member(member.name)
+    release(paths, member)  # its worktree: removed if unchanged, else reported
+    pid = member_pid(member)
+    gone = f"pid {pid} is gone" if pid else "it never started"
+    note = TeammateTerminated(
+        message=f"{member.name} has stopped ({gone}); "
+        f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
+    )
+    Mailbox(paths).send(LEAD_NAME, note, sender=LEAD_NAME)
+    return Reaped(member.name, pid, released)
 
 
 def stop_leftovers(member: Member, timeout: float = 5.0) -> list[int]:

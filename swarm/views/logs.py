@@ -260,7 +260,12 @@ class ActivityLog:
             dropped_text = plural(dropped, "message")
             text = f"trimmed the conversation to {budget:,} tokens ({dropped_text} dropped)"
             return [LogEvent(ts, kind, text)]
-        return []  # requests, and kinds this version does not know
+        if kind == "session":
+            how = "carrying on with its conversation" if record.get("resumed") else "fresh"
+            return [LogEvent(ts, kind, f"started (pid {record.get('pid')}), {how}")]
+        if kind == "session_end":
+            return [LogEvent(ts, kind, "stopped")]
+        return []  # requests, messages, and kinds this version does not know
 
     def _response(self, ts: str, record: dict[str, Any]) -> list[LogEvent]:
         blocks = [b for b in record.get("content") or [] if isinstance(b, dict)]

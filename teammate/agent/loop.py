@@ -29,7 +29,7 @@ from typing import Any, Literal
 from protocols.errors import Error
 from protocols.inbox import format_for_model
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
-from teammate.agent.transcript import Transcript
+from teammate.agent.transcript import Transcript, add_message
 from teammate.brains.base import TeamLink
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
@@ -109,7 +109,7 @@ class AgentLoop:
             self._check_cancelled()
             reply = self._call()
             self._check_cancelled()  # stopped while the model answered: its answer is dropped
-            self.messages.append({"role": "assistant", "content": reply.content})
+            self._add("assistant", reply.content)
             said = "\n".join(b["text"] for b in reply.content if b.get("type") == "text").strip()
             if said:
                 text = self.last_text = said
@@ -135,12 +135,21 @@ class AgentLoop:
             raise LoopCancelled("stopped")
 
     def _add_user(self, content: list[dict[str, Any]]) -> None:
-        if not content:
-            return
-        if self.messages and self.messages[-1]["role"] == "user":
-            self.messages[-1]["content"].extend(content)
-        else:
-            self.messages.append({"role": "user", "content": content})
+        self._add("user", content)
+
+    def _add(self, role: str, content: list[dict[str, Any]]) -> None:
+        """Add to the conversation, and to the transcript, which can play it back."""
+        if content:
+            add_message(self.messages, role, content)
+            self.transcript.record("message", role=role, content=content)
+
+    def restore(self, messages: list[dict[str, Any]]) -> None:
+        """Carry on from `messages` (a resumed agent's, a fork child's seed)."""
+        self.messages = messages
+        self._record_conversation()
+
+    def _record_conversation(self) -> None:
+        self.transcript.record("conversation", messages=self.messages)
 
     # model calls
 
@@ -227,6 +236,8 @@ class AgentLoop:
         if not fits() and self.messages:
             changed |= _blank_results(self.messages[-1])
         self.transcript.record("trimmed", budget=budget, dropped=dropped, changed=changed)
+        if changed:
+            self._record_conversation()
         self.say(f"trimmed the conversation to fit {budget} tokens ({dropped} messages dropped)")
         return changed
 

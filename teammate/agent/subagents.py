@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import threading
 import time
@@ -59,7 +60,7 @@ from teammate.agent.fork import (
 )
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopCancelled
 from teammate.agent.model import Model, ModelError, Usage
-from teammate.agent.transcript import Transcript
+from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
 from teammate.permissions.policy import PermissionPolicy
@@ -93,6 +94,9 @@ def narrower(mode: str, parent: str) -> str:
         return parent
     reach = _REACH.get(mode, _REACH_MAX)
     return mode if reach <= _REACH.get(parent, _REACH_MAX) else parent
+
+
+AGENT_ID = re.compile(r"a[0-9a-f]{16}")  # what `new_agent_id` makes, and nothing else
 
 
 def new_agent_id() -> str:
@@ -251,6 +255,7 @@ class SubAgents:
         call: AgentCall,
         cwd: Path,
         tree: Worktree | None,
+        journal: bool = True,
     ) -> SubAgentRun:
         """A sub-agent of type `definition`: its tools, mode and prompt from the definition."""
         parent = self.parent
@@ -275,6 +280,7 @@ class SubAgents:
             system_prompt=subagent_prompt(definition, cwd),
             max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
             thinking=thinking_budget(definition.effort),
+            journal=journal,
         )
 
     def _fork_run(
@@ -302,7 +308,7 @@ class SubAgents:
             thinking=loop.thinking_budget,  # the parent's thinking too: the same prefix
             forked=True,
         )
-        run.loop.messages = seed
+        run.loop.restore(seed)
         return run
 
     def _policy(
@@ -341,6 +347,7 @@ class SubAgents:
         max_turns: int,
         thinking: int | None = None,
         forked: bool = False,
+        journal: bool = True,  # record its start (not when it is brought back: it was)
     ) -> SubAgentRun:
         parent = self.parent
         label = f"{parent.name} {LABEL_MARK} {call.name or agent_type}"
@@ -359,6 +366,16 @@ class SubAgents:
             worktree=tree,
         )
         link = SubAgentLink(self, run, label)
+        record = Transcript(transcript)
+        if journal:  # what it takes to bring it back in a later process (`find_or_revive`)
+            record.record(
+                "subagent",
+                agent_type=agent_type,
+                description=call.description,
+                name=call.name,
+                model=call.model,
+                cwd=str(cwd),
+            )
         run.loop = AgentLoop(
             model,
             tools,
@@ -366,7 +383,7 @@ class SubAgents:
             system_prompt,
             ToolContext(cwd=cwd, agent_name=label, team=link, forked=forked),
             link=link,
-            transcript=Transcript(transcript),
+            transcript=record,
             reporter=SubAgentReporter(run, parent.reporter),
             max_turns=max_turns,
             say=lambda text: self._output(run, text),
@@ -493,6 +510,66 @@ class SubAgents:
         """A sub-agent by the name it was given or its agent id."""
         with self._lock:
             return self.runs.get(self._names.get(key, key))
+
+    def find_or_revive(self, key: str) -> SubAgentRun | None:
+        """`find`, or a sub-agent an earlier process of this agent ran (by its agent id),
+        brought back finished from its transcript so a message resumes it. None when `key`
+        is no agent id; `ToolError` when it is one whose transcript is gone or unusable."""
+        run = self.find(key)
+        if run is not None or not AGENT_ID.fullmatch(key) or self.parent.directory is None:
+            return run
+        path = self.parent.directory / f"{key}.jsonl"
+        events = read_transcript(path)
+        start = next((e for e in events if e.get("kind") == "subagent"), None)
+        messages = conversation_of(events)
+        if start is None or not messages:
+            raise ToolError(
+                f"sub-agent {key} cannot be resumed: its transcript {path} is gone or holds "
+                "no conversation; start a new one with the Agent tool"
+            )
+        run = self._revived(key, start, messages)
+        with self._lock:
+            return self.runs.setdefault(key, run)
+
+    def _revived(
+        self, agent_id: str, start: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> SubAgentRun:
+        kind = str(start.get("agent_type") or "general-purpose")
+        call = AgentCall(
+            description=str(start.get("description") or kind),
+            prompt="",
+            subagent_type=kind,
+            model=start.get("model") if isinstance(start.get("model"), str) else None,
+        )
+        cwd = Path(str(start.get("cwd") or self.parent.ctx.cwd))
+        if not cwd.is_dir():
+            cwd = self.parent.ctx.cwd  # its worktree was removed: its parent's directory
+        if kind == FORK_TYPE:
+            loop = self.parent.loop
+            if loop is None:
+                raise ToolError(f"sub-agent {agent_id} was a fork; this agent cannot fork")
+            run = self._make_run(
+                agent_id,
+                FORK_TYPE,
+                call,
+                cwd,
+                None,
+                tools=list(loop.tools.values()),
+                policy=self._policy(self.parent.policy.mode, None),
+                model=loop.model,
+                system_prompt=loop.system_prompt,
+                max_turns=loop.max_turns,
+                thinking=loop.thinking_budget,
+                forked=True,
+                journal=False,
+            )
+        else:
+            run = self._new_run(agent_id, self.parent.agents(kind), call, cwd, None, journal=False)
+        run.loop.restore(messages)
+        run.status, run.notified, run.background = "completed", True, True
+        run.ended = time.monotonic()
+        run.done.set()
+        return run
 
     def output(self, task_id: str, block: bool, timeout_s: float) -> str:
         """TaskOutput: the run's status and output so far, after waiting (with `block`) up to

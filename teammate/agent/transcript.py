@@ -1,6 +1,12 @@
 """A teammate's transcript: one JSON line per event (request, response, tool call, tool result,
 error, note), each with a timestamp, in ``teams/<team>/agents/<name>.transcript.jsonl``.
 
+It is also the agent's conversation, so a restarted teammate (``--resume``) or a sub-agent of
+an earlier process can carry on where it stopped: ``session`` opens an instance's record,
+``message`` adds to the conversation exactly as the loop did (`add_message`), ``conversation``
+replaces it whole (a resumed start, a fork's seed, a trim), and ``session_end`` says the
+instance stopped in order. `conversation_of` plays that back.
+
 Append-only, one whole line per event (`protocols.jsonio.append_durably`, without fsync): a
 reader (``tail -f``) never sees half an event, a killed teammate loses at most the line being
 written, and a torn last line is cut off before the next one is appended. The file is opened
@@ -39,6 +45,71 @@ class Transcript:
             data = (json.dumps(event, ensure_ascii=True, default=str) + "\n").encode("ascii")
         with contextlib.suppress(OSError):
             append_durably(self.path, data, "process")
+
+
+def add_message(messages: list[dict[str, Any]], role: str, content: list[dict[str, Any]]) -> None:
+    """Add `content` as a `role` turn: a user turn right after another user turn joins it (the
+    API wants turns to alternate). The loop and the playback both add messages this way."""
+    if not content:
+        return
+    if role == "user" and messages and messages[-1]["role"] == "user":
+        messages[-1]["content"].extend(content)
+    else:
+        messages.append({"role": role, "content": list(content)})
+
+
+INTERRUPTED = "[interrupted: the agent stopped before this tool call finished]"
+
+
+def conversation_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation the last instance recorded in `events` had when it stopped (empty if
+    none), ready to send again: a tool call it never answered is answered as interrupted."""
+    messages: list[dict[str, Any]] = []
+    for event in events:
+        kind = event.get("kind")
+        if kind == "session" and not event.get("resumed"):
+            messages = []
+        elif kind == "conversation" and isinstance(event.get("messages"), list):
+            messages = [m for m in event["messages"] if _is_message(m)]
+        elif kind == "message" and _is_message(event):
+            add_message(messages, event["role"], event["content"])
+    return _answer_open_calls(messages)
+
+
+def ended_in_order(events: list[dict[str, Any]]) -> bool:
+    """Whether the last instance recorded in `events` stopped in order (not killed, not
+    crashed); True for a transcript with no instance at all."""
+    for event in reversed(events):
+        if event.get("kind") == "session_end":
+            return True
+        if event.get("kind") == "session":
+            return False
+    return True
+
+
+def _is_message(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("role") in ("user", "assistant")
+        and isinstance(value.get("content"), list)
+        and all(isinstance(block, dict) for block in value["content"])
+    )
+
+
+def _answer_open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if messages and messages[-1]["role"] == "assistant":
+        uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use" and "id" in b]
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": b["id"],
+                "content": INTERRUPTED,
+                "is_error": True,
+            }
+            for b in uses
+        ]
+        add_message(messages, "user", results)
+    return messages
 
 
 def read_transcript(path: Path) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from teammate.agent.definitions import AgentDefinition, load_agent, thinking_bud
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
 from teammate.agent.subagents import Parent, SubAgents, cap_from
-from teammate.agent.transcript import Transcript
+from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.brains.base import Outcome, TeamLink
 from teammate.permissions.policy import PermissionPolicy, Rule
 from teammate.reporter import StatusReporter
@@ -90,6 +90,7 @@ class ClaudeBrain:
         say: Any = print,
         agents: Callable[[str], AgentDefinition] | None = None,
         fork: bool = False,
+        resume: bool = False,
         **loop_options: Any,
     ) -> None:
         listed, allow_rules = tool_rules(agent.tools)
@@ -149,10 +150,13 @@ class ClaudeBrain:
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._initial_prompt = agent.initial_prompt
+        self.resume = resume  # carry on with the conversation the transcript holds
+        self._began = False
 
     # the Brain interface
 
     def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
+        self.begin()
         # no entries: a turn for what background sub-agents reported (the loop adds it)
         prompt = self._with_initial(format_for_model(entries)) if entries else None
         result = self._run(prompt, link)
@@ -163,6 +167,7 @@ class ClaudeBrain:
         return None
 
     def work(self, task: Task, link: TeamLink) -> Outcome:
+        self.begin()
         prompt = self._with_initial(
             f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
             f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
@@ -193,6 +198,27 @@ class ClaudeBrain:
 
     def stop(self) -> None:
         self.subagents.stop_all()
+        if self._began:
+            self.loop.transcript.record("session_end")
+
+    def begin(self) -> int:
+        """Open this instance's record in the transcript (once, at its first turn, when it is
+        surely the only instance: the runtime holds the member's single-instance lock), and with
+        `resume` carry on with the last instance's conversation. The count of messages taken."""
+        if self._began:
+            return 0
+        self._began = True
+        transcript = self.loop.transcript
+        events = read_transcript(transcript.path) if self.resume and transcript.path else []
+        transcript.record("session", resumed=self.resume, pid=os.getpid())
+        if not self.resume:
+            return 0
+        messages = conversation_of(events)
+        self.loop.restore(messages)
+        if messages:
+            self._initial_prompt = None  # given to the first instance already
+        self.say(f"{self.name}: resumed with {len(messages)} messages of its earlier conversation")
+        return len(messages)
 
     def set_mode(self, mode: str) -> None:
         self.policy.mode = mode

@@ -79,7 +79,7 @@ def send_message(
 ) -> str:
     if not to.strip():
         raise ToolError("to must not be empty")
-    run = ctx.subagents.find(to) if ctx.subagents is not None else None
+    run = ctx.subagents.find_or_revive(to) if ctx.subagents is not None else None
     if run is not None:  # one of this agent's sub-agents, by name or agent id
         if not isinstance(message, str):
             raise ToolError("a sub-agent takes plain text messages only")

@@ -233,8 +233,9 @@ def test_process_prints_a_subprocess_teammates_log(team: TeamFile, tmp_path: Pat
         wait_for(finished, "dave to finish and go idle")
         texts = [line[10:] for line in swarm("logs", "dave").stdout.splitlines()]
         assert texts[0] == "in  from team-lead: write hello.txt"
-        assert texts[1:3] == ["model: 1 tool call (10 in / 5 out)", "→ Write: hello.txt"]
-        assert texts[3].startswith("← Write ok: File ")
+        assert texts[1].startswith("started (pid ") and texts[1].endswith("), fresh")
+        assert texts[2:4] == ["model: 1 tool call (10 in / 5 out)", "→ Write: hello.txt"]
+        assert texts[4].startswith("← Write ok: File ")
         sent = '→ SendMessage: {"to":"team-lead","message":"wrote hello.txt","summary":"done"}'
         assert sent in texts and "out to team-lead: [idle_notification] available" in texts
         assert "out to team-lead: wrote hello.txt" in texts

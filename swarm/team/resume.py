@@ -1,0 +1,71 @@
+"""Resuming a member: whether its last instance left a conversation to carry on with, and
+making room for the new instance.
+
+A Claude teammate's transcript is also its conversation (`teammate.agent.transcript`), so an
+instance started with ``--resume`` carries on where the last one stopped instead of starting
+cold. `prepare_resume` checks that there is a conversation and clears the way: a dead entry for
+the name is reaped first (its tasks go back to pending, the lead is told), a live one is
+refused. `crashed` says whether the member's last instance stopped without shutting down in
+order (killed, or its machine went down): the lead agent resumes such a member when it is asked
+to spawn that name again.
+"""
+
+from __future__ import annotations
+
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from protocols.values import MemberState, ModelKind
+from swarm.errors import SwarmError
+from swarm.team.members import member_pid, member_state, reap_member
+from teammate.agent.transcript import conversation_of, ended_in_order, read_transcript
+from teammate.options import MemberSpec
+
+RESUME_PROMPT = (
+    "You were restarted: your earlier process stopped, and your conversation so far is above. "
+    "Carry on with your work; check the task list for what you hold."
+)
+
+
+def conversation_length(paths: TeamPaths, name: str) -> int:
+    """How many messages the member's last instance's conversation has (0: none)."""
+    return len(conversation_of(read_transcript(paths.transcript(name))))
+
+
+def crashed(paths: TeamPaths, name: str) -> bool:
+    """The member's last instance had a conversation and did not stop in order."""
+    events = read_transcript(paths.transcript(name))
+    return bool(conversation_of(events)) and not ended_in_order(events)
+
+
+def prepare_resume(paths: TeamPaths, name: str, spec: MemberSpec) -> int:
+    """Check that `name` can be resumed as `spec` says, and reap a dead entry of that name;
+    the number of messages it resumes with. `SwarmError` says why not."""
+    if spec.kind == ModelKind.SHELL:
+        raise SwarmError("--resume is for Claude teammates: a shell worker has no conversation")
+    if spec.teammate_command is not None:
+        raise SwarmError(
+            "--resume restarts swarm's own teammate; another program keeps its own sessions"
+        )
+    count = conversation_length(paths, name)
+    if count == 0:
+        raise SwarmError(
+            f"nothing to resume for {name!r}: {paths.transcript(name)} holds no conversation "
+            f"(no Claude teammate of that name has worked in team {paths.team!r}); spawn it "
+            "without --resume"
+        )
+    clear_dead(paths, name)
+    return count
+
+
+def clear_dead(paths: TeamPaths, name: str) -> None:
+    """Reap the entry for `name` if its process is gone; refuse if it still runs."""
+    member = TeamFile(paths).load().member(name)
+    if member is None:
+        return
+    if member_state(member) != MemberState.DEAD:
+        pid = member_pid(member)
+        raise SwarmError(
+            f"{name!r} is still running{f' (pid {pid})' if pid else ''}; shut it down first "
+            "(swarm shutdown), or spawn under another name"
+        )
+    reap_member(paths, member)
