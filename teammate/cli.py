@@ -36,7 +36,7 @@ from teammate.agent.model import (
     resolve_model,
 )
 from teammate.agent.script import load_script
-from teammate.agent.settings import load_settings
+from teammate.agent.settings import layered_settings
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain
@@ -95,9 +95,10 @@ def build_brain(
     script) says what is missing."""
     cwd = Path.cwd()
     spec = options.spec
-    settings = load_settings(Path(spec.settings)) if spec.settings else None
-    rules = settings.rules if settings else {}
-    settings_mode = settings.default_mode if settings else None
+    # the user's, the project's and the local settings files, then --settings
+    settings = layered_settings(cwd, paths.root, Path(spec.settings) if spec.settings else None)
+    rules = settings.rules
+    settings_mode = settings.default_mode
     if spec.kind == ModelKind.SHELL:
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
         policy = shell_policy(mode, cwd, spec.ask, rules)

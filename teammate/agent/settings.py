@@ -1,18 +1,28 @@
-"""Claude Code's ``--settings FILE``: the permission rules and default mode a teammate starts
-with, and agent definitions (``agents``, the ``--agents`` JSON form, which win over every other
-source of the same name), and ``env``, read for swarm's own settings (``SWARM_FORK_SUBAGENT``)
-and not passed to commands. The ``permissions``, ``agents`` and ``env`` objects are used:
+"""Claude Code's settings files: the permission rules and default mode an agent starts with,
+agent definitions (``agents``, the ``--agents`` JSON form, which win over every other source of
+the same name), ``env`` (read for swarm's own settings such as ``SWARM_FORK_SUBAGENT``, not
+passed to commands), ``hooks`` (event -> matcher groups, `teammate.agent.hooks`) and
+``mcpServers`` (name -> server, `teammate.mcp`):
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
                      "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"},
-     "agents": {"reviewer": {"description": "Reviews diffs", "prompt": "You review."}}}
+     "agents": {"reviewer": {"description": "Reviews diffs", "prompt": "You review."}},
+     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                            "command": "./check.sh"}]}]},
+     "mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}}
 
-`swarm up` writes one such file per member from its team file.
+`load_settings` reads one file. `layered_settings` reads every file Claude Code reads, lowest
+precedence first: the user's ``$CLAUDE_CONFIG_DIR/settings.json``, the project's
+``.claude/settings.json``, its ``.claude/settings.local.json``, then ``--settings FILE``.
+Rules and hooks add up across files; a later file's ``defaultMode``, ``env`` keys, agents and
+MCP servers of the same name win. `Settings.origins` says which file each came from.
+`swarm up` writes one ``--settings`` file per member from its team file.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,20 +32,99 @@ from protocols.values import PermissionMode
 from teammate.agent.definitions import AgentDefinition, AgentDefinitionError, from_json_agents
 from teammate.permissions.policy import Rule, parse_rule
 
+log = logging.getLogger(__name__)
+
 
 class SettingsError(Error, ValueError):
     """A settings file that cannot be used; the message names the file and the key."""
 
 
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "Notification",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "SessionEnd",
+)
+SCOPES = ("user", "project", "local", "flag")  # lowest precedence first
+
+
 @dataclass(frozen=True)
-class PermissionSettings:
+class Settings:
     rules: dict[str, list[Rule]] = field(default_factory=dict)  # behavior -> rules
     default_mode: str | None = None
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # settings for the agent, not the shell
+    hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> groups
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> server
+    # where each came from: "permissions.allow[0]", "defaultMode", "env.X", "hooks.PreToolUse[0]",
+    # "mcpServers.git", "agents.reviewer" -> the file's path
+    origins: dict[str, str] = field(default_factory=dict)
 
 
-def load_settings(path: Path) -> PermissionSettings:
+PermissionSettings = Settings  # the name it had when it held permissions only
+
+
+def settings_files(project_dir: Path, config_root: Path, flag: Path | None) -> list[Path]:
+    """The settings files an agent in `project_dir` reads, lowest precedence first (those that
+    exist, and `flag` whether it exists or not: naming a missing file is an error)."""
+    found = [
+        config_root / "settings.json",
+        project_dir / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.local.json",
+    ]
+    return [p for p in found if p.is_file()] + ([flag] if flag is not None else [])
+
+
+def layered_settings(project_dir: Path, config_root: Path, flag: Path | None = None) -> Settings:
+    """Every settings file Claude Code would read for an agent in `project_dir`, merged."""
+    merged = Settings()
+    for path in settings_files(project_dir, config_root, flag):
+        merged = merge(merged, load_settings(path))
+    return merged
+
+
+def merge(low: Settings, high: Settings) -> Settings:
+    """`high` over `low`: rules and hooks add up, the rest is replaced key by key."""
+    rules = {b: [*low.rules.get(b, []), *high.rules.get(b, [])] for b in ("allow", "deny", "ask")}
+    hooks = {e: [*low.hooks.get(e, []), *high.hooks.get(e, [])] for e in {*low.hooks, *high.hooks}}
+    origins = dict(low.origins)
+    for key, where in high.origins.items():
+        origins[_shifted(key, low)] = where
+    return Settings(
+        rules=rules,
+        default_mode=high.default_mode or low.default_mode,
+        agents={**low.agents, **high.agents},
+        env={**low.env, **high.env},
+        hooks=hooks,
+        mcp_servers={**low.mcp_servers, **high.mcp_servers},
+        origins=origins,
+    )
+
+
+def _shifted(key: str, low: Settings) -> str:
+    """A list item's key renumbered after `low`'s items of the same list."""
+    head, _, index = key.partition("[")
+    if not index:
+        return key
+    if head.startswith("permissions."):
+        before = len(low.rules.get(head.split(".", 1)[1], []))
+    elif head.startswith("hooks."):
+        before = len(low.hooks.get(head.split(".", 1)[1], []))
+    else:
+        return key
+    return f"{head}[{int(index.rstrip(']')) + before}]"
+
+
+def load_settings(path: Path) -> Settings:
     try:
         value: Any = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -69,4 +158,75 @@ def load_settings(path: Path) -> PermissionSettings:
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise SettingsError(f"{path}: 'env' must be an object of string values")
-    return PermissionSettings(rules, mode, agents, env)
+    hooks = parse_hooks(value.get("hooks", {}), f"{path}: hooks")
+    servers = value.get("mcpServers", {})
+    if not isinstance(servers, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in servers.items()
+    ):
+        raise SettingsError(f"{path}: 'mcpServers' must be an object of server objects")
+    where = str(path)
+    origins = {
+        f"permissions.{b}[{i}]": where for b, found in rules.items() for i in range(len(found))
+    }
+    origins.update(
+        {f"hooks.{e}[{i}]": where for e, groups in hooks.items() for i in range(len(groups))}
+    )
+    origins.update({f"mcpServers.{n}": where for n in servers})
+    origins.update({f"env.{k}": where for k in env})
+    origins.update({f"agents.{n}": where for n in agents})
+    if mode is not None:
+        origins["defaultMode"] = where
+    return Settings(rules, mode, agents, env, hooks, dict(servers), origins)
+
+
+def parse_hooks(value: Any, where: str) -> dict[str, list[dict[str, Any]]]:
+    """Claude Code's ``hooks`` object, checked: ``{event: [{"matcher": regex?, "hooks":
+    [{"type": "command", "command": str, "timeout": seconds?}]}]}``."""
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where} must be an object of events")
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in value.items():
+        if event not in HOOK_EVENTS:  # a newer Claude Code's event: not for swarm, not fatal
+            log.warning("%s: event %r is not one swarm runs; its hooks are ignored", where, event)
+            continue
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise SettingsError(f"{where}.{event} must be a list of matcher groups")
+        kept = []
+        for i, group in enumerate(groups):
+            matcher = group.get("matcher", "")
+            if not isinstance(matcher, str):
+                raise SettingsError(f"{where}.{event}[{i}].matcher must be a string")
+            commands = group.get("hooks")
+            if not isinstance(commands, list):
+                raise SettingsError(f"{where}.{event}[{i}].hooks must be a list")
+            runnable = []
+            for j, hook in enumerate(commands):
+                if isinstance(hook, dict) and hook.get("type", "command") != "command":
+                    log.warning(
+                        "%s.%s[%d].hooks[%d]: %r hooks are not run by swarm (command hooks are)",
+                        where,
+                        event,
+                        i,
+                        j,
+                        hook.get("type"),
+                    )
+                    continue
+                _check_hook(hook, f"{where}.{event}[{i}].hooks[{j}]")
+                runnable.append(hook)
+            if runnable:
+                kept.append({**group, "matcher": matcher, "hooks": runnable})
+        if kept:
+            hooks[event] = kept
+    return hooks
+
+
+def _check_hook(hook: Any, where: str) -> None:
+    if not isinstance(hook, dict) or hook.get("type", "command") != "command":
+        raise SettingsError(f'{where}: only {{"type": "command"}} hooks are supported')
+    if not isinstance(hook.get("command"), str) or not hook["command"].strip():
+        raise SettingsError(f"{where}.command must be a non-empty string")
+    timeout = hook.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise SettingsError(f"{where}.timeout must be a positive number of seconds")
