@@ -34,6 +34,7 @@ USAGE_KEYS = (
 
 
 SUBAGENT_STATES = ("running", "completed", "failed", "killed")
+LABEL_MARK = "\u203a"  # between a member's name and its sub-agent's in labels
 FINISHED_KEPT = 5  # finished sub-agents a status file keeps (every running one is kept)
 
 
@@ -62,6 +63,15 @@ class SubAgentStatus(Record):
     @property
     def running(self) -> bool:
         return self.state == "running"
+
+    def label(self, member: str) -> str:
+        """``alice \u203a Explore``, or ``alice \u203a <name>`` when it was given a name."""
+        return subagent_label(member, self.name or self.agentType)
+
+
+def subagent_label(member: str, label: str) -> str:
+    """How a member's sub-agent is called where people read it: ``alice \u203a reviewer``."""
+    return f"{member} {LABEL_MARK} {label}"
 
 
 def keep_recent(

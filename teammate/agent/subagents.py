@@ -6,9 +6,9 @@ its definition's, else the parent's), tool pool (the definition's allow-list min
 deny-list, from the parent's file and shell tools: no team tools, no Agent), permission mode
 (its definition's, else ``acceptEdits``, but never more than the parent's: the narrower of the
 two) under the parent's rules, and cancellation. Its asks go up the parent's path (a teammate's
-lead), labelled ``parent \u203a type`` (`LABEL_MARK`). Its usage rolls up into the parent's status,
-where it also has an entry of its own (`protocols.status.SubAgentStatus`: its state, last tool
-call, tokens), kept current on its start, each model and tool call, and its end.
+lead), labelled ``parent \u203a type`` (`subagent_label`). Its usage rolls up into the parent's
+status, where it also has an entry of its own (`protocols.status.SubAgentStatus`: its state,
+last tool call, tokens), kept current on its start, each model and tool call, and its end.
 
 Synchronous (the default): the parent's tool call waits; the result carries the final text, the
 ``agentId`` and usage. Background (``run_in_background``, or ``background: true`` in the
@@ -45,7 +45,7 @@ from protocols.inbox import InboxEntry
 from protocols.jsonio import append_durably
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.status import SubAgentStatus
+from protocols.status import SubAgentStatus, subagent_label
 from protocols.tasks import TaskBoard
 from protocols.values import PermissionMode
 from teammate.agent.definitions import (
@@ -82,7 +82,6 @@ def cap_from(environ: Mapping[str, str]) -> int:
 
 MAX_TURNS_MARKER = "[max turns reached]"
 NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
-LABEL_MARK = "\u203a"  # between a parent's name and its sub-agent's in labels
 SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
 # how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
 _REACH = {"plan": 0, "dontAsk": 1, "default": 2, "acceptEdits": 3}
@@ -374,7 +373,7 @@ class SubAgents:
         color: str | None = None,
     ) -> SubAgentRun:
         parent = self.parent
-        label = f"{parent.name} {LABEL_MARK} {call.name or agent_type}"
+        label = subagent_label(parent.name, call.name or agent_type)
         output = parent.directory / f"{agent_id}.output" if parent.directory else None
         transcript = parent.directory / f"{agent_id}.jsonl" if parent.directory else None
         run = SubAgentRun(
