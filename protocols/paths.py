@@ -96,6 +96,14 @@ class TeamPaths:
     def transcript(self, agent: str) -> Path:
         return self.agents_dir / f"{checked_component(agent, 'agent name')}.transcript.jsonl"
 
+    def subagents_dir(self, agent: str) -> Path:
+        """Where the sub-agents of `agent` keep their transcripts (sidechains) and output files:
+        ``<agentId>.jsonl``, ``<agentId>.output``."""
+        return self.agents_dir / f"{checked_component(agent, 'agent name')}.subagents"
+
+    def subagent_transcript(self, agent: str, agent_id: str) -> Path:
+        return self.subagents_dir(agent) / f"{checked_component(agent_id, 'agent id')}.jsonl"
+
     @property
     def tasks_dir(self) -> Path:
         return self.root / "tasks" / self.team

@@ -3,6 +3,11 @@
 ``teams/<team>/agents/<name>.status.json``, written atomically by the teammate whenever its
 state changes or a model call returns, and only read by everyone else. Claude Code has no such
 file; it is swarm's own, kept out of the way of Claude Code's files.
+
+``subagents`` lists the sub-agents the member runs in its own process (its running ones and the
+last `FINISHED_KEPT` finished ones, `keep_recent`), each with its own activity and usage; those
+tokens are already counted in the member's own ``usage``. A file without the key, or with an
+entry this version cannot read, still parses (the entry is left out).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from protocols import safefs
 from protocols.clock import now_iso
@@ -28,6 +33,57 @@ USAGE_KEYS = (
 )
 
 
+SUBAGENT_STATES = ("running", "completed", "failed", "killed")
+LABEL_MARK = "\u203a"  # between a member's name and its sub-agent's in labels
+FINISHED_KEPT = 5  # finished sub-agents a status file keeps (every running one is kept)
+
+
+def zero_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+class SubAgentStatus(Record):
+    """One sub-agent of a member: what it is, what it is doing, what it has used."""
+
+    agentId: str
+    agentType: str
+    name: str | None = None  # the name it was given at launch, if any
+    description: str = ""
+    state: str = "running"  # one of SUBAGENT_STATES
+    activity: str = ""  # its last tool call, in a few words
+    model: str | None = None
+    usage: dict[str, int] = Field(default_factory=zero_usage)
+    toolUses: int = 0
+    requests: int = 0  # model calls made
+    turns: int = 0  # model calls that were answered
+    color: str | None = None  # its definition's colour
+    startedAt: str = Field(default_factory=now_iso)
+    endedAt: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def label(self, member: str) -> str:
+        """``alice \u203a Explore``, or ``alice \u203a <name>`` when it was given a name."""
+        return subagent_label(member, self.name or self.agentType)
+
+
+def subagent_label(member: str, label: str) -> str:
+    """How a member's sub-agent is called where people read it: ``alice \u203a reviewer``."""
+    return f"{member} {LABEL_MARK} {label}"
+
+
+def keep_recent(
+    entries: list[SubAgentStatus], finished: int = FINISHED_KEPT
+) -> list[SubAgentStatus]:
+    """Every running entry and the last `finished` finished ones (by when they ended), in the
+    order they started."""
+    done = sorted((e for e in entries if not e.running), key=lambda e: e.endedAt or "")
+    kept = {id(e) for e in done[len(done) - finished :]} if finished > 0 else set()
+    return [e for e in entries if e.running or id(e) in kept]
+
+
 class AgentStatus(Record):
     name: str
     model: str
@@ -40,6 +96,21 @@ class AgentStatus(Record):
     usage: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     pid: int | None = None
     updatedAt: str = Field(default_factory=now_iso)
+    subagents: list[SubAgentStatus] = Field(default_factory=list)
+
+    @field_validator("subagents", mode="before")
+    @classmethod
+    def _readable_subagents(cls, value: Any) -> Any:
+        """Leave out an entry that does not parse (not the whole file); no list: none."""
+        if not isinstance(value, list):
+            return []
+        kept = []
+        for item in value:
+            try:
+                kept.append(SubAgentStatus.model_validate(item))
+            except ValidationError:
+                continue
+        return kept
 
 
 def write_status(

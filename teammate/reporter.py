@@ -1,17 +1,21 @@
-"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage.
+"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage,
+and its sub-agents.
 
 Thread-safe: a teammate's background sub-agents report their model calls (usage rolls up into
-the teammate's totals) from their own threads."""
+the teammate's totals) and tool calls from their own threads. A sub-agent's entry is built by a
+callable under the lock, so the last write always holds its latest state (a TaskStop from the
+parent's thread is never overwritten by the sub-agent's own late report)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from protocols.paths import TeamPaths
-from protocols.status import AgentStatus, write_status
+from protocols.status import AgentStatus, SubAgentStatus, keep_recent, write_status
 from protocols.values import MemberState
 from teammate.agent.model import Usage
 
@@ -48,18 +52,36 @@ class StatusReporter:
             self.status.currentTask = task
         self._write()
 
-    def model_call(self, usage: Usage | None) -> None:
-        """A model request was made (usage None: it failed)."""
+    def model_call(
+        self, usage: Usage | None, subagent: Callable[[], SubAgentStatus] | None = None
+    ) -> None:
+        """A model request was made (usage None: it failed); `subagent` gives the entry of the
+        sub-agent that made it (its usage counts here too: one write for both)."""
         with self._lock:
-            self._model_call(usage)
+            self.status.requests += 1
+            if usage is not None:
+                self.status.turns += 1
+                self.usage.add(usage)
+                self.status.usage = self.usage.to_value()
+            if subagent is not None:
+                self._put(subagent())
+            self._write()
 
-    def _model_call(self, usage: Usage | None) -> None:
-        self.status.requests += 1
-        if usage is not None:
-            self.status.turns += 1
-            self.usage.add(usage)
-            self.status.usage = self.usage.to_value()
-        self._write()
+    def subagent(self, entry: Callable[[], SubAgentStatus]) -> None:
+        """Record a sub-agent's entry as `entry()` says now (started, a tool call, ended)."""
+        with self._lock:
+            self._put(entry())
+            self._write()
+
+    def _put(self, entry: SubAgentStatus) -> None:
+        """`entry` in place of the one with its id (else last), then only the recent ones."""
+        listed = list(self.status.subagents)
+        at = next((i for i, e in enumerate(listed) if e.agentId == entry.agentId), None)
+        if at is None:
+            listed.append(entry)
+        else:
+            listed[at] = entry
+        self.status.subagents = keep_recent(listed)
 
     def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
         with self._lock:

@@ -17,14 +17,17 @@ from swarm.team import approvals as requests_mod
 @json_option
 @team_option
 def permissions(as_json: bool, team: str) -> None:
-    """List requests waiting for an answer (permission, sandbox, plan approval)."""
+    """List requests waiting for an answer (permission, sandbox, plan approval). A request one of
+    a member's sub-agents made names it (the member, then the sub-agent; `agent` in --json)."""
     pending = [p.to_json() for p in requests_mod.pending_requests(paths_for(team))]
     emit(
         pending,
         as_json,
         lambda ps: (
             "\n".join(
-                printable_line(f"{p['id']}  {p['kind']:<27} {p['teammate']:<12} {p['tool']:<12} ")
+                printable_line(
+                    f"{p['id']}  {p['kind']:<27} {p['agent'] or p['teammate']:<12} {p['tool']:<12} "
+                )
                 + printable_json(p["input"])  # in full: what approving lets the teammate do
                 for p in ps
             )

@@ -1,5 +1,5 @@
 """`swarm logs`: what one member did (its transcript and messages), its raw transcript, or the
-output log of its process."""
+output log of its process; with ``--agent``, what one of its sub-agents did."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ import click
 from protocols.printable import printable, printable_json
 from swarm.cli.common import json_option, paths_for, team_option
 from swarm.errors import SwarmError
-from swarm.views.logs import ActivityLog, LogEvent, ProcessLog, RawTranscript, follow
+from swarm.views.logs import (
+    ActivityLog,
+    LogEvent,
+    ProcessLog,
+    RawTranscript,
+    SubAgentLog,
+    find_subagent,
+    follow,
+)
 
 
 @click.command()
@@ -17,6 +25,12 @@ from swarm.views.logs import ActivityLog, LogEvent, ProcessLog, RawTranscript, f
 @click.option("--raw", is_flag=True, help="the transcript's JSON lines as they are")
 @click.option("--process", is_flag=True, help="the process's output log instead")
 @click.option("-n", "count", type=click.IntRange(min=0), help="only the last N lines")
+@click.option(
+    "--agent",
+    "agent",
+    metavar="ID",
+    help="one of NAME's sub-agents instead: its agent id (or the name it was given)",
+)
 @json_option
 @team_option
 def logs(
@@ -25,17 +39,24 @@ def logs(
     raw: bool,
     process: bool,
     count: int | None,
+    agent: str | None,
     as_json: bool,
     team: str,
 ) -> None:
     """Show what member NAME did, oldest first: tool calls and results, what the model said,
-    tokens per reply, and messages in and out."""
+    tokens per reply, and messages in and out. With --agent, what one of its sub-agents did
+    (its own transcript; `swarm status --json` lists their ids)."""
     if raw + process + as_json > 1:
         raise SwarmError("choose one of --raw, --process and --json")
+    if agent is not None and process:
+        raise SwarmError("a sub-agent has no process of its own: --agent goes without --process")
     paths = paths_for(team)
+    agent_id = find_subagent(paths, name, agent) if agent is not None else None
     source: ActivityLog | RawTranscript | ProcessLog
     if raw:
-        source = RawTranscript(paths, name)
+        source = RawTranscript(paths, name, agent_id)
+    elif agent_id is not None:
+        source = SubAgentLog(paths, name, agent_id)
     elif process:
         source = ProcessLog(paths, name)
     else:
@@ -54,4 +75,4 @@ def logs(
     for event in events:
         show(event)
     if following:
-        follow(paths, name, source.poll, show)
+        follow(paths, name, source.poll, show, agent_id)

@@ -86,7 +86,7 @@ class LeadAgent:
                 policy=policy,
                 ctx=ctx,
                 agents=lambda kind: load_agent(kind, project_dir=link.cwd),
-                directory=paths.agents_dir / f"{LEAD_NAME}.subagents",
+                directory=paths.subagents_dir(LEAD_NAME),
                 reporter=self.reporter,
                 link=link,
                 wake=link.wake,

@@ -153,7 +153,7 @@ class Console:
         elif name == "pending":
             waiting = self.leader.pending()
             for p in waiting:
-                self.out(f"  {printable_line(p.id)}  {printable_line(p.teammate)}: {ask_line(p)}")
+                self.out(f"  {printable_line(p.id)}  {printable_line(p.asker)}: {ask_line(p)}")
                 for line in details(p):
                     self.out(f"  {INDENT}{line}")
             self.out(f"{len(waiting)} waiting")

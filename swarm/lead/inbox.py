@@ -211,6 +211,8 @@ class Leader:
             text = f"{said} by the team's rules: {request_summary(pending)}"
             return LeadEvent("auto_answered", who, text, entry.color, entry, pending)
         text = f"asks: {request_summary(pending)} [{printable_line(pending.id)}]"
+        if pending.agent is not None:  # the member asks for one of its sub-agents
+            text = f"asks for {printable_line(pending.agent)}: {text.removeprefix('asks: ')}"
         text = "\n".join([text, *request_text.details(pending)])
         return LeadEvent("request", who, text, entry.color, entry, pending)
 

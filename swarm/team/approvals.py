@@ -9,6 +9,12 @@ A request is pending while no answer to it exists: ``permission_request``,
 member, sent since it joined: a departed member's requests are closed when it leaves
 (`close_requests`), the lead told, and never come back.
 
+A sub-agent's ask arrives as its member's own ``permission_request``, the description prefixed
+``alice \u203a reviewer: `` by the teammate (`protocols.status.subagent_label`). `Pending.agent`
+is that label and `Pending.asked` the description without it; both are the teammate's words, a
+display label only: the request stays the member's (its answer goes to the member, its rules
+are the member's), and a prefix naming another member is left in the description as it is.
+
 Answering is a compare-and-set on the requester's inbox (`Mailbox.send_unless`): exactly one of
 several answers to one request is sent; the others get `AlreadyAnswered` saying which answer won
 and who gave it. The lead's copy of the request is then marked read.
@@ -37,10 +43,13 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore, permission_response
+from protocols.status import subagent_label
 from protocols.values import PermissionMode
 
 REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
 RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
+AGENT_LABEL_MAX = 80  # a longer "label" is not one: the description is left as it is
+LABELLED_KINDS = frozenset({"permission_request", "file"})  # the teammate writes the description
 
 
 class RequestNotFound(ProtocolsError):
@@ -63,16 +72,44 @@ class Pending:
     message: Any = None  # the structured request, or the legacy file record
     entry: InboxEntry | None = None
 
+    @property
+    def agent(self) -> str | None:
+        """``alice \u203a reviewer`` when one of the member's sub-agents asked, else None."""
+        return sub_agent_of(self)[0]
+
+    @property
+    def asked(self) -> str:
+        """The description without the sub-agent's label."""
+        return sub_agent_of(self)[1]
+
+    @property
+    def asker(self) -> str:
+        """Who asked, for people: the sub-agent's label, else the member's name."""
+        return self.agent or self.teammate
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "kind": self.kind,
             "teammate": self.teammate,
+            "agent": self.agent,
             "tool": self.tool,
             "input": self.input,
-            "description": self.description,
+            "description": self.asked,
             "createdAt": self.created_ms,
         }
+
+
+def sub_agent_of(pending: Pending) -> tuple[str | None, str]:
+    """(the label of the sub-agent that asked, the description without it); (None, the
+    description) unless it starts with ``<the requesting member> \u203a <label>: ``."""
+    prefix = subagent_label(pending.teammate, "")
+    if pending.kind not in LABELLED_KINDS or not pending.description.startswith(prefix):
+        return None, pending.description
+    label, colon, rest = pending.description[len(prefix) :].partition(": ")
+    if not colon or not label.strip() or len(label) > AGENT_LABEL_MAX or "\n" in label:
+        return None, pending.description
+    return subagent_label(pending.teammate, label), rest
 
 
 def describe_request(entry: InboxEntry, message: Any) -> Pending:

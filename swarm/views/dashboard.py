@@ -6,7 +6,8 @@ team file, except answers and messages the person sends on purpose). With a term
 on the selected request: ``a`` approves, ``d`` denies, ``j``/``k`` move the selection, ``s``
 sends a message, ``q`` quits.
 
-What teammates wrote reaches rich only as `Text` (never parsed as markup), escaped with
+Under each member, a row per running sub-agent (``alice \u203a Explore``, in its definition's
+colour). What teammates wrote reaches rich only as `Text` (never parsed as markup), escaped with
 `protocols.printable.printable_line`; a colour from a file is used only when it names a colour.
 """
 
@@ -36,7 +37,16 @@ from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.team.approvals import answer
 from swarm.views.snapshot import TeamView, snapshot
-from swarm.views.table import HEADERS, NUMERIC, ago, money, state_label, tokens, turns_and_calls
+from swarm.views.table import (
+    HEADERS,
+    NUMERIC,
+    SUBAGENT_INDENT,
+    ago,
+    money,
+    state_label,
+    tokens,
+    turns_and_calls,
+)
 
 STATE_STYLE = {
     "working": "bold green",
@@ -85,6 +95,17 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
             tokens(m.usage),
             money(m.cost_usd),
         )
+        for sub in m.running_subagents:  # its tokens are in the member's row already
+            members.add_row(
+                _line(SUBAGENT_INDENT + sub.label, _color(sub.color)),
+                _line(sub.state, STATE_STYLE["working"]),
+                _line(sub.description or "-"),
+                _line(sub.activity or "-"),
+                str(sub.turns),
+                str(sub.requests),
+                tokens(sub.usage),
+                money(sub.cost_usd),
+            )
     turns, calls = turns_and_calls(view)
     members.add_row(
         "total",
@@ -118,7 +139,7 @@ def frame(view: TeamView, selected: int = 0, note: str = "") -> Group:
         requests.add_row(
             mark,
             _line(r.id),
-            _line(r.teammate),
+            _line(r.agent or r.teammate),
             _line(f"{r.tool}: {r.summary}"),
             ago(r.age_s),
             style=style,

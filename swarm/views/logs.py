@@ -5,7 +5,10 @@ calls and results, what the model said, errors, trims, tokens per reply) with it
 (its inbox and archive) and out (other members' inboxes). A member that never called a model (a
 shell worker) has no transcript: then its messages and process log are shown instead.
 `RawTranscript` and `ProcessLog` give the transcript's JSON lines and the subprocess output log.
-Transcripts and logs hold model and tool output: `LogEvent.line` escapes what it prints.
+`SubAgentLog` (and `RawTranscript` given an agent id) is one sub-agent's sidechain transcript,
+``agents/<name>.subagents/<agentId>.jsonl``, in the same lines; `find_subagent` finds it by id,
+or by the name the member's status file maps to one. Transcripts and logs hold model and tool
+output: `LogEvent.line` escapes what it prints.
 
 Each source is incremental: `poll()` returns only what is new since the last call, so
 `follow` can wake on file changes (`InboxWatcher`, with its periodic rescan) and print the rest.
@@ -29,6 +32,7 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json_text, printable_line
+from protocols.status import read_status
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
@@ -36,6 +40,7 @@ from swarm.errors import SwarmError
 INPUT_CHARS = 100
 TEXT_CHARS = 200
 ARCHIVE_SUFFIX = ".archive.jsonl"
+SIDECHAIN_SUFFIX = ".jsonl"  # a sub-agent's transcript; its output file is <agentId>.output
 DETAIL_KEYS = (
     "summary",
     "reason",
@@ -160,10 +165,46 @@ def log_path(paths: TeamPaths, name: str) -> Path:
     return paths.log(name)
 
 
-class RawTranscript:
-    """The transcript's JSON lines, as they are."""
+def subagent_ids(paths: TeamPaths, name: str) -> list[str]:
+    """The ids of the sub-agents of member `name` that have a transcript, by when they last
+    wrote to it."""
+    try:
+        found = safefs.entries(paths.subagents_dir(name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    transcripts = [
+        (st.st_mtime_ns, entry[: -len(SIDECHAIN_SUFFIX)])
+        for entry, st in found
+        if entry.endswith(SIDECHAIN_SUFFIX) and len(entry) > len(SIDECHAIN_SUFFIX)
+    ]
+    return [agent_id for _, agent_id in sorted(transcripts)]
 
-    def __init__(self, paths: TeamPaths, name: str) -> None:
+
+def find_subagent(paths: TeamPaths, name: str, key: str) -> str:
+    """The id of member `name`'s sub-agent `key` (an agent id with a transcript, or the name
+    it was given, as the member's status file maps it). Raises `SwarmError` listing the ids
+    known for `name`."""
+    known = subagent_ids(paths, name)
+    if key in known:
+        return key
+    status = read_status(paths, name)
+    entries = status.subagents if status is not None else []
+    named = [e.agentId for e in entries if e.name == key and e.agentId in known]
+    if named:
+        return named[-1]
+    names = {e.agentId: e.name for e in entries if e.name}
+    listed = ", ".join(f"{i} ({names[i]})" if i in names else i for i in known)
+    has = f"its sub-agents: {listed}" if known else "it has run no sub-agents with a transcript"
+    raise SwarmError(f"{name} has no sub-agent {key!r} in team {paths.team!r}; {has}")
+
+
+class RawTranscript:
+    """The transcript's JSON lines, as they are (of sub-agent `agent_id`, if given)."""
+
+    def __init__(self, paths: TeamPaths, name: str, agent_id: str | None = None) -> None:
+        if agent_id is not None:
+            self.tail = FileTail(paths.subagent_transcript(name, agent_id))
+            return
         self.tail = FileTail(paths.transcript(name))
         if not self.tail.path.exists():
             raise SwarmError(
@@ -324,17 +365,39 @@ class ActivityLog:
         return events
 
 
+class SubAgentLog(ActivityLog):
+    """One sub-agent's sidechain transcript, in the lines of a member's (it has no inbox and
+    no process of its own)."""
+
+    def __init__(self, paths: TeamPaths, name: str, agent_id: str) -> None:
+        self.paths = paths
+        self.name = name
+        self.agent_id = agent_id
+        self.transcript = FileTail(paths.subagent_transcript(name, agent_id))
+        self.tool_names = {}
+        self.note = None
+        self.process = None
+
+    def poll(self) -> list[LogEvent]:
+        return [e for line in self.transcript.read() for e in self._from_transcript(line)]
+
+
 def follow(
     paths: TeamPaths,
     name: str,
     poll: Callable[[], list[LogEvent]],
     show: Callable[[LogEvent], None],
+    agent_id: str | None = None,
 ) -> None:
     """Show what `poll` finds each time the transcript, log or an inbox changes (and at every
-    rescan), until interrupted (Ctrl-C ends it quietly)."""
-    watched = (paths.transcript(name), log_path(paths, name))
+    rescan), until interrupted (Ctrl-C ends it quietly); of sub-agent `agent_id`: its
+    transcript."""
+    watched: tuple[Path, ...] = (paths.transcript(name), log_path(paths, name))
+    directories: tuple[Path, ...] = (paths.inboxes,)
+    if agent_id is not None:
+        watched, directories = (paths.subagent_transcript(name, agent_id),), ()
     try:
-        with InboxWatcher(*watched, directories=(paths.inboxes,)) as watcher:
+        with InboxWatcher(*watched, directories=directories) as watcher:
             while True:
                 watcher.clear()
                 for event in poll():

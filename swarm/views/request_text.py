@@ -47,11 +47,12 @@ def ask_line(pending: Pending) -> str:
 def details(pending: Pending) -> list[str]:
     """The lines shown under `ask_line`, escaped: a plan's content (its lines kept), or the
     teammate's description of a permission request when it says something else than the
-    input does."""
+    input does (without the label of the sub-agent that asked: `Pending.agent`)."""
     if pending.kind == PLAN_KIND:
         return printable(pending.description).splitlines() or ["(an empty plan)"]
-    if pending.kind not in ("permission_request", "file") or not pending.description:
+    asked = pending.asked  # without the label of the sub-agent that asked
+    if pending.kind not in ("permission_request", "file") or not asked:
         return []  # a sandbox request's description is swarm's own ("connect to HOST")
-    if pending.description == target(pending.tool, pending.input):
+    if asked == target(pending.tool, pending.input):
         return []
-    return [f"{DESCRIPTION_LABEL}: {printable_line(pending.description)}"]
+    return [f"{DESCRIPTION_LABEL}: {printable_line(asked)}"]

@@ -2,16 +2,19 @@
 
 `snapshot` reads the team file, the status files, the task board, the lead's inbox (and its
 archive), the inboxes of members with a request waiting, and the legacy permission files, and
-returns plain frozen values. It never writes a file: inboxes are read with `Mailbox.peek_all`
-(no lock, an inbox that does not parse is left alone), nothing is marked read. The lead's inbox
-is read once, for both the last messages and `pending_requests`. Its strings are as the files
-hold them (a teammate may have written them): `status_table` and `dashboard` escape them.
+returns plain frozen values. A member's sub-agents come from its status file (its running ones
+and the last few finished ones), each priced on its own model (else the member's); their tokens
+are already in the member's, so nothing adds them twice. It never writes a file: inboxes are
+read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing is
+marked read. The lead's inbox is read once, for both the last messages and `pending_requests`.
+Its strings are as the files hold them (a teammate may have written them): `status_table` and
+`dashboard` escape them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from protocols.clock import ms_from_iso
@@ -22,7 +25,7 @@ from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.status import USAGE_KEYS, read_status
+from protocols.status import USAGE_KEYS, SubAgentStatus, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
 from protocols.team import Member, TeamFile
@@ -36,6 +39,32 @@ TEXT_MAX = 120
 PARSE_RETRY_S = 0.2  # an inbox being written in place (Claude Code) is re-read this long
 READERS_KEPT = 8
 _READERS: dict[TeamPaths, tuple[TeamFile, TaskBoard]] = {}
+
+
+@dataclass(frozen=True)
+class SubAgentView:
+    """One sub-agent of a member, as its member's status file lists it."""
+
+    agent_id: str
+    agent_type: str
+    name: str | None
+    label: str  # `SubAgentStatus.label`: the member's name and its type or name
+    description: str
+    state: str  # running | completed | failed | killed
+    activity: str  # its last tool call
+    model: str | None  # its own, else its member's
+    requests: int
+    turns: int
+    tool_uses: int
+    usage: dict[str, int]
+    cost_usd: float | None
+    color: str | None  # its definition's colour
+    started_at: str
+    ended_at: str | None
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
 
 
 @dataclass(frozen=True)
@@ -53,6 +82,11 @@ class MemberView:
     cost_usd: float | None
     pid: int | None
     backend: str | None
+    subagents: list[SubAgentView] = field(default_factory=list)  # running, then recent
+
+    @property
+    def running_subagents(self) -> list[SubAgentView]:
+        return [s for s in self.subagents if s.running]
 
 
 @dataclass(frozen=True)
@@ -64,6 +98,7 @@ class RequestView:
     summary: str  # what it asks, unescaped: the real input in full (a Bash command), or a
     # plan's first line; never the teammate's description of a permission request
     age_s: float | None
+    agent: str | None = None  # the member's sub-agent that asked (a label: `Pending.agent`)
 
 
 @dataclass(frozen=True)
@@ -155,6 +190,34 @@ def _member_view(
         cost_usd=prices.cost(model, usage),
         pid=member_pid(member) or (status.pid if status else None),
         backend=member.backendType,
+        subagents=[_subagent_view(member.name, s, model, prices) for s in status.subagents]
+        if status
+        else [],
+    )
+
+
+def _subagent_view(
+    member: str, entry: SubAgentStatus, member_model: str | None, prices: PriceTable
+) -> SubAgentView:
+    usage = {k: int(entry.usage.get(k, 0)) for k in USAGE_KEYS}
+    model = entry.model or member_model
+    return SubAgentView(
+        agent_id=entry.agentId,
+        agent_type=entry.agentType,
+        name=entry.name,
+        label=entry.label(member),
+        description=entry.description,
+        state=entry.state,
+        activity=entry.activity,
+        model=model,
+        requests=entry.requests,
+        turns=entry.turns,
+        tool_uses=entry.toolUses,
+        usage=usage,
+        cost_usd=prices.cost(model, usage),
+        color=entry.color,
+        started_at=entry.startedAt,
+        ended_at=entry.endedAt,
     )
 
 
@@ -216,6 +279,7 @@ def _request_view(pending: Pending, now: int) -> RequestView:
         pending.tool,
         summary,
         _age(now, pending.created_ms),
+        pending.agent,
     )
 
 

@@ -1,10 +1,13 @@
 """The text of `swarm status`: a `TeamView` as plain, aligned text (no colours, no terminal codes).
 
 Sections: a header line; one row per member (state, current task, last activity and its age,
-turns and model calls, tokens in (cached) / out, estimated cost); the task board by status (every
-in-progress and pending task, the last `COMPLETED_SHOWN` completed ones); the requests waiting
-for the lead (each with its real input in full, not the teammate's description of it); the last
-messages to the lead; the team's totals. Every string read from a file is escaped with
+turns and model calls, tokens in (cached) / out, estimated cost), each followed by an indented
+row per running sub-agent (``alice \u203a Explore``: its description as the task, its last tool
+call, its own turns, calls, tokens and cost, which the member's row already counts); the task
+board by status (every in-progress and pending task, the last `COMPLETED_SHOWN` completed ones);
+the requests waiting for the lead (each with its real input in full, not the teammate's
+description of it, and the sub-agent that asked, if one did); the last messages to the lead; the
+team's totals. Every string read from a file is escaped with
 `protocols.printable.printable_line`.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
 from protocols.task import list_line
-from swarm.views.snapshot import MemberView, TeamView
+from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 
 COMPLETED_SHOWN = 10
 TASK_WIDTH = 32
@@ -30,6 +33,7 @@ HEADERS = (
 )
 NUMERIC = frozenset(HEADERS[4:])  # turns, calls, tokens, cost: right-aligned
 STATE_LABEL = {"waiting": "waiting for approval"}
+SUBAGENT_INDENT = "  "  # a sub-agent's row, under its member's
 
 
 def turns_and_calls(view: TeamView) -> tuple[int, int]:
@@ -87,6 +91,24 @@ def _row(member: MemberView) -> tuple[str, ...]:
     )
 
 
+def _subagent_row(sub: SubAgentView) -> tuple[str, ...]:
+    return (
+        SUBAGENT_INDENT + printable_line(sub.label),
+        printable_line(sub.state),
+        _clip(printable_line(sub.description), TASK_WIDTH) if sub.description else "-",
+        _clip(printable_line(sub.activity), ACTIVITY_WIDTH) if sub.activity else "-",
+        str(sub.turns),
+        str(sub.requests),
+        tokens(sub.usage),
+        money(sub.cost_usd),
+    )
+
+
+def member_rows(member: MemberView) -> list[tuple[str, ...]]:
+    """The member's row, then one per running sub-agent."""
+    return [_row(member), *(_subagent_row(s) for s in member.running_subagents)]
+
+
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     numeric = {i for i, header in enumerate(HEADERS) if header in NUMERIC}
@@ -110,7 +132,7 @@ def render(view: TeamView) -> str:
         f"{len(view.failed)} failed ({len(view.blocked)} blocked); "
         f"{waiting} request{'s' if waiting != 1 else ''} waiting"
     ]
-    lines += _table([HEADERS, *(_row(m) for m in view.members)])
+    lines += _table([HEADERS, *(row for m in view.members for row in member_rows(m))])
 
     lines.append("")
     lines.append("tasks")
@@ -128,7 +150,7 @@ def render(view: TeamView) -> str:
     lines.append("")
     lines.append(f"requests waiting ({waiting})")
     for r in view.requests:
-        asks = printable_line(f"{r.id}  {r.teammate}  {r.tool}: {r.summary}")
+        asks = printable_line(f"{r.id}  {r.agent or r.teammate}  {r.tool}: {r.summary}")
         lines.append(f"  {asks}  ({ago(r.age_s)})")
     if not view.requests:
         lines.append("  none")

@@ -6,7 +6,9 @@ its definition's, else the parent's), tool pool (the definition's allow-list min
 deny-list, from the parent's file and shell tools: no team tools, no Agent), permission mode
 (its definition's, else ``acceptEdits``, but never more than the parent's: the narrower of the
 two) under the parent's rules, and cancellation. Its asks go up the parent's path (a teammate's
-lead), labelled ``parent \u203a type`` (`LABEL_MARK`). Its usage rolls up into the parent's status.
+lead), labelled ``parent \u203a type`` (`subagent_label`). Its usage rolls up into the parent's
+status, where it also has an entry of its own (`protocols.status.SubAgentStatus`: its state,
+last tool call, tokens), kept current on its start, each model and tool call, and its end.
 
 Synchronous (the default): the parent's tool call waits; the result carries the final text, the
 ``agentId`` and usage. Background (``run_in_background``, or ``background: true`` in the
@@ -44,6 +46,7 @@ from protocols.inbox import InboxEntry
 from protocols.jsonio import append_durably
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.status import SubAgentStatus, subagent_label
 from protocols.tasks import TaskBoard
 from protocols.values import PermissionMode
 from teammate.agent.definitions import (
@@ -64,7 +67,7 @@ from teammate.agent.transcript import Transcript, conversation_of, read_transcri
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
 from teammate.permissions.policy import PermissionPolicy
-from teammate.reporter import StatusReporter
+from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.agents import FORK_REFUSED, AgentCall
 from teammate.tools.base import Tool, ToolContext, ToolError
 
@@ -80,7 +83,6 @@ def cap_from(environ: Mapping[str, str]) -> int:
 
 MAX_TURNS_MARKER = "[max turns reached]"
 NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
-LABEL_MARK = "\u203a"  # between a parent's name and its sub-agent's in labels
 SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
 # how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
 _REACH = {"plan": 0, "dontAsk": 1, "default": 2, "acceptEdits": 3}
@@ -145,6 +147,31 @@ class SubAgentRun:
     generation: int = 0  # which play of it this is (a resume is the next)
     thread: threading.Thread | None = None
     worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
+    color: str | None = None  # its definition's colour
+    activity: str = ""  # its last tool call, in a few words
+    requests: int = 0  # model calls made
+    turns: int = 0  # model calls answered
+    started_at: str = field(default_factory=now_iso)
+    ended_at: str | None = None
+
+    def status_entry(self) -> SubAgentStatus:
+        """Its entry in the parent's status file, as it stands now."""
+        return SubAgentStatus(
+            agentId=self.agent_id,
+            agentType=self.agent_type,
+            name=self.name,
+            description=self.description[:200],
+            state=self.status,
+            activity=self.activity,
+            model=getattr(self.loop.model, "name", None) if self.loop is not None else None,
+            usage=self.usage.to_value(),
+            toolUses=self.tool_uses,
+            requests=self.requests,
+            turns=self.turns,
+            color=self.color,
+            startedAt=self.started_at,
+            endedAt=self.ended_at,
+        )
 
     @property
     def duration_ms(self) -> int:
@@ -208,6 +235,7 @@ class SubAgents:
             if tree is not None:
                 wrap_up(tree)  # made for nothing: removed, as nothing changed in it
             raise
+        self._report(run)
         if background:
             self._start_thread(run, None if forking else call.prompt)
             return launched_text(run)
@@ -274,6 +302,7 @@ class SubAgents:
             call,
             cwd,
             tree,
+            color=definition.color,
             tools=tools,
             policy=self._policy(mode, tree, allow_rules, deny_rules),
             model=parent.model.variant(call.model or definition.model),
@@ -348,9 +377,10 @@ class SubAgents:
         thinking: int | None = None,
         forked: bool = False,
         journal: bool = True,  # record its start (not when it is brought back: it was)
+        color: str | None = None,
     ) -> SubAgentRun:
         parent = self.parent
-        label = f"{parent.name} {LABEL_MARK} {call.name or agent_type}"
+        label = subagent_label(parent.name, call.name or agent_type)
         output = parent.directory / f"{agent_id}.output" if parent.directory else None
         transcript = parent.directory / f"{agent_id}.jsonl" if parent.directory else None
         run = SubAgentRun(
@@ -364,6 +394,7 @@ class SubAgents:
             loop=None,  # type: ignore[arg-type]  # set just below: the loop needs the run
             background=False,
             worktree=tree,
+            color=color,
         )
         link = SubAgentLink(self, run, label)
         record = Transcript(transcript)
@@ -470,9 +501,16 @@ class SubAgents:
             if run.status != "running" or generation not in (None, run.generation):
                 return False
             run.status, run.result, run.ended = status, result, time.monotonic()
+            run.ended_at = now_iso()
             run.done.set()
+        self._report(run)
         self._output(run, f"[{status}]")
         return True
+
+    def _report(self, run: SubAgentRun) -> None:
+        """Put the run's entry, as it is when written, in the parent's status file."""
+        if self.parent.reporter is not None:
+            self.parent.reporter.subagent(run.status_entry)
 
     def _announce(self, run: SubAgentRun) -> None:
         """Queue the run's notification, unless it was notified (or seen ending) already,
@@ -628,8 +666,10 @@ class SubAgents:
             run.status, run.result, run.ended = "running", "", None
             run.background, run.notified = True, False
             run.started = time.monotonic()
+            run.started_at, run.ended_at = now_iso(), None
             run.generation += 1
             run.done.clear()
+        self._report(run)
         self._start_thread(run, text)
         return (
             f"Agent {run.name or run.agent_id} had stopped; it resumed in the background with "
@@ -714,22 +754,31 @@ class SubAgentLink:
 
 
 class SubAgentReporter(StatusReporter):
-    """A sub-agent's usage, counted for it and rolled up into its parent's status."""
+    """A sub-agent's usage, counted for it and rolled up into its parent's status, where its
+    entry (`SubAgentRun.status_entry`) is rewritten with each model and tool call. The parent's
+    tool calls do not count the sub-agent's."""
 
     def __init__(self, run: SubAgentRun, parent: StatusReporter | None) -> None:
         super().__init__(None, run.agent_id, "")
         self._run = run
         self._parent = parent
 
-    def model_call(self, usage: Usage | None) -> None:
+    def model_call(
+        self, usage: Usage | None, subagent: Callable[[], SubAgentStatus] | None = None
+    ) -> None:
         super().model_call(usage)
+        self._run.requests += 1
         if usage is not None:
+            self._run.turns += 1
             self._run.usage.add(usage)
         if self._parent is not None:
-            self._parent.model_call(usage)
+            self._parent.model_call(usage, self._run.status_entry)
 
     def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
         self._run.tool_uses += 1
+        self._run.activity = tool_activity(name, tool_input or {})[:200]
+        if self._parent is not None:
+            self._parent.subagent(self._run.status_entry)
 
 
 def subagent_prompt(definition: AgentDefinition, cwd: Path) -> str:

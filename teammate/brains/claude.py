@@ -127,7 +127,7 @@ class ClaudeBrain:
                 policy=self.policy,
                 ctx=self.ctx,
                 agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
-                directory=paths.agents_dir / f"{name}.subagents",
+                directory=paths.subagents_dir(name),
                 reporter=reporter,
                 fork=fork,
             ),

@@ -311,3 +311,75 @@ def test_follow_raw_prints_appended_transcript_lines(team: TeamFile, alice_log: 
     finally:
         follower.proc.terminate()
         follower.proc.wait(10)
+
+
+# a sub-agent's sidechain: swarm logs NAME --agent ID
+
+SUB_ID = "a0123456789abcdef"
+OTHER_ID = "afedcba9876543210"
+
+
+@pytest.fixture
+def sidechain(team: TeamFile) -> Path:
+    """alice's sub-agent SUB_ID read a file and answered; OTHER_ID has a transcript too, and
+    alice's status file maps the name "reviewer" to SUB_ID."""
+    from protocols.status import AgentStatus, SubAgentStatus, write_status
+
+    path = team.paths.subagent_transcript("alice", SUB_ID)
+    append(
+        path,
+        {"ts": at(T0, 1), "kind": "request", "messages": 1, "tokens": 90},
+        reply(2, [{"type": "tool_use", "id": "st1", "name": "Read", "input": {}}], usage(90, 5)),
+        call(2, "st1", "Grep", {"pattern": "TODO\x1b[2J", "path": "src"}),
+        result(3, "st1", "src/a.py:1: TODO"),
+        reply(4, [{"type": "text", "text": "found one TODO"}], usage(120, 7, 60)),
+    )
+    append(team.paths.subagent_transcript("alice", OTHER_ID), {"ts": at(T0, 5), "kind": "x"})
+    (team.paths.subagents_dir("alice") / f"{SUB_ID}.output").write_text("found one TODO\n")
+    entry = SubAgentStatus(agentId=SUB_ID, agentType="Explore", name="reviewer")
+    write_status(team.paths, AgentStatus(name="alice", model="sonnet", subagents=[entry]))
+    return path
+
+
+def test_logs_agent_shows_one_sub_agents_transcript(team: TeamFile, sidechain: Path) -> None:
+    shown = swarm("logs", "alice", "--agent", SUB_ID)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"{hms(at(T0, 2))}  model: 1 tool call (90 in / 5 out)",
+        f'{hms(at(T0, 2))}  → Grep: {{"pattern":"TODO\\u001b[2J","path":"src"}}',
+        f"{hms(at(T0, 3))}  ← Grep ok: src/a.py:1: TODO",
+        f"{hms(at(T0, 4))}  says: found one TODO (180 in / 7 out, 60 cached)",
+    ]
+    assert "→ Grep: " in shown.stdout and "\x1b" not in shown.stdout  # escaped
+    assert swarm("logs", "alice", "--agent", "reviewer").stdout == shown.stdout  # by its name
+    events = json.loads(swarm("logs", "alice", "--agent", SUB_ID, "--json").stdout)
+    assert [e["kind"] for e in events] == ["usage", "tool_call", "tool_result", "says"]
+    assert events[1]["tool"] == "Grep"
+    raw = swarm("logs", "alice", "--agent", SUB_ID, "--raw", "-n", "1").stdout
+    assert json.loads(raw)["content"][0]["text"] == "found one TODO"
+    assert "in  from" not in shown.stdout  # the member's messages are not the sub-agent's
+
+
+def test_logs_agent_unknown_is_a_clear_error(team: TeamFile, sidechain: Path) -> None:
+    unknown = swarm("logs", "alice", "--agent", "a9999999999999999")
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert "alice has no sub-agent 'a9999999999999999'" in unknown.stderr
+    assert f"{SUB_ID} (reviewer)" in unknown.stderr and OTHER_ID in unknown.stderr
+    traversal = swarm("logs", "alice", "--agent", "../alice.status")
+    assert traversal.returncode == 1 and "Traceback" not in traversal.stderr
+    none = swarm("logs", "bob", "--agent", SUB_ID)
+    assert none.returncode == 1 and "it has run no sub-agents with a transcript" in none.stderr
+    both = swarm("logs", "alice", "--agent", SUB_ID, "--process")
+    assert both.returncode == 1 and "no process of its own" in both.stderr
+
+
+def test_follow_agent_prints_the_sub_agents_new_lines(team: TeamFile, sidechain: Path) -> None:
+    follower = Follower("alice", "--agent", SUB_ID, "-n", "1")
+    try:
+        follower.expect("says: found one TODO")
+        append(sidechain, call(9, "st2", "Read", {"file_path": "src/a.py"}))
+        follower.expect("→ Read: src/a.py")
+        assert len(follower.lines) == 2
+    finally:
+        follower.proc.terminate()
+        follower.proc.wait(10)

@@ -3,8 +3,9 @@ suite's Messages API server: a synchronous Explore sub-agent whose answer the te
 background sub-agents whose notifications reach the teammate exactly once each (one completes,
 one is stopped with TaskStop and reports `killed` with its partial result), an output file read
 while its sub-agent runs, the cap on background sub-agents, and messages to a running and to a
-stopped (resumed) sub-agent. The server answers each agent by what its requests say, so the
-order in which threads ask does not matter."""
+stopped (resumed) sub-agent; a running background sub-agent seen from outside, in `swarm status`
+and `swarm logs --agent`. The server answers each agent by what its requests say, so the order
+in which threads ask does not matter."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
+from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
@@ -342,3 +343,68 @@ def test_a_sub_agents_ask_goes_to_the_lead_labelled_and_swarm_approve_answers_it
         stop(team, proc)
     assert (workdir / "sub.txt").read_text() == "sub\n"
     assert "sub-agent saw: " in results_of(alice[1])[0]
+
+
+def test_a_running_sub_agent_shows_in_swarm_status_and_swarm_logs_agent(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    """While alice's background Explore sub-agent waits on its second model call, `swarm
+    status --json` lists it under alice, running, with its last tool call, tokens and cost on
+    its own model, the text shows it as ``alice \u203a Explore``, and `swarm logs alice --agent ID`
+    shows its tool call; once it ends, its entry says completed."""
+    (workdir / "notes.txt").write_text("x\n")
+    release = threading.Event()
+    alice: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        if "You are a sub-agent" in system_of(body):
+            if len(body["messages"]) == 1:
+                return Turn.tool("Glob", {"pattern": "*.txt"})
+            release.wait(DEADLINE_S)  # still at work while the test looks at it
+            return Turn.text("found notes.txt")
+        alice.append(body)
+        if len(alice) == 1:
+            call = {"description": "look around", "prompt": "JOB", "subagent_type": "Explore"}
+            return Turn.tool("Agent", {**call, "run_in_background": True})
+        return Turn.text(f"turn {len(alice)}")
+
+    def alice_of(report: dict[str, Any]) -> dict[str, Any]:
+        (member,) = [m for m in report["members"] if m["name"] == "alice"]
+        return member
+
+    def at_work() -> list[dict[str, Any]]:
+        report = json.loads(swarm("status", "--json").stdout)
+        subs = alice_of(report)["subagents"]
+        return [s for s in subs if s["state"] == "running" and s["tool_uses"] == 1]
+
+    with MessagesAPI(play, concurrent=True) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        try:
+            Mailbox(team.paths).send("alice", "Look around.", sender="team-lead", summary="job")
+            (sub,) = wait_for(at_work, "alice's sub-agent at work in swarm status --json")
+            assert sub["label"] == "alice \u203a Explore" and sub["agent_type"] == "Explore"
+            assert sub["activity"] == "Glob *.txt" and sub["description"] == "look around"
+            assert sub["requests"] == 1 and sub["usage"]["input_tokens"] == 10
+            assert sub["model"] == "claude-haiku-5-5" and sub["cost_usd"] > 0
+            text = swarm("status").stdout
+            (row,) = [line for line in text.splitlines() if "\u203a" in line]
+            assert row.startswith("    alice \u203a Explore ") and "Glob *.txt" in row
+            shown = swarm("logs", "alice", "--agent", sub["agent_id"])
+            assert shown.returncode == 0, shown.stderr
+            assert "\u2192 Glob: " in shown.stdout and "*.txt" in shown.stdout
+        finally:
+            release.set()
+
+        def ended() -> bool:
+            report = json.loads(swarm("status", "--json").stdout)
+            return any(s["state"] == "completed" for s in alice_of(report)["subagents"])
+
+        wait_for(ended, "the sub-agent's entry to say completed")
+        wait_for(lambda: idle_count(team) >= 1, "alice to go idle")
+        stop(team, proc)
+    status = read_status(team.paths, "alice")
+    assert status is not None
+    (done,) = status.subagents
+    assert done.agentId == sub["agent_id"] and done.turns == 2 and done.endedAt
+    # alice's own totals hold the sub-agent's tokens once: 10 input tokens a call
+    assert status.usage["input_tokens"] == 10 * status.turns
