@@ -21,6 +21,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.values import MemberState
 from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
+from teammate.agent.context import claude_md_text
 from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
 from teammate.agent.loop import AgentLoop
@@ -52,6 +53,13 @@ LEAD_PROMPT = """You are the team lead of team {team!r}, working for a person at
 - You can read files (Read, Glob, Grep) but do the work through teammates.
 Working directory: {cwd}
 """
+
+
+def lead_prompt(paths: TeamPaths, cwd: Path) -> str:
+    """The lead agent's system prompt, with the project's and user's CLAUDE.md at the end."""
+    context = claude_md_text(cwd, paths.root)
+    prompt = LEAD_PROMPT.format(team=paths.team, cwd=cwd) + TEAMMATE_RULES
+    return f"{prompt}\n{context}" if context else prompt
 
 
 class _Wake:
@@ -99,7 +107,7 @@ class LeadAgent:
             model,
             [*tools, *LEAD_TOOLS],
             policy,
-            LEAD_PROMPT.format(team=paths.team, cwd=link.cwd) + TEAMMATE_RULES,
+            lead_prompt(paths, link.cwd),
             ctx,
             link=link,
             transcript=Transcript(transcript_path),

@@ -4,9 +4,8 @@ An agent file is Markdown with YAML frontmatter between ``---`` lines at the ver
 is the agent's system prompt. Every frontmatter key of Claude Code's is read, checked and kept
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
-``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those that take effect with MCP,
-hooks, skills and memory (``memory``, ``mcpServers``, ``requiredMcpServers``, ``hooks``,
-``skills``) are stored and passed on but not acted on yet, and say so in a warning; a key nobody
+``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those swarm does not act on
+yet (`STORED_KEYS`) are stored and passed on, and say so in a warning; a key nobody
 knows is a warning naming file, line and key, never dropped silently. Every problem with a file
 raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
 
@@ -69,10 +68,11 @@ ACTIVE_KEYS = frozenset(
         "initialPrompt",
         "effort",
         "color",
+        "memory",  # teammate.agent.context
     }
 )
-# read, checked and kept, but acted on only once MCP, hooks, skills and memory arrive
-STORED_KEYS = frozenset({"memory", "mcpServers", "requiredMcpServers", "hooks", "skills"})
+# read, checked and kept, but acted on only once MCP, hooks and skills arrive
+STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers", "hooks", "skills"})
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)

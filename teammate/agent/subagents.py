@@ -45,10 +45,11 @@ from protocols.clock import now_iso
 from protocols.inbox import InboxEntry
 from protocols.jsonio import append_durably
 from protocols.mailbox import Mailbox
-from protocols.paths import TeamPaths
+from protocols.paths import TeamPaths, config_root
 from protocols.status import SubAgentStatus, subagent_label
 from protocols.tasks import TaskBoard
 from protocols.values import PermissionMode
+from teammate.agent.context import agent_context
 from teammate.agent.definitions import (
     VERDICT_LINE,
     AgentDefinition,
@@ -296,6 +297,9 @@ class SubAgents:
             if (definition.tools is None or t.name in allowed) and t.name not in removed
         ]
         mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
+        context = agent_context(
+            definition.name, definition.loads_claude_md, definition.memory, cwd, config_root()
+        )
         return self._make_run(
             agent_id,
             definition.name,
@@ -304,9 +308,9 @@ class SubAgents:
             tree,
             color=definition.color,
             tools=tools,
-            policy=self._policy(mode, tree, allow_rules, deny_rules),
+            policy=self._policy(mode, tree, [*allow_rules, *context.rules], deny_rules),
             model=parent.model.variant(call.model or definition.model),
-            system_prompt=subagent_prompt(definition, cwd),
+            system_prompt=subagent_prompt(definition, cwd, context.text),
             max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
             thinking=thinking_budget(definition.effort),
             journal=journal,
@@ -781,13 +785,13 @@ class SubAgentReporter(StatusReporter):
             self._parent.subagent(self._run.status_entry)
 
 
-def subagent_prompt(definition: AgentDefinition, cwd: Path) -> str:
+def subagent_prompt(definition: AgentDefinition, cwd: Path, context: str = "") -> str:
     return (
         f"{definition.system_prompt.strip()}\n\n"
         "You are a sub-agent: the agent that started you reads your final answer, nobody "
         "else does. Finish the task you were given, then answer with what you found or did, "
         "concisely, with file paths where they matter.\n"
-        f"Working directory: {cwd}"
+        f"Working directory: {cwd}" + (f"\n\n{context}" if context else "")
     )
 
 

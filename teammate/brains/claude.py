@@ -24,6 +24,7 @@ from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task import Task
+from teammate.agent.context import agent_context
 from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
@@ -57,7 +58,10 @@ system and teammate messaging.
 """
 
 
-def system_prompt(agent: AgentDefinition, name: str, paths: TeamPaths, cwd: Path) -> str:
+def system_prompt(
+    agent: AgentDefinition, name: str, paths: TeamPaths, cwd: Path, context: str = ""
+) -> str:
+    """The teammate's system prompt; `context` (CLAUDE.md, its memory) goes at the end."""
     return "\n".join(
         [
             agent.system_prompt.strip(),
@@ -69,6 +73,7 @@ def system_prompt(agent: AgentDefinition, name: str, paths: TeamPaths, cwd: Path
             f"Working directory: {cwd}",
             "When you finish a task, mark it completed with TaskUpdate, tell the lead what you "
             "did with SendMessage, then check TaskList for more work.",
+            *([f"\n{context}"] if context else []),
         ]
     )
 
@@ -106,10 +111,11 @@ class ClaudeBrain:
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
         mode = "plan" if plan_mode_required else permission_mode
         extra = rules or {}
+        context = agent_context(agent.name, agent.loads_claude_md, agent.memory, cwd, paths.root)
         self.policy = PermissionPolicy(
             mode,
             cwd,
-            allow=[*allow_rules, *extra.get("allow", [])],
+            allow=[*allow_rules, *context.rules, *extra.get("allow", [])],
             deny=[*deny_rules, *extra.get("deny", [])],
             ask=extra.get("ask", []),
         )
@@ -138,7 +144,7 @@ class ClaudeBrain:
             model,
             tools,
             self.policy,
-            system_prompt(agent, name, paths, cwd),
+            system_prompt(agent, name, paths, cwd, context.text),
             self.ctx,
             transcript=transcript,
             reporter=reporter,
