@@ -26,14 +26,17 @@ from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
+from teammate.agent.skills import Skill, SkillSet, body_text, catalogue_text, discover
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
+from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext
 from teammate.tools.files import read
 from teammate.tools.search import glob, grep
+from teammate.tools.skill import skill
 from teammate.tools.team import send_message, task_create, task_get, task_list, task_update
 
 LEAD_PROMPT = """You are the team lead of team {team!r}, working for a person at the console.
@@ -55,9 +58,10 @@ Working directory: {cwd}
 """
 
 
-def lead_prompt(paths: TeamPaths, cwd: Path) -> str:
-    """The lead agent's system prompt, with the project's and user's CLAUDE.md at the end."""
-    context = claude_md_text(cwd, paths.root)
+def lead_prompt(paths: TeamPaths, cwd: Path, skills: dict[str, Skill]) -> str:
+    """The lead agent's system prompt, with the project's and user's CLAUDE.md and the skills
+    catalogue at the end."""
+    context = "\n\n".join(t for t in (claude_md_text(cwd, paths.root), catalogue_text(skills)) if t)
     prompt = LEAD_PROMPT.format(team=paths.team, cwd=cwd) + TEAMMATE_RULES
     return f"{prompt}\n{context}" if context else prompt
 
@@ -81,16 +85,24 @@ class LeadAgent:
         self.link = link
         self.say = say
         self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
+        self.skills = discover(link.cwd, paths.root)
+        usable = any(s.model_invocable for s in self.skills.values())
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
+        tools += [skill] if usable else []
         policy = PermissionPolicy("default", link.cwd)
-        ctx = ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link)
+        ctx = ToolContext(
+            cwd=link.cwd,
+            agent_name=LEAD_NAME,
+            team=link,
+            skills=SkillSet(self.skills, policy.grant),
+        )
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
         self.subagents = SubAgents(
             Parent(
                 name=LEAD_NAME,
                 model=model,
-                tools=[read, glob, grep],
+                tools=[read, glob, grep, *([skill] if usable else [])],
                 policy=policy,
                 ctx=ctx,
                 agents=lambda kind: load_agent(kind, project_dir=link.cwd),
@@ -107,7 +119,7 @@ class LeadAgent:
             model,
             [*tools, *LEAD_TOOLS],
             policy,
-            lead_prompt(paths, link.cwd),
+            lead_prompt(paths, link.cwd, self.skills if usable else {}),
             ctx,
             link=link,
             transcript=Transcript(transcript_path),
@@ -132,6 +144,28 @@ class LeadAgent:
     def tell(self, text: str) -> None:
         """A person's message: the agent's next turn (queued behind a running one)."""
         self._inputs.put(text)
+
+    def invoke_skill(self, name: str, args: str) -> str | None:
+        """A person's ``/name args``: the skill's instructions as the agent's next turn, or a
+        ``context: fork`` skill run as a background sub-agent (its answer comes back as a
+        notification). None when there is no such skill for people to invoke."""
+        found = self.skills.get(name)
+        if found is None or not found.user_invocable:
+            return None
+        text = body_text(found, args or None)
+        if found.context == "fork":
+            call = AgentCall(
+                description=f"/{name}",
+                prompt=text,
+                subagent_type=found.agent or "general-purpose",
+                run_in_background=True,
+            )
+            self.subagents.launch(call, tool_use_id="")
+            return f"/{name} runs in a sub-agent; its answer comes to the lead agent"
+        self.tell(
+            f"<command-name>/{name}</command-name>\n<command-args>{args}</command-args>\n\n{text}"
+        )
+        return f"/{name} goes to the lead agent"
 
     @property
     def busy(self) -> bool:

@@ -39,6 +39,7 @@ HELP = """Type a message for the lead agent, or a command:
   /tasks                            the task board
   /status                           members, their state, calls and tokens
   /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
+  /SKILL [ARGS]                     run a skill (.claude/skills/SKILL/SKILL.md) with the agent
   /help                             this text
   /quit                             leave (teammates keep running; swarm down TEAM stops them)"""
 
@@ -184,8 +185,10 @@ class Console:
                 raise ValueError("usage: /shutdown NAME")
             request_id = send_shutdown_request(self.leader.paths, rest, "asked from swarm lead")
             self.out(f"asked {rest} to shut down ({request_id}); its answer will show here")
+        elif self.agent is not None and (said := self.agent.invoke_skill(name, rest)):
+            self.out(printable_line(said))
         else:
-            raise ValueError(f"unknown command /{name}; /help lists them")
+            raise ValueError(f"unknown command /{name}; /help lists them (and /SKILL runs a skill)")
 
     def _approve(self, args: list[str]) -> None:
         request_id = args.pop(0) if args and not args[0].startswith("--") else None

@@ -1,5 +1,6 @@
 """What an agent knows before its first turn besides its definition: the CLAUDE.md files of
-its project and user (Claude Code's memory files), and its own agent memory.
+its project and user (Claude Code's memory files), its own agent memory, and its skills (the
+catalogue, and the bodies its definition preloads: `teammate.agent.skills`).
 
 CLAUDE.md files, lowest precedence first (a later one is more specific and may override): the
 user's ``$CLAUDE_CONFIG_DIR/CLAUDE.md``, then from the filesystem root down to the working
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocols.names import checked_component
+from teammate.agent.definitions import AgentDefinition
+from teammate.agent.skills import Skill, catalogue_text, preloaded_text
 from teammate.permissions.policy import Rule
 
 MAX_IMPORT_DEPTH = 5
@@ -171,13 +174,23 @@ class AgentContext:
 
 
 def agent_context(
-    agent: str, loads_claude_md: bool, memory: str | None, cwd: Path, config_root: Path
+    agent: AgentDefinition,
+    cwd: Path,
+    config_root: Path,
+    skills: dict[str, Skill] | None = None,
+    catalogue: bool = False,
 ) -> AgentContext:
-    """CLAUDE.md (unless the definition says no) and the agent's memory (if it has one)."""
-    parts = [claude_md_text(cwd, config_root)] if loads_claude_md else []
+    """CLAUDE.md (unless the definition says no), the agent's memory (if it has one), the
+    skills catalogue (with `catalogue`: the agent has the Skill tool) and the skills its
+    definition preloads."""
+    parts = [claude_md_text(cwd, config_root)] if agent.loads_claude_md else []
     rules: tuple[Rule, ...] = ()
-    if memory in MEMORY_DIRS:
-        directory = memory_dir(memory, agent, cwd, config_root)
+    if agent.memory in MEMORY_DIRS:
+        directory = memory_dir(agent.memory, agent.name, cwd, config_root)
         parts.append(memory_text(directory))
         rules = tuple(memory_rules(directory))
+    if skills and catalogue:
+        parts.append(catalogue_text(skills))
+    if agent.skills:
+        parts.append(preloaded_text(agent.skills, skills or {}))
     return AgentContext("\n\n".join(p for p in parts if p), rules)

@@ -205,7 +205,7 @@ def parse_agent_file(path: Path) -> AgentDefinition:
 
 def parse_agent_text(text: str, path: Path) -> AgentDefinition:
     """The definition in `text`, the contents of the agent file `path` (used in messages)."""
-    data, front_lines, body = _front_matter(text, path)
+    data, front_lines, body = front_matter(text, path)
     fields = _Fields(data, front_lines, path)
     for key in data:
         if key in STORED_KEYS:
@@ -251,7 +251,7 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
     )
 
 
-def _front_matter(text: str, path: Path) -> tuple[dict[Any, Any], list[str], str]:
+def front_matter(text: str, path: Path) -> tuple[dict[Any, Any], list[str], str]:
     """(the frontmatter's mapping, its lines, the body) of an agent file's text."""
     lines = text.removeprefix("\ufeff").splitlines()
     if not lines or lines[0].rstrip() != "---":

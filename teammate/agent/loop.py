@@ -97,7 +97,14 @@ class AgentLoop:
     def run(self, prompt: str | None) -> LoopResult:
         """Add `prompt` as the user's turn (None: only what sub-agents reported, or the user
         message the conversation already ends with, as a fork child's does) and loop until the
-        model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
+        model ends its turn. Raises `LoopCancelled` once `cancelled` is set. What a loaded
+        skill allowed during the run is taken back at its end."""
+        try:
+            return self._run(prompt)
+        finally:
+            self.policy.end_grants()
+
+    def _run(self, prompt: str | None) -> LoopResult:
         self._add_user([{"type": "text", "text": prompt}] if prompt is not None else [])
         notices = self._notices()
         waiting = bool(self.messages) and self.messages[-1]["role"] == "user"

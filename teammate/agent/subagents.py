@@ -297,9 +297,9 @@ class SubAgents:
             if (definition.tools is None or t.name in allowed) and t.name not in removed
         ]
         mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
-        context = agent_context(
-            definition.name, definition.loads_claude_md, definition.memory, cwd, config_root()
-        )
+        skills = parent.ctx.skills.skills if parent.ctx.skills else {}
+        has_skill = any(t.name == "Skill" for t in tools)
+        context = agent_context(definition, cwd, config_root(), skills, catalogue=has_skill)
         return self._make_run(
             agent_id,
             definition.name,
@@ -416,7 +416,14 @@ class SubAgents:
             tools,
             policy,
             system_prompt,
-            ToolContext(cwd=cwd, agent_name=label, team=link, forked=forked),
+            ToolContext(
+                cwd=cwd,
+                agent_name=label,
+                team=link,
+                forked=forked,
+                # its skills' allowed tools go to its own policy, not its parent's
+                skills=parent.ctx.skills.for_policy(policy.grant) if parent.ctx.skills else None,
+            ),
             link=link,
             transcript=record,
             reporter=SubAgentReporter(run, parent.reporter),

@@ -28,6 +28,7 @@ from teammate.agent.context import agent_context
 from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
+from teammate.agent.skills import SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.brains.base import Outcome, TeamLink
@@ -38,9 +39,11 @@ from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
 from teammate.tools.search import glob, grep
 from teammate.tools.shell import bash
+from teammate.tools.skill import skill
 from teammate.tools.team import TEAM_TOOLS
 
-WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep)  # what sub-agents pick from
+# what sub-agents pick from (Skill only where there are skills)
+WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep, skill)
 ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
 
 TEAMMATE_RULES = """
@@ -101,17 +104,19 @@ class ClaudeBrain:
         listed, allow_rules = tool_rules(agent.tools)
         removed, deny_rules = tool_rules(agent.disallowed_tools)
         listed |= {rule.tool_name for rule in allow_rules}
+        skills = discover(cwd, paths.root)
         tools = [
             t
             for t in ALL_TOOLS
             # a teammate always has the team tools, unless the definition disallows them
             if (agent.tools is None or t.name in listed or t in TEAM_TOOLS)
             and t.name not in removed
+            and (t is not skill or any(s.model_invocable for s in skills.values()))
         ]
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
         mode = "plan" if plan_mode_required else permission_mode
         extra = rules or {}
-        context = agent_context(agent.name, agent.loads_claude_md, agent.memory, cwd, paths.root)
+        context = agent_context(agent, cwd, paths.root, skills, catalogue=skill in tools)
         self.policy = PermissionPolicy(
             mode,
             cwd,
@@ -123,7 +128,7 @@ class ClaudeBrain:
         self.name = name
         self.agent = agent
         self.say = say
-        self.ctx = ToolContext(cwd=cwd, agent_name=name)
+        self.ctx = ToolContext(cwd=cwd, agent_name=name, skills=SkillSet(skills, self.policy.grant))
         self.ctx.exit_plan_mode = self._exit_plan_mode
         self.subagents = SubAgents(
             Parent(

@@ -171,6 +171,7 @@ class PermissionPolicy:
         self._rules: dict[str, list[Rule]] = {behavior: [] for behavior in BEHAVIORS}
         for behavior, rules in (("allow", allow), ("deny", deny), ("ask", ask)):
             self.add_rules(rules, behavior)
+        self._granted: list[Rule] = []  # allowed only until `end_grants`
 
     @property
     def mode(self) -> str:
@@ -193,6 +194,19 @@ class PermissionPolicy:
         for rule in map(_as_rule, list(rules)):
             if rule not in target:
                 target.append(rule)
+
+    def grant(self, rules: Iterable[Rule]) -> None:
+        """Allow `rules` until `end_grants` (a loaded skill's allowed-tools, while it is
+        active); deny rules still win, as with any allow rule."""
+        for rule in rules:
+            if rule not in self._rules["allow"]:
+                self._rules["allow"].append(rule)
+                self._granted.append(rule)
+
+    def end_grants(self) -> None:
+        """Take back what `grant` allowed (the agent's piece of work has ended)."""
+        self._rules["allow"] = [r for r in self._rules["allow"] if r not in self._granted]
+        self._granted = []
 
     def decide(
         self, tool_name: str, kind: ToolKind | str, tool_input: Mapping[str, Any]

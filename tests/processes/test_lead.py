@@ -224,3 +224,44 @@ def test_the_lead_agent_runs_sub_agents_and_a_background_one_wakes_it_when_done(
     assert any(b["model"] == "claude-haiku-5-5" for b in explore)  # Explore's model
     tools = {t["name"] for b in explore for t in b["tools"]}
     assert tools <= {"Read", "Glob", "Grep"}  # the lead's sub-agents read and search only
+
+
+def test_a_person_runs_a_skill_at_the_lead_console_with_slash_name(
+    workdir: Path, sessions: list[LeadSession]
+) -> None:
+    """`/standup today's goals` typed at `swarm lead` gives the lead agent the skill's
+    instructions with the arguments; a `context: fork` skill runs in a sub-agent whose answer
+    reaches the lead agent as a notification; an unknown /name is still an error."""
+    skills = workdir / ".claude" / "skills"
+    (skills / "standup").mkdir(parents=True)
+    (skills / "standup" / "SKILL.md").write_text(
+        "---\nname: standup\ndescription: Run a stand-up\n---\nAsk each teammate about $ARGUMENTS.\n"
+    )
+    (skills / "survey").mkdir(parents=True)
+    (skills / "survey" / "SKILL.md").write_text(
+        "---\nname: survey\ndescription: Survey the repo\ncontext: fork\n---\nList the files.\n"
+    )
+
+    def play(body: dict[str, Any]) -> Turn:
+        if "You are a sub-agent" in json.dumps(body.get("system")):
+            return Turn.text("survey: 3 files")
+        last = json.dumps(body["messages"][-1], ensure_ascii=False)
+        if "Ask each teammate about today's goals «ok»." in last and "/standup" in last:
+            return Turn.text("Stand-up skill received.")
+        if "<task-notification>" in last and "survey: 3 files" in last:
+            return Turn.text("The survey says 3 files.")
+        return Turn.text("ok")
+
+    with MessagesAPI(play, concurrent=True) as api:
+        session = LeadSession(api, workdir, "--backend", "subprocess")
+        sessions.append(session)
+        session.expect("leading team 't'")
+        session.type("/standup today's goals «ok»")
+        session.expect("lead: Stand-up skill received.", "the skill's body as the lead's turn")
+        session.type("/survey")
+        session.expect("lead: The survey says 3 files.", "the fork skill's notification")
+        session.type("/nosuchskill")
+        session.expect("unknown command /nosuchskill", "an unknown name is an error")
+        assert session.quit() == 0
+    first = api.requests[0]
+    assert "- standup: Run a stand-up" in json.dumps(first["system"])

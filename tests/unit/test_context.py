@@ -16,6 +16,7 @@ from teammate.agent.context import (
     memory_dir,
     read_with_imports,
 )
+from teammate.agent.definitions import AgentDefinition
 from teammate.permissions.policy import PermissionPolicy
 
 
@@ -93,7 +94,8 @@ def test_memory_lives_where_its_scope_says_and_the_agent_may_keep_it(tmp_path: P
     directory = memory_dir("project", "keeper", project, root)
     directory.mkdir(parents=True)
     (directory / "MEMORY.md").write_text("".join(f"note {i}\n" for i in range(250)))
-    context = agent_context("keeper", False, "project", project, root)
+    keeper = AgentDefinition("keeper", "keeps notes", "p", memory="project", loads_claude_md=False)
+    context = agent_context(keeper, project, root)
     assert "note 199" in context.text and "note 200" not in context.text
     assert "[50 more lines in" in context.text
     policy = PermissionPolicy("default", project, allow=list(context.rules))
@@ -101,4 +103,5 @@ def test_memory_lives_where_its_scope_says_and_the_agent_may_keep_it(tmp_path: P
     outside = {"file_path": str(project / "x.md"), "content": "x"}
     assert policy.decide("Write", "edit", inside).behavior == "allow"
     assert policy.decide("Write", "edit", outside).behavior == "ask"
-    assert agent_context("plain", False, None, project, root).text == ""
+    plain = AgentDefinition("plain", "d", "p", loads_claude_md=False)
+    assert agent_context(plain, project, root).text == ""
