@@ -53,6 +53,8 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/interop_inbox.py
+	$(PY) bench/subagents.py
+	$(PY) bench/skills_catalogue.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

@@ -69,10 +69,11 @@ ACTIVE_KEYS = frozenset(
         "effort",
         "color",
         "memory",  # teammate.agent.context
+        "skills",  # teammate.agent.skills: preloaded
     }
 )
-# read, checked and kept, but acted on only once MCP, hooks and skills arrive
-STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers", "hooks", "skills"})
+# read, checked and kept, but acted on only once MCP and hooks arrive
+STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers", "hooks"})
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
@@ -97,11 +98,11 @@ class AgentDefinition:
     initial_prompt: str | None = None
     background: bool = False  # always runs as a background sub-agent
     effort: str | int | None = None  # low / medium / high, or a thinking budget in tokens
-    memory: str | None = None  # user / project / local (kept; acted on with agent memory)
+    memory: str | None = None  # user / project / local: its agent memory (agent.context)
     mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
     required_mcp_servers: tuple[str, ...] = ()
     hooks: dict[str, Any] | None = None  # (kept; used with hooks)
-    skills: tuple[str, ...] = ()  # (kept; used with skills)
+    skills: tuple[str, ...] = ()  # skills whose bodies it starts with (agent.skills)
     loads_claude_md: bool = True  # Explore and Plan do not read CLAUDE.md
     source: str = BUILT_IN  # "built-in", or the file's path
 

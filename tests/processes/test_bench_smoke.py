@@ -31,6 +31,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ),
         ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
         ("prompt_cache.py", [], []),
+        ("skills_catalogue.py", ["--skills", "3", "--body-lines", "2"], []),
         (
             "subagents.py",
             ["--context-tokens", "2000", "--starts", "3", "--seconds", "0.5"],
