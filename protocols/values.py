@@ -19,6 +19,8 @@ class PermissionMode(StrEnum):
     PLAN = "plan"
     BYPASS = "bypassPermissions"
     DONT_ASK = "dontAsk"
+    AUTO = "auto"  # a small model decides what the rules leave open (teammate.permissions.auto)
+    BUBBLE = "bubble"  # always ask the parent's approver: for a teammate, the lead (as default)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

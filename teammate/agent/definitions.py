@@ -52,8 +52,8 @@ def thinking_budget(effort: str | int | None) -> int | None:
     return THINKING_BUDGETS[effort] if isinstance(effort, str) else effort
 
 
-# a definition's permissionMode: the member modes, and `bubble` (ask the parent's approver)
-DEFINITION_MODES = (*PermissionMode.names(), "bubble")
+# a definition's permissionMode: any mode (`bubble`: ask the parent's approver)
+DEFINITION_MODES = PermissionMode.names()
 ACTIVE_KEYS = frozenset(
     {
         "name",

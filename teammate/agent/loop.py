@@ -28,10 +28,12 @@ from typing import Any, Literal
 
 from protocols.errors import Error
 from protocols.inbox import format_for_model
+from protocols.values import PermissionMode
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.transcript import Transcript, add_message
 from teammate.brains.base import TeamLink
-from teammate.permissions.policy import PermissionPolicy
+from teammate.permissions.auto import JUDGE_MODEL, judge
+from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool, ToolContext, ToolError
 
@@ -277,6 +279,8 @@ class AgentLoop:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)
         decision = self.policy.decide(name, tool.kind, tool_input)
+        if decision.by_mode and self.policy.mode == PermissionMode.AUTO:
+            decision = self._judge(name, tool_input, decision)
         if decision.behavior == "deny":
             raise ToolError(f"Permission to use {name} was denied: {decision.reason}")
         if decision.behavior == "ask":
@@ -299,6 +303,20 @@ class AgentLoop:
             if answer.updated_input:
                 tool_input = answer.updated_input
         return tool.run(self.ctx, tool_input)
+
+    def _judge(self, name: str, tool_input: dict[str, Any], asked: Decision) -> Decision:
+        """``auto`` mode: a small model decides a call the rules leave open (an ask stays an
+        ask, to the lead, when it cannot say)."""
+        rules = {b: [str(r) for r in self.policy.rules(b)] for b in ("allow", "deny", "ask")}
+        verdict = judge(self.model.variant(JUDGE_MODEL), name, tool_input, rules, self.ctx.cwd)
+        self.transcript.record(
+            "auto_mode", tool=name, decision=verdict.behavior, reason=verdict.reason
+        )
+        if self.reporter:
+            self.reporter.model_call(verdict.usage)
+        if verdict.behavior == "ask":
+            return asked
+        return Decision("allow" if verdict.behavior == "allow" else "deny", verdict.reason)
 
 
 def _blank_results(message: dict[str, Any]) -> bool:

@@ -86,7 +86,7 @@ MAX_TURNS_MARKER = "[max turns reached]"
 NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
 SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
 # how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
-_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "acceptEdits": 3}
+_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "auto": 2, "acceptEdits": 3}
 _REACH_MAX = 4  # bypassPermissions
 
 

@@ -52,6 +52,7 @@ class Decision:
     behavior: Behavior
     reason: str
     by_plan_mode: bool = False  # denied only because plan mode allows no such tool yet
+    by_mode: bool = False  # asked only because the mode says so (no rule): `auto` may judge it
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,9 @@ class PermissionPolicy:
             return Decision(
                 "deny", f"dontAsk mode: {tool_name} would need approval, so it is denied"
             )
-        return Decision("ask", f"{tool_name} needs approval in {self.mode} mode{outside}")
+        return Decision(
+            "ask", f"{tool_name} needs approval in {self.mode} mode{outside}", by_mode=True
+        )
 
     def suggestions(self, tool_name: str, tool_input: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Claude Code's ``permission_suggestions`` for approving this kind of call "always"."""

@@ -46,6 +46,9 @@ EXPECTED = {  # mode -> behavior for read, edit, execute, team (no rules)
     "plan": ("allow", "deny", "deny", "allow"),
     "bypassPermissions": ("allow", "allow", "allow", "allow"),
     "dontAsk": ("allow", "deny", "deny", "allow"),
+    # the policy's own decision: in auto mode the agent loop then puts an ask to the judge
+    "auto": ("allow", "ask", "ask", "allow"),
+    "bubble": ("allow", "ask", "ask", "allow"),  # a teammate's parent is the lead
 }
 
 
@@ -292,7 +295,7 @@ def test_add_rules_and_mode() -> None:
     with pytest.raises(ValueError, match="unknown tool kind"):
         p.decide("Bash", "dangerous", {})
     with pytest.raises(ValueError, match="unknown permission mode"):
-        PermissionPolicy("auto", CWD)
+        PermissionPolicy("autopilot", CWD)  # (auto is Claude Code's, and known)
 
 
 def test_apply_updates() -> None:
