@@ -1,0 +1,93 @@
+"""One project directory, two kinds of teammate: a real Claude Code 2.1.88 teammate and a swarm
+Claude teammate, both working in it, load the same Claude Code files (`docs/interop.md`): the
+project's CLAUDE.md with what it imports, and its skills (the catalogue, then a skill's body
+once each loads it with the Skill tool). The test reads what each sent to the model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import claude_code
+import pytest
+import test_interop
+from claude_code import MODEL
+from helpers import swarm, wait_for
+from messages_api import MessagesAPI, Turn, by_agent
+from test_interop import START_S, spawn_claude_code
+
+from protocols.paths import TeamPaths
+
+pytestmark = pytest.mark.interop
+
+
+claude = test_interop.claude  # the fixtures, shared
+work = test_interop.work
+team = test_interop.team
+
+
+def project(work: Path) -> None:
+    (work / "CLAUDE.md").write_text(
+        "Project rule: name every branch MANGO-<topic>.\n@docs/more.md\n"
+    )
+    (work / "docs").mkdir()
+    (work / "docs" / "more.md").write_text("Imported rule: tag releases PAPAYA.\n")
+    skill = work / ".claude" / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: greet\ndescription: Greets the team KIWI\n---\nSay GUAVA to everyone.\n"
+    )
+
+
+def results(body: dict[str, Any]) -> int:
+    return sum(
+        1 for m in body["messages"] if isinstance(m["content"], list)
+        for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+    )  # fmt: skip
+
+
+def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
+    claude: Path,
+    team: TeamPaths,
+    work: Path,
+    tmux_socket: str,
+) -> None:
+    project(work)
+    seen: dict[str, list[dict[str, Any]]] = {"alice": [], "bob": []}
+
+    def player(name: str) -> Any:
+        def play(body: dict[str, Any]) -> Turn:
+            if not body.get("tools"):  # Claude Code's side calls (a session title)
+                return Turn.text("title")
+            seen[name].append(body)
+            if results(body) == 0:
+                return Turn.tool("Skill", {"skill": "greet"})
+            return Turn.text("greeted")
+
+        return play
+
+    with MessagesAPI(by_agent({"alice": player("alice"), "bob": player("bob")})) as api:
+        spawned = swarm(
+            "spawn", "bob", "-p", "Greet the team.", "--model", MODEL, "--backend", "tmux",
+            "--cwd", str(work),
+            env={"ANTHROPIC_BASE_URL": api.url_for("bob"), "ANTHROPIC_API_KEY": claude_code.API_KEY},
+        )  # fmt: skip
+        assert spawned.returncode == 0, spawned.stderr
+        # bob joins first: Claude Code 2.1.88 rewrites config.json without a lock, and a member
+        # added while it runs can be lost (docs/interop.md)
+        wait_for(lambda: seen["bob"], "bob's first request", START_S)
+        spawn_claude_code("alice", api, claude, work, "Greet the team.")
+        for name in ("alice", "bob"):
+            wait_for(lambda n=name: len(seen[n]) >= 2, f"{name} to load the skill", START_S)
+        for name in ("bob", "alice"):
+            swarm("shutdown", name, "--force", "--wait", "5")
+
+    for name, bodies in seen.items():
+        sent = [json.dumps([b.get("system"), b["messages"]], ensure_ascii=False) for b in bodies]
+        assert "name every branch MANGO-<topic>" in sent[0], name  # CLAUDE.md
+        assert "tag releases PAPAYA" in sent[0], name  # what it imports
+        assert any("- greet: Greets the team KIWI" in s for s in sent), name  # the catalogue
+        assert "Say GUAVA to everyone." not in sent[0], name  # the body only once loaded
+        after = json.dumps(bodies[1]["messages"][-1], ensure_ascii=False)
+        assert "Launching skill: greet" in after and "Say GUAVA to everyone." in after, name
