@@ -31,7 +31,7 @@ from swarm.up.spec import TeamFileError, load_team_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "teams"
 HEAD = "team: shop\nmembers:\n  - name: alice\n    prompt: Build it.\n"
-MODES = "default, acceptEdits, plan, bypassPermissions, dontAsk"
+MODES = "default, acceptEdits, plan, bypassPermissions, dontAsk, auto, bubble"
 
 
 def write(tmp_path: Path, text: str, name: str = "team.yaml") -> Path:
