@@ -102,6 +102,7 @@ class AgentLoop:
         self.thinking_budget = thinking_budget  # extended thinking (an agent's effort)
         self.hooks = hooks or Hooks()
         self.stop_event = stop_event  # "SubagentStop" for a sub-agent
+        self.stop_payload: dict[str, Any] = {}  # a sub-agent's agent_id and agent_type
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
 
@@ -112,7 +113,7 @@ class AgentLoop:
         message the conversation already ends with, as a fork child's does) and loop until the
         model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
         if prompt is not None:
-            hooked = self._hook("UserPromptSubmit", {"prompt": prompt})
+            hooked = self.hook("UserPromptSubmit", {"prompt": prompt})
             if hooked.blocked:  # the prompt is dropped
                 self.say(f"prompt blocked by a UserPromptSubmit hook: {hooked.reason}")
                 return LoopResult("end_turn", "", 0)
@@ -152,7 +153,7 @@ class AgentLoop:
             self._add_user([*results, *self._notices()])
         return LoopResult("max_turns", text, self.max_turns)
 
-    def _hook(self, event: str, payload: dict[str, Any], target: str | None = None) -> HookResult:
+    def hook(self, event: str, payload: dict[str, Any], target: str | None = None) -> HookResult:
         """Run `event`'s hooks; their non-blocking errors go into the transcript."""
         result = self.hooks.run(event, payload, target, self.ctx.cwd, self.policy.mode)
         for error in result.errors:
@@ -164,7 +165,8 @@ class AgentLoop:
         """What a blocking Stop hook tells the agent to do next; None: it may stop."""
         if blocks >= MAX_STOP_BLOCKS:
             return None
-        hooked = self._hook(self.stop_event, {"stop_hook_active": blocks > 0})
+        payload = {**self.stop_payload, "stop_hook_active": blocks > 0}
+        hooked = self.hook(self.stop_event, payload, self.stop_payload.get("agent_type"))
         return hooked.reason if hooked.blocked else None
 
     def _notices(self) -> list[dict[str, Any]]:
@@ -310,7 +312,7 @@ class AgentLoop:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)
         call = {"tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
-        hooked = self._hook("PreToolUse", call, name)
+        hooked = self.hook("PreToolUse", call, name)
         if hooked.blocked or hooked.decision == "deny":
             raise ToolError(f"{name} was blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide(name, tool.kind, tool_input)
@@ -339,7 +341,7 @@ class AgentLoop:
             if answer.updated_input:
                 tool_input = answer.updated_input
         output = tool.run(self.ctx, tool_input)
-        after = self._hook("PostToolUse", {**call, "tool_response": output}, name)
+        after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
         return f"{output}\n\nPostToolUse hook: {after.reason}" if after.blocked else output
 
 

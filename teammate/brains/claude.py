@@ -5,6 +5,11 @@ the team's files are), the tool set the agent definition allows, and the permiss
 (``--permission-mode``, ``--plan-mode-required``, rules from the definition). The runtime hands
 it plain messages (`respond`) and claimed tasks (`work`); both continue one conversation.
 
+Hooks (`teammate.agent.hooks`): the loop fires the tool, prompt and Stop hooks; the brain fires
+``SessionStart`` at its first turn (its stdout is added to that turn), ``SessionEnd`` when it
+stops, and ``TeammateIdle`` before the runtime reports it idle (a block sends it back to work
+with the reason, at most `MAX_IDLE_BLOCKS` times in a row).
+
 A task counts as resolved when the model marked it completed (TaskUpdate); a turn that ends
 with the task still open leaves it in progress with this teammate ("blocked"), and says why.
 """
@@ -25,6 +30,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task import Task
 from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
+from teammate.agent.hooks import Hooks
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
 from teammate.agent.subagents import Parent, SubAgents, cap_from
@@ -39,6 +45,7 @@ from teammate.tools.search import glob, grep
 from teammate.tools.shell import bash
 from teammate.tools.team import TEAM_TOOLS
 
+MAX_IDLE_BLOCKS = 3  # a TeammateIdle hook may send it back to work this many times in a row
 WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep)  # what sub-agents pick from
 ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
 
@@ -91,6 +98,7 @@ class ClaudeBrain:
         agents: Callable[[str], AgentDefinition] | None = None,
         fork: bool = False,
         resume: bool = False,
+        hooks: Hooks | None = None,
         **loop_options: Any,
     ) -> None:
         listed, allow_rules = tool_rules(agent.tools)
@@ -117,7 +125,8 @@ class ClaudeBrain:
         self.name = name
         self.agent = agent
         self.say = say
-        self.ctx = ToolContext(cwd=cwd, agent_name=name)
+        self.hooks = hooks or Hooks(project_dir=cwd)
+        self.ctx = ToolContext(cwd=cwd, agent_name=name, hooks=self.hooks)
         self.ctx.exit_plan_mode = self._exit_plan_mode
         self.subagents = SubAgents(
             Parent(
@@ -130,6 +139,7 @@ class ClaudeBrain:
                 directory=paths.subagents_dir(name),
                 reporter=reporter,
                 fork=fork,
+                hooks=self.hooks,
             ),
             cap=cap_from(os.environ),
         )
@@ -146,6 +156,7 @@ class ClaudeBrain:
             say=lambda text: say(f"{name}: {text}"),
             notices=self.subagents.take_notices,
             thinking_budget=thinking_budget(agent.effort),
+            hooks=self.hooks,
             **loop_options,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
@@ -196,9 +207,25 @@ class ClaudeBrain:
     def notices_waiting(self) -> bool:
         return self.subagents.notices_waiting()
 
+    def before_idle(self, link: TeamLink) -> Outcome | None:
+        """Run the TeammateIdle hooks; while one blocks (a bounded number of times), work on
+        with its reason as the next instruction. The last turn's outcome, if it had one."""
+        outcome: Outcome | None = None
+        for _ in range(MAX_IDLE_BLOCKS):
+            hooked = self.loop.hook(
+                "TeammateIdle", {"teammate_name": self.name, "team_name": self.paths.team}
+            )
+            if not hooked.blocked:
+                break
+            self.say(f"{self.name}: a TeammateIdle hook sent it back to work: {hooked.reason}")
+            result = self._run(hooked.reason, link)
+            outcome = result if isinstance(result, Outcome) else None
+        return outcome
+
     def stop(self) -> None:
         self.subagents.stop_all()
         if self._began:
+            self.loop.hook("SessionEnd", {"reason": "other"})
             self.loop.transcript.record("session_end")
 
     def begin(self) -> int:
@@ -211,12 +238,15 @@ class ClaudeBrain:
         transcript = self.loop.transcript
         events = read_transcript(transcript.path) if self.resume and transcript.path else []
         transcript.record("session", resumed=self.resume, pid=os.getpid())
+        started = self.loop.hook("SessionStart", {"source": "resume" if self.resume else "startup"})
+        context = "\n\n".join(started.context)  # given with the first prompt
+        self._initial_prompt = f"{context}\n\n{self._initial_prompt or ''}".strip() or None
         if not self.resume:
             return 0
         messages = conversation_of(events)
         self.loop.restore(messages)
         if messages:
-            self._initial_prompt = None  # given to the first instance already
+            self._initial_prompt = context or None  # the rest was given to the first instance
         self.say(f"{self.name}: resumed with {len(messages)} messages of its earlier conversation")
         return len(messages)
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from protocols.errors import Error
 
 if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
+    from teammate.agent.hooks import Hooks
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
     from teammate.tools.agents import AgentCall
@@ -54,6 +55,7 @@ class ToolContext:
     spawn_teammate: Callable[[AgentCall], str] | None = None  # the lead's: Agent with a name
     tool_use_id: str = ""  # the call being run (set by the agent loop)
     forked: bool = False  # a fork child's context: it may not fork again
+    hooks: Hooks | None = None  # TaskCreated / TaskCompleted hooks for the task tools
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""
