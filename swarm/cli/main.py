@@ -22,6 +22,7 @@ COMMANDS = {
     "approve": "swarm.cli.approvals:approve",
     "deny": "swarm.cli.approvals:deny",
     "down": "swarm.cli.up:down",
+    "hooks": "swarm.cli.hooks:hooks",
     "inbox": "swarm.cli.messages:inbox",
     "lead": "swarm.cli.lead:lead",
     "logs": "swarm.cli.logs:logs",

@@ -4,11 +4,12 @@ An agent file is Markdown with YAML frontmatter between ``---`` lines at the ver
 is the agent's system prompt. Every frontmatter key of Claude Code's is read, checked and kept
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
-``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those that take effect with MCP,
-hooks, skills and memory (``memory``, ``mcpServers``, ``requiredMcpServers``, ``hooks``,
-``skills``) are stored and passed on but not acted on yet, and say so in a warning; a key nobody
-knows is a warning naming file, line and key, never dropped silently. Every problem with a file
-raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
+``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). ``hooks`` apply while the agent
+runs (`teammate.agent.hooks`). Those that take effect with MCP, skills and memory (``memory``,
+``mcpServers``, ``requiredMcpServers``, ``skills``) are stored and passed on but not acted on
+yet, and say so in a warning; a key nobody knows is a warning naming file, line and key, never
+dropped silently. Every problem with a file raises `AgentDefinitionError` as
+``<path>:<line>: <problem>``.
 
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
 project's ``<project>/.claude/agents/*.md``, definitions given as JSON on the command line
@@ -69,10 +70,11 @@ ACTIVE_KEYS = frozenset(
         "initialPrompt",
         "effort",
         "color",
+        "hooks",  # run while the agent runs (teammate.agent.hooks)
     }
 )
-# read, checked and kept, but acted on only once MCP, hooks, skills and memory arrive
-STORED_KEYS = frozenset({"memory", "mcpServers", "requiredMcpServers", "hooks", "skills"})
+# read, checked and kept, but acted on only once MCP, skills and memory arrive
+STORED_KEYS = frozenset({"memory", "mcpServers", "requiredMcpServers", "skills"})
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
@@ -100,7 +102,7 @@ class AgentDefinition:
     memory: str | None = None  # user / project / local (kept; acted on with agent memory)
     mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
     required_mcp_servers: tuple[str, ...] = ()
-    hooks: dict[str, Any] | None = None  # (kept; used with hooks)
+    hooks: dict[str, Any] | None = None  # its own hooks, in force while it runs
     skills: tuple[str, ...] = ()  # (kept; used with skills)
     loads_claude_md: bool = True  # Explore and Plan do not read CLAUDE.md
     source: str = BUILT_IN  # "built-in", or the file's path

@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import Error
-from teammate.agent.settings import Settings, SettingsError, layered_settings, parse_hooks
+from teammate.agent.settings import (
+    HOOK_EVENTS,
+    Settings,
+    SettingsError,
+    layered_settings,
+    parse_hooks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +144,9 @@ class Hooks:
         return any(c.event == event for c in self.commands)
 
     def listing(self) -> list[dict[str, Any]]:
-        return [c.to_json() for c in self.commands]
+        """Every hook, by event in Claude Code's order, then in the order they run."""
+        ordered = sorted(self.commands, key=lambda c: HOOK_EVENTS.index(c.event))
+        return [c.to_json() for c in ordered]
 
     def run(
         self,
