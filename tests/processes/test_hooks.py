@@ -302,3 +302,55 @@ def test_swarm_task_runs_task_created_and_task_completed_hooks(
     assert task is not None and task.status == "completed"
     listed = swarm("hooks")
     assert "TaskCompleted" in listed.stdout and "TaskCreated" in listed.stdout
+
+
+def test_a_teammate_idle_hook_sends_it_back_once_and_a_hanging_hook_is_killed(
+    team: TeamFile, start: Start, workdir: Path, tmp_path: Path
+) -> None:
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    marker = tmp_path / "idle-once"
+    idle = (
+        f"cat > /dev/null; test -e {shlex.quote(str(marker))} && exit 0; "
+        f"touch {shlex.quote(str(marker))}; echo 'Check TaskList before you idle.' >&2; exit 2"
+    )
+    pid_file = tmp_path / "hang.pid"
+    hang = f"sleep 300 & echo $! > {shlex.quote(str(pid_file))}; wait"
+    write_settings(
+        workdir,
+        {
+            "hooks": {
+                "TeammateIdle": [group(idle)],
+                "PreToolUse": [group(hang, "Read", timeout=1)],
+            }
+        },
+    )
+    seen: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        seen.append(body)
+        last = json.dumps(body["messages"][-1]["content"])
+        if "Check TaskList before you idle." in last:
+            return Turn.text("Checked: nothing left.")
+        if not results_of(body):
+            return Turn.tool("Read", {"file_path": "notes.txt"})
+        return Turn.text("Read it.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Read notes.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_count(team), "alice to go idle")
+        stop(team, proc)
+    assert "the answer is 42" in results_of(seen[1])[0]  # the hook timed out; the call went on
+    assert "Check TaskList before you idle." in json.dumps(seen[-1]["messages"][-1])
+    assert len(seen) == 3 and idle_count(team) == 1  # sent back once, then idle once
+    (error,) = transcript_events(team, "hook_error")
+    assert "timed out after 1 s" in error["error"]
+    child = int(pid_file.read_text())
+    wait_for(lambda: not Path(f"/proc/{child}").exists() or _zombie(child), "the hook's child")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
