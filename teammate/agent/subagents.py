@@ -418,7 +418,7 @@ class SubAgents:
             tools,
             policy,
             system_prompt,
-            ToolContext(cwd=cwd, agent_name=label, team=link, forked=forked),
+            ToolContext(cwd=cwd, agent_name=label, team=link, forked=forked, hooks=hooks),
             link=link,
             transcript=record,
             reporter=SubAgentReporter(run, parent.reporter),

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
+from helpers import DEADLINE_S, LeadSession, Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
@@ -354,3 +355,57 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except OSError:
         return True
+
+
+def test_the_lead_agent_s_task_tools_run_the_task_hooks_of_its_directory(
+    workdir: Path, tmp_path: Path, config_root: Path
+) -> None:
+    created = tmp_path / "created.jsonl"
+    refuse_secret = """
+import json, sys
+task = json.load(sys.stdin)
+if "secret" in task["task_subject"]:
+    print("no secret tasks", file=sys.stderr)
+    sys.exit(2)
+"""
+    write_settings(
+        workdir,
+        {
+            "hooks": {
+                "TaskCreated": [
+                    group(script(tmp_path, "refuse", refuse_secret)),
+                    group(script(tmp_path, "record", RECORD, str(created))),
+                ],
+            }
+        },
+    )
+    seen: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        seen.append(body)
+        if len(body["messages"]) == 1:
+            return Turn.tools(
+                [
+                    ("TaskCreate", {"subject": "secret plan", "description": "hush"}),
+                    ("TaskCreate", {"subject": "open plan", "description": "say it"}),
+                ]
+            )
+        return Turn.text("One task is on the board.")
+
+    with MessagesAPI(play) as api:
+        lead = LeadSession(api, workdir, "--backend", "subprocess")
+        try:
+            lead.expect("leading team 't'")
+            lead.type("Make two tasks.")
+            lead.expect("lead: One task is on the board.")
+            assert lead.quit() == 0
+        finally:
+            lead.close()
+    refused, made = results_of(seen[1])
+    assert "no secret tasks" in refused and "Task #1 created" in made
+    tasks = TaskBoard(TeamFile(TeamPaths(config_root, "t")).paths).list()
+    assert [t.subject for t in tasks] == ["open plan"]
+    # every matching hook runs (as in Claude Code, which runs them side by side)
+    records = [json.loads(line) for line in created.read_text().splitlines()]
+    assert [r["task_subject"] for r in records] == ["secret plan", "open plan"]
+    assert {r["teammate_name"] for r in records} == {"team-lead"}
