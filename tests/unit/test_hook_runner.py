@@ -207,3 +207,51 @@ def test_a_broken_settings_file_means_no_hooks_not_a_failure(
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text("{not json")
     assert project_hooks(tmp_path, config_root).commands == []
+
+
+def loop_with(tmp_path: Path, groups: dict[str, Any], turns: list[Any]) -> Any:
+    from teammate.agent.loop import AgentLoop
+    from teammate.agent.model import ScriptedModel
+    from teammate.permissions.policy import PermissionPolicy
+    from teammate.tools.base import ToolContext
+    from teammate.tools.files import read
+
+    model = ScriptedModel(turns)
+    hooks = Hooks.from_groups(groups, project_dir=tmp_path)
+    agent = AgentLoop(
+        model, [read], PermissionPolicy("default", tmp_path), "test", ToolContext(cwd=tmp_path),
+        hooks=hooks,
+    )  # fmt: skip
+    return agent, model
+
+
+def test_a_blocking_user_prompt_submit_hook_drops_the_prompt_and_exit_0_adds_context(
+    tmp_path: Path,
+) -> None:
+    from teammate.agent.script import Turn
+
+    body = (
+        "prompt = json.load(sys.stdin)['prompt']\n"
+        "if 'password' in prompt:\n    print('no secrets in prompts', file=sys.stderr)\n"
+        "    sys.exit(2)\nprint('Today is release day.')\n"
+    )
+    groups = {"UserPromptSubmit": [{"hooks": [{"command": python_hook(tmp_path, body)}]}]}
+    agent, model = loop_with(tmp_path, groups, [Turn.text("ok")])
+    dropped = agent.run("the password is hunter2")
+    assert dropped.turns == 0 and not model.requests and not agent.messages  # never sent
+    assert agent.run("what day is it?").text == "ok"
+    sent = json.dumps(model.requests[0].messages)
+    assert "what day is it?" in sent and "Today is release day." in sent
+    assert "hunter2" not in sent
+
+
+def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:
+    from teammate.agent.loop import MAX_STOP_BLOCKS
+    from teammate.agent.script import Turn
+
+    groups = {"Stop": [{"hooks": [{"command": "echo 'keep going' >&2; exit 2"}]}]}
+    turns = [Turn.text(f"stop {i}") for i in range(MAX_STOP_BLOCKS + 1)]
+    agent, model = loop_with(tmp_path, groups, turns)
+    result = agent.run("work")
+    assert result.stop == "end_turn" and len(model.requests) == MAX_STOP_BLOCKS + 1
+    assert json.dumps(model.requests[1].messages).count("keep going") == 1
