@@ -409,3 +409,41 @@ if "secret" in task["task_subject"]:
     records = [json.loads(line) for line in created.read_text().splitlines()]
     assert [r["task_subject"] for r in records] == ["secret plan", "open plan"]
     assert {r["teammate_name"] for r in records} == {"team-lead"}
+
+
+def test_a_shell_worker_honours_pre_tool_use_and_task_completed_hooks(
+    team: TeamFile, workdir: Path, tmp_path: Path
+) -> None:
+    (workdir / "keep.txt").write_text("precious\n")
+    done_gate = "cat > /dev/null; echo 'attach the build log first' >&2; exit 2"
+    write_settings(
+        workdir,
+        {
+            "hooks": {
+                "PreToolUse": [group(script(tmp_path, "pre_bash", PRE_BASH), "Bash")],
+                "TaskCompleted": [group(done_gate)],
+            }
+        },
+    )
+    board = TaskBoard(team.paths, Mailbox(team.paths))
+    board.create("clean", metadata={"command": "rm keep.txt"})
+    board.create("build", metadata={"command": "echo built > built.txt"})
+    processes = Processes(workdir)
+    try:
+        proc = processes.start(teammate_argv("alice"))
+        Mailbox(team.paths).send("alice", "Work the board.", sender="team-lead")
+
+        def failures() -> list[str]:
+            failed = [t.failure for t in board.list() if t.failed]
+            return [str(f) for f in failed] if len(failed) == 2 else []
+
+        clean, build = wait_for(failures, "both tasks to be stopped by hooks")
+        statuses = [t.status for t in board.list()]
+        stop(team, proc)  # (its shutdown releases them)
+    finally:
+        processes.close()
+    assert "rm is not allowed here" in clean and (workdir / "keep.txt").exists()
+    assert "attach the build log first" in build and (workdir / "built.txt").exists()
+    assert statuses == ["in_progress", "in_progress"]  # neither completed
+    lead = Mailbox(team.paths).read_all("team-lead")
+    assert not [e for e in lead if isinstance(e.structured(), PermissionRequest)]
