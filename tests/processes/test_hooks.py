@@ -447,3 +447,40 @@ def test_a_shell_worker_honours_pre_tool_use_and_task_completed_hooks(
     assert statuses == ["in_progress", "in_progress"]  # neither completed
     lead = Mailbox(team.paths).read_all("team-lead")
     assert not [e for e in lead if isinstance(e.structured(), PermissionRequest)]
+
+
+def test_swarm_hooks_lists_a_member_s_agent_type_hooks_with_its_settings(
+    team: TeamFile, workdir: Path, config_root: Path
+) -> None:
+    user = write_settings(config_root, {"hooks": {"Stop": [group("true")]}})
+    user.rename(config_root / "settings.json")  # the user's settings file
+    agents = workdir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    reviewer = agents / "reviewer.md"
+    reviewer.write_text(
+        "---\nname: reviewer\ndescription: Reviews\nhooks:\n  PostToolUse:\n"
+        "    - matcher: Edit\n      hooks:\n        - {type: command, command: ./lint.sh, "
+        "timeout: 5}\n---\nYou review.\n"
+    )
+    team.add_member("dana", agent_type="reviewer", cwd=workdir)
+    listed = swarm("hooks", "dana", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == [
+        {
+            "event": "PostToolUse",
+            "matcher": "Edit",
+            "command": "./lint.sh",
+            "timeout": 5.0,
+            "source": f"agent reviewer ({reviewer})",
+        },
+        {
+            "event": "Stop",
+            "matcher": "",
+            "command": "true",
+            "timeout": 30.0,
+            "source": str(config_root / "settings.json"),
+        },
+    ]
+    text = swarm("hooks", "dana").stdout
+    assert "PostToolUse" in text and "./lint.sh" in text and "agent reviewer" in text
+    assert "is not a member" in swarm("hooks", "nobody").stderr
