@@ -14,7 +14,8 @@ process group is killed at its timeout (default 60 s). Exit 0: go on (its stdout
 for ``UserPromptSubmit`` and ``SessionStart``); exit 2: block, stderr is the reason; any other
 exit (127: no such command), a timeout or a failure to start: a non-blocking error, logged and
 returned in `HookResult.errors` for the caller's transcript. JSON on stdout may decide instead:
-``{"decision": "block", "reason"}``, ``{"continue": false, "stopReason"}``, and for
+``{"decision": "block", "reason"}``, ``{"continue": false, "stopReason"}`` (the agent ends its
+turn: the action does not happen, and a Stop hook's stop is not a "work on"), and for
 ``PreToolUse`` ``hookSpecificOutput.permissionDecision`` (``allow``, ``deny``, ``ask``). A hook
 never raises: a bad hook cannot stop the agent that runs it.
 """
@@ -87,11 +88,17 @@ class HookResult:
     add for UserPromptSubmit / SessionStart) and the non-blocking `errors`."""
 
     blocked: bool = False
+    stopped: bool = False  # ``continue: false``: the agent stops its turn (reason: stopReason)
     reason: str = ""
     decision: str | None = None  # PreToolUse: allow / deny / ask
     context: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     ran: int = 0
+
+    @property
+    def refused(self) -> bool:
+        """Blocked, or stopped: either way the action does not happen."""
+        return self.blocked or self.stopped
 
 
 class Hooks:
@@ -272,7 +279,8 @@ def _fold(result: HookResult, command: HookCommand, code: int | None, out: str, 
     if answer.get("decision") == "block":
         _block(result, str(answer.get("reason") or f"blocked by {label}"))
     if answer.get("continue") is False:
-        _block(result, str(answer.get("stopReason") or f"stopped by {label}"))
+        result.stopped = True
+        _add_reason(result, str(answer.get("stopReason") or f"stopped by {label}"))
 
 
 def _json_answer(out: str) -> dict[str, Any] | None:
@@ -288,6 +296,10 @@ def _json_answer(out: str) -> dict[str, Any] | None:
 
 def _block(result: HookResult, reason: str) -> None:
     result.blocked = True
+    _add_reason(result, reason)
+
+
+def _add_reason(result: HookResult, reason: str) -> None:
     result.reason = f"{result.reason}\n{reason}" if result.reason else reason
 
 
@@ -349,5 +361,5 @@ def _task_event(
     if hooks is None or not hooks.has(event):
         return
     result = hooks.run(event, {**fields, "teammate_name": actor, "team_name": team})
-    if result.blocked:
+    if result.refused:
         raise HookBlocked(f"{event} hook blocked it: {result.reason}")

@@ -19,7 +19,8 @@ drops it), ``PreToolUse`` before the permission decision (a block or ``deny`` is
 error result; ``ask`` asks even where the rules allow; ``allow`` skips asking but never
 overrides a deny of the policy), ``PostToolUse`` after a tool ran (a block adds its reason to
 the result), and ``Stop`` (``SubagentStop`` for a sub-agent) when the model ends its turn (a
-block sends it back to work with the reason, at most `MAX_STOP_BLOCKS` times in a row).
+block sends it back to work with the reason, at most `MAX_STOP_BLOCKS` times in a row). A hook
+answering ``{"continue": false}`` ends the turn: the calls after it are not run.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class AgentLoop:
         self.stop_payload: dict[str, Any] = {}  # a sub-agent's agent_id and agent_type
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
+        self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
 
     # the loop
 
@@ -114,7 +116,7 @@ class AgentLoop:
         model ends its turn. Raises `LoopCancelled` once `cancelled` is set."""
         if prompt is not None:
             hooked = self.hook("UserPromptSubmit", {"prompt": prompt})
-            if hooked.blocked:  # the prompt is dropped
+            if hooked.refused:  # the prompt is dropped
                 self.say(f"prompt blocked by a UserPromptSubmit hook: {hooked.reason}")
                 return LoopResult("end_turn", "", 0)
             self._add_user([{"type": "text", "text": t} for t in [prompt, *hooked.context]])
@@ -144,9 +146,14 @@ class AgentLoop:
                 continue
             stop_blocks = 0
             results: list[dict[str, Any]] = []
+            self.halted = None
             for block in uses:
                 self._check_cancelled()
-                results.append(self._use(block))
+                results.append(self._use(block) if self.halted is None else _halted(block))
+            if self.halted is not None:  # a hook said continue: false
+                self._add_user(results)
+                self.say(f"stopped by a hook: {self.halted}")
+                return LoopResult("end_turn", text, turn)
             arrived = self.link.between_turns() if self.link is not None else []
             if arrived:
                 results.append({"type": "text", "text": format_for_model(arrived)})
@@ -167,7 +174,7 @@ class AgentLoop:
             return None
         payload = {**self.stop_payload, "stop_hook_active": blocks > 0}
         hooked = self.hook(self.stop_event, payload, self.stop_payload.get("agent_type"))
-        return hooked.reason if hooked.blocked else None
+        return hooked.reason if hooked.blocked and not hooked.stopped else None
 
     def _notices(self) -> list[dict[str, Any]]:
         return [{"type": "text", "text": n} for n in (self.notices() if self.notices else [])]
@@ -313,7 +320,9 @@ class AgentLoop:
         tool.validate(tool_input)
         call = {"tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
         hooked = self.hook("PreToolUse", call, name)
-        if hooked.blocked or hooked.decision == "deny":
+        if hooked.stopped:  # continue: false: no more calls, the turn ends after this one
+            self.halted = hooked.reason
+        if hooked.refused or hooked.decision == "deny":
             raise ToolError(f"{name} was blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide(name, tool.kind, tool_input)
         behavior: str = decision.behavior
@@ -342,7 +351,15 @@ class AgentLoop:
                 tool_input = answer.updated_input
         output = tool.run(self.ctx, tool_input)
         after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
+        if after.stopped:
+            self.halted = after.reason
         return f"{output}\n\nPostToolUse hook: {after.reason}" if after.blocked else output
+
+
+def _halted(block: dict[str, Any]) -> dict[str, Any]:
+    """The result of a call not run because a hook stopped the turn."""
+    text = "Not run: a hook stopped this turn."
+    return {"type": "tool_result", "tool_use_id": block["id"], "content": text, "is_error": True}
 
 
 def _blank_results(message: dict[str, Any]) -> bool:

@@ -215,7 +215,7 @@ class ClaudeBrain:
             hooked = self.loop.hook(
                 "TeammateIdle", {"teammate_name": self.name, "team_name": self.paths.team}
             )
-            if not hooked.blocked:
+            if not hooked.blocked or hooked.stopped:
                 break
             self.say(f"{self.name}: a TeammateIdle hook sent it back to work: {hooked.reason}")
             result = self._run(hooked.reason, link)

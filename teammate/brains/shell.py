@@ -92,7 +92,7 @@ class ShellBrain:
         """Whether `command` may run: allow, deny, or ask the lead (PreToolUse hooks first)."""
         call = {"tool_name": "Bash", "tool_input": {"command": command}}
         hooked = self.hooks.run("PreToolUse", call, "Bash", self.cwd, self.policy.mode)
-        if hooked.blocked or hooked.decision == "deny":
+        if hooked.refused or hooked.decision == "deny":
             return Decision("deny", f"blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide("Bash", "execute", {"command": command})
         if decision.behavior != "deny" and hooked.decision == "allow":

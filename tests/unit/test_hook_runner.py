@@ -65,7 +65,8 @@ def test_json_answers_decide_instead_of_the_exit_code(tmp_path: Path) -> None:
     blocked = decide({"decision": "block", "reason": "not today"})
     assert blocked.blocked and blocked.reason == "not today"
     stopped = decide({"continue": False, "stopReason": "halt"})
-    assert stopped.blocked and stopped.reason == "halt"
+    assert stopped.stopped and stopped.refused and stopped.reason == "halt"
+    assert not stopped.blocked  # a Stop hook's stop is not a "work on"
 
 
 def test_the_strongest_decision_of_several_hooks_wins(tmp_path: Path) -> None:
@@ -255,3 +256,27 @@ def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:
     result = agent.run("work")
     assert result.stop == "end_turn" and len(model.requests) == MAX_STOP_BLOCKS + 1
     assert json.dumps(model.requests[1].messages).count("keep going") == 1
+
+
+def test_continue_false_ends_the_turn_and_the_calls_after_it_do_not_run(tmp_path: Path) -> None:
+    from teammate.agent.script import Turn
+
+    (tmp_path / "a.txt").write_text("A")
+    answer = json.dumps({"continue": False, "stopReason": "enough for today"})
+    groups = {"PreToolUse": [{"hooks": [{"command": f"printf %s {shlex.quote(answer)}"}]}]}
+    reads = [("Read", {"file_path": "a.txt"}), ("Read", {"file_path": "a.txt"})]
+    agent, model = loop_with(tmp_path, groups, [Turn.tools(reads), Turn.text("never")])
+    result = agent.run("read twice")
+    assert result.stop == "end_turn" and len(model.requests) == 1  # no further model call
+    results = agent.messages[-1]["content"]
+    assert [r["is_error"] for r in results] == [True, True]
+    assert "enough for today" in results[0]["content"] and "Not run" in results[1]["content"]
+
+
+def test_a_stop_hook_answering_continue_false_lets_the_agent_stop(tmp_path: Path) -> None:
+    from teammate.agent.script import Turn
+
+    answer = json.dumps({"continue": False, "stopReason": "done"})
+    groups = {"Stop": [{"hooks": [{"command": f"printf %s {shlex.quote(answer)}"}]}]}
+    agent, model = loop_with(tmp_path, groups, [Turn.text("finished"), Turn.text("never")])
+    assert agent.run("go").text == "finished" and len(model.requests) == 1
