@@ -247,7 +247,7 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
         memory=fields.choice("memory", MEMORY_SCOPES),
         mcp_servers=fields.servers("mcpServers"),
         required_mcp_servers=fields.tool_list("requiredMcpServers") or (),
-        hooks=fields.mapping("hooks"),
+        hooks=fields.hooks("hooks"),
         skills=fields.tool_list("skills") or (),
         source=str(path),
     )
@@ -357,6 +357,19 @@ class _Fields:
         value = self.data.get(key)
         if value is not None and not isinstance(value, dict):
             self.fail(key, f"{key} must be a mapping, got {type(value).__name__} {value!r}")
+        return value
+
+    def hooks(self, key: str) -> dict[str, Any] | None:
+        """Claude Code's hooks object, checked as a settings file's is (a bad one is an error
+        naming this file and line now, not when the agent runs)."""
+        value = self.mapping(key)
+        if value is not None:
+            from teammate.agent.settings import SettingsError, parse_hooks  # imports this module
+
+            try:
+                parse_hooks(value, key)
+            except SettingsError as exc:
+                self.fail(key, str(exc))
         return value
 
     def servers(self, key: str) -> tuple[Any, ...]:

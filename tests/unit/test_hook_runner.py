@@ -280,3 +280,11 @@ def test_a_stop_hook_answering_continue_false_lets_the_agent_stop(tmp_path: Path
     groups = {"Stop": [{"hooks": [{"command": f"printf %s {shlex.quote(answer)}"}]}]}
     agent, model = loop_with(tmp_path, groups, [Turn.text("finished"), Turn.text("never")])
     assert agent.run("go").text == "finished" and len(model.requests) == 1
+
+
+def test_a_bad_hook_in_an_agent_file_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    from teammate.agent.definitions import AgentDefinitionError, parse_agent_text
+
+    text = "---\nname: r\ndescription: d\nhooks:\n  PreToolUse:\n    - hooks: [{command: 3}]\n---\n"
+    with pytest.raises(AgentDefinitionError, match=r"r\.md:4: .*command must be a non-empty"):
+        parse_agent_text(text, tmp_path / "r.md")
