@@ -200,7 +200,11 @@ def test_pre_and_post_tool_use_hooks_block_deny_allow_and_record_every_call(
 def test_a_stop_hook_sends_the_teammate_back_to_work_once(
     team: TeamFile, start: Start, workdir: Path, tmp_path: Path
 ) -> None:
-    write_settings(workdir, {"hooks": {"Stop": [group(script(tmp_path, "stop", STOP_ONCE))]}})
+    hooks = {
+        "Stop": [group(script(tmp_path, "stop", STOP_ONCE))],
+        "SessionStart": [group("echo 'The build is red since Monday.'")],
+    }
+    write_settings(workdir, {"hooks": hooks})
     seen: list[dict[str, Any]] = []
 
     def play(body: dict[str, Any]) -> Turn:
@@ -217,6 +221,8 @@ def test_a_stop_hook_sends_the_teammate_back_to_work_once(
         stop(team, proc)
     assert len(seen) == 2  # sent back once; the second Stop had stop_hook_active and let it go
     assert "Also write NOTES.md before you stop." in json.dumps(seen[1]["messages"][-1])
+    first = json.dumps(seen[0]["messages"][0])  # SessionStart's stdout, with the first prompt
+    assert "The build is red since Monday." in first and "Finish up." in first
 
 
 def test_a_sub_agent_s_definition_hooks_apply_to_it_alone(
@@ -230,6 +236,22 @@ def test_a_sub_agent_s_definition_hooks_apply_to_it_alone(
         "---\nname: reviewer\ndescription: Reviews\ntools: Read\nhooks:\n  PreToolUse:\n"
         f"    - matcher: Read\n      hooks:\n        - type: command\n"
         f"          command: {json.dumps(blocker)}\n---\nYou review.\n"
+    )
+    events = tmp_path / "events.jsonl"
+    record = script(tmp_path, "record", RECORD, str(events))
+    write_settings(
+        workdir,
+        {
+            "hooks": {
+                name: [group(record, matcher)]
+                for name, matcher in [
+                    ("SessionStart", ""),
+                    ("SubagentStart", "review.*"),
+                    ("SubagentStop", "reviewer"),
+                    ("SessionEnd", ""),
+                ]
+            }
+        },
     )
     seen: list[dict[str, Any]] = []
 
@@ -261,6 +283,17 @@ def test_a_sub_agent_s_definition_hooks_apply_to_it_alone(
     assert sub_results and "reviewers do not read notes" in sub_results[0]
     own = [results_of(b) for b in seen if "You review." not in json.dumps(b.get("system"))]
     assert "the answer is 42" in own[-1][0]  # the teammate's own Read is not hooked
+    fired = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [e["hook_event_name"] for e in fired] == [
+        "SessionStart",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+    ]
+    assert fired[0]["source"] == "startup"
+    assert fired[1]["agent_type"] == fired[2]["agent_type"] == "reviewer"
+    assert fired[1]["agent_id"] == fired[2]["agent_id"]
+    assert fired[2]["stop_hook_active"] is False
 
 
 def test_swarm_task_runs_task_created_and_task_completed_hooks(
