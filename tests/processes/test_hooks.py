@@ -409,6 +409,7 @@ if "secret" in task["task_subject"]:
                     group(script(tmp_path, "refuse", refuse_secret)),
                     group(script(tmp_path, "record", RECORD, str(created))),
                 ],
+                "TaskCompleted": [group("echo 'not reviewed yet' >&2; exit 2")],
             }
         },
     )
@@ -421,6 +422,7 @@ if "secret" in task["task_subject"]:
                 [
                     ("TaskCreate", {"subject": "secret plan", "description": "hush"}),
                     ("TaskCreate", {"subject": "open plan", "description": "say it"}),
+                    ("TaskUpdate", {"taskId": "1", "status": "completed"}),
                 ]
             )
         return Turn.text("One task is on the board.")
@@ -434,10 +436,11 @@ if "secret" in task["task_subject"]:
             assert lead.quit() == 0
         finally:
             lead.close()
-    refused, made = results_of(seen[1])
+    refused, made, not_done = results_of(seen[1])
     assert "no secret tasks" in refused and "Task #1 created" in made
+    assert "not marked completed" in not_done and "not reviewed yet" in not_done
     tasks = TaskBoard(TeamFile(TeamPaths(config_root, "t")).paths).list()
-    assert [t.subject for t in tasks] == ["open plan"]
+    assert [(t.subject, t.status) for t in tasks] == [("open plan", "pending")]
     # every matching hook runs (as in Claude Code, which runs them side by side)
     records = [json.loads(line) for line in created.read_text().splitlines()]
     assert [r["task_subject"] for r in records] == ["secret plan", "open plan"]
