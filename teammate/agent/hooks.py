@@ -48,8 +48,6 @@ DEFAULT_TIMEOUT_S = 60.0
 SHELL = "/bin/sh"
 BLOCK_EXIT = 2
 MAX_OUTPUT = 10_000  # characters of a hook's stdout or stderr that are kept
-# tool events match the tool name; sub-agent events the agent type; the rest match everything
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 DECISIONS = ("deny", "ask", "allow")  # the strongest first
 
 
@@ -64,6 +62,8 @@ class HookCommand:
     source: str  # the settings file, or "agent <type> (<file>)"
 
     def matches(self, target: str | None) -> bool:
+        """The matcher against the whole tool name or agent type (``Write`` is only Write;
+        ``Edit|Write``, ``mcp__.*``); a matcher that is no regex matches by equality."""
         if self.matcher in ("", "*") or target is None:
             return True
         try:
@@ -83,9 +83,9 @@ class HookCommand:
 
 @dataclass
 class HookResult:
-    """What the hooks of one event said, folded: `blocked` with `reason` (exit 2, or a JSON
-    ``decision: block`` / ``continue: false``), a PreToolUse `decision`, `context` (stdout to
-    add for UserPromptSubmit / SessionStart) and the non-blocking `errors`."""
+    """What the hooks of one event said, folded: `blocked` (exit 2, or a JSON ``decision:
+    block``) or `stopped` (``continue: false``) with `reason`, a PreToolUse `decision`, `context`
+    (stdout to add for UserPromptSubmit / SessionStart) and the non-blocking `errors`."""
 
     blocked: bool = False
     stopped: bool = False  # ``continue: false``: the agent stops its turn (reason: stopReason)
@@ -176,13 +176,26 @@ class Hooks:
             "hook_event_name": event,
             **(payload or {}),
         }
-        stdin = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        stdin = _json_bytes(data)
         for command in chosen:
             result.ran += 1
-            _fold(result, command, *run_command(command, stdin, self.project_dir))
+            try:
+                answer = run_command(command, stdin, self.project_dir)
+            except Exception as exc:  # never raises: a bad hook is an error, not a crash
+                answer = None, "", f"could not run: {type(exc).__name__}: {exc}"
+            _fold(result, command, *answer)
         for error in result.errors:
             log.warning("%s", error)
         return result
+
+
+def _json_bytes(data: dict[str, Any]) -> bytes:
+    """The hook's stdin: UTF-8 JSON; text that is not valid Unicode (a lone surrogate from a
+    hostile message) is escaped instead."""
+    try:
+        return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, default=str).encode("ascii")
 
 
 def commands_of(

@@ -288,3 +288,11 @@ def test_a_bad_hook_in_an_agent_file_is_an_error_naming_file_and_line(tmp_path: 
     text = "---\nname: r\ndescription: d\nhooks:\n  PreToolUse:\n    - hooks: [{command: 3}]\n---\n"
     with pytest.raises(AgentDefinitionError, match=r"r\.md:4: .*command must be a non-empty"):
         parse_agent_text(text, tmp_path / "r.md")
+
+
+def test_input_that_is_not_valid_unicode_is_escaped_not_a_crash(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    hooks = hooks_of("PreToolUse", f"cat > {shlex.quote(str(seen))}")
+    result = hooks.run("PreToolUse", {"tool_input": {"command": "echo \ud800 é"}}, "Bash")
+    assert not result.errors
+    assert json.loads(seen.read_bytes())["tool_input"]["command"] == "echo \ud800 é"
