@@ -19,7 +19,8 @@ drops it), ``PreToolUse`` before the permission decision (a block or ``deny`` is
 error result; ``ask`` asks even where the rules allow; ``allow`` skips asking but never
 overrides a deny of the policy), ``PostToolUse`` after a tool ran (a block adds its reason to
 the result), and ``Stop`` (``SubagentStop`` for a sub-agent) when the model ends its turn (a
-block sends it back to work with the reason, at most `MAX_STOP_BLOCKS` times in a row). A hook
+block sends it back to work with the reason, at most `MAX_STOP_BLOCKS` times for one prompt,
+however many tool calls it makes in between; ``stop_hook_active`` is then true). A hook
 answering ``{"continue": false}`` ends the turn: the calls after it are not run.
 """
 
@@ -47,7 +48,7 @@ from teammate.tools.base import Tool, ToolContext, ToolError
 CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TURNS = 100
 DEFAULT_CONTEXT_TOKENS = 150_000
-MAX_STOP_BLOCKS = 3  # a Stop hook may send the agent back to work this many times in a row
+MAX_STOP_BLOCKS = 3  # a Stop hook may send the agent back to work this many times a prompt
 TRIMMED = "[output removed to keep the conversation within the context window]"
 
 
@@ -144,7 +145,6 @@ class AgentLoop:
                 stop_blocks += 1
                 self._add_user([{"type": "text", "text": again}])
                 continue
-            stop_blocks = 0
             results: list[dict[str, Any]] = []
             self.halted = None
             for block in uses:
