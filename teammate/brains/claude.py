@@ -240,7 +240,8 @@ class ClaudeBrain:
         transcript.record("session", resumed=self.resume, pid=os.getpid())
         started = self.loop.hook("SessionStart", {"source": "resume" if self.resume else "startup"})
         context = "\n\n".join(started.context)  # given with the first prompt
-        self._initial_prompt = f"{context}\n\n{self._initial_prompt or ''}".strip() or None
+        if context:
+            self._initial_prompt = "\n\n".join(filter(None, [context, self._initial_prompt]))
         if not self.resume:
             return 0
         messages = conversation_of(events)
