@@ -520,3 +520,32 @@ def test_swarm_hooks_lists_a_member_s_agent_type_hooks_with_its_settings(
     text = swarm("hooks", "dana").stdout
     assert "PostToolUse" in text and "./lint.sh" in text and "agent reviewer" in text
     assert "is not a member" in swarm("hooks", "nobody").stderr
+
+
+def test_a_teammate_started_with_an_agent_type_runs_that_definition_s_hooks(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    agents = workdir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "guarded.md").write_text(
+        "---\nname: guarded\ndescription: Guarded\nhooks:\n  PreToolUse:\n"
+        "    - matcher: Read\n      hooks:\n"
+        "        - {type: command, command: \"echo 'guarded agents ask first' >&2; exit 2\"}\n"
+        "---\nYou are guarded.\n"
+    )
+    seen: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        seen.append(body)
+        if not results_of(body):
+            return Turn.tool("Read", {"file_path": "notes.txt"})
+        return Turn.text("Blocked, as expected.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--agent-type", "guarded", "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Read notes.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_count(team), "alice to go idle")
+        stop(team, proc)
+    assert "You are guarded." in json.dumps(seen[0]["system"])
+    assert "guarded agents ask first" in results_of(seen[1])[0]
