@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from protocols.team import TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
 from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.agent.fork import fork_enabled
+from teammate.agent.hooks import settings_hooks
 from teammate.agent.model import (
     ClaudeModel,
     Model,
@@ -99,10 +101,14 @@ def build_brain(
     settings = layered_settings(cwd, paths.root, Path(spec.settings) if spec.settings else None)
     rules = settings.rules
     settings_mode = settings.default_mode
+    transcript = paths.transcript(options.agent_name)
+    hooks = settings_hooks(
+        settings, cwd, session_id=str(uuid.uuid4()), transcript_path=str(transcript)
+    )
     if spec.kind == ModelKind.SHELL:
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
         policy = shell_policy(mode, cwd, spec.ask, rules)
-        return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s)
+        return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
     flag = from_flag_json(spec.agents) if spec.agents else None
@@ -125,11 +131,13 @@ def build_brain(
         max_turns=spec.max_turns,
         rules=rules,
         reporter=reporter,
-        transcript=Transcript(paths.transcript(options.agent_name)),
+        transcript=Transcript(transcript),
         say=say,
         agents=definition,
         fork=fork_enabled(os.environ, settings.env if settings else None),
         resume=spec.resume,
+        # its agent type's front-matter hooks apply to it (its Stop hooks stay Stop hooks)
+        hooks=hooks.scoped(agent.hooks, f"agent {agent.name} ({agent.source})", "Stop"),
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
     brain.policy.confined = _in_worktree(paths, options.agent_name)

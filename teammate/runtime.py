@@ -209,8 +209,22 @@ class Teammate:
             self._work(task)
             return True
         if plain or noticed:
+            outcome = self._before_idle() or outcome
+            if self.stopped:
+                return True
             self._send_idle(outcome=outcome)
         return bool(plain or noticed)
+
+    def _before_idle(self) -> Outcome | None:
+        """The brain's TeammateIdle hooks (they may send it back to work, bounded); a failure
+        there is reported and the teammate goes idle anyway."""
+        try:
+            return self.brain.before_idle(self)
+        except Interrupted:
+            return None
+        except Exception as exc:  # a bad hook never stops the teammate
+            self.say(f"TeammateIdle hook failed: {describe(exc)}")
+            return None
 
     # messages
 
@@ -428,7 +442,9 @@ class Teammate:
         self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
         if outcome.report:
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
-        self._send_idle(task, outcome)
+        self._before_idle()
+        if not self.stopped:
+            self._send_idle(task, outcome)
 
     # what the brain uses (`teammate.brains.base.TeamLink`)
 

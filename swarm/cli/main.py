@@ -23,6 +23,7 @@ COMMANDS = {
     "config": "swarm.cli.config:config",
     "deny": "swarm.cli.approvals:deny",
     "down": "swarm.cli.up:down",
+    "hooks": "swarm.cli.hooks:hooks",
     "inbox": "swarm.cli.messages:inbox",
     "lead": "swarm.cli.lead:lead",
     "logs": "swarm.cli.logs:logs",

@@ -8,15 +8,13 @@ from typing import Any
 
 import click
 
-from protocols.mailbox import Mailbox
-from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_line
 from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
-from swarm.team.actions import add_task, task_lines
+from swarm.team.actions import add_task, task_lines, update_task
 from teammate.agent.worktree import WorktreeError
 
 
@@ -133,9 +131,7 @@ def task_update(
         raise click.UsageError(
             "nothing to change: give --status, --owner, --no-owner or --add-blocked-by"
         )
-    board = TaskBoard(paths, Mailbox(paths))
-    board.require(task_id)
-    updated = board.update(task_id, actor=LEAD_NAME, **changes)
+    updated = update_task(paths, task_id, changes)  # TaskCompleted hooks may refuse it
     click.echo(
         f"deleted task #{task_id}" if updated is None else printable_line(list_line(updated))
     )

@@ -13,6 +13,7 @@ import functools
 import os
 import queue
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.context import claude_md_text
 from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
+from teammate.agent.hooks import project_hooks
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
 from teammate.agent.skills import Skill, SkillSet, body_text, catalogue_text, discover
@@ -90,11 +92,16 @@ class LeadAgent:
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
         tools += [skill] if usable else []
         policy = PermissionPolicy("default", link.cwd)
+        # the hooks of the settings where the lead runs (the user's, the project's, the local)
+        hooks = project_hooks(link.cwd, paths.root).with_session(
+            str(uuid.uuid4()), str(transcript_path or "")
+        )
         ctx = ToolContext(
             cwd=link.cwd,
             agent_name=LEAD_NAME,
             team=link,
             skills=SkillSet(self.skills, policy.grant),
+            hooks=hooks,
         )
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
@@ -111,6 +118,7 @@ class LeadAgent:
                 link=link,
                 wake=link.wake,
                 fork=fork_enabled(os.environ),
+                hooks=hooks,
             )
         )
         ctx.subagents = self.subagents
@@ -126,6 +134,7 @@ class LeadAgent:
             reporter=self.reporter,
             say=lambda text: say(f"lead: {text}"),
             notices=self.subagents.take_notices,
+            hooks=hooks,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()

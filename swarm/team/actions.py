@@ -1,12 +1,16 @@
 """What the lead does by hand, one call each: send a message, add a task, list the board, ask a
 member to shut down. The `swarm` commands and the ``/send``, ``/task``, ``/tasks`` and
 ``/shutdown`` lines of `swarm lead`'s console call these same functions, so both check and do
-the same things.
+the same things. Adding a task runs the TaskCreated hooks, completing one the TaskCompleted
+hooks, of the directory the command runs in (`teammate.agent.hooks.project_hooks`); a hook that
+blocks refuses the change with its reason (`HookBlocked`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
@@ -19,6 +23,7 @@ from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.errors import SwarmError
+from teammate.agent.hooks import before_task_completed, before_task_created, project_hooks
 from teammate.agent.worktree import flatten_slug
 
 
@@ -50,8 +55,20 @@ def add_task(
     if worktree is not None:
         flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    hooks = project_hooks(Path.cwd(), paths.root)
+    before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
     board = TaskBoard(paths)
     return board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
+
+
+def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task | None:
+    """Change a task as the lead (None: it was deleted). Completing it runs the TaskCompleted
+    hooks first: one that blocks leaves the task as it was and raises `HookBlocked`."""
+    board = TaskBoard(paths, Mailbox(paths))
+    current = board.require(task_id)
+    if changes.get("status") == "completed" and current.status != "completed":
+        before_task_completed(project_hooks(Path.cwd(), paths.root), current, LEAD_NAME, paths.team)
+    return board.update(task_id, actor=LEAD_NAME, **changes)
 
 
 def task_lines(paths: TeamPaths) -> list[str]:

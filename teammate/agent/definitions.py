@@ -4,10 +4,11 @@ An agent file is Markdown with YAML frontmatter between ``---`` lines at the ver
 is the agent's system prompt. Every frontmatter key of Claude Code's is read, checked and kept
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
-``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those swarm does not act on
-yet (`STORED_KEYS`) are stored and passed on, and say so in a warning; a key nobody
-knows is a warning naming file, line and key, never dropped silently. Every problem with a file
-raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
+``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). ``hooks`` apply while the agent
+runs (`teammate.agent.hooks`). Those swarm does not act on yet (`STORED_KEYS`) are stored and
+passed on, and say so in a warning; a key nobody knows is a warning naming file, line and key,
+never dropped silently. Every problem with a file raises `AgentDefinitionError` as
+``<path>:<line>: <problem>``.
 
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
 project's ``<project>/.claude/agents/*.md``, definitions given as JSON on the command line
@@ -70,10 +71,11 @@ ACTIVE_KEYS = frozenset(
         "color",
         "memory",  # teammate.agent.context
         "skills",  # teammate.agent.skills: preloaded
+        "hooks",  # run while the agent runs (teammate.agent.hooks)
     }
 )
-# read, checked and kept, but acted on only once MCP and hooks arrive
-STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers", "hooks"})
+# read, checked and kept, but acted on only once MCP arrives
+STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers"})
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
@@ -101,7 +103,7 @@ class AgentDefinition:
     memory: str | None = None  # user / project / local: its agent memory (agent.context)
     mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
     required_mcp_servers: tuple[str, ...] = ()
-    hooks: dict[str, Any] | None = None  # (kept; used with hooks)
+    hooks: dict[str, Any] | None = None  # its own hooks, in force while it runs
     skills: tuple[str, ...] = ()  # skills whose bodies it starts with (agent.skills)
     loads_claude_md: bool = True  # Explore and Plan do not read CLAUDE.md
     source: str = BUILT_IN  # "built-in", or the file's path
@@ -246,7 +248,7 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
         memory=fields.choice("memory", MEMORY_SCOPES),
         mcp_servers=fields.servers("mcpServers"),
         required_mcp_servers=fields.tool_list("requiredMcpServers") or (),
-        hooks=fields.mapping("hooks"),
+        hooks=fields.hooks("hooks"),
         skills=fields.tool_list("skills") or (),
         source=str(path),
     )
@@ -356,6 +358,19 @@ class _Fields:
         value = self.data.get(key)
         if value is not None and not isinstance(value, dict):
             self.fail(key, f"{key} must be a mapping, got {type(value).__name__} {value!r}")
+        return value
+
+    def hooks(self, key: str) -> dict[str, Any] | None:
+        """Claude Code's hooks object, checked as a settings file's is (a bad one is an error
+        naming this file and line now, not when the agent runs)."""
+        value = self.mapping(key)
+        if value is not None:
+            from teammate.agent.settings import SettingsError, parse_hooks  # imports this module
+
+            try:
+                parse_hooks(value, key)
+            except SettingsError as exc:
+                self.fail(key, str(exc))
         return value
 
     def servers(self, key: str) -> tuple[Any, ...]:

@@ -13,6 +13,15 @@ retries for an overloaded API, waited out through the team link (`TeamLink.pause
 answering the inbox, so a teammate whose model is failing still obeys a shutdown at once.
 A conversation that grows too long is trimmed (old tool output first, then
 the oldest exchanges), never retried as it is.
+
+Hooks (`teammate.agent.hooks`, optional): ``UserPromptSubmit`` before a prompt is added (a block
+drops it), ``PreToolUse`` before the permission decision (a block or ``deny`` is the tool's
+error result; ``ask`` asks even where the rules allow; ``allow`` skips asking but never
+overrides a deny of the policy), ``PostToolUse`` after a tool ran (a block adds its reason to
+the result), and ``Stop`` (``SubagentStop`` for a sub-agent) when the model ends its turn (a
+block sends it back to work with the reason, at most `MAX_STOP_BLOCKS` times for one prompt,
+however many tool calls it makes in between; ``stop_hook_active`` is then true). A hook
+answering ``{"continue": false}`` ends the turn: the calls after it are not run.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from typing import Any, Literal
 from protocols.errors import Error
 from protocols.inbox import format_for_model
 from protocols.values import PermissionMode
+from teammate.agent.hooks import HookResult, Hooks
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.transcript import Transcript, add_message
 from teammate.brains.base import TeamLink
@@ -40,6 +50,7 @@ from teammate.tools.base import Tool, ToolContext, ToolError
 CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TURNS = 100
 DEFAULT_CONTEXT_TOKENS = 150_000
+MAX_STOP_BLOCKS = 3  # a Stop hook may send the agent back to work this many times a prompt
 TRIMMED = "[output removed to keep the conversation within the context window]"
 
 
@@ -74,6 +85,8 @@ class AgentLoop:
         cancelled: threading.Event | None = None,
         notices: Callable[[], list[str]] | None = None,
         thinking_budget: int | None = None,
+        hooks: Hooks | None = None,
+        stop_event: str = "Stop",
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in tools}
@@ -91,8 +104,12 @@ class AgentLoop:
         self.cancelled = cancelled  # set by whoever stops this agent (TaskStop)
         self.notices = notices  # what its background sub-agents report, before each model turn
         self.thinking_budget = thinking_budget  # extended thinking (an agent's effort)
+        self.hooks = hooks or Hooks()
+        self.stop_event = stop_event  # "SubagentStop" for a sub-agent
+        self.stop_payload: dict[str, Any] = {}  # a sub-agent's agent_id and agent_type
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
+        self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
 
     # the loop
 
@@ -107,13 +124,19 @@ class AgentLoop:
             self.policy.end_grants()
 
     def _run(self, prompt: str | None) -> LoopResult:
-        self._add_user([{"type": "text", "text": prompt}] if prompt is not None else [])
+        if prompt is not None:
+            hooked = self.hook("UserPromptSubmit", {"prompt": prompt})
+            if hooked.refused:  # the prompt is dropped
+                self.say(f"prompt blocked by a UserPromptSubmit hook: {hooked.reason}")
+                return LoopResult("end_turn", "", 0)
+            self._add_user([{"type": "text", "text": t} for t in [prompt, *hooked.context]])
         notices = self._notices()
         waiting = bool(self.messages) and self.messages[-1]["role"] == "user"
         if prompt is None and not notices and not waiting:
             return LoopResult("end_turn", "", 0)  # what was reported was taken meanwhile
         self._add_user(notices)
         text = ""
+        stop_blocks = 0
         for turn in range(1, self.max_turns + 1):
             self._check_cancelled()
             reply = self._call()
@@ -125,16 +148,42 @@ class AgentLoop:
                 self.say(said)
             uses = [b for b in reply.content if b.get("type") == "tool_use"]
             if not uses:
-                return LoopResult("end_turn", text, turn)
+                again = self._stop_hook(stop_blocks)
+                if again is None:
+                    return LoopResult("end_turn", text, turn)
+                stop_blocks += 1
+                self._add_user([{"type": "text", "text": again}])
+                continue
             results: list[dict[str, Any]] = []
+            self.halted = None
             for block in uses:
                 self._check_cancelled()
-                results.append(self._use(block))
+                results.append(self._use(block) if self.halted is None else _halted(block))
+            if self.halted is not None:  # a hook said continue: false
+                self._add_user(results)
+                self.say(f"stopped by a hook: {self.halted}")
+                return LoopResult("end_turn", text, turn)
             arrived = self.link.between_turns() if self.link is not None else []
             if arrived:
                 results.append({"type": "text", "text": format_for_model(arrived)})
             self._add_user([*results, *self._notices()])
         return LoopResult("max_turns", text, self.max_turns)
+
+    def hook(self, event: str, payload: dict[str, Any], target: str | None = None) -> HookResult:
+        """Run `event`'s hooks; their non-blocking errors go into the transcript."""
+        result = self.hooks.run(event, payload, target, self.ctx.cwd, self.policy.mode)
+        for error in result.errors:
+            self.transcript.record("hook_error", event=event, error=error)
+            self.say(f"hook error: {error}")
+        return result
+
+    def _stop_hook(self, blocks: int) -> str | None:
+        """What a blocking Stop hook tells the agent to do next; None: it may stop."""
+        if blocks >= MAX_STOP_BLOCKS:
+            return None
+        payload = {**self.stop_payload, "stop_hook_active": blocks > 0}
+        hooked = self.hook(self.stop_event, payload, self.stop_payload.get("agent_type"))
+        return hooked.reason if hooked.blocked and not hooked.stopped else None
 
     def _notices(self) -> list[dict[str, Any]]:
         return [{"type": "text", "text": n} for n in (self.notices() if self.notices else [])]
@@ -278,12 +327,22 @@ class AgentLoop:
         if tool is None:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)
+        call = {"tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
+        hooked = self.hook("PreToolUse", call, name)
+        if hooked.stopped:  # continue: false: no more calls, the turn ends after this one
+            self.halted = hooked.reason
+        if hooked.refused or hooked.decision == "deny":
+            raise ToolError(f"{name} was blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide(name, tool.kind, tool_input)
-        if decision.by_mode and self.policy.mode == PermissionMode.AUTO:
+        behavior: str = decision.behavior
+        if behavior != "deny" and hooked.decision is not None:  # a hook never overrides a deny
+            behavior = hooked.decision
+        elif decision.by_mode and self.policy.mode == PermissionMode.AUTO:
             decision = self._judge(name, tool_input, decision)
-        if decision.behavior == "deny":
+            behavior = decision.behavior
+        if behavior == "deny":
             raise ToolError(f"Permission to use {name} was denied: {decision.reason}")
-        if decision.behavior == "ask":
+        if behavior == "ask":
             if self.link is None:
                 raise ToolError(f"{name} needs approval and there is no lead to ask")
             answer = self.link.ask_permission(
@@ -302,7 +361,11 @@ class AgentLoop:
                 self.policy.apply_updates(answer.permission_updates)
             if answer.updated_input:
                 tool_input = answer.updated_input
-        return tool.run(self.ctx, tool_input)
+        output = tool.run(self.ctx, tool_input)
+        after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
+        if after.stopped:
+            self.halted = after.reason
+        return f"{output}\n\nPostToolUse hook: {after.reason}" if after.blocked else output
 
     def _judge(self, name: str, tool_input: dict[str, Any], asked: Decision) -> Decision:
         """``auto`` mode: a small model decides a call the rules leave open (an ask stays an
@@ -317,6 +380,12 @@ class AgentLoop:
         if verdict.behavior == "ask":
             return asked
         return Decision("allow" if verdict.behavior == "allow" else "deny", verdict.reason)
+
+
+def _halted(block: dict[str, Any]) -> dict[str, Any]:
+    """The result of a call not run because a hook stopped the turn."""
+    text = "Not run: a hook stopped this turn."
+    return {"type": "tool_result", "tool_use_id": block["id"], "content": text, "is_error": True}
 
 
 def _blank_results(message: dict[str, Any]) -> bool:

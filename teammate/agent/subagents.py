@@ -62,6 +62,7 @@ from teammate.agent.fork import (
     fork_messages,
     is_fork_conversation,
 )
+from teammate.agent.hooks import Hooks
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopCancelled
 from teammate.agent.model import Model, ModelError, Usage
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
@@ -122,6 +123,7 @@ class Parent:
     wake: Callable[[], None] = lambda: None  # start a parent turn for a notification
     loop: AgentLoop | None = None  # the parent's own loop: what a fork child starts from
     fork: bool = False  # an Agent call without subagent_type forks (`teammate.agent.fork`)
+    hooks: Hooks | None = None  # the parent's hooks; a sub-agent adds its definition's
 
 
 @dataclass
@@ -314,6 +316,9 @@ class SubAgents:
             max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
             thinking=thinking_budget(definition.effort),
             journal=journal,
+            hooks=self._hooks().scoped(
+                definition.hooks, f"agent {definition.name} ({definition.source})", "SubagentStop"
+            ),
         )
 
     def _fork_run(
@@ -382,6 +387,7 @@ class SubAgents:
         forked: bool = False,
         journal: bool = True,  # record its start (not when it is brought back: it was)
         color: str | None = None,
+        hooks: Hooks | None = None,
     ) -> SubAgentRun:
         parent = self.parent
         label = subagent_label(parent.name, call.name or agent_type)
@@ -423,6 +429,7 @@ class SubAgents:
                 forked=forked,
                 # its skills' allowed tools go to its own policy, not its parent's
                 skills=parent.ctx.skills.for_policy(policy.grant) if parent.ctx.skills else None,
+                hooks=hooks,
             ),
             link=link,
             transcript=record,
@@ -431,8 +438,14 @@ class SubAgents:
             say=lambda text: self._output(run, text),
             cancelled=run.cancel,
             thinking_budget=thinking,
+            hooks=hooks or self._hooks(),
+            stop_event="SubagentStop",
         )
+        run.loop.stop_payload = {"agent_id": agent_id, "agent_type": agent_type}
         return run
+
+    def _hooks(self) -> Hooks:
+        return self.parent.hooks or Hooks()
 
     # running
 
@@ -489,6 +502,8 @@ class SubAgents:
     def _outcome(self, run: SubAgentRun, prompt: str | None) -> tuple[str, str]:
         """How the loop ended: (status, result text)."""
         try:
+            if prompt is not None:  # a start, not a resume for a notification
+                run.loop.hook("SubagentStart", dict(run.loop.stop_payload))
             result = run.loop.run(prompt)
         except LoopCancelled:
             return "killed", run.loop.last_text

@@ -138,6 +138,11 @@ class Brain(Protocol):
         inside it."""
         ...
 
+    def before_idle(self, link: TeamLink) -> Outcome | None:
+        """About to go idle: run the TeammateIdle hooks, and work on while one blocks (bounded);
+        the outcome of that extra work, if any."""
+        ...
+
     def stop(self) -> None:
         """The teammate is stopping: end whatever the brain runs in the background."""
         ...

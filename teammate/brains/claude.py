@@ -5,6 +5,11 @@ the team's files are), the tool set the agent definition allows, and the permiss
 (``--permission-mode``, ``--plan-mode-required``, rules from the definition). The runtime hands
 it plain messages (`respond`) and claimed tasks (`work`); both continue one conversation.
 
+Hooks (`teammate.agent.hooks`): the loop fires the tool, prompt and Stop hooks; the brain fires
+``SessionStart`` at its first turn (its stdout is added to that turn), ``SessionEnd`` when it
+stops, and ``TeammateIdle`` before the runtime reports it idle (a block sends it back to work
+with the reason, at most `MAX_IDLE_BLOCKS` times in a row).
+
 A task counts as resolved when the model marked it completed (TaskUpdate); a turn that ends
 with the task still open leaves it in progress with this teammate ("blocked"), and says why.
 """
@@ -26,6 +31,7 @@ from protocols.paths import TeamPaths
 from protocols.task import Task
 from teammate.agent.context import agent_context
 from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
+from teammate.agent.hooks import Hooks
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
 from teammate.agent.skills import SkillSet, discover
@@ -42,6 +48,7 @@ from teammate.tools.shell import bash
 from teammate.tools.skill import skill
 from teammate.tools.team import TEAM_TOOLS
 
+MAX_IDLE_BLOCKS = 3  # a TeammateIdle hook may send it back to work this many times in a row
 # what sub-agents pick from (Skill only where there are skills)
 WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep, skill)
 ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
@@ -99,6 +106,7 @@ class ClaudeBrain:
         agents: Callable[[str], AgentDefinition] | None = None,
         fork: bool = False,
         resume: bool = False,
+        hooks: Hooks | None = None,
         **loop_options: Any,
     ) -> None:
         listed, allow_rules = tool_rules(agent.tools)
@@ -128,7 +136,10 @@ class ClaudeBrain:
         self.name = name
         self.agent = agent
         self.say = say
-        self.ctx = ToolContext(cwd=cwd, agent_name=name, skills=SkillSet(skills, self.policy.grant))
+        self.hooks = hooks or Hooks(project_dir=cwd)
+        self.ctx = ToolContext(
+            cwd=cwd, agent_name=name, hooks=self.hooks, skills=SkillSet(skills, self.policy.grant)
+        )
         self.ctx.exit_plan_mode = self._exit_plan_mode
         self.subagents = SubAgents(
             Parent(
@@ -141,6 +152,7 @@ class ClaudeBrain:
                 directory=paths.subagents_dir(name),
                 reporter=reporter,
                 fork=fork,
+                hooks=self.hooks,
             ),
             cap=cap_from(os.environ),
         )
@@ -157,6 +169,7 @@ class ClaudeBrain:
             say=lambda text: say(f"{name}: {text}"),
             notices=self.subagents.take_notices,
             thinking_budget=thinking_budget(agent.effort),
+            hooks=self.hooks,
             **loop_options,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
@@ -207,9 +220,25 @@ class ClaudeBrain:
     def notices_waiting(self) -> bool:
         return self.subagents.notices_waiting()
 
+    def before_idle(self, link: TeamLink) -> Outcome | None:
+        """Run the TeammateIdle hooks; while one blocks (a bounded number of times), work on
+        with its reason as the next instruction. The last turn's outcome, if it had one."""
+        outcome: Outcome | None = None
+        for _ in range(MAX_IDLE_BLOCKS):
+            hooked = self.loop.hook(
+                "TeammateIdle", {"teammate_name": self.name, "team_name": self.paths.team}
+            )
+            if not hooked.blocked or hooked.stopped:
+                break
+            self.say(f"{self.name}: a TeammateIdle hook sent it back to work: {hooked.reason}")
+            result = self._run(hooked.reason, link)
+            outcome = result if isinstance(result, Outcome) else None
+        return outcome
+
     def stop(self) -> None:
         self.subagents.stop_all()
         if self._began:
+            self.loop.hook("SessionEnd", {"reason": "other"})
             self.loop.transcript.record("session_end")
 
     def begin(self) -> int:
@@ -222,12 +251,16 @@ class ClaudeBrain:
         transcript = self.loop.transcript
         events = read_transcript(transcript.path) if self.resume and transcript.path else []
         transcript.record("session", resumed=self.resume, pid=os.getpid())
+        started = self.loop.hook("SessionStart", {"source": "resume" if self.resume else "startup"})
+        context = "\n\n".join(started.context)  # given with the first prompt
+        if context:
+            self._initial_prompt = "\n\n".join(filter(None, [context, self._initial_prompt]))
         if not self.resume:
             return 0
         messages = conversation_of(events)
         self.loop.restore(messages)
         if messages:
-            self._initial_prompt = None  # given to the first instance already
+            self._initial_prompt = context or None  # the rest was given to the first instance
         self.say(f"{self.name}: resumed with {len(messages)} messages of its earlier conversation")
         return len(messages)
 

@@ -10,6 +10,10 @@ list of destructive commands, `DEFAULT_ASK_RULES`) need the lead's approval by t
 protocol, every other command is allowed (the worker exists to run them). Modes:
 ``bypassPermissions`` asks nothing (deny rules still refuse); ``dontAsk`` refuses what would
 need asking; ``plan`` asks before every command; the others ask for matching commands only.
+PreToolUse hooks for ``Bash`` run first, with the command as ``tool_input.command``: a block or
+``deny`` fails the task with the hook's reason, ``ask`` asks the lead, and ``allow`` skips
+asking (a deny of the policy still wins). A command that succeeded completes its task only if
+no TaskCompleted hook blocks; else the task stays in progress with the hook's reason.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from protocols.inbox import InboxEntry
 from protocols.messages import ShutdownRequest
 from protocols.task import Task
 from protocols.values import PermissionMode
+from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
 from teammate.brains.base import Outcome, TeamLink
 from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
 
@@ -72,15 +77,28 @@ class ShellBrain:
     """Runs task commands; answers plain messages with an acknowledgement."""
 
     def __init__(
-        self, cwd: Path, policy: PermissionPolicy | None = None, timeout_s: float = 600.0
+        self,
+        cwd: Path,
+        policy: PermissionPolicy | None = None,
+        timeout_s: float = 600.0,
+        hooks: Hooks | None = None,
     ) -> None:
         self.cwd = cwd
         self.policy = policy or shell_policy(PermissionMode.DEFAULT, cwd)
         self.timeout_s = timeout_s
+        self.hooks = hooks or Hooks(project_dir=cwd)
 
     def decide(self, command: str) -> Decision:
-        """Whether `command` may run: allow, deny, or ask the lead."""
+        """Whether `command` may run: allow, deny, or ask the lead (PreToolUse hooks first)."""
+        call = {"tool_name": "Bash", "tool_input": {"command": command}}
+        hooked = self.hooks.run("PreToolUse", call, "Bash", self.cwd, self.policy.mode)
+        if hooked.refused or hooked.decision == "deny":
+            return Decision("deny", f"blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide("Bash", "execute", {"command": command})
+        if decision.behavior != "deny" and hooked.decision == "allow":
+            return Decision("allow", "a PreToolUse hook allowed it")
+        if decision.behavior != "deny" and hooked.decision == "ask":
+            return Decision("ask", hooked.reason or "a PreToolUse hook asks")
         if decision.by_plan_mode:  # a shell worker has no plan to present: it asks instead
             return Decision("ask", "plan mode: every command needs the lead's approval")
         return decision
@@ -101,7 +119,14 @@ class ShellBrain:
                 )
             if answer.updated_input and isinstance(answer.updated_input.get("command"), str):
                 command = answer.updated_input["command"]
-        return self._run(task, command)
+        outcome = self._run(task, command)
+        if outcome.status != "resolved":
+            return outcome
+        try:  # a TaskCompleted hook may refuse the completion: the task stays in progress
+            before_task_completed(self.hooks, task, link.name, link.paths.team)
+        except HookBlocked as exc:
+            return Outcome("blocked", f"#{task.id} not completed: {exc}", report=outcome.report)
+        return outcome
 
     def _run(self, task: Task, command: str) -> Outcome:
         try:
@@ -151,6 +176,10 @@ class ShellBrain:
 
     def notices_waiting(self) -> bool:
         return False  # it runs no sub-agents
+
+    def before_idle(self, link: TeamLink) -> Outcome | None:
+        """A shell worker has no model to send back to work: TeammateIdle is not run."""
+        return None
 
     def stop(self) -> None:
         """Nothing runs in the background of a shell worker."""

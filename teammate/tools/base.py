@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from protocols.errors import Error
 
 if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
+    from teammate.agent.hooks import Hooks
     from teammate.agent.skills import SkillSet
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
@@ -56,6 +57,7 @@ class ToolContext:
     tool_use_id: str = ""  # the call being run (set by the agent loop)
     forked: bool = False  # a fork child's context: it may not fork again
     skills: SkillSet | None = None  # what the Skill tool loads
+    hooks: Hooks | None = None  # TaskCreated / TaskCompleted hooks for the task tools
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""

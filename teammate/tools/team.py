@@ -19,6 +19,7 @@ from protocols.messages import PlanApprovalResponse, ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.task import describe, list_line
 from protocols.values import PermissionMode
+from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
 from teammate.tools.base import ToolContext, ToolError, tool
 
 
@@ -177,7 +178,12 @@ def task_create(
         dict[str, Any] | None, Field(description="Arbitrary metadata to attach to the task")
     ] = None,
 ) -> str:
-    task = ctx.link().board.create(subject, description, active_form=activeForm, metadata=metadata)
+    link = ctx.link()
+    try:  # a TaskCreated hook may refuse it
+        before_task_created(ctx.hooks, subject, description, link.name, link.paths.team)
+    except HookBlocked as exc:
+        raise ToolError(f"Task not created: {exc}") from None
+    task = link.board.create(subject, description, active_form=activeForm, metadata=metadata)
     return f"Task #{task.id} created successfully: {task.subject}"
 
 
@@ -225,8 +231,14 @@ def task_update(
         if value is not None
     }
     board = ctx.link().board
-    if board.get(taskId) is None:
+    current = board.get(taskId)
+    if current is None:
         raise ToolError(f"Task #{taskId} not found")
+    if status == "completed" and current.status != "completed":
+        try:  # a TaskCompleted hook may refuse it: the task then stays as it is
+            before_task_completed(ctx.hooks, current, ctx.link().name, ctx.link().paths.team)
+        except HookBlocked as exc:
+            raise ToolError(f"Task #{taskId} was not marked completed: {exc}") from None
     board.update(taskId, actor=ctx.link().name, **fields)
     text = f"Updated task #{taskId} {', '.join(fields)}"
     if status == "completed":

@@ -38,6 +38,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             ["rest_requests", "sleepers_left"],
         ),
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
+        ("hooks.py", ["--calls", "5"], []),
         pytest.param(
             "interop_inbox.py",
             ["--messages", "10", "--rounds", "1"],
