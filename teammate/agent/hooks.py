@@ -112,6 +112,7 @@ class Hooks:
         transcript_path: str = "",
     ) -> None:
         self.commands = list(commands or [])
+        self._temporary: list[HookCommand] = []  # a loaded skill's, until its work ends
         self.project_dir = project_dir or Path.cwd()
         self.session_id = session_id
         self.transcript_path = transcript_path
@@ -133,9 +134,10 @@ class Hooks:
         self, definition_hooks: Mapping[str, Any] | None, source: str, stop_as: str
     ) -> Hooks:
         """These hooks plus an agent definition's, for as long as that agent runs; the
-        definition's ``Stop`` hooks fire as `stop_as` (``SubagentStop`` for a sub-agent)."""
+        definition's ``Stop`` hooks fire as `stop_as` (``SubagentStop`` for a sub-agent).
+        Always a new `Hooks`: what a skill adds to it (`activate`) stays the agent's own."""
         if not definition_hooks:
-            return self
+            return Hooks(self.commands, self.project_dir, self.session_id, self.transcript_path)
         groups = parse_hooks(dict(definition_hooks), source)
         if "Stop" in groups and stop_as != "Stop":
             groups[stop_as] = [*groups.get(stop_as, []), *groups.pop("Stop")]
@@ -143,6 +145,18 @@ class Hooks:
         return Hooks(
             [*self.commands, *extra], self.project_dir, self.session_id, self.transcript_path
         )
+
+    def activate(self, groups: Mapping[str, Any], source: str) -> None:
+        """Add a loaded skill's hooks until `end_temporary` (the agent's piece of work ends);
+        `SettingsError` (nothing added) when they are malformed."""
+        extra = commands_of(parse_hooks(dict(groups), source), {}, source)
+        self.commands.extend(extra)
+        self._temporary.extend(extra)
+
+    def end_temporary(self) -> None:
+        """Take away what `activate` added."""
+        self.commands = [c for c in self.commands if not any(c is t for t in self._temporary)]
+        self._temporary = []
 
     def with_session(self, session_id: str, transcript_path: str) -> Hooks:
         return Hooks(self.commands, self.project_dir, session_id, transcript_path)

@@ -117,11 +117,12 @@ class AgentLoop:
         """Add `prompt` as the user's turn (None: only what sub-agents reported, or the user
         message the conversation already ends with, as a fork child's does) and loop until the
         model ends its turn. Raises `LoopCancelled` once `cancelled` is set. What a loaded
-        skill allowed during the run is taken back at its end."""
+        skill allowed, and its hooks, are taken back at the run's end."""
         try:
             return self._run(prompt)
-        finally:
+        finally:  # a loaded skill is no longer active
             self.policy.end_grants()
+            self.hooks.end_temporary()
 
     def _run(self, prompt: str | None) -> LoopResult:
         if prompt is not None:

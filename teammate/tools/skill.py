@@ -1,7 +1,7 @@
 """The Skill tool (Claude Code's name and input): load a skill's instructions into the
 conversation on demand (`teammate.agent.skills`), or, for a ``context: fork`` skill, run it in
-a sub-agent and return only its answer. A loaded skill's ``allowed-tools`` are allowed until
-the agent's current piece of work ends."""
+a sub-agent and return only its answer. A loaded skill's ``allowed-tools`` are allowed, and its
+``hooks`` are in force, until the agent's current piece of work ends."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from protocols.errors import Error
 from teammate.agent.skills import body_text
 from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext, ToolError, tool
@@ -49,4 +50,9 @@ def skill(
     ctx.skills.grant(list(found.allowed_tools))
     allowed = ", ".join(str(rule) for rule in found.allowed_tools)
     note = f"\n\n(Allowed without asking while you do this: {allowed})" if allowed else ""
+    if found.hooks and ctx.hooks is not None:
+        try:
+            ctx.hooks.activate(found.hooks, f"skill {found.name} ({found.directory}/SKILL.md)")
+        except Error as exc:  # the skill still loads; its hooks are said to be broken
+            note += f"\n\n(This skill's hooks are not in force: {exc})"
     return f"Launching skill: {found.name}\n\n{text}{note}"

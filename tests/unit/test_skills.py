@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from messages_api import Turn
 
+from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import ScriptedModel
 from teammate.agent.skills import SkillSet, body_text, catalogue_text, discover
@@ -91,3 +92,30 @@ def test_allowed_tools_hold_while_the_skill_is_active_and_no_longer(tmp_path: Pa
     AgentLoop(unknown, [skill], policy, "t", ctx).run("x")
     said = unknown.requests[-1].messages[-1]["content"][0]["content"]
     assert "Unknown skill: 'nope'; available: greet" in said
+
+
+def test_a_skills_hooks_are_in_force_while_it_is_active(tmp_path: Path) -> None:
+    put(tmp_path / "skills", "careful", "---\nname: careful\ndescription: d\nhooks:\n"
+        "  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
+        "        - {type: command, command: 'echo careful: no shell >&2; exit 2'}\n---\nBe careful.\n")  # fmt: skip
+    skills = discover(tmp_path / "none", tmp_path)
+    policy = PermissionPolicy("bypassPermissions", tmp_path)
+    hooks = Hooks(project_dir=tmp_path)
+    ctx = ToolContext(cwd=tmp_path, skills=SkillSet(skills, policy.grant), hooks=hooks)
+    turns = [
+        Turn.tool("Skill", {"skill": "careful"}),
+        Turn.tool("Bash", {"command": "echo during"}),
+        Turn.text("done"),
+        Turn.tool("Bash", {"command": "echo after"}),
+        Turn.text("done again"),
+    ]
+    loop = AgentLoop(ScriptedModel(turns), [bash, skill], policy, "t", ctx, hooks=hooks)
+    loop.run("be careful")
+    loop.run("again")
+    results = [
+        b["content"] for m in loop.messages if m["role"] == "user"
+        for b in m["content"] if b.get("type") == "tool_result"
+    ]  # fmt: skip
+    assert "blocked by a PreToolUse hook: careful: no shell" in results[1]
+    assert results[2].strip() == "after"  # the skill's work ended: its hook with it
+    assert hooks.commands == []
