@@ -1,7 +1,9 @@
 """One project directory, two kinds of teammate: a real Claude Code 2.1.88 teammate and a swarm
 Claude teammate, both working in it, load the same Claude Code files (`docs/interop.md`): the
-project's CLAUDE.md with what it imports, and its skills (the catalogue, then a skill's body
-once each loads it with the Skill tool). The test reads what each sent to the model."""
+project's CLAUDE.md with what it imports, its skills (the catalogue, then a skill's body once
+each loads it with the Skill tool), and its hooks (a PreToolUse hook of the project's settings
+sees each one's Bash call, with Claude Code's hook input). The test reads what each sent to the
+model, and what the hook was given."""
 
 from __future__ import annotations
 
@@ -40,6 +42,18 @@ def project(work: Path) -> None:
     )
 
 
+def hooked(work: Path) -> Path:
+    """A PreToolUse hook on Bash that keeps every input it is given, one JSON object a line."""
+    log = work / "hook-inputs.jsonl"
+    hook = {"type": "command", "command": f"cat >> '{log}'; echo >> '{log}'"}
+    settings = {
+        "permissions": {"allow": ["Bash(echo:*)"]},  # both obey the project's rules too
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]},
+    }
+    (work / ".claude" / "settings.json").write_text(json.dumps(settings))
+    return log
+
+
 def results(body: dict[str, Any]) -> int:
     return sum(
         1 for m in body["messages"] if isinstance(m["content"], list)
@@ -54,6 +68,7 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
     tmux_socket: str,
 ) -> None:
     project(work)
+    log = hooked(work)
     seen: dict[str, list[dict[str, Any]]] = {"alice": [], "bob": []}
 
     def player(name: str) -> Any:
@@ -63,6 +78,8 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
             seen[name].append(body)
             if results(body) == 0:
                 return Turn.tool("Skill", {"skill": "greet"})
+            if results(body) == 1:
+                return Turn.tool("Bash", {"command": f"echo from-{name}", "description": "say"})
             return Turn.text("greeted")
 
         return play
@@ -79,7 +96,9 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
         wait_for(lambda: seen["bob"], "bob's first request", START_S)
         spawn_claude_code("alice", api, claude, work, "Greet the team.")
         for name in ("alice", "bob"):
-            wait_for(lambda n=name: len(seen[n]) >= 2, f"{name} to load the skill", START_S)
+            wait_for(
+                lambda n=name: len(seen[n]) >= 3, f"{name} to load the skill and run Bash", START_S
+            )
         for name in ("bob", "alice"):
             swarm("shutdown", name, "--force", "--wait", "5")
 
@@ -91,3 +110,12 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
         assert "Say GUAVA to everyone." not in sent[0], name  # the body only once loaded
         after = json.dumps(bodies[1]["messages"][-1], ensure_ascii=False)
         assert "Launching skill: greet" in after and "Say GUAVA to everyone." in after, name
+        ran = json.dumps(bodies[2]["messages"][-1], ensure_ascii=False)
+        assert f"from-{name}" in ran, name  # the hook let the call run
+    inputs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    by_command = {i["tool_input"]["command"]: i for i in inputs}
+    for name in ("alice", "bob"):
+        given = by_command[f"echo from-{name}"]
+        assert (given["hook_event_name"], given["tool_name"]) == ("PreToolUse", "Bash"), given
+        assert Path(given["cwd"]).resolve() == work.resolve(), given
+        assert given["session_id"] and given["transcript_path"], given
