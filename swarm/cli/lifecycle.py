@@ -12,7 +12,7 @@ from protocols.printable import printable_line
 from protocols.values import PermissionMode
 from swarm.cli.common import backend_option, ids_text, paths_for, team_option
 from swarm.team.lifecycle import request_shutdown, spawn_member
-from swarm.team.resume import RESUME_PROMPT
+from swarm.team.resume import RESUME_PROMPT, restart_member
 from teammate.options import MemberSpec
 
 
@@ -174,3 +174,34 @@ def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: st
         err=True,
     )
     sys.exit(1)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--resume", is_flag=True, help="carry on with its conversation (Claude teammates)")
+@click.option("--prompt", "-p", help="its first message (default: the one it was spawned with)")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="seconds to wait for it to agree to stop",
+)
+@click.option("--force", is_flag=True, help="stop it even if it refuses or does not answer")
+@team_option
+def restart(
+    name: str, resume: bool, prompt: str | None, wait_s: float, force: bool, team: str
+) -> None:
+    """Stop teammate NAME and start it again with the options it was spawned with (model,
+    agent type, permissions, worktree, backend...). Its unfinished tasks go back to the board,
+    where it (or another idle teammate) takes them. A dead member is simply started again.
+
+    \b
+      swarm restart bea --resume     # same options, same conversation
+    """
+    member, spawned = restart_member(
+        paths_for(team), name, resume=resume, prompt=prompt, wait_s=wait_s, force=force
+    )
+    how = "with its conversation" if resume else "fresh"
+    click.echo(f"restarted {name} ({member.color}), {how}, pid {spawned.pid}")

@@ -29,6 +29,7 @@ COMMANDS = {
     "logs": "swarm.cli.logs:logs",
     "permissions": "swarm.cli.approvals:permissions",
     "reap": "swarm.cli.status:reap",
+    "restart": "swarm.cli.lifecycle:restart",
     "send": "swarm.cli.messages:send",
     "shutdown": "swarm.cli.lifecycle:shutdown",
     "spawn": "swarm.cli.lifecycle:spawn",

@@ -1,5 +1,6 @@
-"""Resuming a member: whether its last instance left a conversation to carry on with, and
-making room for the new instance.
+"""Resuming and restarting a member: whether its last instance left a conversation to carry on
+with, making room for the new instance, and `restart_member` (stop it, start it again with the
+options its entry records, with or without its conversation).
 
 A Claude teammate's transcript is also its conversation (`teammate.agent.transcript`), so an
 instance started with ``--resume`` carries on where the last one stopped instead of starting
@@ -12,14 +13,18 @@ to spawn that name again.
 
 from __future__ import annotations
 
+import dataclasses
+
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team import Member, TeamFile
 from protocols.values import MemberState, ModelKind
+from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError
-from swarm.team.members import member_pid, member_state, reap_member
+from swarm.team.members import member_pid, member_spec, member_state, reap_member
 from teammate.agent.transcript import conversation_of, ended_in_order, read_transcript
 from teammate.options import MemberSpec
 
+RESTART_PROMPT = "You were restarted. Check the task list for what you hold, and carry on."
 RESUME_PROMPT = (
     "You were restarted: your earlier process stopped, and your conversation so far is above. "
     "Carry on with your work; check the task list for what you hold."
@@ -69,3 +74,43 @@ def clear_dead(paths: TeamPaths, name: str) -> None:
             "(swarm shutdown), or spawn under another name"
         )
     reap_member(paths, member)
+
+
+def restart_member(
+    paths: TeamPaths,
+    name: str,
+    *,
+    resume: bool = False,
+    prompt: str | None = None,
+    wait_s: float = 30.0,
+    force: bool = False,
+    backend: SpawnBackend | None = None,
+) -> tuple[Member, Spawned]:
+    """Stop `name` (the shutdown protocol; `force` stops it if it will not) and start it again
+    with the options its entry records (`member_spec`), with its conversation if `resume`.
+    Its first message: `prompt`, else the one it was spawned with (a note that it was
+    restarted, when resuming)."""
+    from swarm.team.lifecycle import request_shutdown, spawn_member  # lifecycle imports us
+
+    member = TeamFile(paths).load().member(name)
+    if member is None:
+        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
+    spec = member_spec(member)
+    if spec is None:
+        raise SwarmError(
+            f"{name!r} was not started by swarm spawn (its entry records no options); "
+            "start it again with swarm spawn"
+        )
+    first = prompt or (RESUME_PROMPT if resume else member.prompt) or RESTART_PROMPT
+    if member_state(member) != MemberState.DEAD:
+        stopped = request_shutdown(paths, name, "restarting", wait_s, force)
+        if not stopped.stopped:
+            raise SwarmError(
+                f"{name!r} did not stop ({stopped.outcome}: {stopped.reason}); "
+                "add --force to stop it anyway"
+            )
+    elif not resume:  # with resume, prepare_resume reaps it
+        reap_member(paths, member)
+    return spawn_member(
+        paths, name, first, dataclasses.replace(spec, resume=resume), backend=backend
+    )

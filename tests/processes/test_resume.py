@@ -21,7 +21,7 @@ from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification, TeammateTerminated
 from protocols.status import read_status
 from protocols.team import TeamFile
-from swarm.team.members import member_pid
+from swarm.team.members import member_pid, member_spec
 from teammate.agent.transcript import INTERRUPTED
 
 
@@ -149,3 +149,40 @@ def test_resume_is_refused_without_a_conversation(paths: Any, workdir: Path) -> 
     assert TeamFile(paths).load().member("zed") is None
     missing = swarm("spawn", "zed", "--model", "sonnet", env=env)
     assert missing.returncode != 0 and "--prompt" in missing.stderr
+
+
+def test_swarm_restart_starts_a_member_again_with_the_options_it_had(
+    paths: Any, workdir: Path
+) -> None:
+    """A live shell worker is stopped and started again with its recorded options (a new
+    process, the same spec); a dead one is reaped and started; a misspelt name, and a member
+    swarm did not start, are refused with the reason."""
+    team = TeamFile(paths)
+    team.create(cwd=workdir)
+    spawn = ["spawn", "ann", "-p", "Work.", "--backend", "subprocess", "--cwd", str(workdir)]
+    assert swarm(*spawn, "--ask", "git push*", "--permission-mode", "dontAsk").returncode == 0
+    try:
+        before = team.load().member("ann")
+        assert before is not None
+        restarted = swarm("restart", "ann")
+        assert restarted.returncode == 0, restarted.stderr
+        assert "restarted ann" in restarted.stdout and "fresh" in restarted.stdout
+        after = team.load().member("ann")
+        assert after is not None and member_pid(after) != member_pid(before)
+        assert member_spec(after) == member_spec(before)
+        assert after.prompt == "Work."
+        pid = member_pid(after)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: swarm("status", "--json").stdout.count('"dead"') or None, "ann dead")
+        again = swarm("restart", "ann")
+        assert again.returncode == 0, again.stderr
+        latest = team.load().member("ann")
+        assert latest is not None and member_spec(latest) == member_spec(before)
+    finally:
+        swarm("shutdown", "ann", "--force", "--wait", "5")
+    typo = swarm("restart", "anne")
+    assert typo.returncode == 1 and "no member named 'anne'" in typo.stderr
+    team.add_member("cc", cwd=workdir)  # as a Claude Code lead adds its members: no spec
+    foreign = swarm("restart", "cc")
+    assert foreign.returncode == 1 and "was not started by swarm spawn" in foreign.stderr
