@@ -37,6 +37,7 @@ COMMANDS = {
     "task": "swarm.cli.tasks:task",
     "team": "swarm.cli.teams:team",
     "up": "swarm.cli.up:up",
+    "wait": "swarm.cli.wait:wait",
     "watch": "swarm.cli.watch:watch",
     "worktree": "swarm.cli.worktree:worktree",
 }

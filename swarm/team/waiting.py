@@ -1,0 +1,120 @@
+"""Waiting for something to happen in a team, woken by inotify (`protocols.watch`), never by a
+sleep loop: a task to be completed, every task to be completed, a member to be idle, or a new
+message in an inbox. What `swarm wait` runs, for scripts and agents that would otherwise poll.
+
+Each condition is checked when a watched file changes and at each rescan (the watcher's safety
+net), until it holds, fails for good (a failed task, a dead member), or the time is up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.status import read_status
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from protocols.values import MemberState, TaskStatus
+from protocols.watch import InboxWatcher
+from swarm.errors import SwarmError
+from swarm.team.members import member_state
+
+MET, FAILED, TIMED_OUT = "met", "failed", "timed out"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str  # met | failed | timed out
+    detail: str
+    messages: tuple[InboxEntry, ...] = ()
+
+
+Check = Callable[[], Outcome | None]  # None: not yet
+
+
+def wait_until(
+    check: Check, watched: tuple[Path, ...], folders: tuple[Path, ...], timeout: float
+) -> Outcome:
+    """Run `check` now and on every change of `watched` files or in `folders`, until it says
+    something or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    with InboxWatcher(*watched, directories=folders) as watcher:
+        while True:
+            watcher.clear()
+            found = check()
+            if found is not None:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Outcome(TIMED_OUT, f"not within {timeout:g} s")
+            watcher.wait(left)
+
+
+def task_done(paths: TeamPaths, task_id: str) -> Check:
+    board = TaskBoard(paths)
+    if board.get(task_id) is None:
+        raise SwarmError(f"no task #{task_id} in team {paths.team!r}")
+
+    def check() -> Outcome | None:
+        task = board.get(task_id)
+        if task is None:
+            return Outcome(FAILED, f"task #{task_id} was deleted")
+        if task.status == TaskStatus.COMPLETED:
+            return Outcome(MET, f"#{task.id} completed: {task.subject}")
+        if task.failed:
+            return Outcome(FAILED, f"#{task.id} failed: {task.failure}")
+        return None
+
+    return check
+
+
+def all_done(paths: TeamPaths) -> Check:
+    board = TaskBoard(paths)
+
+    def check() -> Outcome | None:
+        tasks = board.list()
+        failed = [t for t in tasks if t.failed]
+        if failed:
+            return Outcome(FAILED, "; ".join(f"#{t.id} failed: {t.failure}" for t in failed))
+        if all(t.status == TaskStatus.COMPLETED for t in tasks):
+            return Outcome(MET, f"all {len(tasks)} tasks completed")
+        return None
+
+    return check
+
+
+def member_idle(paths: TeamPaths, name: str) -> Check:
+    team = TeamFile(paths)
+    if team.load().member(name) is None:
+        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
+
+    def check() -> Outcome | None:
+        member = team.load().member(name)
+        if member is None:
+            return Outcome(FAILED, f"{name} left the team")
+        if member_state(member) == MemberState.DEAD:
+            return Outcome(FAILED, f"{name} is dead (its process is gone)")
+        status = read_status(paths, name)
+        if status is not None and status.state == MemberState.IDLE:
+            return Outcome(MET, f"{name} is idle")
+        return None
+
+    return check
+
+
+def unread_message(paths: TeamPaths, name: str) -> Check:
+    """An unread message in `name`'s inbox (at once if one is there already)."""
+    mailbox = Mailbox(paths)
+
+    def check() -> Outcome | None:
+        unread = tuple(e for e in mailbox.inbox(name).peek().entries() if not e.read)
+        if unread:
+            return Outcome(MET, f"{len(unread)} unread message(s) for {name}", unread)
+        return None
+
+    return check
