@@ -81,6 +81,14 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
 
 
 @pytest.fixture
+def workers(workdir: Path) -> Iterator[Processes]:
+    """Processes a test starts in `workdir`; whatever still runs is killed after."""
+    processes = Processes(workdir)
+    yield processes
+    processes.close()
+
+
+@pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An empty working directory for the processes a test starts."""
     work = tmp_path / "work"

@@ -273,3 +273,35 @@ def init_repo(path: Path) -> Path:
     git(path, "config", "user.email", "test@example.com")
     git(path, "config", "commit.gpgsign", "false")
     return path
+
+
+def claude_env(api_url: str) -> dict[str, str]:
+    """This process's environment for a Claude teammate talking to the test Messages API server
+    at `api_url` (any ANTHROPIC_ variable of the machine left out)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    return {**environ, "ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": "test-key"}
+
+
+def went_idle(paths: Any, name: str | None = None) -> bool:
+    """Whether the lead's inbox holds an idle notification (from `name`, if given)."""
+    from protocols.mailbox import Mailbox
+    from protocols.messages import IdleNotification
+
+    return any(
+        isinstance(e.structured(), IdleNotification) and name in (None, e.from_)
+        for e in Mailbox(paths).read_all("team-lead")
+    )
+
+
+def stop_teammate(paths: Any, name: str, proc: subprocess.Popen[str]) -> str:
+    """Shut teammate `name` down with the protocol and wait for its process; its output."""
+    from protocols.mailbox import Mailbox
+    from protocols.messages import ShutdownRequest
+
+    request = ShutdownRequest(
+        requestId=f"shutdown-1@{name}", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
+    )
+    Mailbox(paths).send(name, request, sender="team-lead")
+    output, _ = proc.communicate(timeout=DEADLINE_S)
+    assert proc.returncode == 0, output
+    return output

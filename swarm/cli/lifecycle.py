@@ -15,6 +15,19 @@ from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.resume import RESUME_PROMPT, restart_member
 from teammate.options import MemberSpec
 
+# how `swarm shutdown` and `swarm restart` stop a teammate
+wait_option = click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="seconds to wait for its answer to the shutdown request",
+)
+force_option = click.option(
+    "--force", is_flag=True, help="stop it even if it refuses or does not answer"
+)
+
 
 @click.command()
 @click.argument("name")
@@ -148,15 +161,8 @@ def spawn(
 @click.command()
 @click.argument("name")
 @click.option("--reason", help="told to the teammate")
-@click.option(
-    "--wait",
-    "wait_s",
-    type=float,
-    default=30.0,
-    show_default=True,
-    help="seconds to wait for the answer",
-)
-@click.option("--force", is_flag=True, help="stop it even if it refuses or does not answer")
+@wait_option
+@force_option
 @team_option
 def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: str) -> None:
     """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped."""
@@ -180,15 +186,8 @@ def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: st
 @click.argument("name")
 @click.option("--resume", is_flag=True, help="carry on with its conversation (Claude teammates)")
 @click.option("--prompt", "-p", help="its first message (default: the one it was spawned with)")
-@click.option(
-    "--wait",
-    "wait_s",
-    type=float,
-    default=30.0,
-    show_default=True,
-    help="seconds to wait for it to agree to stop",
-)
-@click.option("--force", is_flag=True, help="stop it even if it refuses or does not answer")
+@wait_option
+@force_option
 @team_option
 def restart(
     name: str, resume: bool, prompt: str | None, wait_s: float, force: bool, team: str

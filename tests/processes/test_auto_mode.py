@@ -7,30 +7,28 @@ process. Reads never reach the judge; `bubble` is accepted on the command line t
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
+from helpers import (
+    Processes,
+    claude_env,
+    stop_teammate,
+    swarm,
+    teammate_argv,
+    wait_for,
+    went_idle,
+)
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.messages import PermissionRequest
 from protocols.team import TeamFile
 from teammate.permissions.auto import JUDGE_PROMPT
 
 
-@pytest.fixture
-def processes(workdir: Path) -> Iterator[Processes]:
-    running = Processes(workdir)
-    yield running
-    running.close()
-
-
 def test_the_judge_allows_denies_or_leaves_it_to_the_lead(
-    team: TeamFile, workdir: Path, processes: Processes
+    team: TeamFile, workdir: Path, workers: Processes
 ) -> None:
     (workdir / "keep.txt").write_text("keep me\n")
     judged: list[dict[str, Any]] = []
@@ -56,11 +54,10 @@ def test_the_judge_allows_denies_or_leaves_it_to_the_lead(
         )  # fmt: skip
         return Turn.tool(*calls[done]) if done < len(calls) else Turn.text("Done.")
 
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     with MessagesAPI(play, concurrent=True) as api:
-        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
+        environ = claude_env(api.url)
         argv = teammate_argv("alice", "--permission-mode", "auto", model="sonnet")
-        alice = processes.start(argv, environ)
+        alice = workers.start(argv, environ)
         Mailbox(team.paths).send("alice", "Tidy up.", sender="team-lead", summary="go")
 
         def request() -> PermissionRequest | None:
@@ -72,25 +69,12 @@ def test_the_judge_allows_denies_or_leaves_it_to_the_lead(
         asked = wait_for(request, "the call the judge could not decide to reach the lead")
         assert swarm("deny", asked.request_id, "--reason", "no uploads").returncode == 0
 
-        def idle() -> bool:
-            entries = Mailbox(team.paths).read_all("team-lead")
-            return any(isinstance(e.structured(), IdleNotification) for e in entries)
-
-        wait_for(idle, "alice to go idle")
-        stop = ShutdownRequest(
-            requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-        )
-        Mailbox(team.paths).send("alice", stop, sender="team-lead")
-        alice.communicate(timeout=DEADLINE_S)
+        wait_for(lambda: went_idle(team.paths, "alice"), "alice to go idle")
+        stop_teammate(team.paths, "alice", alice)
         argv = teammate_argv("bob", "--permission-mode", "bubble", model="sonnet")
-        bubble = processes.start(argv, environ)
+        bubble = workers.start(argv, environ)
         Mailbox(team.paths).send("bob", "hello", sender="team-lead", summary="hi")
-        stop_bob = ShutdownRequest(
-            requestId="shutdown-1@bob", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-        )
-        Mailbox(team.paths).send("bob", stop_bob, sender="team-lead")
-        output, _ = bubble.communicate(timeout=DEADLINE_S)
-        assert bubble.returncode == 0, output
+        stop_teammate(team.paths, "bob", bubble)
 
     assert (workdir / "made.txt").exists()  # allowed by the judge, without asking
     assert (workdir / "keep.txt").read_text() == "keep me\n"  # denied by the judge

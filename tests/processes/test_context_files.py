@@ -7,18 +7,15 @@ it in its system prompt."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
+from helpers import Processes, claude_env, stop_teammate, teammate_argv, wait_for, went_idle
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.messages import PermissionRequest
 from protocols.team import TeamFile
 
 KEEPER = """---
@@ -30,32 +27,9 @@ You keep notes.
 """
 
 
-@pytest.fixture
-def processes(workdir: Path) -> Iterator[Processes]:
-    running = Processes(workdir)
-    yield running
-    running.close()
-
-
-def start(processes: Processes, name: str, api: MessagesAPI) -> subprocess.Popen[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
+def start(workers: Processes, name: str, api: MessagesAPI) -> subprocess.Popen[str]:
     argv = teammate_argv(name, "--agent-type", "keeper", model="sonnet")
-    return processes.start(argv, environ)
-
-
-def idle(team: TeamFile, name: str) -> bool:
-    entries = Mailbox(team.paths).read_all("team-lead")
-    return any(isinstance(e.structured(), IdleNotification) and e.from_ == name for e in entries)
-
-
-def stop(team: TeamFile, name: str, proc: subprocess.Popen[str]) -> None:
-    request = ShutdownRequest(
-        requestId=f"shutdown-1@{name}", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-    )
-    Mailbox(team.paths).send(name, request, sender="team-lead")
-    output, _ = proc.communicate(timeout=DEADLINE_S)
-    assert proc.returncode == 0, output
+    return workers.start(argv, claude_env(api.url))
 
 
 def system(body: dict[str, Any]) -> str:
@@ -63,7 +37,7 @@ def system(body: dict[str, Any]) -> str:
 
 
 def test_claude_md_with_imports_and_memory_kept_between_runs(
-    team: TeamFile, workdir: Path, processes: Processes
+    team: TeamFile, workdir: Path, workers: Processes
 ) -> None:
     (workdir / "CLAUDE.md").write_text("Project rule: answer in French.\n@docs/names.md\n")
     (workdir / "docs").mkdir()
@@ -94,18 +68,18 @@ def test_claude_md_with_imports_and_memory_kept_between_runs(
         return Turn.text("Noted.")
 
     with MessagesAPI(play) as api:
-        alice = start(processes, "alice", api)
+        alice = start(workers, "alice", api)
         Mailbox(team.paths).send("alice", "first run", sender="team-lead", summary="go")
-        wait_for(lambda: idle(team, "alice"), "alice to go idle")
-        stop(team, "alice", alice)
+        wait_for(lambda: went_idle(team.paths, "alice"), "alice to go idle")
+        stop_teammate(team.paths, "alice", alice)
         assert memory.read_text() == "- the user likes tea\n"
         requests = Mailbox(team.paths).read_all("team-lead")
         assert not [e for e in requests if isinstance(e.structured(), PermissionRequest)]
 
-        bob = start(processes, "bob", api)
+        bob = start(workers, "bob", api)
         Mailbox(team.paths).send("bob", "second run", sender="team-lead", summary="go")
-        wait_for(lambda: idle(team, "bob"), "bob to go idle")
-        stop(team, "bob", bob)
+        wait_for(lambda: went_idle(team.paths, "bob"), "bob to go idle")
+        stop_teammate(team.paths, "bob", bob)
 
     first = next(b for b in seen if "first run" in json.dumps(b["messages"]))
     assert "Project rule: answer in French." in system(first)

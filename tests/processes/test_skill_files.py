@@ -6,17 +6,13 @@ is the tool's result."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
+from helpers import Processes, claude_env, stop_teammate, teammate_argv, wait_for, went_idle
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, ShutdownRequest
 from protocols.team import TeamFile
 
 DEPLOY = """---
@@ -36,15 +32,8 @@ Audit every dependency and report the risky ones.
 """
 
 
-@pytest.fixture
-def processes(workdir: Path) -> Iterator[Processes]:
-    running = Processes(workdir)
-    yield running
-    running.close()
-
-
 def test_a_skill_loads_on_demand_and_a_fork_skill_runs_in_a_sub_agent(
-    team: TeamFile, workdir: Path, processes: Processes
+    team: TeamFile, workdir: Path, workers: Processes
 ) -> None:
     for name, text in (("deploy", DEPLOY), ("audit", AUDIT)):
         (workdir / ".claude" / "skills" / name).mkdir(parents=True)
@@ -65,22 +54,11 @@ def test_a_skill_loads_on_demand_and_a_fork_skill_runs_in_a_sub_agent(
             return Turn.tool("Skill", {"skill": "audit"})
         return Turn.text("Deployed and audited.")
 
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     with MessagesAPI(play) as api:
-        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
-        alice = processes.start(teammate_argv("alice", model="sonnet"), environ)
+        alice = workers.start(teammate_argv("alice", model="sonnet"), claude_env(api.url))
         Mailbox(team.paths).send("alice", "Deploy v2.", sender="team-lead", summary="go")
-
-        def idle() -> bool:
-            entries = Mailbox(team.paths).read_all("team-lead")
-            return any(isinstance(e.structured(), IdleNotification) for e in entries)
-
-        wait_for(idle, "alice to go idle")
-        stop = ShutdownRequest(
-            requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-        )
-        Mailbox(team.paths).send("alice", stop, sender="team-lead")
-        alice.communicate(timeout=DEADLINE_S)
+        wait_for(lambda: went_idle(team.paths, "alice"), "alice to go idle")
+        stop_teammate(team.paths, "alice", alice)
 
     first = seen[0]
     system = json.dumps(first["system"], ensure_ascii=False)
