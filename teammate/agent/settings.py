@@ -21,6 +21,7 @@ MCP servers of the same name win. `Settings.origins` says which file each came f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -125,6 +126,7 @@ def _shifted(key: str, low: Settings) -> str:
 
 
 def load_settings(path: Path) -> Settings:
+    """One settings file, checked; `SettingsError` names the file and the key."""
     try:
         value: Any = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -134,15 +136,7 @@ def load_settings(path: Path) -> Settings:
     permissions = value.get("permissions", {}) if isinstance(value, dict) else None
     if not isinstance(permissions, dict):
         raise SettingsError(f"{path}: 'permissions' must be an object")
-    rules: dict[str, list[Rule]] = {}
-    for behavior in ("allow", "deny", "ask"):
-        entries = permissions.get(behavior, [])
-        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise SettingsError(f"{path}: permissions.{behavior} must be a list of rule strings")
-        try:
-            rules[behavior] = [parse_rule(entry) for entry in entries]
-        except ValueError as exc:
-            raise SettingsError(f"{path}: permissions.{behavior}: {exc}") from None
+    rules = _rules(permissions, path)
     mode = permissions.get("defaultMode")
     if mode is not None and mode not in PermissionMode.names():
         raise SettingsError(
@@ -153,30 +147,49 @@ def load_settings(path: Path) -> Settings:
         agents = from_json_agents(value.get("agents", {}), f"{path}: agents")
     except AgentDefinitionError as exc:
         raise SettingsError(str(exc)) from None
-    env = value.get("env", {})
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
-    ):
-        raise SettingsError(f"{path}: 'env' must be an object of string values")
+    env = _mapping(value.get("env", {}), str, f"{path}: 'env' must be an object of string values")
     hooks = parse_hooks(value.get("hooks", {}), f"{path}: hooks")
-    servers = value.get("mcpServers", {})
-    if not isinstance(servers, dict) or not all(
-        isinstance(k, str) and isinstance(v, dict) for k, v in servers.items()
-    ):
-        raise SettingsError(f"{path}: 'mcpServers' must be an object of server objects")
-    where = str(path)
-    origins = {
-        f"permissions.{b}[{i}]": where for b, found in rules.items() for i in range(len(found))
-    }
-    origins.update(
-        {f"hooks.{e}[{i}]": where for e, groups in hooks.items() for i in range(len(groups))}
+    servers = _mapping(
+        value.get("mcpServers", {}),
+        dict,
+        f"{path}: 'mcpServers' must be an object of server objects",
     )
-    origins.update({f"mcpServers.{n}": where for n in servers})
-    origins.update({f"env.{k}": where for k in env})
-    origins.update({f"agents.{n}": where for n in agents})
-    if mode is not None:
-        origins["defaultMode"] = where
-    return Settings(rules, mode, agents, env, hooks, dict(servers), origins)
+    settings = Settings(rules, mode, agents, env, hooks, servers)
+    return dataclasses.replace(settings, origins=_origins(settings, str(path)))
+
+
+def _rules(permissions: dict[str, Any], path: Path) -> dict[str, list[Rule]]:
+    rules: dict[str, list[Rule]] = {}
+    for behavior in ("allow", "deny", "ask"):
+        entries = permissions.get(behavior, [])
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise SettingsError(f"{path}: permissions.{behavior} must be a list of rule strings")
+        try:
+            rules[behavior] = [parse_rule(entry) for entry in entries]
+        except ValueError as exc:
+            raise SettingsError(f"{path}: permissions.{behavior}: {exc}") from None
+    return rules
+
+
+def _mapping(value: Any, kind: type, problem: str) -> dict[str, Any]:
+    """`value` if it is an object of `kind` values by text keys; else `SettingsError`."""
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, kind) for k, v in value.items()
+    ):
+        raise SettingsError(problem)
+    return dict(value)
+
+
+def _origins(settings: Settings, where: str) -> dict[str, str]:
+    """Every setting of one file's `settings`, by its key in `Settings.origins`, -> `where`."""
+    keys = [
+        f"permissions.{b}[{i}]" for b, found in settings.rules.items() for i in range(len(found))
+    ]
+    keys += [f"hooks.{e}[{i}]" for e, groups in settings.hooks.items() for i in range(len(groups))]
+    keys += [f"mcpServers.{n}" for n in settings.mcp_servers]
+    keys += [f"env.{k}" for k in settings.env] + [f"agents.{n}" for n in settings.agents]
+    keys += ["defaultMode"] if settings.default_mode is not None else []
+    return dict.fromkeys(keys, where)
 
 
 def parse_hooks(value: Any, where: str) -> dict[str, list[dict[str, Any]]]:

@@ -24,31 +24,26 @@ sub-agent resumes it in the background with its whole conversation.
 file tools kept inside): removed when the run changed nothing, else kept and named in its
 result. With forking on, a call without ``subagent_type`` forks the parent
 (`teammate.agent.fork`): always in the background, in the parent's own mode, asking the
-parent's approver (``bubble``).
+parent's approver (``bubble``). A run and its texts are in `teammate.agent.subagent_run`, its
+link to the team and its usage in `teammate.agent.subagent_link`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from protocols import safefs
 from protocols.clock import now_iso
-from protocols.inbox import InboxEntry
 from protocols.jsonio import append_durably
-from protocols.mailbox import Mailbox
-from protocols.paths import TeamPaths, config_root
-from protocols.status import SubAgentStatus, subagent_label
-from protocols.tasks import TaskBoard
-from protocols.values import PermissionMode
+from protocols.paths import config_root
+from protocols.status import subagent_label
 from teammate.agent.context import agent_context
 from teammate.agent.definitions import (
     VERDICT_LINE,
@@ -64,12 +59,26 @@ from teammate.agent.fork import (
 )
 from teammate.agent.hooks import Hooks
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopCancelled
-from teammate.agent.model import Model, ModelError, Usage
+from teammate.agent.model import Model, ModelError
+from teammate.agent.subagent_link import SubAgentLink, SubAgentReporter
+from teammate.agent.subagent_run import (
+    AGENT_ID,
+    MAX_TURNS_MARKER,
+    NO_VERDICT,
+    SUBAGENT_DEFAULT_MODE,
+    SubAgentRun,
+    completed_text,
+    launched_text,
+    narrower,
+    new_agent_id,
+    notification_text,
+    subagent_prompt,
+)
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
-from teammate.brains.base import Approval, PlanVerdict, TeamLink
+from teammate.brains.base import TeamLink
 from teammate.permissions.policy import PermissionPolicy
-from teammate.reporter import StatusReporter, tool_activity
+from teammate.reporter import StatusReporter
 from teammate.tools.agents import FORK_REFUSED, AgentCall
 from teammate.tools.base import Tool, ToolContext, ToolError
 
@@ -81,30 +90,6 @@ def cap_from(environ: Mapping[str, str]) -> int:
     """The cap `CAP_VARIABLE` sets (a positive whole number), else `DEFAULT_CAP`."""
     text = environ.get(CAP_VARIABLE, "")
     return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_CAP
-
-
-MAX_TURNS_MARKER = "[max turns reached]"
-NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
-SUBAGENT_DEFAULT_MODE = PermissionMode.ACCEPT_EDITS
-# how far each mode lets an agent go: a sub-agent gets the narrower of its own and its parent's
-_REACH = {"plan": 0, "dontAsk": 1, "default": 2, "auto": 2, "acceptEdits": 3}
-_REACH_MAX = 4  # bypassPermissions
-
-
-def narrower(mode: str, parent: str) -> str:
-    """The mode that allows less. ``bubble`` is the parent's own mode, asking the parent's
-    approver (where every swarm sub-agent's asks go anyway), as fork children do."""
-    if mode == "bubble":
-        return parent
-    reach = _REACH.get(mode, _REACH_MAX)
-    return mode if reach <= _REACH.get(parent, _REACH_MAX) else parent
-
-
-AGENT_ID = re.compile(r"a[0-9a-f]{16}")  # what `new_agent_id` makes, and nothing else
-
-
-def new_agent_id() -> str:
-    return "a" + secrets.token_hex(8)
 
 
 @dataclass
@@ -124,71 +109,6 @@ class Parent:
     loop: AgentLoop | None = None  # the parent's own loop: what a fork child starts from
     fork: bool = False  # an Agent call without subagent_type forks (`teammate.agent.fork`)
     hooks: Hooks | None = None  # the parent's hooks; a sub-agent adds its definition's
-
-
-@dataclass
-class SubAgentRun:
-    agent_id: str
-    agent_type: str
-    description: str
-    prompt: str
-    name: str | None
-    tool_use_id: str
-    output_file: Path | None
-    loop: AgentLoop
-    background: bool
-    status: str = "running"  # running | completed | failed | killed
-    result: str = ""
-    started: float = field(default_factory=time.monotonic)
-    ended: float | None = None
-    notified: bool = True  # a foreground run is never notified
-    cancel: threading.Event = field(default_factory=threading.Event)
-    done: threading.Event = field(default_factory=threading.Event)
-    pending: list[str] = field(default_factory=list)  # messages for its next loop boundary
-    usage: Usage = field(default_factory=Usage)
-    tool_uses: int = 0
-    generation: int = 0  # which play of it this is (a resume is the next)
-    thread: threading.Thread | None = None
-    worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
-    color: str | None = None  # its definition's colour
-    activity: str = ""  # its last tool call, in a few words
-    requests: int = 0  # model calls made
-    turns: int = 0  # model calls answered
-    started_at: str = field(default_factory=now_iso)
-    ended_at: str | None = None
-
-    def status_entry(self) -> SubAgentStatus:
-        """Its entry in the parent's status file, as it stands now."""
-        return SubAgentStatus(
-            agentId=self.agent_id,
-            agentType=self.agent_type,
-            name=self.name,
-            description=self.description[:200],
-            state=self.status,
-            activity=self.activity,
-            model=getattr(self.loop.model, "name", None) if self.loop is not None else None,
-            usage=self.usage.to_value(),
-            toolUses=self.tool_uses,
-            requests=self.requests,
-            turns=self.turns,
-            color=self.color,
-            startedAt=self.started_at,
-            endedAt=self.ended_at,
-        )
-
-    @property
-    def duration_ms(self) -> int:
-        return int(((self.ended or time.monotonic()) - self.started) * 1000)
-
-    @property
-    def total_tokens(self) -> int:
-        return self.usage.prompt_tokens + self.usage.output_tokens
-
-    def usage_text(self) -> str:
-        return (
-            f"total_tokens: {self.total_tokens}\ntool_uses: {self.tool_uses}\n"
-            f"duration_ms: {self.duration_ms}"
-        )
 
 
 class SubAgents:
@@ -714,149 +634,3 @@ class SubAgents:
             if run.status == "running":
                 run.cancel.set()
                 self._finish(run, "killed", run.loop.last_text)
-
-
-class SubAgentLink:
-    """The sub-agent's `TeamLink`: asks go up the parent's path, labelled; messages for it are
-    the ones queued with SendMessage; everything about the team is the parent's."""
-
-    def __init__(self, agents: SubAgents, run: SubAgentRun, label: str) -> None:
-        self._agents = agents
-        self._run = run
-        self.name = label
-        self.color = None
-
-    def _parent(self) -> TeamLink:
-        link = self._agents.parent.link
-        if link is None:
-            raise ToolError("this sub-agent's parent has no team to ask")
-        return link
-
-    @property
-    def paths(self) -> TeamPaths:
-        return self._parent().paths
-
-    @property
-    def mailbox(self) -> Mailbox:
-        return self._parent().mailbox
-
-    @property
-    def board(self) -> TaskBoard:
-        return self._parent().board
-
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
-        return self._parent().ask_permission(
-            tool_name, tool_input, f"{self.name}: {description}", tool_use_id, suggestions
-        )
-
-    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
-        return self._parent().ask_plan_approval(plan, plan_file)
-
-    def send(self, to: str, body: Any, summary: str | None = None) -> None:
-        self._parent().send(to, body, summary)
-
-    def between_turns(self) -> list[InboxEntry]:
-        parent = self._agents.parent.name
-        return [
-            InboxEntry.model_validate({"from": parent, "text": text, "timestamp": now_iso()})
-            for text in self._agents.take_pending(self._run)
-        ]
-
-    def pause(self, seconds: float, why: str) -> None:
-        deadline = time.monotonic() + seconds
-        while not self._run.cancel.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                return
-
-    def wake(self) -> None:
-        """A sub-agent runs no sub-agents of its own: nothing to wake."""
-
-
-class SubAgentReporter(StatusReporter):
-    """A sub-agent's usage, counted for it and rolled up into its parent's status, where its
-    entry (`SubAgentRun.status_entry`) is rewritten with each model and tool call. The parent's
-    tool calls do not count the sub-agent's."""
-
-    def __init__(self, run: SubAgentRun, parent: StatusReporter | None) -> None:
-        super().__init__(None, run.agent_id, "")
-        self._run = run
-        self._parent = parent
-
-    def model_call(
-        self, usage: Usage | None, subagent: Callable[[], SubAgentStatus] | None = None
-    ) -> None:
-        super().model_call(usage)
-        self._run.requests += 1
-        if usage is not None:
-            self._run.turns += 1
-            self._run.usage.add(usage)
-        if self._parent is not None:
-            self._parent.model_call(usage, self._run.status_entry)
-
-    def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
-        self._run.tool_uses += 1
-        self._run.activity = tool_activity(name, tool_input or {})[:200]
-        if self._parent is not None:
-            self._parent.subagent(self._run.status_entry)
-
-
-def subagent_prompt(definition: AgentDefinition, cwd: Path, context: str = "") -> str:
-    return (
-        f"{definition.system_prompt.strip()}\n\n"
-        "You are a sub-agent: the agent that started you reads your final answer, nobody "
-        "else does. Finish the task you were given, then answer with what you found or did, "
-        "concisely, with file paths where they matter.\n"
-        f"Working directory: {cwd}" + (f"\n\n{context}" if context else "")
-    )
-
-
-def launched_text(run: SubAgentRun) -> str:
-    return (
-        "Async agent launched successfully.\n"
-        f"agentId: {run.agent_id} (use SendMessage with to: '{run.agent_id}' to give it more "
-        "to do)\n"
-        "The agent works in the background; you will be told when it finishes (a "
-        "<task-notification>). Do not guess its result meanwhile: go on with other work.\n"
-        + (
-            f"output_file: {run.output_file}\n"
-            "To check on it before then, Read the output file or call TaskOutput."
-            if run.output_file
-            else "Call TaskOutput to check on it before then."
-        )
-        + (
-            f"\nIt works in its own git worktree: {run.worktree.path} (branch "
-            f"{run.worktree.branch}); kept if it changes anything, removed if not."
-            if run.worktree is not None
-            else ""
-        )
-    )
-
-
-def completed_text(run: SubAgentRun) -> str:
-    head = run.result if run.status == "completed" else f"[{run.status}] {run.result}"
-    return (
-        f"{head}\n\nagentId: {run.agent_id} (use SendMessage with to: '{run.agent_id}' to "
-        f"continue this agent)\n<usage>{run.usage_text()}</usage>"
-    )
-
-
-def notification_text(run: SubAgentRun) -> str:
-    verb = {"completed": "completed", "failed": "failed", "killed": "was stopped"}[run.status]
-    return (
-        "<task-notification>\n"
-        f"<task-id>{run.agent_id}</task-id>\n"
-        f"<tool-use-id>{run.tool_use_id}</tool-use-id>\n"
-        f"<output-file>{run.output_file or ''}</output-file>\n"
-        f"<status>{run.status}</status>\n"
-        f'<summary>Agent "{run.description}" {verb}</summary>\n'
-        f"<result>{run.result}</result>\n"
-        f"<usage>{run.usage_text()}</usage>\n"
-        "</task-notification>"
-    )

@@ -139,6 +139,8 @@ def rule_or_command_pattern(text: str) -> Rule:
             "empty permission rule: give a rule such as Bash(make deploy) or a "
             "command pattern such as 'git push*'"
         )
+    if text == "--":  # a command line's end of options: it cannot travel as an --ask value
+        raise ValueError("'--' is not a command pattern; give one such as 'git push*'")
     return Rule("Bash", text)
 
 

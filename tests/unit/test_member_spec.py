@@ -112,7 +112,7 @@ def test_a_spawn_that_fails_leaves_no_member_and_a_bad_spec_is_refused_first(
     assert stub.requests == [] and TeamFile(paths).load().member("bob") is None
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "Bash()", "Bash( )"])
+@pytest.mark.parametrize("bad", ["", "   ", "Bash()", "Bash( )", "--"])
 def test_a_bad_ask_rule_is_a_clear_usage_error_on_both_sides(
     bad: str, paths: TeamPaths, tmp_path: Path
 ) -> None:
