@@ -28,7 +28,7 @@ from protocols.messages import (
 )
 from protocols.permissions import permission_response
 from protocols.status import read_status
-from protocols.tasks import TaskBoard
+from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
 from teammate.agent.transcript import read_transcript
 
@@ -269,8 +269,9 @@ def test_a_claimed_task_is_completed_by_the_model_and_an_idle_teammate_calls_no_
         assert note.completedTaskId == "1" and note.completedStatus == "resolved"
         calls = len(api.requests)
         # idle: board changes that give it nothing to do, and time, make no model calls
-        board.create("bob's", "not for alice")
-        board.update("2", owner="bob", status="in_progress")
+        # bob's from the moment it exists: an idle alice could take it between create and assign
+        (bobs,) = board.create_many([NewTask("bob's", "not for alice", owner="bob")])
+        board.update(bobs.id, status="in_progress")
         with pytest.raises(AssertionError):
             wait_for(lambda: len(api.requests) > calls, "a model call while idle", timeout=3)
         stop(team, proc)
