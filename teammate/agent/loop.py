@@ -72,6 +72,7 @@ class AgentLoop:
         cancelled: threading.Event | None = None,
         notices: Callable[[], list[str]] | None = None,
         thinking_budget: int | None = None,
+        extra_tools: Callable[[], list[Tool]] | None = None,
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in tools}
@@ -89,6 +90,9 @@ class AgentLoop:
         self.cancelled = cancelled  # set by whoever stops this agent (TaskStop)
         self.notices = notices  # what its background sub-agents report, before each model turn
         self.thinking_budget = thinking_budget  # extended thinking (an agent's effort)
+        # tools that come and go (MCP servers' tools), asked for before each request; a
+        # built-in of the same name wins
+        self.extra_tools = extra_tools
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
 
@@ -155,7 +159,7 @@ class AgentLoop:
 
     def request(self) -> ModelRequest:
         """The next request: tools and system marked for caching, and the conversation's end."""
-        tools = [t.schema() for t in self.tools.values()]
+        tools = [t.schema() for t in self.all_tools().values()]
         if tools:
             tools[-1]["cache_control"] = CACHE
         system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
@@ -264,8 +268,17 @@ class AgentLoop:
             result["is_error"] = True
         return result
 
+    def all_tools(self) -> dict[str, Tool]:
+        """The built-in tools, then the extra tools available now (a built-in wins a clash)."""
+        if self.extra_tools is None:
+            return self.tools
+        found = dict(self.tools)
+        for extra in self.extra_tools():
+            found.setdefault(extra.name, extra)
+        return found
+
     def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> str:
-        tool = self.tools.get(name)
+        tool = self.tools.get(name) or self.all_tools().get(name)
         if tool is None:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)
