@@ -4,9 +4,10 @@ An agent file is Markdown with YAML frontmatter between ``---`` lines at the ver
 is the agent's system prompt. Every frontmatter key of Claude Code's is read, checked and kept
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
-``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). Those that take effect with MCP,
-hooks, skills and memory (``memory``, ``mcpServers``, ``requiredMcpServers``, ``hooks``,
-``skills``) are stored and passed on but not acted on yet, and say so in a warning; a key nobody
+``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). ``mcpServers`` and
+``requiredMcpServers`` are acted on by `teammate.mcp`. Those that take effect with hooks, skills
+and memory (``memory``, ``hooks``, ``skills``) are stored and passed on but not acted on yet,
+and say so in a warning; a key nobody
 knows is a warning naming file, line and key, never dropped silently. Every problem with a file
 raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
 
@@ -69,10 +70,12 @@ ACTIVE_KEYS = frozenset(
         "initialPrompt",
         "effort",
         "color",
+        "mcpServers",  # teammate.mcp: shared by name, or inline and owned by the agent
+        "requiredMcpServers",
     }
 )
-# read, checked and kept, but acted on only once MCP, hooks, skills and memory arrive
-STORED_KEYS = frozenset({"memory", "mcpServers", "requiredMcpServers", "hooks", "skills"})
+# read, checked and kept, but acted on only once hooks, skills and memory arrive
+STORED_KEYS = frozenset({"memory", "hooks", "skills"})
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
@@ -98,7 +101,7 @@ class AgentDefinition:
     background: bool = False  # always runs as a background sub-agent
     effort: str | int | None = None  # low / medium / high, or a thinking budget in tokens
     memory: str | None = None  # user / project / local (kept; acted on with agent memory)
-    mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
+    mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (teammate.mcp)
     required_mcp_servers: tuple[str, ...] = ()
     hooks: dict[str, Any] | None = None  # (kept; used with hooks)
     skills: tuple[str, ...] = ()  # (kept; used with skills)

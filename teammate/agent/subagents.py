@@ -66,6 +66,9 @@ from teammate.agent.model import Model, ModelError, Usage
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
+from teammate.mcp.agent import AgentServers, servers_for
+from teammate.mcp.client import McpManager
+from teammate.mcp.config import ServerConfig
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.agents import FORK_REFUSED, AgentCall
@@ -121,6 +124,8 @@ class Parent:
     wake: Callable[[], None] = lambda: None  # start a parent turn for a notification
     loop: AgentLoop | None = None  # the parent's own loop: what a fork child starts from
     fork: bool = False  # an Agent call without subagent_type forks (`teammate.agent.fork`)
+    mcp: McpManager | None = None  # the process's MCP connections (shared with sub-agents)
+    mcp_servers: dict[str, ServerConfig] = field(default_factory=dict)  # configured, by name
 
 
 @dataclass
@@ -147,6 +152,7 @@ class SubAgentRun:
     generation: int = 0  # which play of it this is (a resume is the next)
     thread: threading.Thread | None = None
     worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
+    servers: AgentServers | None = None  # its MCP servers (inline ones closed when it ends)
     color: str | None = None  # its definition's colour
     activity: str = ""  # its last tool call, in a few words
     requests: int = 0  # model calls made
@@ -296,7 +302,8 @@ class SubAgents:
             if (definition.tools is None or t.name in allowed) and t.name not in removed
         ]
         mode = narrower(definition.permission_mode or SUBAGENT_DEFAULT_MODE, parent.policy.mode)
-        return self._make_run(
+        servers = self._servers(agent_id, definition, allowed)
+        run = self._make_run(
             agent_id,
             definition.name,
             call,
@@ -310,7 +317,25 @@ class SubAgents:
             max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
             thinking=thinking_budget(definition.effort),
             journal=journal,
+            extra_tools=servers.toolbox.tools if servers is not None else None,
         )
+        run.servers = servers
+        return run
+
+    def _servers(
+        self, agent_id: str, definition: AgentDefinition, listed: set[str]
+    ) -> AgentServers | None:
+        """The sub-agent's MCP servers: its inline ones started for it, the required ones
+        waited for (a `ToolError` says which is missing: the agent cannot be used)."""
+        if self.parent.mcp is None:
+            return None
+        owner = f"{definition.name}@{agent_id}"
+        servers = servers_for(self.parent.mcp, self.parent.mcp_servers, definition, owner, listed)
+        problem = servers.require()
+        if problem is not None:
+            servers.close()
+            raise ToolError(f"agent type {definition.name!r} cannot be used: {problem}")
+        return servers
 
     def _fork_run(
         self, agent_id: str, call: AgentCall, tool_use_id: str, cwd: Path, tree: Worktree | None
@@ -336,6 +361,7 @@ class SubAgents:
             max_turns=loop.max_turns,
             thinking=loop.thinking_budget,  # the parent's thinking too: the same prefix
             forked=True,
+            extra_tools=loop.extra_tools,
         )
         run.loop.restore(seed)
         return run
@@ -378,6 +404,7 @@ class SubAgents:
         forked: bool = False,
         journal: bool = True,  # record its start (not when it is brought back: it was)
         color: str | None = None,
+        extra_tools: Callable[[], list[Tool]] | None = None,
     ) -> SubAgentRun:
         parent = self.parent
         label = subagent_label(parent.name, call.name or agent_type)
@@ -420,6 +447,7 @@ class SubAgents:
             say=lambda text: self._output(run, text),
             cancelled=run.cancel,
             thinking_budget=thinking,
+            extra_tools=extra_tools,
         )
         return run
 
@@ -456,6 +484,8 @@ class SubAgents:
         self._output(run, f"[{run.agent_type}] {run.description}")
         status, text = self._outcome(run, prompt)
         ended_here = self._finish(run, status, text, generation)
+        if run.servers is not None:
+            run.servers.close()  # the servers it defined inline end with it
         note = wrap_up(run.worktree) if run.worktree is not None else None
         if note:
             self._output(run, note)
@@ -600,6 +630,7 @@ class SubAgents:
                 thinking=loop.thinking_budget,
                 forked=True,
                 journal=False,
+                extra_tools=loop.extra_tools,
             )
         else:
             run = self._new_run(agent_id, self.parent.agents(kind), call, cwd, None, journal=False)

@@ -304,7 +304,8 @@ def test_a_definition_with_every_field_keeps_each_and_survives_the_flag_json(
     assert agent.hooks is not None and "PreToolUse" in agent.hooks
     assert agent.tools == ("Read", "Bash(npm test:*)") and agent.disallowed_tools == ("Write",)
     kept = [r.getMessage() for r in caplog.records if "does not act on it yet" in r.getMessage()]
-    assert len(kept) == 5  # memory, mcpServers, requiredMcpServers, hooks, skills: said once each
+    assert len(kept) == 3  # memory, hooks, skills: said once each (MCP keys are acted on now)
+    assert not any("mcpServers" in text for text in kept)
     (again,) = from_flag_json(to_flag_json(agent)).values()
     assert again == AgentDefinition(**{**agent.__dict__, "source": "--agents[full]"})
 
