@@ -161,6 +161,7 @@ class ClaudeBrain:
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._initial_prompt = agent.initial_prompt
         self.resume = resume  # carry on with the conversation the transcript holds
+        self._mcp_ready = False  # its required MCP servers were connected once
         self._began = False
 
     # the Brain interface
@@ -246,10 +247,12 @@ class ClaudeBrain:
     # helpers
 
     def _run(self, prompt: str | None, link: TeamLink) -> LoopResult | Outcome:
-        if self.mcp is not None and (problem := self.mcp.require()) is not None:
-            # the agent cannot be used without them: said, and the turn fails
-            self.say(f"{self.name}: {problem}")
-            return Outcome("failed", f"{self.agent.name} cannot be used: {problem}")
+        if self.mcp is not None and not self._mcp_ready:
+            # its required servers, before its first request (a later failure: it goes on)
+            if (problem := self.mcp.require()) is not None:
+                self.say(f"{self.name}: {problem}")
+                return Outcome("failed", f"{self.agent.name} cannot be used: {problem}")
+            self._mcp_ready = True
         self.loop.link = link
         self.ctx.team = link
         self.subagents.parent.link = link

@@ -271,11 +271,11 @@ class McpManager:
             if reason == "stop":
                 return reason
             problem = _describe(exc)
-            if isinstance(exc, TimeoutError) and conn.state == "pending":
+            if isinstance(_innermost(exc), TimeoutError) and conn.state == "pending":
                 problem = f"did not connect within {startup_timeout():g} s"
             self._settle(conn, "failed", f"{conn.config.origin}: {problem}")
             return "failed"
-        if reason == "died":
+        if reason == "died" and conn.state != "failed":
             self._settle(conn, "failed", "the server process exited")
         return reason
 
@@ -318,7 +318,7 @@ class McpManager:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(conn.wake.wait(), 0.2)
         conn.wake.clear()
-        return conn.reason or "stop"
+        return conn.reason or "stop"  # "died" when a call found the process gone
 
     async def _call(self, conn: _Connection, tool: str, arguments: dict[str, Any]) -> Any:
         from mcp import MCPError
@@ -339,6 +339,12 @@ class McpManager:
         return result
 
     def _connection_error(self, conn: _Connection) -> None:
+        if conn.pid is not None and not pid_alive(conn.pid) and conn.wake is not None:
+            # a stdio server that died mid-call: failed now, so the next request lacks its tools
+            self._settle(conn, "failed", "the server process exited")
+            conn.reason = "died"
+            conn.wake.set()
+            return
         conn.errors += 1
         if conn.errors >= CONNECTION_ERRORS_BEFORE_RECONNECT and conn.wake is not None:
             conn.reason = "reconnect"
@@ -401,10 +407,16 @@ async def _interrupt(pid: int | None) -> None:
         await asyncio.sleep(0.02)
 
 
-def _describe(exc: BaseException) -> str:
-    """The innermost useful message of an exception (an anyio group holds the real one)."""
+def _innermost(exc: BaseException) -> BaseException:
+    """The exception an anyio task group's exception group holds."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost useful message of an exception (an anyio group holds the real one)."""
+    exc = _innermost(exc)
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"
     text = str(exc) or type(exc).__name__
