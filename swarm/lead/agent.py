@@ -1,5 +1,7 @@
 """The lead agent: a Claude agent loop (teammate's `AgentLoop`) with the team-management tools,
-run on its own thread so the console keeps showing messages and requests while it thinks.
+run on its own thread so the console keeps showing messages and requests while it thinks. Its
+MCP servers are those of the project's ``.mcp.json`` and settings files (`teammate.mcp`),
+started in the background when it starts and stopped with it.
 
 What the human types is queued, one turn each, in order. Teammates' messages reach it in the
 order they arrive, each once: between a running turn's model calls, or (when no turn is running
@@ -16,6 +18,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from protocols.errors import Error
 from protocols.inbox import InboxEntry, format_for_model
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -25,9 +28,14 @@ from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
+from teammate.agent.settings import layered_settings
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
+from teammate.mcp.agent import Reporting
+from teammate.mcp.client import McpManager
+from teammate.mcp.config import ServerConfig, configured_servers
+from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext
@@ -77,6 +85,8 @@ class LeadAgent:
         policy = PermissionPolicy("default", link.cwd)
         ctx = ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link)
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
+        self.mcp = McpManager(link.cwd)
+        servers = self._mcp_servers(paths, link.cwd)
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
         self.subagents = SubAgents(
             Parent(
@@ -91,6 +101,8 @@ class LeadAgent:
                 link=link,
                 wake=link.wake,
                 fork=fork_enabled(os.environ),
+                mcp=self.mcp,
+                mcp_servers=servers,
             )
         )
         ctx.subagents = self.subagents
@@ -106,7 +118,18 @@ class LeadAgent:
             reporter=self.reporter,
             say=lambda text: say(f"lead: {text}"),
             notices=self.subagents.take_notices,
+            extra_tools=McpToolbox(self.mcp).tools,
         )
+        Reporting(
+            self.mcp,
+            self.reporter.mcp_servers,
+            lambda view: self.loop.transcript.record(
+                "mcp_server", server=view.key, state=view.state, error=view.error
+            ),
+            lambda text: say(f"lead: {text}"),
+            None,  # it is the lead: the console shows what it says
+        )
+        self.mcp.start(servers.values())
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
@@ -120,6 +143,17 @@ class LeadAgent:
         self.subagents.stop_all()
         self._inputs.put(None)
         self._thread.join(timeout=5)
+        self.mcp.close()
+
+    def _mcp_servers(self, paths: TeamPaths, cwd: Path) -> dict[str, ServerConfig]:
+        """The project's MCP servers (a settings file that cannot be read: said, and only
+        ``.mcp.json`` is used)."""
+        try:
+            settings = layered_settings(cwd, paths.root)
+        except Error as exc:
+            self.say(f"lead: settings not used for MCP servers: {exc}")
+            return configured_servers(cwd)
+        return configured_servers(cwd, settings.mcp_servers, settings.origins)
 
     def tell(self, text: str) -> None:
         """A person's message: the agent's next turn (queued behind a running one)."""
