@@ -45,4 +45,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # SIGINT is how a client asks a stdio server to stop
+        pass
