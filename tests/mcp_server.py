@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -45,7 +46,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # SIGINT: a client asking it to stop
         main()
-    except KeyboardInterrupt:  # SIGINT is how a client asks a stdio server to stop
-        pass

@@ -3,7 +3,8 @@ suite's Messages API server: the real `mcp-server-git` over stdio (its tools lis
 ``mcp__git__*`` after the built-ins, a read-only call's result reaching the model, a write call
 asking the lead first), a streamable-HTTP server the test runs, a server that crashes mid-session
 (its tools gone, the teammate going on, the status file saying failed, the lead told once), a
-required server that never comes up (a clear error), and no server process left after
+required server that never comes up (a clear error), a sub-agent's inline server started for it and closed when it ends, the
+failure in `swarm status` and its JSON, and no server process left after
 ``swarm team delete`` or a ``kill -9`` of its teammate."""
 
 from __future__ import annotations
@@ -157,9 +158,7 @@ def test_the_real_git_server_over_stdio_lists_answers_and_asks_the_lead_for_a_wr
     (add_result,) = results_of(third)
     assert not add_result.get("is_error"), add_result
     assert git(workdir, "diff", "--cached", "--name-only").strip() == "new.txt"
-    assert len([r for r in api.requests if r is first]) == 1
-    git_entry = McpServerStatus(name="git", state="closed", tools=0)
-    assert servers(team).get("git", git_entry).state in ("connected", "closed")
+    assert servers(team)["git"].state == "closed" and servers(team)["git"].tools == 0
 
 
 def test_a_streamable_http_server_run_by_the_test_is_reached_from_mcp_config(
@@ -234,6 +233,12 @@ def test_a_server_that_crashes_mid_session_is_reported_once_and_its_tools_disapp
     assert idle_notes(team)[-1].idleReason == "available"  # it went on
     status = servers(team)["flaky"]
     assert status.error is not None and "exited" in status.error
+    shown = swarm("status")
+    assert "alice: MCP server flaky failed: the server process exited" in shown.stdout
+    listed = json.loads(swarm("status", "--json").stdout)
+    (alice,) = [m for m in listed["members"] if m["name"] == "alice"]
+    assert alice["mcp_servers"][0]["name"] == "flaky"
+    assert alice["mcp_servers"][0]["state"] == "failed"
 
 
 def test_a_required_server_that_never_comes_up_makes_the_agent_unusable_with_a_clear_error(
@@ -297,3 +302,41 @@ def test_no_server_process_outlives_its_teammate(
             result = swarm("team", "delete", "t", "--force")
         assert result.returncode == 0, result.stderr
         wait_for(lambda: not pid_alive(server), f"the git server to be gone after {how}")
+
+
+def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    inline = json.dumps([{"mine": {"command": sys.executable, "args": [SERVER]}}])
+    agent_file(workdir, "helper", ["mine"], extra=f"mcpServers: {inline}\n")
+    seen: list[dict[str, Any]] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        seen.append(body)
+        said = sum(m["role"] == "assistant" for m in body["messages"])
+        if "You use MCP" in json.dumps(body.get("system")):  # the helper sub-agent
+            if said == 0:
+                return Turn.tool("mcp__mine__echo", {"text": "from the sub-agent"})
+            return Turn.text(f"heard: {results_of(body)[0]['content']}")
+        if said == 0:
+            call = {"description": "echo", "prompt": "Echo it.", "subagent_type": "helper"}
+            return Turn.tool("Agent", call)
+        return Turn.text("Done.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Delegate.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        mine = wait_for(
+            lambda: [s for n, s in servers(team).items() if n.endswith("/mine")], "mine listed"
+        )
+        stop(team, proc)
+    assert mine[0].name.startswith("helper@") and mine[0].state == "closed"
+    sub = [b for b in seen if "You use MCP" in json.dumps(b.get("system"))]
+    assert "mcp__mine__echo" in tool_names(sub[0])
+    parent = [b for b in seen if b not in sub]
+    assert not any(n.startswith("mcp__mine") for b in parent for n in tool_names(b))
+    (echoed,) = [r["content"] for r in results_of(sub[1])]
+    pid = int(echoed.rsplit("pid ", 1)[1].rstrip(")"))
+    assert echoed.startswith("echo: from the sub-agent") and not pid_alive(pid)
+    assert len(api.requests) == 4
