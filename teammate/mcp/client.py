@@ -22,6 +22,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
@@ -39,9 +40,11 @@ from teammate.mcp.config import ServerConfig
 log = logging.getLogger(__name__)
 
 CONNECTION_ERRORS_BEFORE_RECONNECT = 3
+REMOTE_RETRIES = 3  # a remote server's session that ended: tries again after 2, 4, 8 s
 INTERRUPT_GRACE_S = 1.0  # after SIGINT, before the SDK closes stdin (then SIGTERM, SIGKILL)
 _MARK = "SWARM_MCP_SERVER"  # a stdio server's own mark in its environment: how its pid is found
 _CONNECTION_CLOSED = -32000
+_SESSION_GONE = re.compile(r"session (not found|terminated)", re.IGNORECASE)  # HTTP 404
 
 
 class McpError(Error):
@@ -106,6 +109,7 @@ class _Connection:
     session: Any = None
     pid: int | None = None
     errors: int = 0  # consecutive connection-level errors of calls
+    connects: int = 0  # sessions that connected (a remote one is retried when it drops)
     reason: str = ""  # why the hold ends: stop, reconnect
     wake: asyncio.Event | None = None
     settled: threading.Event = field(default_factory=threading.Event)  # connected or failed
@@ -241,13 +245,25 @@ class McpManager:
 
     async def _serve(self, conn: _Connection) -> None:
         conn.wake = asyncio.Event()
+        retries = 0
         while True:
             conn.reason = ""
+            before = conn.connects
             reason = await self._session(conn)
-            if reason != "reconnect":
+            if reason == "reconnect":  # already pending (`_connection_error`)
+                continue
+            if conn.connects > before:  # this session had connected: a fresh count of tries
+                retries = 0
+            remote = conn.config.transport != "stdio"
+            if reason != "failed" or not remote or not conn.connects or retries >= REMOTE_RETRIES:
                 return
-            self._settle(conn, "pending", "reconnecting after connection errors")
-            conn.settled.clear()
+            # a remote server whose session ended after it had connected: it may be back soon
+            retries += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(conn.wake.wait(), 2.0**retries)
+            if conn.reason == "stop":
+                return
+            conn.wake.clear()
 
     async def _session(self, conn: _Connection) -> str:
         """One session from opening the transport to closing it; why it ended."""
@@ -263,12 +279,13 @@ class McpManager:
                     await session.initialize()
                     tools = await _list_tools(session)
                 conn.session, conn.tools, conn.errors = session, tools, 0
+                conn.connects += 1
                 self._settle(conn, "connected", None)
                 reason = await self._hold(conn)
                 if reason == "stop":
                     await _interrupt(conn.pid)
         except Exception as exc:
-            if reason == "stop":
+            if reason in ("stop", "reconnect"):  # closing a broken session may raise: as meant
                 return reason
             problem = _describe(exc)
             if isinstance(_innermost(exc), TimeoutError) and conn.state == "pending":
@@ -329,7 +346,9 @@ class McpManager:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=tool_timeout())
         except MCPError as exc:
-            if exc.code == _CONNECTION_CLOSED:
+            if _SESSION_GONE.search(exc.message):  # the server lost the session: a new one now
+                conn.errors = CONNECTION_ERRORS_BEFORE_RECONNECT - 1
+            if exc.code == _CONNECTION_CLOSED or _SESSION_GONE.search(exc.message):
                 self._connection_error(conn)
             raise McpError(f"MCP server {conn.config.key!r}: {exc.message}") from None
         except Exception as exc:  # the transport: a closed stream, a refused connection
@@ -348,6 +367,8 @@ class McpManager:
         conn.errors += 1
         if conn.errors >= CONNECTION_ERRORS_BEFORE_RECONNECT and conn.wake is not None:
             conn.reason = "reconnect"
+            conn.settled.clear()  # waiters wait for the new session
+            self._settle(conn, "pending", "reconnecting after connection errors")
             conn.wake.set()
 
 

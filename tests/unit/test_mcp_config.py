@@ -172,3 +172,34 @@ def test_the_commands_and_the_teammate_import_no_mcp_sdk_until_a_server_starts()
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_three_consecutive_connection_errors_of_calls_ask_for_a_reconnect(tmp_path: Path) -> None:
+    import asyncio
+
+    from teammate.mcp.client import McpError, _Connection
+
+    class Dropping:  # a session whose transport fails every call
+        calls = 0
+
+        async def call_tool(self, name: str, arguments: dict[str, object], **_: object) -> None:
+            Dropping.calls += 1
+            raise ConnectionError("connection reset")
+
+    manager = McpManager(tmp_path)
+    loop = manager._running_loop()
+    conn = _Connection(parse_server("web", {"type": "http", "url": "http://x/mcp"}, "f", {}))
+    conn.state, conn.session = "connected", Dropping()
+
+    async def event() -> asyncio.Event:
+        return asyncio.Event()
+
+    conn.wake = asyncio.run_coroutine_threadsafe(event(), loop).result(5)
+    manager._conns["web"] = conn
+    for attempt in range(1, 4):
+        with pytest.raises(McpError, match="connection reset"):
+            manager.call_tool("web", "echo", {})
+        assert conn.wake.is_set() is (attempt == 3)
+    assert conn.reason == "reconnect" and Dropping.calls == 3
+    conn.state = "closed"
+    manager.close()
