@@ -340,3 +340,50 @@ def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
     pid = int(echoed.rsplit("pid ", 1)[1].rstrip(")"))
     assert echoed.startswith("echo: from the sub-agent") and not pid_alive(pid)
     assert len(api.requests) == 4
+
+
+def test_a_restarted_http_server_is_reconnected_and_its_tools_come_back(tmp_path: Path) -> None:
+    from teammate.mcp.client import McpError, McpManager
+    from teammate.mcp.config import parse_server
+    from teammate.mcp.tools import McpToolbox
+
+    port = free_port()
+
+    def serve() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, SERVER, "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def listening() -> bool:
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(listening, "the HTTP MCP server to listen")
+        return proc
+
+    http = serve()
+    manager = McpManager(tmp_path)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        manager.start([parse_server("web", {"type": "http", "url": url}, "cfg", {})])
+        assert manager.wait(["web"], DEADLINE_S) == {"web": None}
+        first = manager.call_tool("web", "echo", {"text": "a"}).content[0].text
+        http.kill()
+        http.wait(10)
+        http = serve()  # a new process: it knows nothing of the old session
+        with pytest.raises(McpError, match="Session not found"):
+            manager.call_tool("web", "echo", {"text": "b"})
+        assert manager.wait(["web"], DEADLINE_S) == {"web": None}
+        again = manager.call_tool("web", "echo", {"text": "c"}).content[0].text
+        assert [t.name for t in McpToolbox(manager).tools()] == [
+            "mcp__web__echo",
+            "mcp__web__shout",
+            "mcp__web__crash",
+        ]
+    finally:
+        manager.close()
+        http.kill()
+        http.wait(10)
+    assert first.startswith("echo: a") and again.startswith(f"echo: c (pid {http.pid})")
