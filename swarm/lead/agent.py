@@ -124,7 +124,11 @@ class LeadAgent:
             self.mcp,
             self.reporter.mcp_servers,
             lambda view: self.loop.transcript.record(
-                "mcp_server", server=view.key, state=view.state, error=view.error
+                "mcp_server",
+                server=view.key,
+                state=view.state,
+                error=view.error,
+                tools=[t.name for t in view.tools],
             ),
             lambda text: say(f"lead: {text}"),
             None,  # it is the lead: the console shows what it says

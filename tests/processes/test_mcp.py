@@ -235,6 +235,9 @@ def test_a_server_that_crashes_mid_session_is_reported_once_and_its_tools_disapp
     assert status.error is not None and "exited" in status.error
     shown = swarm("status")
     assert "alice: MCP server flaky failed: the server process exited" in shown.stdout
+    logs = swarm("logs", "alice").stdout
+    assert "MCP server flaky connected (3 tools)" in logs
+    assert "MCP server flaky failed: the server process exited" in logs
     listed = json.loads(swarm("status", "--json").stdout)
     (alice,) = [m for m in listed["members"] if m["name"] == "alice"]
     assert alice["mcp_servers"][0]["name"] == "flaky"
