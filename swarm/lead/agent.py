@@ -28,13 +28,13 @@ from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
-from teammate.agent.settings import layered_settings
+from teammate.agent.settings import Settings, layered_settings
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
 from teammate.mcp.agent import Reporting
 from teammate.mcp.client import McpManager
-from teammate.mcp.config import ServerConfig, configured_servers
+from teammate.mcp.config import configured_servers
 from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
@@ -82,11 +82,24 @@ class LeadAgent:
         self.say = say
         self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
-        policy = PermissionPolicy("default", link.cwd)
+        settings = self._settings(paths, link.cwd)
+        rules = settings.rules if settings is not None else {}
+        # the settings files' rules: what lets a non-read-only MCP tool run (nobody is asked)
+        policy = PermissionPolicy(
+            "default",
+            link.cwd,
+            allow=rules.get("allow", []),
+            deny=rules.get("deny", []),
+            ask=rules.get("ask", []),
+        )
         ctx = ToolContext(cwd=link.cwd, agent_name=LEAD_NAME, team=link)
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
         self.mcp = McpManager(link.cwd)
-        servers = self._mcp_servers(paths, link.cwd)
+        servers = (
+            configured_servers(link.cwd, settings.mcp_servers, settings.origins)
+            if settings is not None
+            else configured_servers(link.cwd)
+        )
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
         self.subagents = SubAgents(
             Parent(
@@ -149,15 +162,14 @@ class LeadAgent:
         self._thread.join(timeout=5)
         self.mcp.close()
 
-    def _mcp_servers(self, paths: TeamPaths, cwd: Path) -> dict[str, ServerConfig]:
-        """The project's MCP servers (a settings file that cannot be read: said, and only
-        ``.mcp.json`` is used)."""
+    def _settings(self, paths: TeamPaths, cwd: Path) -> Settings | None:
+        """The project's settings files, for their permission rules and MCP servers (None,
+        said, when one cannot be read: then only ``.mcp.json`` is used)."""
         try:
-            settings = layered_settings(cwd, paths.root)
+            return layered_settings(cwd, paths.root)
         except Error as exc:
-            self.say(f"lead: settings not used for MCP servers: {exc}")
-            return configured_servers(cwd)
-        return configured_servers(cwd, settings.mcp_servers, settings.origins)
+            self.say(f"lead: settings files not used: {exc}")
+            return None
 
     def tell(self, text: str) -> None:
         """A person's message: the agent's next turn (queued behind a running one)."""
