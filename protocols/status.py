@@ -87,7 +87,8 @@ def keep_recent(
 
 
 class McpServerStatus(Record):
-    """One MCP server of a member (an inline one of a sub-agent is ``<agentType>/<server>``)."""
+    """One MCP server of a member; a running sub-agent's own (inline) server is named
+    ``<agentType>@<agentId>/<server>`` and left out once the sub-agent ends."""
 
     name: str
     state: str = "pending"

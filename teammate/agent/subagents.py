@@ -482,6 +482,8 @@ class SubAgents:
         if run.worktree is not None and not run.worktree.path.is_dir():
             run.worktree = self._reopen(run, run.worktree)  # removed after an earlier play
         self._output(run, f"[{run.agent_type}] {run.description}")
+        if run.servers is not None:
+            run.servers.open()  # a resumed play: its own servers were closed when it ended
         status, text = self._outcome(run, prompt)
         ended_here = self._finish(run, status, text, generation)
         if run.servers is not None:

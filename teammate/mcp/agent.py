@@ -3,7 +3,8 @@ sees, which it owns, which it needs, and how their troubles are reported.
 
 An agent sees every configured (shared) server's tools, narrowed by its definition's ``tools``
 list when it has one, and the tools of the servers its definition defines inline, which it owns:
-they start with it and are closed when it ends (`AgentServers.close`). Its
+they start with it and are closed (and dropped from the status file) when it ends
+(`AgentServers.close`), and start again if it is resumed. Its
 ``requiredMcpServers`` must be connected before its first model request: `require` waits up to
 30 s for them (only them: the others keep connecting meanwhile) and says what is missing.
 
@@ -42,6 +43,10 @@ class AgentServers:
         if not missing:
             return None
         return "required MCP server unavailable: " + "; ".join(missing)
+
+    def open(self) -> None:
+        """Start the servers this agent owns again (a resumed sub-agent; no-op if running)."""
+        self.manager.start(self.owned)
 
     def close(self) -> None:
         """Stop the servers this agent owns (shared ones stay for the others)."""

@@ -194,8 +194,9 @@ class McpManager:
 
     def stop(self, keys: Iterable[str] | None = None, timeout: float = 10.0) -> None:
         """Close these servers (all: None), waiting up to `timeout` seconds for them to end."""
+        wanted = None if keys is None else set(keys)
         with self._lock:
-            conns = [c for k, c in self._conns.items() if keys is None or k in set(keys)]
+            conns = [c for k, c in self._conns.items() if wanted is None or k in wanted]
         for conn in conns:
             conn.reason = "stop"
             if self._loop is not None and conn.wake is not None:
@@ -205,6 +206,10 @@ class McpManager:
             if conn.task is not None:
                 with contextlib.suppress(Exception):
                     conn.task.result(max(0.0, deadline - time.monotonic()))
+            if conn.config.owner is not None:  # an agent's own server: forgotten with it
+                with self._lock:
+                    if self._conns.get(conn.config.key) is conn:
+                        del self._conns[conn.config.key]
             if conn.state != "failed":
                 self._settle(conn, "closed", None)
 

@@ -330,11 +330,12 @@ def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
         proc = start("alice", api, "--permission-mode", "acceptEdits")
         Mailbox(team.paths).send("alice", "Delegate.", sender="team-lead", summary="job")
         wait_for(lambda: idle_notes(team), "alice to go idle")
-        mine = wait_for(
-            lambda: [s for n, s in servers(team).items() if n.endswith("/mine")], "mine listed"
-        )
         stop(team, proc)
-    assert mine[0].name.startswith("helper@") and mine[0].state == "closed"
+    assert not [n for n in servers(team) if n.endswith("/mine")]  # gone with its sub-agent
+    events = [json.loads(line) for line in team.paths.transcript("alice").read_text().splitlines()]
+    mine = [(e["server"], e["state"]) for e in events if e["kind"] == "mcp_server"]
+    assert [state for _, state in mine] == ["connected", "closed"]
+    assert mine[0][0].startswith("helper@a") and mine[0][0].endswith("/mine")
     sub = [b for b in seen if "You use MCP" in json.dumps(b.get("system"))]
     assert "mcp__mine__echo" in tool_names(sub[0])
     parent = [b for b in seen if b not in sub]
