@@ -113,6 +113,7 @@ class _Connection:
     reason: str = ""  # why the hold ends: stop, reconnect
     wake: asyncio.Event | None = None
     settled: threading.Event = field(default_factory=threading.Event)  # connected or failed
+    ended: threading.Event = field(default_factory=threading.Event)  # its task is over
     task: concurrent.futures.Future[None] | None = None
 
     def view(self) -> ServerView:
@@ -199,13 +200,14 @@ class McpManager:
             conns = [c for k, c in self._conns.items() if wanted is None or k in wanted]
         for conn in conns:
             conn.reason = "stop"
-            if self._loop is not None and conn.wake is not None:
+            if conn.state == "pending" and conn.task is not None:
+                conn.task.cancel()  # still connecting: the SDK's clean-up stops its process
+            elif self._loop is not None and conn.wake is not None:
                 self._loop.call_soon_threadsafe(conn.wake.set)
         deadline = time.monotonic() + timeout
         for conn in conns:
             if conn.task is not None:
-                with contextlib.suppress(Exception):
-                    conn.task.result(max(0.0, deadline - time.monotonic()))
+                conn.ended.wait(max(0.0, deadline - time.monotonic()))
             if conn.config.owner is not None:  # an agent's own server: forgotten with it
                 with self._lock:
                     if self._conns.get(conn.config.key) is conn:
@@ -249,6 +251,12 @@ class McpManager:
                 log.exception("MCP listener failed for %s", view.key)
 
     async def _serve(self, conn: _Connection) -> None:
+        try:
+            await self._connect(conn)
+        finally:
+            conn.ended.set()
+
+    async def _connect(self, conn: _Connection) -> None:
         conn.wake = asyncio.Event()
         retries = 0
         while True:
