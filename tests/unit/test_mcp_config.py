@@ -203,3 +203,11 @@ def test_three_consecutive_connection_errors_of_calls_ask_for_a_reconnect(tmp_pa
     assert conn.reason == "reconnect" and Dropping.calls == 3
     conn.state = "closed"
     manager.close()
+
+
+def test_an_ask_flag_naming_an_mcp_server_or_tool_is_a_rule_for_it() -> None:
+    from teammate.permissions.policy import rule_or_command_pattern
+
+    assert str(rule_or_command_pattern("mcp__git")) == "mcp__git"
+    assert rule_or_command_pattern("mcp__git__git_add").tool_name == "mcp__git__git_add"
+    assert rule_or_command_pattern("git push*").tool_name == "Bash"
