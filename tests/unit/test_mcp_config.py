@@ -211,3 +211,20 @@ def test_an_ask_flag_naming_an_mcp_server_or_tool_is_a_rule_for_it() -> None:
     assert str(rule_or_command_pattern("mcp__git")) == "mcp__git"
     assert rule_or_command_pattern("mcp__git__git_add").tool_name == "mcp__git__git_add"
     assert rule_or_command_pattern("git push*").tool_name == "Bash"
+
+
+def test_a_team_files_member_mcp_servers_go_to_its_settings_file(tmp_path: Path) -> None:
+    from swarm.up.apply import plan_up
+    from swarm.up.spec import load_team_file
+
+    team = write(
+        tmp_path / "team.yaml",
+        "team: mcpup\nmembers:\n  - name: ann\n    prompt: hi\n    model: sonnet\n"
+        "    allow: [mcp__git]\n"
+        "    mcp_servers: {git: {command: uvx, args: [mcp-server-git]}}\n",
+    )
+    (member,) = plan_up(load_team_file(team)).members
+    assert member.settings == {
+        "permissions": {"allow": ["mcp__git"], "deny": [], "ask": []},
+        "mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}},
+    }
