@@ -391,3 +391,33 @@ def test_a_restarted_http_server_is_reconnected_and_its_tools_come_back(tmp_path
         http.kill()
         http.wait(10)
     assert first.startswith("echo: a") and again.startswith(f"echo: c (pid {http.pid})")
+
+
+def test_an_sse_server_is_reached(tmp_path: Path) -> None:
+    from teammate.mcp.client import McpManager
+    from teammate.mcp.config import parse_server
+
+    port = free_port()
+    sse = subprocess.Popen(
+        [sys.executable, SERVER, "sse", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    manager = McpManager(tmp_path)
+    try:
+
+        def listening() -> bool:
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(listening, "the SSE MCP server to listen")
+        url = f"http://127.0.0.1:{port}/sse"
+        manager.start([parse_server("old", {"type": "sse", "url": url}, "cfg", {})])
+        assert manager.wait(["old"], DEADLINE_S) == {"old": None}
+        answer = manager.call_tool("old", "shout", {"text": "over sse"}).content[0].text
+        (view,) = manager.views()
+    finally:
+        manager.close()
+        sse.kill()
+        sse.wait(10)
+    assert answer == "OVER SSE" and view.transport == "sse" and len(view.tools) == 3
