@@ -6,8 +6,10 @@ file; it is swarm's own, kept out of the way of Claude Code's files.
 
 ``subagents`` lists the sub-agents the member runs in its own process (its running ones and the
 last `FINISHED_KEPT` finished ones, `keep_recent`), each with its own activity and usage; those
-tokens are already counted in the member's own ``usage``. A file without the key, or with an
-entry this version cannot read, still parses (the entry is left out).
+tokens are already counted in the member's own ``usage``. ``mcpServers`` lists its MCP servers
+(name, state ``pending``/``connected``/``failed``/``closed``, the error, how many tools). A
+file without the key, or with an entry this version cannot read, still parses (the entry is
+left out).
 """
 
 from __future__ import annotations
@@ -84,6 +86,17 @@ def keep_recent(
     return [e for e in entries if e.running or id(e) in kept]
 
 
+class McpServerStatus(Record):
+    """One MCP server of a member; a running sub-agent's own (inline) server is named
+    ``<agentType>@<agentId>/<server>`` and left out once the sub-agent ends."""
+
+    name: str
+    state: str = "pending"
+    error: str | None = None
+    tools: int = 0
+    transport: str = "stdio"
+
+
 class AgentStatus(Record):
     name: str
     model: str
@@ -97,6 +110,7 @@ class AgentStatus(Record):
     pid: int | None = None
     updatedAt: str = Field(default_factory=now_iso)
     subagents: list[SubAgentStatus] = Field(default_factory=list)
+    mcpServers: list[McpServerStatus] = Field(default_factory=list)
 
     @field_validator("subagents", mode="before")
     @classmethod
@@ -108,6 +122,19 @@ class AgentStatus(Record):
         for item in value:
             try:
                 kept.append(SubAgentStatus.model_validate(item))
+            except ValidationError:
+                continue
+        return kept
+
+    @field_validator("mcpServers", mode="before")
+    @classmethod
+    def _readable_servers(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return []
+        kept = []
+        for item in value:
+            try:
+                kept.append(McpServerStatus.model_validate(item))
             except ValidationError:
                 continue
         return kept

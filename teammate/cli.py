@@ -44,6 +44,8 @@ from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain
 from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.instance import AlreadyRunning
+from teammate.mcp.client import McpManager
+from teammate.mcp.config import configured_servers
 from teammate.options import TeammateOptions, UsageError, parse
 from teammate.permissions.policy import rule_or_command_pattern
 from teammate.reporter import StatusReporter
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         return Teammate(options, brain, paths, say=say, reporter=reporter).run()
     except AlreadyRunning as exc:  # the status file is the running teammate's: leave it
         print(f"swarm-teammate: {exc}", file=sys.stderr)
+        with contextlib.suppress(Exception):
+            brain.stop()  # its MCP servers, started meanwhile
         return 1
     except (Error, OSError) as exc:
         print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
@@ -118,6 +122,14 @@ def build_brain(
         return load_agent(kind, project_dir=cwd, flag=flag, settings=from_settings)
 
     agent = definition(spec.agent_type or "general-purpose")
+    servers = configured_servers(
+        cwd,
+        settings.mcp_servers,
+        settings.origins,
+        Path(spec.mcp_config) if spec.mcp_config else None,
+    )
+    # cheap until a server starts: a teammate without servers never imports the SDK
+    mcp = McpManager(cwd)
     # the command line wins, then the settings file, then the agent definition
     mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
     brain = ClaudeBrain(
@@ -138,10 +150,21 @@ def build_brain(
         resume=spec.resume,
         # its agent type's front-matter hooks apply to it (its Stop hooks stay Stop hooks)
         hooks=hooks.scoped(agent.hooks, f"agent {agent.name} ({agent.source})", "Stop"),
+        mcp=mcp,
+        mcp_servers=servers,
+        tell_lead=functools.partial(_tell_lead, paths, options.agent_name, options.color),
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
     brain.policy.confined = _in_worktree(paths, options.agent_name)
     return brain
+
+
+def _tell_lead(paths: TeamPaths, name: str, color: str | None, text: str) -> None:
+    """A plain message to the lead (an MCP server failed); never fails the caller."""
+    try:
+        Mailbox(paths).send(LEAD_NAME, text, sender=name, summary="MCP server failed", color=color)
+    except ProtocolsError as exc:
+        print(f"swarm-teammate: could not tell the lead: {exc}", file=sys.stderr)
 
 
 def _in_worktree(paths: TeamPaths, name: str) -> bool:

@@ -4,9 +4,10 @@
 A Claude Code lead starts a teammate as ``<binary> --agent-id alice@t --agent-name alice
 --team-name t --agent-color blue --parent-session-id <uuid> [--plan-mode-required]
 [--agent-type T] [--dangerously-skip-permissions | --permission-mode M] [--settings P]
-[--plugin-dir D]... [--teammate-mode M] [--chrome|--no-chrome] --model M``. `parse` accepts
-exactly that, ignores flags it has no use for (also unknown ones, so newer Claude Code versions
-still work), and adds swarm's own options (``--ask``, ``--task-timeout``).
+[--mcp-config FILE] [--plugin-dir D]... [--teammate-mode M] [--chrome|--no-chrome]
+--model M``. `parse` accepts exactly that, ignores flags it has no use for (also unknown ones,
+so newer Claude Code versions still work), and adds swarm's own options (``--ask``,
+``--task-timeout``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class MemberSpec:
     max_turns: int | None = None
     settings: str | None = None  # a Claude Code settings JSON: permission rules, defaultMode
     agents: str | None = None  # Claude Code's --agents JSON: definitions over all others
+    mcp_config: str | None = None  # a .mcp.json-shaped file: MCP servers over all others
     ask: tuple[str, ...] = ()  # rules (a bare pattern is a Bash rule) that need the lead's yes
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
@@ -95,6 +97,8 @@ class MemberSpec:
             argv += ["--settings", self.settings]
         if self.agents is not None:
             argv += ["--agents", self.agents]
+        if self.mcp_config is not None:
+            argv += ["--mcp-config", self.mcp_config]
         if self.script is not None:
             argv += ["--script", self.script]
         if self.max_turns is not None:
@@ -256,6 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Claude Code settings JSON; its permissions (allow/deny/ask rules, defaultMode) apply",
     )
     parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='MCP servers ({"mcpServers": {...}}, as .mcp.json) over those of .mcp.json and '
+        "the settings files",
+    )
+    parser.add_argument(
         "--agents",
         metavar="JSON",
         help="agent definitions as JSON, {name: {description, prompt, tools, model, ...}}, "
@@ -319,6 +329,7 @@ def parse(argv: list[str]) -> TeammateOptions:
         max_turns=args.max_turns,
         settings=args.settings,
         agents=args.agents,
+        mcp_config=args.mcp_config,
         ask=tuple(args.ask) if args.ask is not None else (),
         task_timeout_s=args.task_timeout,
         permission_timeout_s=args.permission_timeout,

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from protocols.paths import TeamPaths
-from protocols.status import AgentStatus, SubAgentStatus, keep_recent, write_status
+from protocols.status import (
+    AgentStatus,
+    McpServerStatus,
+    SubAgentStatus,
+    keep_recent,
+    write_status,
+)
 from protocols.values import MemberState
 from teammate.agent.model import Usage
 
@@ -82,6 +88,12 @@ class StatusReporter:
         else:
             listed[at] = entry
         self.status.subagents = keep_recent(listed)
+
+    def mcp_servers(self, servers: list[dict[str, Any]]) -> None:
+        """Record the MCP servers' states (`teammate.mcp.client.ServerView.to_status`)."""
+        with self._lock:
+            self.status.mcpServers = [McpServerStatus.model_validate(s) for s in servers]
+            self._write()
 
     def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
         with self._lock:

@@ -157,8 +157,8 @@ class Teammate:
                 self.say(f"stopped by SIGTERM; released {[t.id for t in released]}")
             finally:
                 signal.signal(signal.SIGTERM, previous)
+                self.brain.stop()  # its background sub-agents, its MCP servers
                 stop_carriers(self.token)  # commands it started and left running
-                self.brain.stop()  # its background sub-agents
                 with contextlib.suppress(Exception):
                     self._set_active(False)
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)

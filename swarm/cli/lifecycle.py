@@ -89,6 +89,12 @@ force_option = click.option(
     "apply to the teammate, a shell worker included",
 )
 @click.option(
+    "--mcp-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='MCP servers for the teammate ({"mcpServers": {...}}, as .mcp.json), over those of '
+    "the project's .mcp.json and settings files",
+)
+@click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="its working directory (default: here)",
@@ -116,6 +122,7 @@ def spawn(
     permission_mode: str | None,
     ask: tuple[str, ...],
     settings: Path | None,
+    mcp_config: Path | None,
     cwd: Path | None,
     teammate_command: str | None,
     team: str,
@@ -145,6 +152,7 @@ def spawn(
         script=str(script) if script else None,
         max_turns=max_turns,
         settings=str(settings) if settings else None,
+        mcp_config=str(mcp_config) if mcp_config else None,
         ask=ask,
         backend=backend,
         cwd=str(cwd) if cwd else None,

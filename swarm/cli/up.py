@@ -39,7 +39,8 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
            blocked_by: [data]}
     Members also take agent_type, model (shell, scripted, sonnet, opus, haiku,
     a model id), script, max_turns, plan_mode_required, permission_mode,
-    allow/deny/ask (permission rules such as "Bash(npm test:*)") and cwd; tasks
+    allow/deny/ask (permission rules such as "Bash(npm test:*)"), mcp_servers
+    ({name: {command, args} or {type: http, url}}, as in .mcp.json) and cwd; tasks
     take description, key, blocked_by (keys or 1-based positions) and owner.
     See examples/teams/ for complete files.
 

@@ -1,5 +1,7 @@
 """The lead agent: a Claude agent loop (teammate's `AgentLoop`) with the team-management tools,
-run on its own thread so the console keeps showing messages and requests while it thinks.
+run on its own thread so the console keeps showing messages and requests while it thinks. Its
+MCP servers are those of the project's ``.mcp.json`` and settings files (`teammate.mcp`),
+started in the background when it starts and stopped with it.
 
 What the human types is queued, one turn each, in order. Teammates' messages reach it in the
 order they arrive, each once: between a running turn's model calls, or (when no turn is running
@@ -17,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from protocols.errors import Error
 from protocols.inbox import InboxEntry, format_for_model
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -28,10 +31,15 @@ from teammate.agent.fork import fork_enabled
 from teammate.agent.hooks import project_hooks
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
+from teammate.agent.settings import Settings, layered_settings
 from teammate.agent.skills import Skill, SkillSet, body_text, catalogue_text, discover
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
+from teammate.mcp.agent import Reporting
+from teammate.mcp.client import McpManager
+from teammate.mcp.config import configured_servers
+from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.agents import AgentCall
@@ -91,7 +99,16 @@ class LeadAgent:
         usable = any(s.model_invocable for s in self.skills.values())
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
         tools += [skill] if usable else []
-        policy = PermissionPolicy("default", link.cwd)
+        settings = self._settings(paths, link.cwd)
+        rules = settings.rules if settings is not None else {}
+        # the settings files' rules: what lets a non-read-only MCP tool run (nobody is asked)
+        policy = PermissionPolicy(
+            "default",
+            link.cwd,
+            allow=rules.get("allow", []),
+            deny=rules.get("deny", []),
+            ask=rules.get("ask", []),
+        )
         # the hooks of the settings where the lead runs (the user's, the project's, the local)
         hooks = project_hooks(link.cwd, paths.root).with_session(
             str(uuid.uuid4()), str(transcript_path or "")
@@ -104,6 +121,12 @@ class LeadAgent:
             hooks=hooks,
         )
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
+        self.mcp = McpManager(link.cwd)
+        servers = (
+            configured_servers(link.cwd, settings.mcp_servers, settings.origins)
+            if settings is not None
+            else configured_servers(link.cwd)
+        )
         # the lead's sub-agents read and search, as the lead does: the work is the teammates'
         self.subagents = SubAgents(
             Parent(
@@ -119,6 +142,8 @@ class LeadAgent:
                 wake=link.wake,
                 fork=fork_enabled(os.environ),
                 hooks=hooks,
+                mcp=self.mcp,
+                mcp_servers=servers,
             )
         )
         ctx.subagents = self.subagents
@@ -135,7 +160,22 @@ class LeadAgent:
             say=lambda text: say(f"lead: {text}"),
             notices=self.subagents.take_notices,
             hooks=hooks,
+            extra_tools=McpToolbox(self.mcp).tools,
         )
+        Reporting(
+            self.mcp,
+            self.reporter.mcp_servers,
+            lambda view: self.loop.transcript.record(
+                "mcp_server",
+                server=view.key,
+                state=view.state,
+                error=view.error,
+                tools=[t.name for t in view.tools],
+            ),
+            lambda text: say(f"lead: {text}"),
+            None,  # it is the lead: the console shows what it says
+        )
+        self.mcp.start(servers.values())
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
@@ -149,6 +189,16 @@ class LeadAgent:
         self.subagents.stop_all()
         self._inputs.put(None)
         self._thread.join(timeout=5)
+        self.mcp.close()
+
+    def _settings(self, paths: TeamPaths, cwd: Path) -> Settings | None:
+        """The project's settings files, for their permission rules and MCP servers (None,
+        said, when one cannot be read: then only ``.mcp.json`` is used)."""
+        try:
+            return layered_settings(cwd, paths.root)
+        except Error as exc:
+            self.say(f"lead: settings files not used: {exc}")
+            return None
 
     def tell(self, text: str) -> None:
         """A person's message: the agent's next turn (queued behind a running one)."""

@@ -235,6 +235,7 @@ def settled(spec: MemberSpec) -> MemberSpec:
         cwd=str(directory),
         script=absolute(spec.script),
         settings=absolute(spec.settings),
+        mcp_config=absolute(spec.mcp_config),
     )
 
 

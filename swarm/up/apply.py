@@ -113,7 +113,9 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
             cwd=m.cwd or str(team_cwd),
             worktree=m.name if m.isolation == "worktree" else None,
         )
-        settings = {"permissions": rules} if any(rules.values()) else None
+        settings: dict[str, Any] | None = {"permissions": rules} if any(rules.values()) else None
+        if m.mcp_servers:  # the teammate reads them from its --settings file (teammate.mcp)
+            settings = {**(settings or {}), "mcpServers": m.mcp_servers}
         members.append(MemberPlan(m.name, m.prompt, member_spec, settings))
     tasks = tuple(
         TaskPlan(

@@ -123,6 +123,8 @@ class MemberSpec(_Spec):
     ask: Rules = Field(default_factory=list)
     cwd: Directory | None = None
     isolation: Literal["worktree"] | None = None
+    # MCP servers as in .mcp.json (name -> server), written to the member's --settings file
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class TaskSpec(_Spec):

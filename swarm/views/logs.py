@@ -306,6 +306,12 @@ class ActivityLog:
             return [LogEvent(ts, kind, f"started (pid {record.get('pid')}), {how}")]
         if kind == "session_end":
             return [LogEvent(ts, kind, "stopped")]
+        if kind == "mcp_server":
+            server, state = str(record.get("server") or "?"), str(record.get("state") or "?")
+            detail = f": {one_line(str(record['error']))}" if record.get("error") else ""
+            if state == "connected":
+                detail = f" ({plural(len(record.get('tools') or []), 'tool')})"
+            return [LogEvent(ts, kind, f"MCP server {server} {state}{detail}")]
         return []  # requests, messages, and kinds this version does not know
 
     def _response(self, ts: str, record: dict[str, Any]) -> list[LogEvent]:

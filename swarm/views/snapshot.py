@@ -83,6 +83,12 @@ class MemberView:
     pid: int | None
     backend: str | None
     subagents: list[SubAgentView] = field(default_factory=list)  # running, then recent
+    # its MCP servers: {"name", "state", "error", "tools", "transport"} (status file)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed_mcp_servers(self) -> list[dict[str, Any]]:
+        return [s for s in self.mcp_servers if s.get("state") == "failed"]
 
     @property
     def running_subagents(self) -> list[SubAgentView]:
@@ -193,6 +199,7 @@ def _member_view(
         subagents=[_subagent_view(member.name, s, model, prices) for s in status.subagents]
         if status
         else [],
+        mcp_servers=[s.to_json_dict() for s in status.mcpServers] if status else [],
     )
 
 

@@ -133,6 +133,11 @@ def render(view: TeamView) -> str:
         f"{waiting} request{'s' if waiting != 1 else ''} waiting"
     ]
     lines += _table([HEADERS, *(row for m in view.members for row in member_rows(m))])
+    for member in view.members:  # a failed MCP server is worth a line; connected ones are not
+        for server in member.failed_mcp_servers:
+            name, error = server.get("name"), server.get("error")
+            problem = f"{member.name}: MCP server {name} failed: {error}"
+            lines.append(f"  {printable_line(_clip(problem, 160))}")
 
     lines.append("")
     lines.append("tasks")

@@ -5,10 +5,10 @@ is the agent's system prompt. Every frontmatter key of Claude Code's is read, ch
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
 ``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). ``hooks`` apply while the agent
-runs (`teammate.agent.hooks`). Those swarm does not act on yet (`STORED_KEYS`) are stored and
-passed on, and say so in a warning; a key nobody knows is a warning naming file, line and key,
-never dropped silently. Every problem with a file raises `AgentDefinitionError` as
-``<path>:<line>: <problem>``.
+runs (`teammate.agent.hooks`); ``mcpServers`` and ``requiredMcpServers`` are acted on by
+`teammate.mcp`. Those swarm does not act on yet (`STORED_KEYS`) are stored and passed on, and
+say so in a warning; a key nobody knows is a warning naming file, line and key, never dropped
+silently. Every problem with a file raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
 
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
 project's ``<project>/.claude/agents/*.md``, definitions given as JSON on the command line
@@ -72,10 +72,12 @@ ACTIVE_KEYS = frozenset(
         "memory",  # teammate.agent.context
         "skills",  # teammate.agent.skills: preloaded
         "hooks",  # run while the agent runs (teammate.agent.hooks)
+        "mcpServers",  # teammate.mcp: shared by name, or inline and owned by the agent
+        "requiredMcpServers",
     }
 )
-# read, checked and kept, but acted on only once MCP arrives
-STORED_KEYS = frozenset({"mcpServers", "requiredMcpServers"})
+# read, checked and kept, but not acted on yet (none, today)
+STORED_KEYS: frozenset[str] = frozenset()
 KNOWN_KEYS = ACTIVE_KEYS | STORED_KEYS
 READ_ONLY_DISALLOWED = ("Write", "Edit", "NotebookEdit", "Agent", "ExitPlanMode")
 VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL|PARTIAL)\s*$", re.MULTILINE)
@@ -101,7 +103,7 @@ class AgentDefinition:
     background: bool = False  # always runs as a background sub-agent
     effort: str | int | None = None  # low / medium / high, or a thinking budget in tokens
     memory: str | None = None  # user / project / local: its agent memory (agent.context)
-    mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (kept; used with MCP)
+    mcp_servers: tuple[Any, ...] = ()  # names or inline definitions (teammate.mcp)
     required_mcp_servers: tuple[str, ...] = ()
     hooks: dict[str, Any] | None = None  # its own hooks, in force while it runs
     skills: tuple[str, ...] = ()  # skills whose bodies it starts with (agent.skills)

@@ -87,6 +87,7 @@ class AgentLoop:
         thinking_budget: int | None = None,
         hooks: Hooks | None = None,
         stop_event: str = "Stop",
+        extra_tools: Callable[[], list[Tool]] | None = None,
     ) -> None:
         self.model = model
         self.tools = {t.name: t for t in tools}
@@ -107,6 +108,9 @@ class AgentLoop:
         self.hooks = hooks or Hooks()
         self.stop_event = stop_event  # "SubagentStop" for a sub-agent
         self.stop_payload: dict[str, Any] = {}  # a sub-agent's agent_id and agent_type
+        # tools that come and go (MCP servers' tools), asked for before each request; a
+        # built-in of the same name wins
+        self.extra_tools = extra_tools
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
         self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
@@ -214,7 +218,7 @@ class AgentLoop:
 
     def request(self) -> ModelRequest:
         """The next request: tools and system marked for caching, and the conversation's end."""
-        tools = [t.schema() for t in self.tools.values()]
+        tools = [t.schema() for t in self.all_tools().values()]
         if tools:
             tools[-1]["cache_control"] = CACHE
         system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
@@ -323,8 +327,17 @@ class AgentLoop:
             result["is_error"] = True
         return result
 
+    def all_tools(self) -> dict[str, Tool]:
+        """The built-in tools, then the extra tools available now (a built-in wins a clash)."""
+        if self.extra_tools is None:
+            return self.tools
+        found = dict(self.tools)
+        for extra in self.extra_tools():
+            found.setdefault(extra.name, extra)
+        return found
+
     def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> str:
-        tool = self.tools.get(name)
+        tool = self.tools.get(name) or self.all_tools().get(name)
         if tool is None:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)

@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocols.clock import now_iso
 from protocols.status import SubAgentStatus
@@ -18,6 +19,9 @@ from teammate.agent.definitions import AgentDefinition
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Usage
 from teammate.agent.worktree import Worktree
+
+if TYPE_CHECKING:
+    from teammate.mcp.agent import AgentServers
 
 MAX_TURNS_MARKER = "[max turns reached]"
 NO_VERDICT = "[no VERDICT line: the verifier did not decide; treat this as not verified]"
@@ -67,6 +71,7 @@ class SubAgentRun:
     generation: int = 0  # which play of it this is (a resume is the next)
     thread: threading.Thread | None = None
     worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
+    servers: AgentServers | None = None  # its MCP servers (inline ones closed when it ends)
     color: str | None = None  # its definition's colour
     activity: str = ""  # its last tool call, in a few words
     requests: int = 0  # model calls made

@@ -35,7 +35,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ from teammate.agent.subagent_run import (
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
 from teammate.brains.base import TeamLink
+from teammate.mcp.agent import AgentServers, servers_for
+from teammate.mcp.client import McpManager
+from teammate.mcp.config import ServerConfig
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.agents import FORK_REFUSED, AgentCall
@@ -109,6 +112,8 @@ class Parent:
     loop: AgentLoop | None = None  # the parent's own loop: what a fork child starts from
     fork: bool = False  # an Agent call without subagent_type forks (`teammate.agent.fork`)
     hooks: Hooks | None = None  # the parent's hooks; a sub-agent adds its definition's
+    mcp: McpManager | None = None  # the process's MCP connections (shared with sub-agents)
+    mcp_servers: dict[str, ServerConfig] = field(default_factory=dict)  # configured, by name
 
 
 class SubAgents:
@@ -222,7 +227,8 @@ class SubAgents:
         skills = parent.ctx.skills.skills if parent.ctx.skills else {}
         has_skill = any(t.name == "Skill" for t in tools)
         context = agent_context(definition, cwd, config_root(), skills, catalogue=has_skill)
-        return self._make_run(
+        servers = self._servers(agent_id, definition, allowed)
+        run = self._make_run(
             agent_id,
             definition.name,
             call,
@@ -239,7 +245,25 @@ class SubAgents:
             hooks=self._hooks().scoped(
                 definition.hooks, f"agent {definition.name} ({definition.source})", "SubagentStop"
             ),
+            extra_tools=servers.toolbox.tools if servers is not None else None,
         )
+        run.servers = servers
+        return run
+
+    def _servers(
+        self, agent_id: str, definition: AgentDefinition, listed: set[str]
+    ) -> AgentServers | None:
+        """The sub-agent's MCP servers: its inline ones started for it, the required ones
+        waited for (a `ToolError` says which is missing: the agent cannot be used)."""
+        if self.parent.mcp is None:
+            return None
+        owner = f"{definition.name}@{agent_id}"
+        servers = servers_for(self.parent.mcp, self.parent.mcp_servers, definition, owner, listed)
+        problem = servers.require()
+        if problem is not None:
+            servers.close()
+            raise ToolError(f"agent type {definition.name!r} cannot be used: {problem}")
+        return servers
 
     def _fork_run(
         self, agent_id: str, call: AgentCall, tool_use_id: str, cwd: Path, tree: Worktree | None
@@ -265,6 +289,7 @@ class SubAgents:
             max_turns=loop.max_turns,
             thinking=loop.thinking_budget,  # the parent's thinking too: the same prefix
             forked=True,
+            extra_tools=loop.extra_tools,
         )
         run.loop.restore(seed)
         return run
@@ -308,6 +333,7 @@ class SubAgents:
         journal: bool = True,  # record its start (not when it is brought back: it was)
         color: str | None = None,
         hooks: Hooks | None = None,
+        extra_tools: Callable[[], list[Tool]] | None = None,
     ) -> SubAgentRun:
         parent = self.parent
         label = subagent_label(parent.name, call.name or agent_type)
@@ -360,6 +386,7 @@ class SubAgents:
             thinking_budget=thinking,
             hooks=hooks or self._hooks(),
             stop_event="SubagentStop",
+            extra_tools=extra_tools,
         )
         run.loop.stop_payload = {"agent_id": agent_id, "agent_type": agent_type}
         return run
@@ -398,8 +425,12 @@ class SubAgents:
         if run.worktree is not None and not run.worktree.path.is_dir():
             run.worktree = self._reopen(run, run.worktree)  # removed after an earlier play
         self._output(run, f"[{run.agent_type}] {run.description}")
+        if run.servers is not None:
+            run.servers.open()  # a resumed play: its own servers were closed when it ended
         status, text = self._outcome(run, prompt)
         ended_here = self._finish(run, status, text, generation)
+        if run.servers is not None:
+            run.servers.close()  # the servers it defined inline end with it
         note = wrap_up(run.worktree) if run.worktree is not None else None
         if note:
             self._output(run, note)
@@ -546,6 +577,7 @@ class SubAgents:
                 thinking=loop.thinking_budget,
                 forked=True,
                 journal=False,
+                extra_tools=loop.extra_tools,
             )
         else:
             run = self._new_run(agent_id, self.parent.agents(kind), call, cwd, None, journal=False)

@@ -17,7 +17,7 @@ with the task still open leaves it in progress with this teammate ("blocked"), a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,9 @@ from teammate.agent.skills import SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.brains.base import Outcome, TeamLink
+from teammate.mcp.agent import AgentServers, Reporting, servers_for
+from teammate.mcp.client import McpManager, ServerView
+from teammate.mcp.config import ServerConfig
 from teammate.permissions.policy import PermissionPolicy, Rule
 from teammate.reporter import StatusReporter
 from teammate.tools.agents import SUBAGENT_TOOLS
@@ -107,6 +110,9 @@ class ClaudeBrain:
         fork: bool = False,
         resume: bool = False,
         hooks: Hooks | None = None,
+        mcp: McpManager | None = None,
+        mcp_servers: Mapping[str, ServerConfig] | None = None,
+        tell_lead: Callable[[str], None] | None = None,
         **loop_options: Any,
     ) -> None:
         listed, allow_rules = tool_rules(agent.tools)
@@ -157,6 +163,9 @@ class ClaudeBrain:
             cap=cap_from(os.environ),
         )
         self.ctx.subagents = self.subagents
+        self.mcp = self._start_mcp(mcp, mcp_servers or {}, listed, transcript, tell_lead)
+        self.subagents.parent.mcp = mcp
+        self.subagents.parent.mcp_servers = dict(mcp_servers or {})
         self.loop = AgentLoop(
             model,
             tools,
@@ -170,11 +179,13 @@ class ClaudeBrain:
             notices=self.subagents.take_notices,
             thinking_budget=thinking_budget(agent.effort),
             hooks=self.hooks,
+            extra_tools=self.mcp.toolbox.tools if self.mcp else None,
             **loop_options,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._initial_prompt = agent.initial_prompt
         self.resume = resume  # carry on with the conversation the transcript holds
+        self._mcp_ready = False  # its required MCP servers were connected once
         self._began = False
 
     # the Brain interface
@@ -237,6 +248,8 @@ class ClaudeBrain:
 
     def stop(self) -> None:
         self.subagents.stop_all()
+        if self.mcp is not None:
+            self.mcp.manager.close()  # every server: SIGINT, SIGTERM, SIGKILL for stdio ones
         if self._began:
             self.loop.hook("SessionEnd", {"reason": "other"})
             self.loop.transcript.record("session_end")
@@ -278,6 +291,12 @@ class ClaudeBrain:
     # helpers
 
     def _run(self, prompt: str | None, link: TeamLink) -> LoopResult | Outcome:
+        if self.mcp is not None and not self._mcp_ready:
+            # its required servers, before its first request (a later failure: it goes on)
+            if (problem := self.mcp.require()) is not None:
+                self.say(f"{self.name}: {problem}")
+                return Outcome("failed", f"{self.agent.name} cannot be used: {problem}")
+            self._mcp_ready = True
         self.loop.link = link
         self.ctx.team = link
         self.subagents.parent.link = link
@@ -287,6 +306,40 @@ class ClaudeBrain:
         except ModelError as exc:
             self.say(f"{self.name}: model call failed: {exc}")
             return Outcome("failed", f"model call failed: {exc}")
+
+    def _start_mcp(
+        self,
+        manager: McpManager | None,
+        configured: Mapping[str, ServerConfig],
+        listed: set[str],
+        transcript: Transcript | None,
+        tell_lead: Callable[[str], None] | None,
+    ) -> AgentServers | None:
+        """Begin connecting the MCP servers (all at once, in the background) and report their
+        states; None without MCP."""
+        if manager is None:
+            return None
+
+        def record(view: ServerView) -> None:
+            if transcript is not None:
+                transcript.record(
+                    "mcp_server",
+                    server=view.key,
+                    state=view.state,
+                    error=view.error,
+                    tools=[t.name for t in view.tools],
+                )
+
+        status = self.subagents.parent.reporter
+        Reporting(
+            manager,
+            status.mcp_servers if status is not None else None,
+            record,
+            lambda text: self.say(f"{self.name}: {text}"),
+            tell_lead,
+        )
+        manager.start(configured.values())
+        return servers_for(manager, configured, self.agent, None, listed)
 
     def _with_initial(self, prompt: str) -> str:
         if self._initial_prompt:

@@ -44,6 +44,7 @@ PLAN_MODE_DENIAL = (
 )
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _TOOL_RULE_TEXT = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)  # Tool(content), not a command
+_MCP_NAME = re.compile(r"mcp__[\w-]+")  # an MCP server or tool: a rule, not a command
 _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
 
 
@@ -129,10 +130,11 @@ class Rule:
 
 def rule_or_command_pattern(text: str) -> Rule:
     """A rule as written (``Bash(make deploy)``, ``Edit(src/**)``), or a bare shell command
-    pattern as a Bash rule (``rm -r*``, ``git push:*``; ``*`` alone: every command): what
+    pattern as a Bash rule (``rm -r*``, ``git push:*``; ``*`` alone: every command; an MCP
+    name such as ``mcp__git`` is a rule for that server or tool): what
     ``--ask`` takes. `ValueError` names what is wrong."""
     text = text.strip() if isinstance(text, str) else text
-    if isinstance(text, str) and _TOOL_RULE_TEXT.fullmatch(text):
+    if isinstance(text, str) and (_TOOL_RULE_TEXT.fullmatch(text) or _MCP_NAME.fullmatch(text)):
         return parse_rule(text)
     if not isinstance(text, str) or not text:
         raise ValueError(

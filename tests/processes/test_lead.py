@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ from messages_api import MessagesAPI, Turn, by_agent
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
+from protocols.pids import pid_alive
+from protocols.status import read_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.values import MemberState
@@ -265,3 +268,36 @@ def test_a_person_runs_a_skill_at_the_lead_console_with_slash_name(
         assert session.quit() == 0
     first = api.requests[0]
     assert "- standup: Run a stand-up" in json.dumps(first["system"])
+
+
+def test_the_lead_agent_uses_the_projects_mcp_servers(
+    workdir: Path, sessions: list[LeadSession], paths: TeamPaths
+) -> None:
+    """`swarm lead`'s agent connects to the servers of the project's .mcp.json, calls a
+    read-only tool without asking, and stops the server when it quits."""
+    server = Path(__file__).resolve().parent.parent / "mcp_server.py"
+    config = {"mcpServers": {"tools": {"command": sys.executable, "args": [str(server)]}}}
+    (workdir / ".mcp.json").write_text(json.dumps(config))
+
+    def play(body: dict[str, Any]) -> Turn:
+        last = json.dumps(body["messages"][-1])
+        if "echo: via the lead" in last:
+            return Turn.text(f"The server said: {last.split('echo: ')[1].split(')')[0]})")
+        return Turn.tool("mcp__tools__echo", {"text": "via the lead"})
+
+    def connected() -> bool:
+        status = read_status(paths, "team-lead")
+        return status is not None and [s.state for s in status.mcpServers] == ["connected"]
+
+    with MessagesAPI(play) as api:
+        lead = LeadSession(api, workdir, "--backend", "subprocess")
+        sessions.append(lead)
+        lead.expect("leading team 't'")
+        wait_for(connected, "the lead's MCP server to connect")
+        lead.type("Echo something through MCP.")
+        lead.expect("lead: The server said: via the lead", "the tool's answer, used")
+        assert lead.quit() == 0
+    assert "mcp__tools__echo" in [t["name"] for t in api.requests[0]["tools"]]
+    said = json.dumps(api.requests[1]["messages"][-1])
+    pid = int(said.split("(pid ")[1].split(")")[0])
+    wait_for(lambda: not pid_alive(pid), "the lead's MCP server to stop")

@@ -305,9 +305,9 @@ def test_a_definition_with_every_field_keeps_each_and_survives_the_flag_json(
     assert agent.hooks is not None and "PreToolUse" in agent.hooks
     assert agent.tools == ("Read", "Bash(npm test:*)") and agent.disallowed_tools == ("Write",)
     kept = [r.getMessage() for r in caplog.records if "does not act on it yet" in r.getMessage()]
-    # what swarm does not act on yet, said once each (memory, skills and hooks are acted on)
+    # what swarm does not act on yet, said once each (memory, skills, hooks, MCP are acted on)
     assert sorted(k.split("'")[1] for k in kept) == sorted(STORED_KEYS)
-    assert not {"memory", "skills", "hooks"} & STORED_KEYS
+    assert not {"memory", "skills", "hooks", "mcpServers", "requiredMcpServers"} & STORED_KEYS
     (again,) = from_flag_json(to_flag_json(agent)).values()
     assert again == AgentDefinition(**{**agent.__dict__, "source": "--agents[full]"})
 

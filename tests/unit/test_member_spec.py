@@ -46,6 +46,7 @@ specs = st.builds(
     plan_mode_required=st.booleans(),
     max_turns=st.none() | st.integers(1, 500),
     settings=st.none() | words.map(lambda w: "/s/" + w),
+    mcp_config=st.none() | words.map(lambda w: "/m/" + w),
     agents=st.none() | st.just('{"x": {"description": "d", "prompt": "p"}}'),
     ask=st.lists((words | words.map(lambda w: "-" + w)).filter(usable), max_size=3).map(tuple),
     task_timeout_s=st.sampled_from([600.0, 0.5, 30.0]),

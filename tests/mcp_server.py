@@ -1,0 +1,50 @@
+"""A small MCP server for tests, built on the `mcp` SDK's `MCPServer`: ``echo`` (read-only),
+``shout`` (not read-only), ``crash`` (read-only; the process exits at once, mid-call).
+
+    python tests/mcp_server.py stdio
+    python tests/mcp_server.py http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
+    python tests/mcp_server.py sse PORT      # SSE on 127.0.0.1:PORT/sse
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("swarm-test")
+
+
+@server.tool(description="Echo the text back.", annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str) -> str:
+    return f"echo: {text} (pid {os.getpid()})"
+
+
+@server.tool(description="Say the text loudly.")
+def shout(text: str) -> str:
+    return text.upper()
+
+
+@server.tool(
+    description="Exit the server at once.", annotations=ToolAnnotations(read_only_hint=True)
+)
+def crash() -> str:
+    os._exit(3)
+
+
+def main() -> None:
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if transport == "stdio":
+        server.run()
+    elif transport == "http":
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):  # SIGINT: a client asking it to stop
+        main()
