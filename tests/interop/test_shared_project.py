@@ -1,13 +1,15 @@
 """One project directory, two kinds of teammate: a real Claude Code 2.1.88 teammate and a swarm
 Claude teammate, both working in it, load the same Claude Code files (`docs/interop.md`): the
 project's CLAUDE.md with what it imports, its skills (the catalogue, then a skill's body once
-each loads it with the Skill tool), and its hooks (a PreToolUse hook of the project's settings
-sees each one's Bash call, with Claude Code's hook input). The test reads what each sent to the
-model, and what the hook was given."""
+each loads it with the Skill tool), its hooks (a PreToolUse hook of the project's settings
+sees each one's Bash call, with Claude Code's hook input) and its MCP servers (`.mcp.json`: each
+lists the server's tools as ``mcp__tools__*`` and calls one). The test reads what each sent to
+the model, and what the hook was given."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +49,19 @@ def hooked(work: Path) -> Path:
     log = work / "hook-inputs.jsonl"
     hook = {"type": "command", "command": f"cat >> '{log}'; echo >> '{log}'"}
     settings = {
-        "permissions": {"allow": ["Bash(echo:*)"]},  # both obey the project's rules too
+        "permissions": {"allow": ["Bash(echo:*)", "Bash(sleep:*)", "mcp__tools"]},
         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]},
+        "enableAllProjectMcpServers": True,  # Claude Code asks before using .mcp.json otherwise
     }
     (work / ".claude" / "settings.json").write_text(json.dumps(settings))
     return log
+
+
+def served(work: Path) -> None:
+    """The project's .mcp.json: the test suite's small MCP server over stdio."""
+    server = Path(__file__).resolve().parent.parent / "mcp_server.py"
+    config = {"mcpServers": {"tools": {"command": sys.executable, "args": [str(server), "stdio"]}}}
+    (work / ".mcp.json").write_text(json.dumps(config))
 
 
 def results(body: dict[str, Any]) -> int:
@@ -69,6 +79,7 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
 ) -> None:
     project(work)
     log = hooked(work)
+    served(work)
     seen: dict[str, list[dict[str, Any]]] = {"alice": [], "bob": []}
 
     def player(name: str) -> Any:
@@ -76,11 +87,17 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
             if not body.get("tools"):  # Claude Code's side calls (a session title)
                 return Turn.text("title")
             seen[name].append(body)
+            said = json.dumps(body["messages"], ensure_ascii=False)
             if results(body) == 0:
                 return Turn.tool("Skill", {"skill": "greet"})
-            if results(body) == 1:
+            if f"from-{name}" not in said:
                 return Turn.tool("Bash", {"command": f"echo from-{name}", "description": "say"})
-            return Turn.text("greeted")
+            if f"echo: mcp-{name}" in said:
+                return Turn.text("greeted")
+            if any(t["name"] == "mcp__tools__echo" for t in body["tools"]):
+                return Turn.tool("mcp__tools__echo", {"text": f"mcp-{name}"})
+            # the server is still starting (its tools join once it is connected): wait a little
+            return Turn.tool("Bash", {"command": "sleep 0.2", "description": "wait"})
 
         return play
 
@@ -97,7 +114,9 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
         spawn_claude_code("alice", api, claude, work, "Greet the team.")
         for name in ("alice", "bob"):
             wait_for(
-                lambda n=name: len(seen[n]) >= 3, f"{name} to load the skill and run Bash", START_S
+                lambda n=name: any(f"echo: mcp-{n}" in json.dumps(b["messages"]) for b in seen[n]),
+                f"{name} to use a skill, Bash and the MCP server",
+                START_S,
             )
         for name in ("bob", "alice"):
             swarm("shutdown", name, "--force", "--wait", "5")
@@ -112,6 +131,9 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
         assert "Launching skill: greet" in after and "Say GUAVA to everyone." in after, name
         ran = json.dumps(bodies[2]["messages"][-1], ensure_ascii=False)
         assert f"from-{name}" in ran, name  # the hook let the call run
+        listed = next(b for b in bodies if any(t["name"] == "mcp__tools__echo" for t in b["tools"]))
+        assert "mcp__tools__shout" in [t["name"] for t in listed["tools"]], name
+        assert any(f"echo: mcp-{name}" in json.dumps(b["messages"]) for b in bodies), name
     inputs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     by_command = {i["tool_input"]["command"]: i for i in inputs}
     for name in ("alice", "bob"):
