@@ -9,11 +9,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import Processes
+from helpers import Processes, claude_env, teammate_argv
 from hypothesis import settings
 
 from protocols.paths import TeamPaths
@@ -77,6 +78,22 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
     """Processes a test starts in its temporary directory; whatever still runs is killed after."""
     processes = Processes(tmp_path)
     yield processes
+    processes.close()
+
+
+@pytest.fixture
+def start(team: TeamFile, workdir: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start Claude teammates (model sonnet) of team ``t`` in `workdir`, talking to a test
+    Messages API server: ``start(name, api, *flags, env={...})``; killed after the test."""
+    processes = Processes(workdir)
+
+    def launch(
+        name: str, api: Any, *extra: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        environ = {**claude_env(api.url), **(env or {})}
+        return processes.start(teammate_argv(name, *extra, model="sonnet"), environ)
+
+    yield launch
     processes.close()
 
 

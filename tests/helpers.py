@@ -305,3 +305,8 @@ def stop_teammate(paths: Any, name: str, proc: subprocess.Popen[str]) -> str:
     output, _ = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 0, output
     return output
+
+
+def stop_alice(team: Any, proc: subprocess.Popen[str]) -> str:
+    """`stop_teammate` for alice, the usual teammate of the process tests."""
+    return stop_teammate(team.paths, "alice", proc)

@@ -8,20 +8,20 @@ running TaskCreated and TaskCompleted hooks; ``swarm hooks`` lists them with the
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, LeadSession, Processes, swarm, teammate_argv, wait_for
+from helpers import LeadSession, Processes, swarm, teammate_argv, wait_for
+from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.messages import IdleNotification, PermissionRequest
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
@@ -54,19 +54,6 @@ if not json.load(sys.stdin)["stop_hook_active"]:
     print("Also write NOTES.md before you stop.", file=sys.stderr)
     sys.exit(2)
 """
-
-
-@pytest.fixture
-def start(team: TeamFile, workdir: Path) -> Iterator[Start]:
-    processes = Processes(workdir)
-
-    def launch(name: str, api: MessagesAPI, *extra: str) -> Any:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
-        return processes.start(teammate_argv(name, *extra, model="sonnet"), environ)
-
-    yield launch
-    processes.close()
 
 
 def script(directory: Path, name: str, body: str, *args: str) -> str:
@@ -102,16 +89,6 @@ def results_of(body: dict[str, Any]) -> list[str]:
 def idle_count(team: TeamFile) -> int:
     entries = Mailbox(team.paths).read_all("team-lead")
     return sum(isinstance(e.structured(), IdleNotification) for e in entries)
-
-
-def stop(team: TeamFile, proc: subprocess.Popen[str]) -> str:
-    request = ShutdownRequest(
-        requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-    )
-    Mailbox(team.paths).send("alice", request, sender="team-lead")
-    output, _ = proc.communicate(timeout=DEADLINE_S)
-    assert proc.returncode == 0, output
-    return output
 
 
 def transcript_events(team: TeamFile, kind: str) -> list[dict[str, Any]]:

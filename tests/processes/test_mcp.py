@@ -15,35 +15,23 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, Processes, git, swarm, teammate_argv, wait_for
+from helpers import DEADLINE_S, git, swarm, wait_for
+from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.messages import IdleNotification, PermissionRequest
 from protocols.pids import carrying_token, pid_alive
 from protocols.status import McpServerStatus, read_status
 from protocols.team import TeamFile
 
 SERVER = str(Path(__file__).resolve().parent.parent / "mcp_server.py")
 Start = Callable[..., subprocess.Popen[str]]
-
-
-@pytest.fixture
-def start(team: TeamFile, workdir: Path) -> Iterator[Start]:
-    processes = Processes(workdir)
-
-    def launch(name: str, api: MessagesAPI, *extra: str, env: dict[str, str] | None = None) -> Any:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key", **(env or {}))
-        return processes.start(teammate_argv(name, *extra, model="sonnet"), environ)
-
-    yield launch
-    processes.close()
 
 
 def agent_file(workdir: Path, name: str, required: list[str], extra: str = "") -> None:
@@ -85,16 +73,6 @@ def idle_notes(team: TeamFile) -> list[IdleNotification]:
 def servers(team: TeamFile, name: str = "alice") -> dict[str, McpServerStatus]:
     status = read_status(team.paths, name)
     return {s.name: s for s in status.mcpServers} if status else {}
-
-
-def stop(team: TeamFile, proc: subprocess.Popen[str]) -> str:
-    request = ShutdownRequest(
-        requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-    )
-    Mailbox(team.paths).send("alice", request, sender="team-lead")
-    output, _ = proc.communicate(timeout=DEADLINE_S)
-    assert proc.returncode == 0, output
-    return output
 
 
 def free_port() -> int:

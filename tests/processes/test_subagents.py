@@ -15,33 +15,20 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
+from helpers import DEADLINE_S, swarm, wait_for
+from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.messages import IdleNotification, PermissionRequest
 from protocols.status import read_status
 from protocols.team import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
-
-
-@pytest.fixture
-def start(team: TeamFile, workdir: Path) -> Iterator[Start]:
-    processes = Processes(workdir)
-
-    def launch(name: str, api: MessagesAPI, *extra: str, env: dict[str, str] | None = None) -> Any:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key", **(env or {}))
-        return processes.start(teammate_argv(name, *extra, model="sonnet"), environ)
-
-    yield launch
-    processes.close()
 
 
 def texts_to_lead(team: TeamFile) -> list[str]:
@@ -51,16 +38,6 @@ def texts_to_lead(team: TeamFile) -> list[str]:
 def idle_count(team: TeamFile) -> int:
     entries = Mailbox(team.paths).read_all("team-lead")
     return sum(isinstance(e.structured(), IdleNotification) for e in entries)
-
-
-def stop(team: TeamFile, proc: subprocess.Popen[str]) -> str:
-    request = ShutdownRequest(
-        requestId="shutdown-1@alice", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
-    )
-    Mailbox(team.paths).send("alice", request, sender="team-lead")
-    output, _ = proc.communicate(timeout=DEADLINE_S)
-    assert proc.returncode == 0, output
-    return output
 
 
 def system_of(body: dict[str, Any]) -> str:
