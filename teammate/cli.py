@@ -128,8 +128,12 @@ def build_brain(
         settings.origins,
         Path(spec.mcp_config) if spec.mcp_config else None,
     )
-    # cheap until a server starts: a teammate without servers never imports the SDK
+    # cheap until a server starts: a teammate without servers never imports the SDK. The ones
+    # its first request waits for start now, before the model client (the anthropic import,
+    # ~1 s), so their start overlaps the teammate's; the others once it is built, so they take
+    # no CPU from its way to that request
     mcp = McpManager(cwd)
+    mcp.start([servers[n] for n in agent.required_mcp_servers if n in servers])
     # the command line wins, then the settings file, then the agent definition
     mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
     brain = ClaudeBrain(

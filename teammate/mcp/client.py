@@ -138,7 +138,14 @@ class McpManager:
     # the synchronous API
 
     def listen(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+        """Tell `listener` of every change of state from now on, and at once of each server's
+        state now: one that listens after the servers started (they start before the model
+        client is built, to overlap its import) misses nothing."""
+        with self._lock:
+            self._listeners.append(listener)
+            known = [conn.view() for conn in self._conns.values()]
+        for view in known:
+            listener(view)
 
     def start(self, servers: Iterable[ServerConfig]) -> None:
         """Begin connecting each server not already known (returns at once)."""
