@@ -76,6 +76,19 @@ def lead_prompt(paths: TeamPaths, cwd: Path, skills: dict[str, Skill]) -> str:
     return f"{prompt}\n{context}" if context else prompt
 
 
+def lead_policy(settings: Settings | None, cwd: Path) -> PermissionPolicy:
+    """The lead agent's policy: ``default`` with the settings files' rules, which are what
+    lets a non-read-only MCP tool run (the lead has nobody to ask)."""
+    rules = settings.rules if settings is not None else {}
+    return PermissionPolicy(
+        "default",
+        cwd,
+        allow=rules.get("allow", []),
+        deny=rules.get("deny", []),
+        ask=rules.get("ask", []),
+    )
+
+
 class _Wake:
     """Queued when teammates' messages wait and no turn is running to take them."""
 
@@ -100,15 +113,7 @@ class LeadAgent:
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]
         tools += [skill] if usable else []
         settings = self._settings(paths, link.cwd)
-        rules = settings.rules if settings is not None else {}
-        # the settings files' rules: what lets a non-read-only MCP tool run (nobody is asked)
-        policy = PermissionPolicy(
-            "default",
-            link.cwd,
-            allow=rules.get("allow", []),
-            deny=rules.get("deny", []),
-            ask=rules.get("ask", []),
-        )
+        policy = lead_policy(settings, link.cwd)
         # the hooks of the settings where the lead runs (the user's, the project's, the local)
         hooks = project_hooks(link.cwd, paths.root).with_session(
             str(uuid.uuid4()), str(transcript_path or "")
@@ -162,19 +167,7 @@ class LeadAgent:
             hooks=hooks,
             extra_tools=McpToolbox(self.mcp).tools,
         )
-        Reporting(
-            self.mcp,
-            self.reporter.mcp_servers,
-            lambda view: self.loop.transcript.record(
-                "mcp_server",
-                server=view.key,
-                state=view.state,
-                error=view.error,
-                tools=[t.name for t in view.tools],
-            ),
-            lambda text: say(f"lead: {text}"),
-            None,  # it is the lead: the console shows what it says
-        )
+        self._report_mcp()
         self.mcp.start(servers.values())
         self.subagents.parent.loop = self.loop  # what a fork child starts from
         self._inputs: queue.Queue[str | _Wake | None] = queue.Queue()
@@ -190,6 +183,22 @@ class LeadAgent:
         self._inputs.put(None)
         self._thread.join(timeout=5)
         self.mcp.close()
+
+    def _report_mcp(self) -> None:
+        """MCP servers' states to the status file, the transcript and the console."""
+        Reporting(
+            self.mcp,
+            self.reporter.mcp_servers,
+            lambda view: self.loop.transcript.record(
+                "mcp_server",
+                server=view.key,
+                state=view.state,
+                error=view.error,
+                tools=[t.name for t in view.tools],
+            ),
+            lambda text: self.say(f"lead: {text}"),
+            None,  # it is the lead: the console shows what it says
+        )
 
     def _settings(self, paths: TeamPaths, cwd: Path) -> Settings | None:
         """The project's settings files, for their permission rules and MCP servers (None,

@@ -34,7 +34,7 @@ from teammate.agent.definitions import AgentDefinition, load_agent, thinking_bud
 from teammate.agent.hooks import Hooks
 from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
-from teammate.agent.skills import SkillSet, discover
+from teammate.agent.skills import Skill, SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.brains.base import Outcome, TeamLink
@@ -91,6 +91,25 @@ def system_prompt(
     )
 
 
+def teammate_tools(
+    agent: AgentDefinition, skills: Mapping[str, Skill]
+) -> tuple[list[Tool], set[str], list[Rule], list[Rule]]:
+    """A teammate's tools as its definition says (the team tools always, unless disallowed;
+    Skill only where there is a skill it may load), the names its allow-list gives, and the
+    definition's allow and deny rules."""
+    listed, allow_rules = tool_rules(agent.tools)
+    removed, deny_rules = tool_rules(agent.disallowed_tools)
+    listed |= {rule.tool_name for rule in allow_rules}
+    tools = [
+        t
+        for t in ALL_TOOLS
+        if (agent.tools is None or t.name in listed or t in TEAM_TOOLS)
+        and t.name not in removed
+        and (t is not skill or any(s.model_invocable for s in skills.values()))
+    ]
+    return tools, listed, allow_rules, deny_rules
+
+
 class ClaudeBrain:
     def __init__(
         self,
@@ -115,18 +134,8 @@ class ClaudeBrain:
         tell_lead: Callable[[str], None] | None = None,
         **loop_options: Any,
     ) -> None:
-        listed, allow_rules = tool_rules(agent.tools)
-        removed, deny_rules = tool_rules(agent.disallowed_tools)
-        listed |= {rule.tool_name for rule in allow_rules}
         skills = discover(cwd, paths.root)
-        tools = [
-            t
-            for t in ALL_TOOLS
-            # a teammate always has the team tools, unless the definition disallows them
-            if (agent.tools is None or t.name in listed or t in TEAM_TOOLS)
-            and t.name not in removed
-            and (t is not skill or any(s.model_invocable for s in skills.values()))
-        ]
+        tools, listed, allow_rules, deny_rules = teammate_tools(agent, skills)
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
         mode = "plan" if plan_mode_required else permission_mode
         extra = rules or {}
@@ -147,22 +156,19 @@ class ClaudeBrain:
             cwd=cwd, agent_name=name, hooks=self.hooks, skills=SkillSet(skills, self.policy.grant)
         )
         self.ctx.exit_plan_mode = self._exit_plan_mode
-        self.subagents = SubAgents(
-            Parent(
-                name=name,
-                model=model,
-                tools=[t for t in WORK_TOOLS if t in tools],
-                policy=self.policy,
-                ctx=self.ctx,
-                agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
-                directory=paths.subagents_dir(name),
-                reporter=reporter,
-                fork=fork,
-                hooks=self.hooks,
-            ),
-            cap=cap_from(os.environ),
+        parent = Parent(
+            name=name,
+            model=model,
+            tools=[t for t in WORK_TOOLS if t in tools],
+            policy=self.policy,
+            ctx=self.ctx,
+            agents=agents or (lambda kind: load_agent(kind, project_dir=cwd)),
+            directory=paths.subagents_dir(name),
+            reporter=reporter,
+            fork=fork,
+            hooks=self.hooks,
         )
-        self.ctx.subagents = self.subagents
+        self.subagents = self.ctx.subagents = SubAgents(parent, cap=cap_from(os.environ))
         self.mcp = self._start_mcp(mcp, mcp_servers or {}, listed, transcript, tell_lead)
         self.subagents.parent.mcp = mcp
         self.subagents.parent.mcp_servers = dict(mcp_servers or {})
