@@ -109,6 +109,8 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
 
 def unread_message(paths: TeamPaths, name: str) -> Check:
     """An unread message in `name`'s inbox (at once if one is there already)."""
+    if TeamFile(paths).load().member(name) is None:
+        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
     mailbox = Mailbox(paths)
 
     def check() -> Outcome | None:

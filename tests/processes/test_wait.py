@@ -70,3 +70,5 @@ def test_swarm_wait_refuses_what_cannot_be_waited_for(team: TeamFile) -> None:
     assert starting.returncode == 124 and "timed out" in starting.stdout
     nobody = swarm("wait", "--idle", "alcie", "--timeout", "0")
     assert nobody.returncode == 1 and "no member named 'alcie'" in nobody.stderr
+    hostile = swarm("wait", "--message", "$(id)", "--timeout", "0")
+    assert hostile.returncode == 1 and "no member named '$(id)'" in hostile.stderr
