@@ -28,7 +28,7 @@ from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.context import claude_md_text
 from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
-from teammate.agent.hooks import project_hooks
+from teammate.agent.hooks import Hooks, settings_hooks
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import Model, ModelError
 from teammate.agent.settings import Settings, layered_settings
@@ -115,9 +115,11 @@ class LeadAgent:
         settings = self._settings(paths, link.cwd)
         policy = lead_policy(settings, link.cwd)
         # the hooks of the settings where the lead runs (the user's, the project's, the local)
-        hooks = project_hooks(link.cwd, paths.root).with_session(
-            str(uuid.uuid4()), str(transcript_path or "")
-        )
+        hooks = (
+            settings_hooks(settings, link.cwd)
+            if settings is not None
+            else Hooks(project_dir=link.cwd)
+        ).with_session(str(uuid.uuid4()), str(transcript_path or ""))
         ctx = ToolContext(
             cwd=link.cwd,
             agent_name=LEAD_NAME,
