@@ -28,6 +28,13 @@ def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
     )(function)
 
 
+def member_team_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``--team`` for commands that need a team only when given a member's NAME."""
+    return click.option(
+        "--team", "-t", envvar="SWARM_TEAM", help="the team of NAME (default: $SWARM_TEAM)"
+    )(function)
+
+
 def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="print JSON")(function)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from protocols.paths import config_root
-from swarm.cli.common import emit, json_option, paths_for
+from swarm.cli.common import emit, json_option, member_team_option, paths_for
 from swarm.views.config import config_text, effective_config, member_config
 
 
@@ -26,7 +26,7 @@ from swarm.views.config import config_text, effective_config, member_config
     help="without NAME: a --settings file it would be given",
 )
 @click.option("--agent-type", default="general-purpose", show_default=True, help="without NAME")
-@click.option("--team", "-t", envvar="SWARM_TEAM", help="the team of NAME (default: $SWARM_TEAM)")
+@member_team_option
 @json_option
 def config(
     name: str | None,

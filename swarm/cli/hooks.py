@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import click
 
 from protocols.paths import config_root
 from protocols.printable import printable_line
-from swarm.cli.common import emit, json_option, paths_for
+from swarm.cli.common import emit, json_option, member_team_option, paths_for
 
 
 @click.command()
@@ -20,7 +19,7 @@ from swarm.cli.common import emit, json_option, paths_for
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="the project directory (default: the member's, else this one)",
 )
-@click.option("--team", "-t", help="the member's team (default: $SWARM_TEAM)")
+@member_team_option
 @json_option
 def hooks(name: str | None, cwd: Path | None, team: str | None, as_json: bool) -> None:
     """List the hooks in force: event, matcher, timeout, command and the file each came from.
@@ -32,7 +31,6 @@ def hooks(name: str | None, cwd: Path | None, team: str | None, as_json: bool) -
     """
     from swarm.team.hooks import hooks_in_force
 
-    team = team or os.environ.get("SWARM_TEAM")
     paths = paths_for(team) if team and name else None
     found = hooks_in_force(config_root(), paths, name, cwd)
     emit(found, as_json, _text)
