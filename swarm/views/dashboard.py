@@ -183,7 +183,10 @@ class Dashboard:
             directories=(self.paths.team_dir, self.paths.tasks_dir),
             rescan_s=RESCAN_S,
         )
-        with watcher, Live(self._draw(), console=self.console, auto_refresh=False) as live:
+        # Keys are read unbuffered from before the first frame: a key typed as soon as something
+        # shows on screen is never lost in a line buffer that switching modes would flush.
+        keys = _cbreak(sys.stdin.fileno()) if interactive else contextlib.nullcontext()
+        with keys, watcher, Live(self._draw(), console=self.console, auto_refresh=False) as live:
             if interactive:
                 threading.Thread(target=self._read_keys, args=(watcher,), daemon=True).start()
             while not self.quit:
@@ -213,14 +216,13 @@ class Dashboard:
     def _read_keys(self, watcher: InboxWatcher) -> None:
         fd = sys.stdin.fileno()
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # é is two bytes
-        with _cbreak(fd):
-            while not self.quit:
-                ready, _, _ = select.select([fd], [], [], 0.5)
-                if ready:
-                    typed = decoder.decode(os.read(fd, 64))
-                    with self._lock:
-                        self._keys.extend(typed)
-                    watcher.changed.set()
+        while not self.quit:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                typed = decoder.decode(os.read(fd, 64))
+                with self._lock:
+                    self._keys.extend(typed)
+                watcher.changed.set()
 
     def _on_key(self, key: str) -> None:
         if self._compose is not None:
@@ -296,9 +298,10 @@ class Dashboard:
 
 @contextlib.contextmanager
 def _cbreak(fd: int) -> Iterator[None]:
+    """The terminal in cbreak mode; TCSANOW keeps keys typed before (TCSAFLUSH drops them)."""
     saved = termios.tcgetattr(fd)
     try:
-        tty.setcbreak(fd)
+        tty.setcbreak(fd, termios.TCSANOW)
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
