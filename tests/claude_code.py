@@ -1,10 +1,12 @@
-"""Real Claude Code 2.1.88 as a peer in the tests (spec section 8): install it from the npm
+"""Real Claude Code as a peer in the tests (spec sections 8 and 9): install it from the npm
 registry once, give it a config root it runs in without dialogs, and script its model.
 
-`install()` puts ``@anthropic-ai/claude-code@2.1.88`` under ``.cache/`` in the repository (or
-``$SWARM_CLAUDE_CODE_DIR``) the first time and returns the ``claude`` program. Without node or
-npm it raises `Unavailable` (the tests skip, saying so); a failed install raises RuntimeError (the
-tests fail: it is never a skip).
+Two versions are the reference peers: 2.1.88 (``cli.js`` run by node) and 2.1.330, today's (a
+native binary, with session teams, reading deletes, ``msg_id`` and lead signatures).
+`install(version)` puts ``@anthropic-ai/claude-code@<version>`` under ``.cache/`` in the
+repository (or ``$SWARM_CLAUDE_CODE_DIR/<version>``) the first time and returns the ``claude``
+program. Without node or npm it raises `Unavailable` (the tests skip, saying so); a failed
+install raises RuntimeError (the tests fail: it is never a skip).
 
 `trust()` writes ``$CLAUDE_CONFIG_DIR/.claude.json`` (Claude Code reads it there, not in
 ``$HOME``, when ``CLAUDE_CONFIG_DIR`` is set): onboarding done, the test's API key approved
@@ -35,8 +37,9 @@ from typing import Any
 import filelock
 from messages_api import Turn
 
-VERSION = "2.1.88"
-PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+VERSION = "2.1.88"  # the eight-month-old peer swarm was first proven against
+NEWEST = "2.1.330"  # the Claude Code people run today (2026-11-20)
+VERSIONS = (VERSION, NEWEST)
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "sk-ant-swarm-interop-offline-0000"  # any value; the server never checks it
 MODEL = "claude-sonnet-4-5"
@@ -50,43 +53,52 @@ OFFLINE_ENV = {
 }
 
 
-def install_dir() -> Path:
-    return Path(
-        os.environ.get("SWARM_CLAUDE_CODE_DIR") or REPO / ".cache" / f"claude-code-{VERSION}"
-    )
+def package(version: str) -> str:
+    return f"@anthropic-ai/claude-code@{version}"
+
+
+def install_dir(version: str = VERSION) -> Path:
+    given = os.environ.get("SWARM_CLAUDE_CODE_DIR")
+    return Path(given) / version if given else REPO / ".cache" / f"claude-code-{version}"
+
+
+def is_newest(program: Path) -> bool:
+    """Whether `program` is a Claude Code with section 9's changes (2.1.330, not 2.1.88)."""
+    return NEWEST in str(program)
 
 
 class Unavailable(Exception):
     """Claude Code cannot be installed here (node or npm is missing); the message says which."""
 
 
-def install() -> Path:
-    """The ``claude`` program of Claude Code 2.1.88, installed from npm if it is not yet.
+def install(version: str = VERSION) -> Path:
+    """The ``claude`` program of Claude Code `version`, installed from npm if it is not yet.
 
     Raises `Unavailable` without node or npm, RuntimeError when the install fails."""
-    directory = install_dir()
+    directory = install_dir(version)
     program = directory / "node_modules" / ".bin" / "claude"
     directory.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(directory) + ".lock"):  # test workers in parallel install once
-        _install(directory, program)
-    return _check_version(program)
+        _install(directory, program, package(version))
+    return _check_version(program, version)
 
 
-def _install(directory: Path, program: Path) -> None:
+def _install(directory: Path, program: Path, package: str) -> None:
     if not program.exists():
         missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
         if missing:
-            raise Unavailable(f"{' and '.join(missing)} not installed: needed to install {PACKAGE}")
+            raise Unavailable(f"{' and '.join(missing)} not installed: needed to install {package}")
         directory.mkdir(parents=True, exist_ok=True)
+        # newer versions are a native binary in an optional dependency: never --omit=optional
         result = subprocess.run(
-            ["npm", "install", "--prefix", str(directory), "--no-audit", "--no-fund", PACKAGE],
+            ["npm", "install", "--prefix", str(directory), "--no-audit", "--no-fund", package],
             capture_output=True,
             text=True,
             timeout=900,
             check=False,
         )
         if result.returncode != 0 or not program.exists():
-            raise RuntimeError(f"npm install {PACKAGE} failed:\n{result.stdout}\n{result.stderr}")
+            raise RuntimeError(f"npm install {package} failed:\n{result.stdout}\n{result.stderr}")
         # the bundled ripgrep comes without its execute bit (Glob and Grep fail with EACCES)
         for rg in (directory / "node_modules" / "@anthropic-ai" / "claude-code").glob(
             "vendor/ripgrep/*/rg"
@@ -94,7 +106,7 @@ def _install(directory: Path, program: Path) -> None:
             rg.chmod(0o755)
 
 
-def _check_version(program: Path) -> Path:
+def _check_version(program: Path, expected: str) -> Path:
     version = subprocess.run(
         [str(program), "--version"],
         capture_output=True,
@@ -103,8 +115,8 @@ def _check_version(program: Path) -> Path:
         env={**os.environ, **OFFLINE_ENV},
         check=False,
     ).stdout
-    if VERSION not in version:
-        raise RuntimeError(f"{program} says it is {version!r}, not {VERSION}")
+    if expected not in version:
+        raise RuntimeError(f"{program} says it is {version!r}, not {expected}")
     return program
 
 

@@ -34,10 +34,10 @@ pytestmark = pytest.mark.interop
 START_S = 60.0  # Claude Code's first start in a fresh config root takes a few seconds
 
 
-@pytest.fixture(scope="session")
-def claude() -> Path:
+@pytest.fixture(scope="session", params=claude_code.VERSIONS)
+def claude(request: pytest.FixtureRequest) -> Path:
     try:
-        return claude_code.install()
+        return claude_code.install(request.param)
     except claude_code.Unavailable as exc:
         pytest.skip(str(exc))
     except RuntimeError as exc:
