@@ -8,11 +8,18 @@ re-serialisation of what is already there:
   that stays broken is moved aside to ``<name>.json.corrupt-<ms>``, the error is logged, and a
   fresh inbox starts;
 - writing: under the lock, atomically; an append splices the new entry before the closing ``]``;
-- compaction: once more than `compact_after` entries are read, they move to the append-only
-  archive ``<agent>.archive.jsonl`` beside the inbox: their read marks are on disk first, then
-  they are appended to the archive, then the live file is rewritten without them. A crash in
-  between leaves them read in both places; the next compaction sees them at the archive's tail
-  and does not archive them twice. Unread entries never move.
+- the record: ``<agent>.archive.jsonl`` beside the inbox is swarm's append-only record of every
+  message that went through the inbox. swarm appends each message it writes right after the
+  inbox write, and records what others wrote (Claude Code) whenever it holds the lock or
+  `observe`s, so a reader that deletes what it read (Claude Code 2.1.160 and later) takes
+  nothing from the history. The live file is only the delivery queue;
+- compaction: once more than `compact_after` entries are read, the live file is rewritten
+  without them (their read marks are on disk first, and they are in the record first). A crash
+  in between leaves them read in both places; `RecordIndex` knows what the record holds, so
+  nothing is recorded twice by one process. Unread entries never move.
+- identity: an entry is known by its ``msg_id`` (Claude Code's UUID since 2.1.196, and swarm's
+  own, derived from swarm's ``id``), else swarm's ``id``, else a digest of sender, time and
+  text; one identity is delivered once.
 
 Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 """
@@ -23,6 +30,8 @@ import hashlib
 import json
 import logging
 import os
+import threading
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +58,23 @@ from protocols.records import Record
 log = logging.getLogger(__name__)
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
+MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
+# swarm's msg_id is a UUID derived from its own id, so a send repeated with the same id (a retry
+# after a failure) carries the same msg_id, and the two ids never disagree
+_MSG_ID_NAMESPACE = uuid.UUID("6f1c2a4e-5b0d-4c7e-9a51-3e2f7d8b9c10")
+
+
+def msg_id_for(swarm_id: str) -> str:
+    return str(uuid.uuid5(_MSG_ID_NAMESPACE, swarm_id))
 
 
 def identity_of(item: dict[str, Any]) -> str:
-    """swarm's ``id`` when present; otherwise a digest of sender, timestamp and text."""
-    given = item.get("id")
-    if isinstance(given, str) and given:
-        return given
+    """``msg_id`` when present, else swarm's ``id``; otherwise a digest of sender, timestamp
+    and text (entries of Claude Code before 2.1.196)."""
+    for key in ("msg_id", "id"):
+        given = item.get(key)
+        if isinstance(given, str) and given:
+            return given
     key = f"{item.get('from')}\0{item.get('timestamp')}\0{item.get('text')}"
     return "cc-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
@@ -65,7 +84,8 @@ def is_read(item: Any) -> bool:
 
 
 class InboxEntry(Record):
-    """``{from, text, summary?, timestamp, color?, read}`` plus swarm's own ``id``."""
+    """``{from, text, summary?, timestamp, color?, read, msgV?, msg_id?, type?}`` plus swarm's
+    own ``id``; any other key (``lead_sig``, ``from_plugin``) is kept."""
 
     from_: str = Field(alias="from")
     text: str
@@ -74,6 +94,9 @@ class InboxEntry(Record):
     color: str | None = None
     read: bool | None = None
     id: str | None = None
+    msgV: int | None = None
+    msg_id: str | None = None
+    type: str | None = None
 
     @property
     def is_read(self) -> bool:
@@ -82,7 +105,13 @@ class InboxEntry(Record):
     @property
     def identity(self) -> str:
         return identity_of(
-            {"id": self.id, "from": self.from_, "timestamp": self.timestamp, "text": self.text}
+            {
+                "msg_id": self.msg_id,
+                "id": self.id,
+                "from": self.from_,
+                "timestamp": self.timestamp,
+                "text": self.text,
+            }
         )
 
     def structured(self) -> StructuredMessage | None:
@@ -125,8 +154,17 @@ class Loaded:
         return result
 
     def unread(self) -> list[InboxEntry]:
+        """Unread messages, each identity once: a second entry with a ``msg_id`` already in the
+        file (a writer that retried) is not delivered again."""
         result = []
+        seen: set[str] = set()
         for item in self.items:
+            if not isinstance(item, dict):
+                continue
+            identity = identity_of(item)
+            if identity in seen:
+                continue
+            seen.add(identity)
             if is_read(item):
                 continue
             try:
@@ -233,7 +271,7 @@ class InboxFile:
             return self.load_locked()
 
     def append_locked(self, loaded: Loaded, item: dict[str, Any], compact_after: int) -> None:
-        """Add `item` at the end (call with the lock held)."""
+        """Add `item` at the end, then to the record (call with the lock held)."""
         if sum(1 for i in loaded.items if is_read(i)) > compact_after >= 0:
             loaded.items.append(item)
             self.store_locked(loaded, compact_after)
@@ -245,30 +283,57 @@ class InboxFile:
         else:
             text = "[\n  " + entry + "\n]"
         atomic_write_text(self.path, text, self.durability)
+        self.record_locked([*loaded.items, item])
 
     def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
         """Write `loaded.items` back (call with the lock held), compacting read entries first.
 
-        Compaction archives entries only once their ``read`` flag is on disk: otherwise a crash
-        after archiving would leave them unread in the live file, to be delivered (and archived)
-        again. So when `reads_on_disk` is false (entries were just marked in memory), the marks
-        are written first.
+        Compaction drops read entries from the live file only once their ``read`` flag is on
+        disk and they are in the record: otherwise a crash in between would leave them unread
+        in the live file, to be delivered again. So when `reads_on_disk` is false (entries were
+        just marked in memory), the marks are written first.
         """
         items = loaded.items
         read = [i for i in items if is_read(i)]
         if compact_after >= 0 and len(read) > compact_after:
             if not reads_on_disk:
                 atomic_write_text(self.path, dumps_pretty(items), self.durability)
-            self._archive(read)
+            self.record_locked(items)
             items = [i for i in items if not is_read(i)]
+            atomic_write_text(self.path, dumps_pretty(items), self.durability)
+            return
         atomic_write_text(self.path, dumps_pretty(items), self.durability)
+        self.record_locked(items)
 
-    def archived_identities(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> set[str]:
-        """Identities of the entries in the last `tail_bytes` of the archive."""
-        return {identity_of(item) for item in self.archive_tail(tail_bytes)}
+    def recorded(self) -> set[str]:
+        """The identities of the messages in the record (read only: do not change the set)."""
+        return RecordIndex.identities(self.archive)
+
+    def unrecorded(self, items: list[Any]) -> list[dict[str, Any]]:
+        """The messages among `items` that the record does not hold yet, each once."""
+        known = self.recorded()
+        fresh: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            identity = identity_of(item)
+            if identity not in known and identity not in seen:
+                seen.add(identity)
+                fresh.append(item)
+        return fresh
+
+    def record_locked(self, items: list[Any]) -> int:
+        """Append to the record the messages among `items` it does not hold yet (call with the
+        inbox's lock held: the record has one writer at a time). Returns how many."""
+        fresh = self.unrecorded(items)
+        if fresh:
+            lines = "".join(dumps_compact(i) + "\n" for i in fresh)
+            append_durably(self.archive, lines.encode("utf-8"), self.durability)
+        return len(fresh)
 
     def archive_tail(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> list[dict[str, Any]]:
-        """The raw entries in the last `tail_bytes` of the archive, oldest first."""
+        """The raw entries in the last `tail_bytes` of the record, oldest first."""
         try:
             fd = safefs.open_path(self.archive, os.O_RDONLY)
         except FileNotFoundError:
@@ -287,7 +352,26 @@ class InboxFile:
                 items.append(item)
         return items
 
+    def history(self) -> list[InboxEntry]:
+        """Every message the inbox has had, oldest first, each once, read without a lock: the
+        record, then what is live and not recorded yet. A live entry's read mark wins; a
+        recorded message that is no longer live was read (compacted, or deleted by its reader)."""
+        live: dict[str, InboxEntry] = {}
+        for entry in self.peek().entries():
+            live.setdefault(entry.identity, entry)
+        result: list[InboxEntry] = []
+        shown: set[str] = set()
+        for entry in self.read_archive():
+            identity = entry.identity
+            if identity in shown:
+                continue
+            shown.add(identity)
+            result.append(live.get(identity) or entry.updated(read=True))
+        result.extend(e for identity, e in live.items() if identity not in shown)
+        return result
+
     def read_archive(self) -> list[InboxEntry]:
+        """The record's entries as written (a message may be there more than once)."""
         try:
             lines = safefs.read_bytes(self.archive).splitlines()
         except FileNotFoundError:
@@ -300,15 +384,36 @@ class InboxFile:
                 log.warning("skipping a damaged line in %s", self.archive)
         return entries
 
-    def _archive(self, read: list[dict[str, Any]]) -> None:
-        lines = [dumps_compact(i) + "\n" for i in read]
-        # A crash between appending to the archive and rewriting the live file leaves that batch
-        # in both. It is a subset of this batch and the last thing in the archive, so looking
-        # back as many bytes as this batch holds finds all of it.
-        size = sum(len(line.encode("utf-8")) for line in lines)
-        done = self.archived_identities(tail_bytes=size + 1)
-        fresh = [
-            line for item, line in zip(read, lines, strict=True) if identity_of(item) not in done
-        ]
-        if fresh:
-            append_durably(self.archive, "".join(fresh).encode("utf-8"), self.durability)
+
+class RecordIndex:
+    """The identities in each record file this process has looked at, read incrementally: each
+    call reads only what was appended since the last (a file replaced or cut is read again)."""
+
+    _lock = threading.Lock()
+    _known: dict[Path, tuple[int, int, set[str]]] = {}  # path -> (inode, offset read, ids)
+
+    @classmethod
+    def identities(cls, path: Path) -> set[str]:
+        with cls._lock:
+            try:
+                fd = safefs.open_path(path, os.O_RDONLY)
+            except FileNotFoundError:
+                cls._known.pop(path, None)
+                return set()
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                inode, offset, ids = cls._known.get(path, (st.st_ino, 0, set()))
+                if inode != st.st_ino or st.st_size < offset:
+                    offset, ids = 0, set()
+                handle.seek(offset)
+                data = handle.read(st.st_size - offset)
+            end = data.rfind(b"\n") + 1  # a line still being written is read next time
+            for line in data[:end].split(b"\n"):
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(item, dict):
+                    ids.add(identity_of(item))
+            cls._known[path] = (st.st_ino, offset + end, ids)
+            return ids

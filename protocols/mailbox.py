@@ -9,7 +9,11 @@ Guarantees:
   dropped; a send repeated with the same ``message_id`` is stored once;
 - entries are marked read **by identity**: a message that arrives between a read and its mark
   stays unread;
-- read entries are compacted into the archive, unread ones are never moved.
+- every message sent is in the recipient's record (`InboxFile.history`), whoever reads it and
+  however (Claude Code 2.1.160 and later delete what they read), and read entries leave the
+  live inbox only once recorded; unread ones are never moved;
+- each entry carries Claude Code's ``msgV``, ``msg_id`` and ``type``; one ``msg_id`` is
+  delivered once.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
-from protocols.inbox import InboxEntry, InboxFile, identity_of, is_read
+from protocols.inbox import MSG_V, InboxEntry, InboxFile, identity_of, is_read, msg_id_for
 from protocols.jsonio import Durability
 from protocols.locks import redo_if_lock_lost
 from protocols.messages import StructuredMessage, decode
@@ -122,7 +126,8 @@ class Mailbox:
         entry = self._entry(text, sender, summary, color, message_id)
         written = []
         for name in recipients:
-            one = entry.updated(id=f"{entry.id}-{name}")
+            one_id = f"{entry.id}-{name}"
+            one = entry.updated(id=one_id, msg_id=msg_id_for(one_id))
             written.append(self._append(name, one, dedupe=message_id is not None))
         return written
 
@@ -149,6 +154,7 @@ class Mailbox:
         message_id: str | None,
     ) -> InboxEntry:
         text = body if isinstance(body, str) else body.encode()
+        swarm_id = message_id or new_message_id()
         return InboxEntry.model_validate(
             {
                 "from": sender,
@@ -156,8 +162,11 @@ class Mailbox:
                 "summary": summary,
                 "timestamp": now_iso(),
                 "color": color,
+                "msgV": MSG_V,
+                "msg_id": msg_id_for(swarm_id),
+                "type": "message",
                 "read": False,
-                "id": message_id or new_message_id(),
+                "id": swarm_id,
             }
         )
 
@@ -168,7 +177,7 @@ class Mailbox:
             loaded = inbox.load_locked()
             if dedupe and (
                 any(isinstance(i, dict) and i.get("id") == entry.id for i in loaded.items)
-                or entry.identity in inbox.archived_identities()
+                or entry.identity in inbox.recorded()
             ):
                 return entry
             inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
@@ -223,9 +232,24 @@ class Mailbox:
         return self.inbox(agent).read_archive()
 
     def peek_all(self, agent: str) -> list[InboxEntry]:
-        """The archive, then the live inbox, read without locks and without ever writing."""
+        """Every message `agent` was ever sent, each once, oldest first (`InboxFile.history`),
+        read without locks and without ever writing."""
+        return self.inbox(agent).history()
+
+    def observe(self, agent: str) -> int:
+        """Record what others wrote into `agent`'s inbox and swarm has not recorded yet (taking
+        the lock only when there is some); returns how many. Run by swarm's watchers, so a
+        message between two Claude Code members is in the history although its reader deletes
+        it."""
         inbox = self.inbox(agent)
-        return inbox.read_archive() + inbox.peek().entries()
+        if not inbox.unrecorded(inbox.peek().items):
+            return 0
+        return self._observe(inbox)
+
+    @redo_if_lock_lost
+    def _observe(self, inbox: InboxFile) -> int:
+        with inbox.lock():
+            return inbox.record_locked(inbox.load_locked().items)
 
     def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
@@ -240,10 +264,12 @@ class Mailbox:
             marked = 0
             for item in loaded.items:
                 if isinstance(item, dict) and not is_read(item) and identity_of(item) in wanted:
-                    item["read"] = True
+                    item["read"] = True  # every copy of a msg_id: it is delivered once
                     marked += 1
             if marked:
                 inbox.store_locked(loaded, self.compact_after, reads_on_disk=False)
+            else:
+                inbox.record_locked(loaded.items)
         return marked
 
     @redo_if_lock_lost

@@ -4,6 +4,7 @@ recovery from a corrupt inbox, all on real files."""
 from __future__ import annotations
 
 import json
+import uuid
 import logging
 import os
 import threading
@@ -33,8 +34,22 @@ def test_a_message_lands_in_claude_codes_entry_format(mailbox: Mailbox, paths: T
     raw = paths.inbox("alice").read_text(encoding="utf-8")
     assert not raw.endswith("\n")
     (item,) = json.loads(raw)
-    assert list(item) == ["from", "text", "summary", "timestamp", "color", "read", "id"]
+    assert list(item) == [
+        "from",
+        "text",
+        "summary",
+        "timestamp",
+        "color",
+        "read",
+        "id",
+        "msgV",
+        "msg_id",
+        "type",
+    ]
     assert item["text"] == TRICKY and item["read"] is False and item["id"] == entry.id
+    # Claude Code 2.1.196 and later: a version, a UUID to de-duplicate on, a type
+    assert item["msgV"] == 1 and item["type"] == "message"
+    assert str(uuid.UUID(item["msg_id"])) == item["msg_id"] == entry.identity
     assert item["timestamp"].endswith("Z") and len(item["timestamp"]) == 24
     assert "ünïcødé 🐝" in raw  # UTF-8, not \u escapes
 
@@ -130,7 +145,43 @@ def test_compaction_moves_read_messages_and_never_unread_ones(team: TeamFile) ->
     live = mailbox.read_all("alice")
     assert [e.text for e in live] == ["m6", "m7", "m8", "m9", "m10"]
     assert all(not e.is_read for e in live)
-    assert [e.text for e in mailbox.read_archive("alice")] == [f"m{n}" for n in range(6)]
+    # the record holds every message sent, the history says which were read
+    assert [e.text for e in mailbox.read_archive("alice")] == [f"m{n}" for n in range(11)]
+    history = mailbox.peek_all("alice")
+    assert [(e.text, e.is_read) for e in history] == [(f"m{n}", n < 6) for n in range(11)]
+
+
+def test_the_history_keeps_what_a_deleting_reader_took(mailbox: Mailbox, paths: TeamPaths) -> None:
+    """Claude Code 2.1.160 and later rewrite the inbox keeping only unread entries."""
+    mailbox.send("alice", "first", sender="team-lead")
+    mailbox.send("alice", "second", sender="bob")
+    inbox = paths.inbox("alice")
+    items = json.loads(inbox.read_text())
+    inbox.write_text(json.dumps(items[1:], indent=2))  # "first" read, and deleted with it
+    assert [e.text for e in mailbox.read_all("alice")] == ["second"]
+    assert [(e.text, e.is_read) for e in mailbox.peek_all("alice")] == [
+        ("first", True),
+        ("second", False),
+    ]
+
+
+def test_what_others_write_is_recorded_by_an_observer(mailbox: Mailbox, paths: TeamPaths) -> None:
+    foreign = {"from": "bob", "text": "from Claude Code", "timestamp": "2026-11-20T10:00:00.000Z"}
+    foreign |= {"msgV": 1, "msg_id": str(uuid.uuid4()), "type": "message", "read": False}
+    paths.inbox("alice").write_text(json.dumps([foreign]))
+    assert mailbox.observe("alice") == 1
+    assert mailbox.observe("alice") == 0  # once
+    paths.inbox("alice").write_text("[]")  # its reader deleted it
+    (kept,) = mailbox.peek_all("alice")
+    assert kept.text == "from Claude Code" and kept.is_read and kept.msg_id == foreign["msg_id"]
+
+
+def test_one_msg_id_is_delivered_once(mailbox: Mailbox, paths: TeamPaths) -> None:
+    entry = {"from": "bob", "text": "retried", "timestamp": "2026-11-20T10:00:00.000Z"}
+    entry |= {"msg_id": str(uuid.uuid4()), "read": False}
+    paths.inbox("alice").write_text(json.dumps([entry, entry]))  # a writer that retried
+    assert [e.text for e in mailbox.receive("alice", timeout=0)] == ["retried"]
+    assert mailbox.read_unread("alice") == []
 
 
 def test_the_live_inbox_stays_small_when_its_reader_keeps_up(
