@@ -4,10 +4,10 @@ recovery from a corrupt inbox, all on real files."""
 from __future__ import annotations
 
 import json
-import uuid
 import logging
 import os
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
