@@ -41,6 +41,7 @@ from pydantic import Field, ValidationError
 
 from protocols import safefs
 from protocols.clock import now_ms
+from protocols.errors import ProtocolsError
 from protocols.file_cache import Signature, signature_of
 from protocols.jsonio import (
     Durability,
@@ -283,7 +284,10 @@ class InboxFile:
         else:
             text = "[\n  " + entry + "\n]"
         atomic_write_text(self.path, text, self.durability)
-        self.record_locked([*loaded.items, item])
+        try:
+            self.record_locked([*loaded.items, item])
+        except (OSError, ProtocolsError) as exc:  # delivered: the next writer records it
+            log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
 
     def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
         """Write `loaded.items` back (call with the lock held), compacting read entries first.

@@ -30,15 +30,22 @@ class TeamPaths:
 
     root: Path
     team: str
+    # the task list the team works, when it is not the team's name: Claude Code's
+    # CLAUDE_CODE_TASK_LIST_ID (a session team's lead may keep its list under another id)
+    task_list: str | None = None
 
     def __post_init__(self) -> None:
         checked_component(self.team, "team name")
+        if self.task_list is not None:
+            checked_component(self.task_list, "task list id")
         # the root's own links are resolved once here; below it, none is ever followed
         object.__setattr__(self, "root", Path(os.path.realpath(self.root)))
 
     @classmethod
-    def for_team(cls, team: str, root: Path | None = None) -> TeamPaths:
-        return cls(Path(root) if root is not None else config_root(), team)
+    def for_team(
+        cls, team: str, root: Path | None = None, task_list: str | None = None
+    ) -> TeamPaths:
+        return cls(Path(root) if root is not None else config_root(), team, task_list or None)
 
     @property
     def team_dir(self) -> Path:
@@ -106,7 +113,7 @@ class TeamPaths:
 
     @property
     def tasks_dir(self) -> Path:
-        return self.root / "tasks" / self.team
+        return self.root / "tasks" / (self.task_list or self.team)
 
     @property
     def tasks_lock_target(self) -> Path:

@@ -51,6 +51,8 @@ from teammate.permissions.policy import rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
+TASK_LIST_ID = "CLAUDE_CODE_TASK_LIST_ID"
+
 
 class CannotStart(Error):
     """The teammate cannot run with this configuration; the message says what to change."""
@@ -63,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"swarm-teammate: {exc}", file=sys.stderr)
         return 2
-    paths = TeamPaths.for_team(options.team_name)
+    try:  # a Claude Code lead names the task list its teammates share (2.1.178 and later)
+        paths = TeamPaths.for_team(options.team_name, task_list=os.environ.get(TASK_LIST_ID))
+    except ProtocolsError as exc:
+        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
+        return 2
     say = functools.partial(print, flush=True)
     model = options.spec.model
     model_name = model if options.spec.kind.offline else resolve_model(model)

@@ -79,8 +79,17 @@ IDLE_RESCAN_S = 1.0
 
 
 class Stop(BaseException):
-    """Raised by the SIGTERM handler: stop after releasing what this teammate holds. (Not an
-    `Exception`, so no handler meant for errors swallows it.)"""
+    """Raised by the SIGTERM and SIGHUP handlers: stop after releasing what this teammate
+    holds. (Not an `Exception`, so no handler meant for errors swallows it.)"""
+
+    def __init__(self, why: str = "SIGTERM") -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class TeamGone(Stop):
+    """The team's directory is gone: a Claude Code lead session (2.1.178 and later) deletes
+    its team when it exits. The task list stays, so what this teammate held is released."""
 
 
 class Teammate:
@@ -142,6 +151,8 @@ class Teammate:
             self.reporter.set(MemberState.IDLE, "joined the team")
             self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
             previous = signal.signal(signal.SIGTERM, _raise_stop)
+            # a pane closed under it (a Claude Code lead cleaning up its panes as it exits)
+            previous_hup = signal.signal(signal.SIGHUP, _raise_stop)
             try:
                 with InboxWatcher(
                     self.paths.inbox(self.name),
@@ -152,11 +163,12 @@ class Teammate:
                     if watcher.degraded:
                         self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
                     self._loop(watcher)
-            except Stop:
+            except Stop as stop:
                 released = self.board.release_all(self.name)
-                self.say(f"stopped by SIGTERM; released {[t.id for t in released]}")
+                self.say(f"stopped: {stop.why}; released {[t.id for t in released] or 'no tasks'}")
             finally:
                 signal.signal(signal.SIGTERM, previous)
+                signal.signal(signal.SIGHUP, previous_hup)
                 self.brain.stop()  # its background sub-agents, its MCP servers
                 stop_carriers(self.token)  # commands it started and left running
                 with contextlib.suppress(Exception):
@@ -167,6 +179,8 @@ class Teammate:
     def _loop(self, watcher: InboxWatcher) -> None:
         while not self.stopped:
             watcher.clear()
+            if not os.path.exists(self.paths.config):
+                raise TeamGone(f"team {self.paths.team!r} is gone (its lead ended the session)")
             try:
                 busy = self.step()
             except Exception as exc:  # bad input or a failing environment
@@ -526,4 +540,4 @@ class Teammate:
 
 
 def _raise_stop(signum: int, frame: object) -> None:
-    raise Stop()
+    raise Stop(signal.Signals(signum).name)

@@ -192,9 +192,23 @@ def reacting(rules: list[Rule], seen: list[str] | None = None) -> Callable[[dict
     return play
 
 
+def without_reminders(text: str) -> str:
+    """`text` without the ``<system-reminder>`` blocks Claude Code 2.1.330 appends to tool
+    results and messages (token counts, the date)."""
+    return re.sub(r"\s*<system-reminder>.*?</system-reminder>", "", text, flags=re.S).rstrip()
+
+
+def protocol_json(text: str) -> dict[str, Any]:
+    """The protocol message at the start of what the model saw: Claude Code 2.1.178 and later
+    follow it with an instruction paragraph, so compare by meaning, not by the exact text."""
+    message, _ = json.JSONDecoder().raw_decode(text.lstrip())
+    assert isinstance(message, dict), text
+    return message
+
+
 def approve_shutdown(text: str) -> Turn:
     """Claude Code's way to approve a ``shutdown_request`` (its SendMessage tool's own words)."""
-    request = json.loads(text)
+    request = protocol_json(text)
     return Turn.tool(
         "SendMessage",
         {

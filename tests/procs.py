@@ -270,16 +270,16 @@ def send_killed_as_the_lock_appears(root: str, to: str, before: bool) -> None:
     Mailbox(child_paths(root)).send(to, "never stored", sender="bob")
 
 
-def mark_read_killed_after_archiving(root: str, agent: str) -> None:
+def mark_read_killed_before_compacting(root: str, agent: str) -> None:
     """Mark every unread message read, compacting at once, but SIGKILL this process right after
-    the read entries were appended to the archive, before the live inbox was rewritten."""
-    append = inbox_module.append_durably
+    the read marks were written, before the live inbox was rewritten without those entries."""
+    write = inbox_module.atomic_write_text
 
-    def append_then_die(*args: Any, **kwargs: Any) -> None:
-        append(*args, **kwargs)
+    def write_then_die(*args: Any, **kwargs: Any) -> None:
+        write(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    inbox_module.append_durably = append_then_die
+    inbox_module.atomic_write_text = write_then_die
     mailbox = Mailbox(child_paths(root), compact_after=0)
     mailbox.mark_read(agent, mailbox.read_unread(agent))
 

@@ -54,7 +54,11 @@ def entry_json(entry: InboxEntry) -> dict[str, Any]:
 @json_option
 @team_option
 def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool, team: str) -> None:
-    """Show member NAME's inbox (oldest first)."""
+    """Show every message member NAME was sent, oldest first, read or not.
+
+    That includes what its reader deleted: Claude Code 2.1.160 and later keep only unread
+    entries in an inbox, and swarm keeps its own record of every message beside it.
+    --unread shows only what is waiting in the live inbox."""
     paths = paths_for(team)
     mailbox = Mailbox(paths)
     if name not in TeamFile(paths).load().member_names():
@@ -62,7 +66,7 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
     if follow:
         _follow(mailbox, name, as_json, mark_read)
         return
-    entries = mailbox.read_unread(name) if unread else mailbox.read_all(name)
+    entries = mailbox.read_unread(name) if unread else mailbox.peek_all(name)
     _show_entries(entries, as_json)
     if mark_read:
         mailbox.mark_read(name, entries)

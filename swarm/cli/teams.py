@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
-from protocols import safefs
-from protocols.errors import ProtocolsError
 from protocols.names import validate_name
-from protocols.paths import TeamPaths, config_root
+from protocols.paths import config_root
 from protocols.printable import printable, printable_line
 from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for
 from swarm.team.lifecycle import delete_team
+from swarm.views.teams import describe, list_teams
 
 
 @click.group()
@@ -40,35 +39,20 @@ def team_create(name: str, description: str | None, cwd: Path) -> None:
 @team.command("list")
 @json_option
 def team_list(as_json: bool) -> None:
-    """List the teams under the config root."""
-    teams_dir = config_root() / "teams"
-    try:
-        listed = safefs.listdir(teams_dir)
-    except FileNotFoundError:
-        listed = []
-    rows = []
-    for name in sorted(listed):
-        try:
-            paths = TeamPaths(config_root(), name)
-            if not safefs.exists(paths.config):
-                continue
-            config = TeamFile(paths).load()
-        except ProtocolsError as exc:  # a broken team, or a link: say so, list the others
-            click.echo(f"swarm: skipping {printable_line(name)}: {printable(str(exc))}", err=True)
-            continue
-        rows.append(
-            {"name": name, "description": config.description, "members": len(config.members)}
-        )
+    """List the teams under the config root.
+
+    Claude Code 2.1.178 and later make a team for every lead session, named
+    session-<first 8 hex of its session id>: those rows show the lead's session, its pid and
+    whether it still runs. Any command takes such a name with --team."""
+
+    def skipped(name: str, why: str) -> None:  # a broken team, or a link: say so, list the rest
+        click.echo(f"swarm: skipping {printable_line(name)}: {printable(why)}", err=True)
+
+    rows = list_teams(config_root(), skipped)
     emit(
-        rows,
+        [r.to_json() for r in rows],
         as_json,
-        lambda rs: (
-            "\n".join(
-                printable_line(f"{r['name']:<24} {r['members']} members  {r['description'] or ''}")
-                for r in rs
-            )
-            or "no teams"
-        ),
+        lambda _: "\n".join(printable_line(describe(r)) for r in rows) or "no teams",
     )
 
 

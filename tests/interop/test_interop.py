@@ -9,6 +9,7 @@ writers. Run alone with ``make test-interop``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -25,8 +26,10 @@ from claude_code import MODEL, Rule, approve_shutdown, last_user_text, reacting
 from helpers import new_session, pane_ids, screen, swarm, wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
+from protocols.errors import ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.pids import pid_alive
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
@@ -57,10 +60,15 @@ def member_state(name: str) -> str:
     return next(m["state"] for m in report["members"] if m["name"] == name)
 
 
-def lead_inbox() -> list[dict[str, Any]]:
-    result = swarm("inbox", "team-lead", "--json")
+def swarm_inbox(name: str) -> list[dict[str, Any]]:
+    """`swarm inbox NAME --json`: every message NAME was sent, oldest first."""
+    result = swarm("inbox", name, "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def lead_inbox() -> list[dict[str, Any]]:
+    return swarm_inbox("team-lead")
 
 
 def spawn_claude_code(
@@ -168,6 +176,9 @@ def test_a_claude_code_teammate_hears_swarm_and_answers(
             "alice's inbox all read",
         )
         assert all("id" in e for e in entries)
+        # 2.1.330 deleted what it read; swarm's history still has both messages, read
+        history = [(m["text"], m["read"]) for m in swarm_inbox("alice")]
+        assert history == [("Say hello to the lead.", True), (tricky, True)], history
 
         # swarm shutdown: Claude Code approves, swarm removes it and its pane
         rules.insert(0, ('"type":"shutdown_request"', approve_shutdown))
@@ -198,7 +209,7 @@ def tool_results(api: MessagesAPI, agent: str) -> list[str]:
                 inner = block.get("content")
                 if isinstance(inner, list):
                     inner = "".join(part.get("text", "") for part in inner)
-                texts.append(str(inner))
+                texts.append(claude_code.without_reminders(str(inner)))
     return texts
 
 
@@ -349,6 +360,45 @@ def claude_code_failures(debug_log: Path) -> int:
     return debug_log.read_text(errors="replace").count("Failed to write to inbox for")
 
 
+def start_lead(claude: Path, api: MessagesAPI, root: Path, work: Path, socket: str) -> None:
+    """A Claude Code lead in tmux session "lead", whose teammates run swarm's teammate program
+    (CLAUDE_CODE_TEAMMATE_COMMAND) in panes beside it; returns once its prompt shows."""
+    teammate_command = Path(sys.executable).with_name("swarm-teammate")
+    # panes the lead splits start from the tmux server's environment: it gets everything
+    environment = {
+        "PATH": f"{teammate_command.parent}:{os.environ['PATH']}",
+        "HOME": os.environ["HOME"],
+        "TERM": "xterm-256color",
+        "SHELL": "/bin/sh",
+        "CLAUDE_CONFIG_DIR": str(root),
+        "ANTHROPIC_BASE_URL": api.url_for("team-lead"),
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+        "CLAUDE_CODE_TEAMMATE_COMMAND": str(teammate_command),
+        **claude_code.OFFLINE_ENV,
+    }
+    if claude_code.is_newest(claude):  # it runs teammates in its own process unless told not to
+        (root / "settings.json").write_text('{"teammateMode": "tmux"}')
+    lead = f"cd {work} && exec {claude} --model {MODEL} --permission-mode acceptEdits"
+    new_session(socket, "lead", lead, (200, 50), env=environment)
+    wait_for(lambda: "\u276f" in screen(socket, "lead"), "the lead's prompt", START_S)
+
+
+def type_into(socket: str, target: str, text: str) -> None:
+    """Type `text` into a pane and press Enter."""
+    subprocess.run(["tmux", "-L", socket, "send-keys", "-t", target, "-l", text], check=True)
+    subprocess.run(["tmux", "-L", socket, "send-keys", "-t", target, "Enter"], check=True)
+
+
+def team_with(config_root: Path, member: str) -> TeamPaths | None:
+    """The team that has `member` (a Claude Code lead's: named by it, or its session team)."""
+    for config in sorted((config_root / "teams").glob("*/config.json")):
+        paths = TeamPaths(config_root, config.parent.name)
+        with contextlib.suppress(ProtocolsError):
+            if TeamFile(paths).load().member(member):
+                return paths
+    return None
+
+
 def test_a_claude_code_lead_starts_a_swarm_teammate(
     claude: Path, config_root: Path, work: Path, tmux_socket: str, tmp_path: Path
 ) -> None:
@@ -356,11 +406,14 @@ def test_a_claude_code_lead_starts_a_swarm_teammate(
     CLAUDE_CODE_TEAMMATE_COMMAND (swarm's teammate) in a pane beside it; they exchange
     messages and a task, and the lead's shutdown_request ends the swarm teammate."""
     lead_seen: list[str] = []
+    newest = claude_code.is_newest(claude)
+    # 2.1.178 and later: no TeamCreate, every lead session has its team session-<8 hex>
+    create = [] if newest else [Turn.tool("TeamCreate", {"team_name": "mixed", "description": "x"})]
     lead_rules: list[Rule] = [
         (
             "Start the team",
             lambda _: [
-                Turn.tool("TeamCreate", {"team_name": "mixed", "description": "interop"}),
+                *create,
                 Turn.tool(
                     "Agent",
                     {
@@ -399,34 +452,15 @@ def test_a_claude_code_lead_starts_a_swarm_teammate(
         Turn.tool("SendMessage", {"to": "team-lead", "message": "you're welcome", "summary": "ok"}),
         Turn.text("Bye."),
     ]
-    teammate_command = Path(sys.executable).with_name("swarm-teammate")
     with MessagesAPI(by_agent({"team-lead": reacting(lead_rules, lead_seen), "sam": sam})) as api:
-        # Panes the lead splits start from the tmux server's environment: it gets everything
-        environment = {
-            "PATH": f"{teammate_command.parent}:{os.environ['PATH']}",
-            "HOME": os.environ["HOME"],
-            "TERM": "xterm-256color",
-            "SHELL": "/bin/sh",
-            "CLAUDE_CONFIG_DIR": str(config_root),
-            "ANTHROPIC_BASE_URL": api.url_for("team-lead"),
-            "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
-            "CLAUDE_CODE_TEAMMATE_COMMAND": str(teammate_command),
-            **claude_code.OFFLINE_ENV,
-        }
-        lead = f"cd {work} && exec {claude} --model {MODEL} --permission-mode acceptEdits"
-        new_session(tmux_socket, "lead", lead, (200, 50), env=environment)
-        wait_for(lambda: "\u276f" in screen(tmux_socket, "lead"), "the lead's prompt", START_S)
-        subprocess.run(
-            ["tmux", "-L", tmux_socket, "send-keys", "-t", "lead", "-l", "Start the team."],
-            check=True,
-        )
-        subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "lead", "Enter"], check=True)
+        start_lead(claude, api, config_root, work, tmux_socket)
+        type_into(tmux_socket, "lead", "Start the team.")
 
-        paths = TeamPaths.for_team("mixed")
-        member = wait_for(
-            lambda: paths.config.exists() and TeamFile(paths).load().member("sam"),
-            "sam in the lead's team",
-            START_S,
+        paths = wait_for(lambda: team_with(config_root, "sam"), "sam in the lead's team", START_S)
+        assert (paths.team != "mixed") is newest, paths.team
+        member = wait_for(  # the member is written first, its pane a moment later
+            lambda: (m := TeamFile(paths).load().member("sam")) and m.tmuxPaneId != "" and m,
+            "sam's pane",
         )
         assert member.backendType == "tmux" and member.tmuxPaneId.startswith("%")
         # sam is swarm's teammate: it keeps swarm's status file, and it heard the prompt
@@ -452,8 +486,78 @@ def test_a_claude_code_lead_starts_a_swarm_teammate(
             lambda: TeamFile(paths).load().member("sam") is None, "sam removed by the lead", START_S
         )
         wait_for(lambda: member.tmuxPaneId not in pane_ids(tmux_socket), "sam's pane closed")
+        # 2.1.88 tells its model with a teammate_terminated message; 2.1.330 shows it sam's
+        # shutdown_approved itself
+        told = "shutdown_approved" if newest else "teammate_terminated"
         wait_for(
-            lambda: any("teammate_terminated" in text for text in lead_seen),
+            lambda: any(told in text and "sam" in text for text in lead_seen),
             "the lead told that sam is gone",
             START_S,
         )
+
+
+def test_a_claude_code_session_team_ends_with_its_lead(
+    claude: Path, config_root: Path, work: Path, tmux_socket: str
+) -> None:
+    """2.1.330: the lead's team is session-<8 hex>, made and deleted by its session. swarm
+    lists it and takes it as --team; when the lead exits, the swarm teammate it started stops
+    cleanly, hands back the task it held, and nothing of it is left running."""
+    if not claude_code.is_newest(claude):
+        pytest.skip("session teams came with Claude Code 2.1.178; 2.1.88 names its teams")
+    lead_rules: list[Rule] = [
+        (
+            "Start the team",
+            lambda _: Turn.tool(
+                "Agent",
+                {
+                    "name": "kim",
+                    "description": "kim holds a task",
+                    "prompt": "Take the task 'long job' and keep it.",
+                    "model": "sonnet",
+                },
+            ),
+        ),
+    ]
+    kim = [
+        Turn.tool("TaskCreate", {"subject": "long job", "description": "held by kim"}),
+        Turn.tool("TaskUpdate", {"taskId": "1", "status": "in_progress", "owner": "kim"}),
+        Turn.tool("SendMessage", {"to": "team-lead", "message": "holding #1", "summary": "held"}),
+        Turn.text("Holding it."),
+    ]
+    with MessagesAPI(by_agent({"team-lead": reacting(lead_rules), "kim": kim})) as api:
+        start_lead(claude, api, config_root, work, tmux_socket)
+        type_into(tmux_socket, "lead", "Start the team.")
+        paths = wait_for(lambda: team_with(config_root, "kim"), "kim in the lead's team", START_S)
+        config = TeamFile(paths).load()
+        session = config.leadSessionId or ""
+        assert paths.team == f"session-{session[:8]}", (paths.team, session)
+        task = paths.task(1)
+        wait_for(
+            lambda: task.exists() and json.loads(task.read_text()).get("owner") == "kim",
+            "kim holding #1",
+            START_S,
+        )
+        # swarm sees the session team, its lead's session and live process
+        (row,) = [r for r in json.loads(swarm("team", "list", "--json").stdout)]
+        assert (row["name"], row["kind"], row["lead_session"]) == (paths.team, "session", session)
+        assert row["lead_alive"] is True and row["lead_pid"] > 0
+        status = swarm("status", "--team", paths.team, "--json")
+        assert status.returncode == 0, status.stderr
+        assert "kim" in [m["name"] for m in json.loads(status.stdout)["members"]]
+        kim_pid = wait_for(
+            lambda: TeamFile(paths).load().member("kim").model_extra.get("pid"), "kim's pid"
+        )  # type: ignore[union-attr]
+
+        type_into(tmux_socket, "lead", "/exit")
+        wait_for(lambda: "Exit and stop tasks" in screen(tmux_socket, "lead"), "the exit dialog")
+        type_into(tmux_socket, "lead", "")  # its first choice: exit and stop the teammates
+        try:
+            wait_for(lambda: not paths.team_dir.exists(), "the session team deleted", 20)
+        except AssertionError:
+            print("SCREEN", screen(tmux_socket, "lead"))
+            print("TREE", sorted(str(p) for p in paths.team_dir.rglob("*")))
+            raise
+        wait_for(lambda: not pid_alive(kim_pid), "kim's process ended", START_S)
+        held = json.loads(task.read_text())  # the task list stays
+        assert held["status"] == "pending" and "owner" not in held, held
+        assert not paths.team_dir.exists(), "a stopping teammate made the team again"

@@ -96,6 +96,11 @@ def test_claude_code_and_swarm_load_the_same_claude_md_and_skills(
                 return Turn.text("greeted")
             if any(t["name"] == "mcp__tools__echo" for t in body["tools"]):
                 return Turn.tool("mcp__tools__echo", {"text": f"mcp-{name}"})
+            # Claude Code 2.1.330 defers MCP tools: it names them, and ToolSearch loads them
+            deferred = "mcp__tools__echo" in said and "select:mcp__tools__" not in said
+            if deferred and any(t["name"] == "ToolSearch" for t in body["tools"]):
+                query = "select:mcp__tools__echo,mcp__tools__shout"
+                return Turn.tool("ToolSearch", {"query": query})
             # the server is still starting (its tools join once it is connected): wait a little
             return Turn.tool("Bash", {"command": "sleep 0.2", "description": "wait"})
 

@@ -33,7 +33,7 @@ from swarm.team import approvals as requests_mod
 
 def lead_texts(paths: TeamPaths) -> list[str]:
     mailbox = Mailbox(paths)
-    return [e.text for e in mailbox.read_archive("team-lead") + mailbox.read_all("team-lead")]
+    return [e.text for e in mailbox.peek_all("team-lead")]
 
 
 def ask(paths: TeamPaths, worker: str, command: str = "make deploy") -> str:
@@ -51,7 +51,7 @@ def ask(paths: TeamPaths, worker: str, command: str = "make deploy") -> str:
 def responses(paths: TeamPaths, name: str, request_id: str) -> list[InboxEntry]:
     mailbox = Mailbox(paths)
     found = []
-    for entry in mailbox.read_archive(name) + mailbox.read_all(name):
+    for entry in mailbox.peek_all(name):
         message = entry.structured()
         if isinstance(message, PermissionResponse) and message.request_id == request_id:
             found.append(entry)

@@ -379,7 +379,7 @@ def test_up_runs_the_scripted_coders_with_approvals_until_each_member_is_idle(
 
     def idle_reports() -> dict[str, str | None]:
         found = {}
-        for entry in mailbox.read_archive(LEAD_NAME) + mailbox.read_all(LEAD_NAME):
+        for entry in mailbox.peek_all(LEAD_NAME):
             message = entry.structured()
             if isinstance(message, IdleNotification):
                 found[entry.from_] = message.completedTaskId

@@ -29,7 +29,7 @@ from protocols.team import TeamFile
 
 def lead_texts(paths: TeamPaths) -> list[str]:
     mailbox = Mailbox(paths)
-    return [e.text for e in mailbox.read_archive("team-lead") + mailbox.read_all("team-lead")]
+    return [e.text for e in mailbox.peek_all("team-lead")]
 
 
 def activity(paths: TeamPaths, name: str) -> str:

@@ -49,7 +49,7 @@ def spawn(name: str, repo: Path, *extra: str) -> None:
 
 def lead_texts(paths: TeamPaths) -> list[str]:
     mailbox = Mailbox(paths)
-    return [e.text for e in mailbox.read_archive("team-lead") + mailbox.read_all("team-lead")]
+    return [e.text for e in mailbox.peek_all("team-lead")]
 
 
 def test_two_teammates_edit_one_file_in_their_own_worktrees(repo: Path, paths: TeamPaths) -> None:
