@@ -246,6 +246,16 @@ class Mailbox:
             return 0
         return self._observe(inbox)
 
+    def observe_team(self) -> int:
+        """`observe` every member's inbox (a name that cannot be an inbox file is skipped)."""
+        recorded = 0
+        for name in self.team.member_names():
+            try:
+                recorded += self.observe(name)
+            except ProtocolsError as exc:  # a bad name, a link: the others are still recorded
+                log.warning("could not record %r's inbox: %s", name, exc)
+        return recorded
+
     @redo_if_lock_lost
     def _observe(self, inbox: InboxFile) -> int:
         with inbox.lock():

@@ -98,7 +98,9 @@ class Leader:
         self.team = TeamFile(paths)
         self.board = TaskBoard(paths)
         self.auto = auto
-        self.watcher = InboxWatcher(paths.inbox(LEAD_NAME))
+        # every inbox: what members send each other is recorded before a Claude Code reader
+        # (2.1.160 and later) deletes it (`Mailbox.observe_team`)
+        self.watcher = InboxWatcher(paths.inbox(LEAD_NAME), directories=(paths.inboxes,))
         self._reaped_at = 0.0
 
     def __enter__(self) -> Leader:
@@ -120,6 +122,7 @@ class Leader:
     def events(self) -> list[LeadEvent]:
         """What arrived since the last call, with the protocol work done; reaps the dead."""
         self.watcher.clear()
+        self.mailbox.observe_team()
         entries = self.mailbox.read_unread(LEAD_NAME)
         events = [self._event(entry) for entry in entries]
         self.mailbox.mark_read(LEAD_NAME, entries)

@@ -2,7 +2,9 @@
 
 It watches the team's directory (config, inboxes, status files) and task directory with
 inotify; a change redraws the frame from a fresh read-only `snapshot` (nothing here writes a
-team file, except answers and messages the person sends on purpose). With a terminal, keys act
+team file, except answers and messages the person sends on purpose, and swarm's record of what
+members sent each other, kept before a reader that deletes what it read takes it:
+`Mailbox.observe_team`). With a terminal, keys act
 on the selected request: ``a`` approves, ``d`` denies, ``j``/``k`` move the selection, ``s``
 sends a message, ``q`` quits.
 
@@ -199,6 +201,7 @@ class Dashboard:
 
     def _draw(self) -> Group:
         try:
+            Mailbox(self.paths).observe_team()  # before a deleting reader takes it (module doc)
             self.view = snapshot(self.paths)
         except (ProtocolsError, OSError) as exc:  # a team file being rewritten, or broken
             if self.view is None:
@@ -311,6 +314,7 @@ def watch(paths: TeamPaths, once: bool = False, width: int | None = None) -> int
     """Run the dashboard (keys when stdin is a terminal); `once` prints one frame and returns."""
     console = Console(width=width) if width else Console()
     if once:
+        Mailbox(paths).observe_team()
         console.print(frame(snapshot(paths), note="-"))
         return 0
     return Dashboard(paths, console).run(interactive=sys.stdin.isatty())

@@ -348,7 +348,7 @@ class ActivityLog:
         events = []
         for owner in sorted(owners):
             try:
-                entries = self.mailbox.read_archive(owner) + self.mailbox.read_all(owner)
+                entries = self.mailbox.peek_all(owner)
             except ProtocolsError:
                 continue
             for entry in entries:
