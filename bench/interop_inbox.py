@@ -1,4 +1,5 @@
-"""How many messages a real Claude Code 2.1.88 and swarm lose when they write one inbox at once.
+"""How many messages a real Claude Code (2.1.88 and 2.1.330) and swarm lose when they write one
+inbox at once.
 
 What it measures
     A Claude Code teammate (installed from npm into .cache/, run offline in a tmux pane on a
@@ -12,7 +13,9 @@ What it measures
 
     Rounds: no swarm load (the baseline: Claude Code alone), swarm at ``gap`` 10 ms (about 100
     writes and 100 reads a second, as `tests/interop/test_interop.py` runs it), and swarm in
-    tight loops (``gap`` 0). Each runs ``--rounds`` times (default 2).
+    tight loops (``gap`` 0). Each runs ``--rounds`` times (default 2), for each Claude Code
+    version (``--version`` picks one; 2.1.330 deletes what it reads and locks with a temp file
+    renamed into place, so its figures are its own).
 
 Figures, per load
     * cc_lost: Claude Code's messages that are nowhere although its tool said success (it gives
@@ -129,17 +132,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--version", choices=claude_code.VERSIONS, action="append")
     args = parser.parse_args()
-    try:
-        program = claude_code.install()
-    except claude_code.Unavailable as exc:
-        print(f"interop_inbox: skipped: {exc}")
-        return 0
     figures: dict[str, int] = {}
+    for version in args.version or claude_code.VERSIONS:
+        try:
+            program = claude_code.install(version)
+        except claude_code.Unavailable as exc:
+            print(f"interop_inbox: skipped: {exc}")
+            return 0
+        print(
+            f"Claude Code {version} sends {args.messages} messages to the lead,"
+            f" {args.rounds} rounds per load"
+        )
+        tag = "v" + version.replace(".", "_")
+        figures.update({f"{tag}_{k}": v for k, v in one_version(program, args).items()})
     print(
-        f"Claude Code {claude_code.VERSION} sends {args.messages} messages to the lead,"
-        f" {args.rounds} rounds per load"
+        " ".join(
+            f"{k}={v}"
+            for k, v in {"messages": args.messages, "rounds": args.rounds, **figures}.items()
+        )
     )
+    return 0
+
+
+def one_version(program: Path, args: argparse.Namespace) -> dict[str, int]:
+    figures: dict[str, int] = {}
     for name, gap in LOADS.items():
         totals = {"cc_lost": 0, "cc_gave_up": 0, "swarm_lost": 0, "swarm_sent": 0}
         for _ in range(args.rounds):
@@ -157,13 +175,7 @@ def main() -> int:
             f" swarm lost {totals['swarm_lost']} of {totals['swarm_sent']} acknowledged"
         )
         figures.update({f"{name}_{key}": value for key, value in totals.items()})
-    print(
-        " ".join(
-            f"{k}={v}"
-            for k, v in {"messages": args.messages, "rounds": args.rounds, **figures}.items()
-        )
-    )
-    return 0
+    return figures
 
 
 if __name__ == "__main__":

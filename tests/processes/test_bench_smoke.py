@@ -43,12 +43,21 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         pytest.param(
             "interop_inbox.py",
             ["--messages", "10", "--rounds", "1"],
-            ["none_cc_lost", "none_swarm_lost", "gap10ms_swarm_lost", "tight_swarm_lost"],
+            [
+                f"v{version.replace('.', '_')}_{figure}"
+                for version in ("2.1.88", "2.1.330")
+                for figure in (
+                    "none_cc_lost",
+                    "none_swarm_lost",
+                    "gap10ms_swarm_lost",
+                    "tight_swarm_lost",
+                )
+            ],
             marks=[
                 pytest.mark.interop,
                 pytest.mark.skipif(
                     not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
-                    reason="needs node, npm (to install Claude Code 2.1.88) and tmux",
+                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.330) and tmux",
                 ),
             ],
         ),
