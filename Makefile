@@ -35,7 +35,7 @@ test-unit: install  ## the in-process tests: seconds
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
 	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/processes
 
-test-interop: install  ## only the tests next to a real Claude Code 2.1.88 (installed from npm into .cache/)
+test-interop: install  ## only the tests next to a real Claude Code, 2.1.88 and 2.1.330 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
 
 lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swarm and teammate
