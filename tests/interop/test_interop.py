@@ -561,3 +561,28 @@ def test_a_claude_code_session_team_ends_with_its_lead(
         held = json.loads(task.read_text())  # the task list stays
         assert held["status"] == "pending" and "owner" not in held, held
         assert not paths.team_dir.exists(), "a stopping teammate made the team again"
+
+
+def test_members_swarm_adds_while_claude_code_works_are_kept(
+    claude: Path, team: TeamPaths, work: Path, tmux_socket: str
+) -> None:
+    """2.1.330 takes config.json.lock when it rewrites the team file (2.1.88 does not: there a
+    member added at the wrong moment can be lost, docs/interop.md)."""
+    if not claude_code.is_newest(claude):
+        pytest.skip("Claude Code 2.1.88 rewrites config.json without a lock")
+    rules: list[Rule] = [("Say", lambda text: Turn.text("ok"))]
+    with MessagesAPI(by_agent({"alice": reacting(rules)})) as api:
+        spawn_claude_code("alice", api, claude, work, "Say something.")
+        wait_for(lambda: member_state("alice") == "idle", "alice idle", START_S)
+        added = []
+        for n in range(30):  # each message makes alice rewrite config.json (isActive) twice
+            assert swarm("send", "alice", f"Say {n}.").returncode == 0
+            TeamFile(team).add_member(f"extra{n}", cwd=work)
+            added.append(f"extra{n}")
+        wait_for(
+            lambda: not Mailbox(team).read_unread("alice") and member_state("alice") == "idle",
+            "alice through her messages",
+            START_S,
+        )
+        names = TeamFile(team).load().member_names()
+        assert [n for n in added if n not in names] == []
