@@ -15,16 +15,56 @@ enums), `file_cache` (re-reading a file only if it changed).
 This package imports neither `swarm` nor `teammate`.
 """
 
-from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
-from protocols.mailbox import BROADCAST, Mailbox
-from protocols.messages import StructuredMessage, decode, encode
-from protocols.names import LEAD_NAME, validate_name
-from protocols.paths import TeamPaths, config_root
-from protocols.permissions import PermissionStore
-from protocols.task import ClaimFailure, ClaimResult, Task
-from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamConfig, TeamFile
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from protocols.errors import ProtocolsError
+    from protocols.inbox import InboxEntry
+    from protocols.mailbox import BROADCAST, Mailbox
+    from protocols.messages import StructuredMessage, decode, encode
+    from protocols.names import LEAD_NAME, validate_name
+    from protocols.paths import TeamPaths, config_root
+    from protocols.permissions import PermissionStore
+    from protocols.task import ClaimFailure, ClaimResult, Task
+    from protocols.tasks import TaskBoard
+    from protocols.team import Member, TeamConfig, TeamFile
+
+# the common names are imported when first used: `from protocols.errors import Error` in a
+# command that sends one message must not build every model of the package (issue 18: start-up)
+_HOMES = {
+    "BROADCAST": "mailbox",
+    "LEAD_NAME": "names",
+    "ClaimFailure": "task",
+    "ClaimResult": "task",
+    "InboxEntry": "inbox",
+    "Mailbox": "mailbox",
+    "Member": "team",
+    "PermissionStore": "permissions",
+    "ProtocolsError": "errors",
+    "StructuredMessage": "messages",
+    "Task": "task",
+    "TaskBoard": "tasks",
+    "TeamConfig": "team",
+    "TeamFile": "team",
+    "TeamPaths": "paths",
+    "config_root": "paths",
+    "decode": "messages",
+    "encode": "messages",
+    "validate_name": "names",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'protocols' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"protocols.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BROADCAST",
