@@ -32,7 +32,7 @@ from protocols.locks import redo_if_lock_lost
 from protocols.messages import StructuredMessage, decode
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team import TeamFile, unknown_member_text
 from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
 
 log = logging.getLogger(__name__)
@@ -213,10 +213,8 @@ class Mailbox:
         for name in names:
             checked_component(name, "recipient")
             if name not in members:
-                raise UnknownMember(
-                    f"no member named {name!r} in team {self.paths.team!r}; "
-                    f"members are: {', '.join(members)} (or '*' for everyone)"
-                )
+                text = unknown_member_text(name, self.paths.team, members)
+                raise UnknownMember(f"{text} (or '*' for everyone)")
 
     # reading
 

@@ -9,6 +9,7 @@ reading goes through `checked_component`, which only refuses what could escape t
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from protocols.errors import InvalidName
@@ -60,6 +61,12 @@ def checked_component(name: str, kind: str = "name") -> str:
     ):
         raise InvalidName(f"invalid {kind} {name!r}: not a single path component")
     return name
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    """``"; did you mean 'alice'?"`` for a name close to one of `choices`; else ""."""
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def agent_id(name: str, team: str) -> str:

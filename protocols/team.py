@@ -23,7 +23,7 @@ from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFo
 from protocols.file_cache import FileCache, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
-from protocols.names import LEAD_NAME, agent_id, validate_name
+from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
 from protocols.paths import TeamPaths
 from protocols.records import Record
 
@@ -80,6 +80,20 @@ class TeamConfig(Record):
 
     def member_names(self) -> list[str]:
         return [m.name for m in self.members]
+
+    def require(self, name: str) -> Member:
+        """Member `name`; `UnknownMember` naming the members (and the likely one) if none."""
+        member = self.member(name)
+        if member is None:
+            raise UnknownMember(unknown_member_text(name, self.name, self.member_names()))
+        return member
+
+
+def unknown_member_text(name: str, team: str, members: list[str]) -> str:
+    return (
+        f"no member named {name!r} in team {team!r}{did_you_mean(name, members)}; "
+        f"members are: {', '.join(members)}"
+    )
 
 
 def next_color(config: TeamConfig) -> str:
@@ -325,13 +339,7 @@ class TeamFile:
         return removed[-1]
 
     def _require(self, config: TeamConfig, name: str) -> Member:
-        member = config.member(name)
-        if member is None:
-            raise UnknownMember(
-                f"{name!r} is not a member of team {self.paths.team!r}; "
-                f"members: {', '.join(config.member_names())}"
-            )
-        return member
+        return config.require(name)
 
 
 def _cut_short(text: str, exc: ValueError) -> bool:

@@ -14,6 +14,7 @@ import click
 
 from protocols import safefs
 from protocols.errors import TeamNotFound
+from protocols.names import did_you_mean
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable, printable_json
 
@@ -42,8 +43,13 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
 def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
     paths = TeamPaths(config_root(), team)
     if must_exist and not safefs.exists(paths.config):
+        try:
+            teams = safefs.listdir(paths.root / "teams")
+        except OSError:
+            teams = []
         raise TeamNotFound(
-            f"team {team!r} not found under {paths.root}; `swarm team list` shows the teams"
+            f"team {team!r} not found under {paths.root}{did_you_mean(team, sorted(teams))}; "
+            "`swarm team list` shows the teams"
         )
     return paths
 

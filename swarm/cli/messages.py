@@ -15,7 +15,6 @@ from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
-from swarm.errors import SwarmError
 from swarm.team.actions import send_text
 from swarm.views.request_text import target
 
@@ -61,8 +60,7 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
     --unread shows only what is waiting in the live inbox."""
     paths = paths_for(team)
     mailbox = Mailbox(paths)
-    if name not in TeamFile(paths).load().member_names():
-        raise SwarmError(f"{name!r} is not a member of team {team!r}")
+    TeamFile(paths).load().require(name)
     if follow:
         _follow(mailbox, name, as_json, mark_read)
         return

@@ -116,8 +116,8 @@ def task_update(
     if owner and no_owner:
         raise click.UsageError("--owner and --no-owner exclude each other")
     paths = paths_for(team)
-    if owner and owner not in TeamFile(paths).load().member_names():
-        raise SwarmError(f"{owner!r} is not a member of team {team!r}")
+    if owner:
+        TeamFile(paths).load().require(owner)
     changes: dict[str, Any] = {}
     if status:
         changes["status"] = status
@@ -144,8 +144,7 @@ def task_update(
 def task_claim(task_id: str, agent: str, team: str) -> None:
     """Claim a task for a member; on failure prints the reason word and exits 1."""
     paths = paths_for(team)
-    if agent not in TeamFile(paths).load().member_names():
-        raise SwarmError(f"{agent!r} is not a member of team {team!r}")
+    TeamFile(paths).load().require(agent)
     result = TaskBoard(paths).claim(task_id, agent)
     if not result.success or result.task is None:
         click.echo(str(result.reason), err=True)

@@ -28,9 +28,7 @@ def hooks_in_force(
     if name is not None:
         if paths is None:
             raise SwarmError("a member's hooks need its team: give --team (or set SWARM_TEAM)")
-        member = TeamFile(paths).load().member(name)
-        if member is None:
-            raise SwarmError(f"{name!r} is not a member of team {paths.team!r}")
+        member = TeamFile(paths).load().require(name)
         spec = member_spec(member)
         cwd = cwd or Path(member.worktreePath or member.cwd or ".")
         agent_type = (spec.agent_type if spec else None) or member.agentType

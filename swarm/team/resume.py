@@ -92,9 +92,7 @@ def restart_member(
     restarted, when resuming)."""
     from swarm.team.lifecycle import request_shutdown, spawn_member  # lifecycle imports us
 
-    member = TeamFile(paths).load().member(name)
-    if member is None:
-        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
+    member = TeamFile(paths).load().require(name)
     spec = member_spec(member)
     if spec is None:
         raise SwarmError(

@@ -90,8 +90,7 @@ def all_done(paths: TeamPaths) -> Check:
 
 def member_idle(paths: TeamPaths, name: str) -> Check:
     team = TeamFile(paths)
-    if team.load().member(name) is None:
-        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
+    team.load().require(name)
 
     def check() -> Outcome | None:
         member = team.load().member(name)
@@ -109,8 +108,7 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
 
 def unread_message(paths: TeamPaths, name: str) -> Check:
     """An unread message in `name`'s inbox (at once if one is there already)."""
-    if TeamFile(paths).load().member(name) is None:
-        raise SwarmError(f"no member named {name!r} in team {paths.team!r}")
+    TeamFile(paths).load().require(name)
     mailbox = Mailbox(paths)
 
     def check() -> Outcome | None:

@@ -36,7 +36,9 @@ def tree_digest(root: Path) -> str:
 def test_team_lifecycle(config_root: Path) -> None:
     assert swarm("team", "create", "demo", "--description", "a demo", team=None).returncode == 0
     listed = json.loads(swarm("team", "list", "--json", team=None).stdout)
-    assert listed == [{"name": "demo", "description": "a demo", "members": 1}]
+    (row,) = listed
+    assert (row["name"], row["description"], row["members"]) == ("demo", "a demo", 1)
+    assert (row["kind"], row["lead_pid"], row["lead_alive"]) == ("named", None, None)
     shown = json.loads(swarm("team", "show", "demo", "--json", team=None).stdout)
     assert shown["leadAgentId"] == "team-lead@demo"
     again = swarm("team", "create", "demo", team=None)
@@ -142,11 +144,13 @@ def test_permission_and_plan_requests_are_listed_and_answered(team: TeamFile) ->
 @pytest.mark.parametrize(
     ("args", "complaint"),
     [
-        (("send", "alcie", "hi"), "no member named 'alcie'"),
+        (("send", "alcie", "hi"), "no member named 'alcie' in team 't'; did you mean 'alice'?"),
         (("send", "../etc", "hi"), "recipient"),
-        (("inbox", "nobody"), "not a member"),
+        (("inbox", "nobody"), "no member named 'nobody'"),
+        (("status", "--team", "tt"), "team 'tt' not found"),
+        (("status", "--team", "tx"), "did you mean 't'?"),
         (("task", "show", "42"), "task #42 not found"),
-        (("task", "update", "1", "--owner", "zed"), "not a member"),
+        (("task", "update", "1", "--owner", "zed"), "no member named 'zed'"),
         (("task", "update", "1"), "nothing to change"),
         (("approve", "perm-0-zzzzzzz"), "no pending request"),
         (("team", "create", "Bad Name"), "invalid team name"),

@@ -101,7 +101,7 @@ def test_update_and_remove_members(team: TeamFile) -> None:
 
 
 def test_unknown_member_and_lead_removal_are_errors(team: TeamFile) -> None:
-    with pytest.raises(UnknownMember, match="members: team-lead, alice, bob, carol"):
+    with pytest.raises(UnknownMember, match="members are: team-lead, alice, bob, carol"):
         team.update_member("zed", isActive=True)
     with pytest.raises(ProtocolsError, match="cannot be removed"):
         team.remove_member("team-lead")
