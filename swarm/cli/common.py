@@ -24,9 +24,19 @@ def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
         "--team",
         "-t",
         envvar="SWARM_TEAM",
-        required=True,
+        callback=_need_team,
         help="the team (default: $SWARM_TEAM)",
     )(function)
+
+
+def _need_team(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if not value:
+        raise click.UsageError(
+            "no team given: pass --team NAME, or export SWARM_TEAM=NAME once for the shell "
+            "(`swarm team list` shows the teams)",
+            ctx,
+        )
+    return value
 
 
 def member_team_option(function: Callable[..., Any]) -> Callable[..., Any]:
