@@ -21,16 +21,45 @@ from swarm.views.request_text import target
 
 @click.command()
 @click.argument("to")
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option(
+    "--file",
+    "body_file",
+    type=click.File("r", encoding="utf-8"),
+    help="read the message from this file (- for standard input) instead of TEXT",
+)
 @click.option("--from", "sender", default=LEAD_NAME, show_default=True, help="the sender's name")
 @click.option("--summary", help="a 5-10 word preview")
+@json_option
 @team_option
-def send(to: str, text: str, sender: str, summary: str | None, team: str) -> None:
-    """Send TEXT to member TO (or "*" for everyone but the sender)."""
+def send(
+    to: str,
+    text: str | None,
+    body_file: Any,
+    sender: str,
+    summary: str | None,
+    as_json: bool,
+    team: str,
+) -> None:
+    """Send TEXT to member TO (or "*" for everyone but the sender).
+
+    \b
+    TEXT "-" reads the message from standard input, as --file does from a file:
+      swarm send alice "Review schema.sql"
+      git diff | swarm send alice - --summary "the diff to review"
+      swarm send '*' --file notes.md"""
+    if (text is None) == (body_file is None):
+        raise click.UsageError("give the message as TEXT, as - (standard input) or with --file")
+    if text == "-":
+        text = click.get_text_stream("stdin").read()
+    elif body_file is not None:
+        text = body_file.read()
+    assert text is not None
     paths = paths_for(team)
     recipients, skipped = send_text(paths, to, text, sender, summary)
-    click.echo(printable_line(f"sent to {', '.join(recipients)}"))
-    if skipped:
+    result = {"sent_to": recipients, "skipped": skipped}
+    emit(result, as_json, lambda _: printable_line(f"sent to {', '.join(recipients)}"))
+    if skipped and not as_json:
         names = ", ".join(repr(n) for n in skipped)
         click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)
 

@@ -198,3 +198,24 @@ def test_status_and_reap_of_a_dead_member(team: TeamFile) -> None:
         e.structured() for e in Mailbox(TeamPaths(team.paths.root, "t")).read_unread("team-lead")
     ]
     assert any(n is not None and n.type == "teammate_terminated" for n in notes)
+
+
+def test_send_reads_a_big_message_from_stdin_or_a_file(team: TeamFile, tmp_path: Path) -> None:
+    """A 5 MB message cannot go through argv; `-` and --file carry it."""
+    big = "ünïcode $(id) " * 400_000  # about 5.6 MB
+    piped = subprocess.run(
+        [sys.executable, "-m", "swarm", "send", "alice", "-", "--json", "--team", "t"],
+        input=big,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout) == {"sent_to": ["alice"], "skipped": []}
+    body = tmp_path / "body.md"
+    body.write_text("from a file\nsecond line", encoding="utf-8")
+    assert swarm("send", "alice", "--file", str(body)).returncode == 0
+    neither = swarm("send", "alice")
+    assert neither.returncode == 2 and "give the message as TEXT" in neither.stderr
+    texts = [e.text for e in Mailbox(team.paths).read_all("alice")]
+    assert texts == [big, "from a file\nsecond line"]
