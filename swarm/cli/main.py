@@ -61,6 +61,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="show tracebacks")
+@click.version_option(package_name="swarm", message="swarm %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Run a team of agents as processes that talk through files.

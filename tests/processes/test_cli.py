@@ -219,3 +219,8 @@ def test_send_reads_a_big_message_from_stdin_or_a_file(team: TeamFile, tmp_path:
     assert neither.returncode == 2 and "give the message as TEXT" in neither.stderr
     texts = [e.text for e in Mailbox(team.paths).read_all("alice")]
     assert texts == [big, "from a file\nsecond line"]
+
+
+def test_version() -> None:
+    shown = swarm("--version", team=None)
+    assert shown.returncode == 0 and shown.stdout.startswith("swarm 0."), shown.stdout
