@@ -216,11 +216,17 @@ class TaskBoard:
         active_form: str | None = None,
         metadata: dict[str, Any] | None = None,
         blocked_by: Iterable[str | int] = (),
+        owner: str | None = None,
     ) -> Task:
         """A new pending task, blocked by `blocked_by` from the start (one locked operation:
-        no worker can claim it before its blockers are in its file)."""
-        spec = NewTask(subject, description, active_form, metadata, tuple(map(str, blocked_by)))
-        return self.create_many([spec])[0]
+        no worker can claim it before its blockers are in its file). An `owner` has it from
+        the start and is sent a ``task_assignment`` when the board has a mailbox."""
+        blockers = tuple(map(str, blocked_by))
+        spec = NewTask(subject, description, active_form, metadata, blockers, owner=owner)
+        task = self.create_many([spec])[0]
+        if owner is not None:
+            self._notify_owner(task, actor=None)
+        return task
 
     @redo_if_lock_lost
     def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:

@@ -33,6 +33,8 @@ def task() -> None:
     metavar="NAME",
     help="work it in git worktree NAME (.claude/worktrees/NAME): whoever claims it works there",
 )
+@click.option("--owner", help="the member it is for (told with a task_assignment)")
+@json_option
 @team_option
 def task_add(
     subject: str,
@@ -40,15 +42,18 @@ def task_add(
     command: str | None,
     blocked_by: tuple[str, ...],
     worktree: str | None,
+    owner: str | None,
+    as_json: bool,
     team: str,
 ) -> None:
     """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
     no idle worker can take it before its blockers complete."""
+    paths = paths_for(team)
     try:
-        created = add_task(paths_for(team), subject, description, command, blocked_by, worktree)
+        created = add_task(paths, subject, description, command, blocked_by, worktree, owner)
     except WorktreeError as exc:
         raise SwarmError(f"--worktree: {exc}") from None
-    click.echo(created.id)
+    emit(created.to_json_dict(), as_json, lambda _: created.id)
 
 
 @task.command("list")

@@ -49,16 +49,22 @@ def add_task(
     command: str | None = None,
     blocked_by: Sequence[str] = (),
     worktree: str | None = None,
+    owner: str | None = None,
 ) -> Task:
     """Add a task (blocked from the moment it exists when `blocked_by` names tasks); `command`
-    is what a shell worker runs, `worktree` the git worktree it is worked in."""
+    is what a shell worker runs, `worktree` the git worktree it is worked in, `owner` the
+    member it is for (told with a ``task_assignment``)."""
     if worktree is not None:
         flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
+    if owner is not None:
+        TeamFile(paths).load().require(owner)  # a misspelt owner creates nothing
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
-    board = TaskBoard(paths)
-    return board.create(subject, description, metadata=metadata or None, blocked_by=blocked_by)
+    board = TaskBoard(paths, Mailbox(paths) if owner else None)
+    return board.create(
+        subject, description, metadata=metadata or None, blocked_by=blocked_by, owner=owner
+    )
 
 
 def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task | None:

@@ -224,3 +224,15 @@ def test_send_reads_a_big_message_from_stdin_or_a_file(team: TeamFile, tmp_path:
 def test_version() -> None:
     shown = swarm("--version", team=None)
     assert shown.returncode == 0 and shown.stdout.startswith("swarm 0."), shown.stdout
+
+
+def test_task_add_for_an_owner_tells_it(team: TeamFile) -> None:
+    added = swarm("task", "add", "write the docs", "--owner", "alice", "--json")
+    assert added.returncode == 0, added.stderr
+    task = json.loads(added.stdout)
+    assert (task["owner"], task["status"]) == ("alice", "pending")
+    (entry,) = Mailbox(team.paths).read_unread("alice")
+    assert json.loads(entry.text)["type"] == "task_assignment"
+    typo = swarm("task", "add", "nothing", "--owner", "alcie")
+    assert typo.returncode == 1 and "did you mean 'alice'?" in typo.stderr
+    assert len(json.loads(swarm("task", "list", "--json").stdout)) == 1  # the typo made none
