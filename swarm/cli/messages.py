@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -51,7 +52,7 @@ def send(
     if (text is None) == (body_file is None):
         raise click.UsageError("give the message as TEXT, as - (standard input) or with --file")
     if text == "-":
-        text = click.get_text_stream("stdin").read()
+        text = sys.stdin.read()
     elif body_file is not None:
         text = body_file.read()
     assert text is not None
