@@ -22,6 +22,7 @@ COMMANDS = {
     "approve": "swarm.cli.approvals:approve",
     "config": "swarm.cli.config:config",
     "deny": "swarm.cli.approvals:deny",
+    "doctor": "swarm.cli.doctor:doctor",
     "down": "swarm.cli.up:down",
     "hooks": "swarm.cli.hooks:hooks",
     "inbox": "swarm.cli.messages:inbox",
