@@ -17,6 +17,7 @@ from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.errors import SwarmError
 from swarm.team.actions import send_text
+from swarm.team.signatures import lead_mailbox
 from swarm.views.request_text import target
 
 
@@ -56,7 +57,7 @@ def entry_json(entry: InboxEntry) -> dict[str, Any]:
 def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool, team: str) -> None:
     """Show member NAME's inbox (oldest first)."""
     paths = paths_for(team)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     if name not in TeamFile(paths).load().member_names():
         raise SwarmError(f"{name!r} is not a member of team {team!r}")
     if follow:

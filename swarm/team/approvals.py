@@ -30,7 +30,6 @@ from protocols.clock import ms_from_iso, now_iso
 from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.messages import (
     PermissionRequest,
     PermissionResponse,
@@ -45,6 +44,7 @@ from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore, permission_response
 from protocols.status import subagent_label
 from protocols.values import PermissionMode
+from swarm.team.signatures import lead_mailbox
 
 REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
 RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
@@ -174,7 +174,7 @@ def genuine(entry: InboxEntry, message: Any) -> bool:
 def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
     locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
     joined = {m.name: m.joinedAt for m in mailbox.team.load().members}
     asked = []
@@ -241,7 +241,7 @@ def answer(
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
         raise _not_pending(paths, request_id)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     message = pending.message
     verdict = "approved" if approve else "denied"
     if pending.kind == "file":
@@ -328,7 +328,7 @@ def _told(item: dict[str, Any]) -> str:
 
 def _not_pending(paths: TeamPaths, request_id: str) -> ProtocolsError:
     """Why `request_id` cannot be answered: answered already (by whom), or unknown."""
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     for name in mailbox.team.member_names():
         for entry in mailbox.peek_all(name):
             if _answers(entry.to_json_dict(), request_id):
@@ -360,7 +360,7 @@ def close_requests(paths: TeamPaths, name: str, why: str) -> list[Pending]:
     mine = [p for p in pending_requests(paths) if p.teammate == name]
     if not mine:
         return []
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     entries = [p.entry for p in mine if p.entry is not None]
     mailbox.mark_read(LEAD_NAME, entries)
     store = PermissionStore(paths)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from protocols import safefs
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
@@ -37,6 +36,7 @@ from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import member_identity, member_state, stop_member
 from swarm.team.resume import prepare_resume
+from swarm.team.signatures import lead_mailbox
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, command_line
@@ -151,7 +151,7 @@ def spawn_member(
         spawnedBy=ProcessIdentity.mine().to_value(),
     )
     try:
-        Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
+        lead_mailbox(paths).send(name, prompt, sender=LEAD_NAME)
         argv = command_line(
             program,
             dataclasses.replace(spec.process_part(), agent_type=agent_type),
@@ -313,7 +313,7 @@ def request_shutdown(
     if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
         released = finish_shutdown(paths, member, approved=False)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     request_id = send_shutdown_request(paths, name, reason)
     found = mailbox.await_message(
         LEAD_NAME,

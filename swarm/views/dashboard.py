@@ -29,13 +29,13 @@ from rich.table import Table
 from rich.text import Text
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.team.approvals import answer
+from swarm.team.signatures import lead_mailbox
 from swarm.views.snapshot import TeamView, snapshot
 from swarm.views.table import (
     HEADERS,
@@ -284,7 +284,7 @@ class Dashboard:
         if not to or not text:
             self.note = "not sent: give a name and a message"
             return
-        mailbox = Mailbox(self.paths)
+        mailbox = lead_mailbox(self.paths)
         try:
             if to == "*":
                 mailbox.broadcast(text, sender=LEAD_NAME, summary=text[:60])
