@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.signing import LeadSigner
 from protocols.team import TeamFile
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnError
@@ -52,7 +53,9 @@ specs = st.builds(
     task_timeout_s=st.sampled_from([600.0, 0.5, 30.0]),
     permission_timeout_s=st.sampled_from([900.0, 2.0]),
     resume=st.booleans(),
-).filter(lambda spec: not (spec.resume and spec.model == "shell"))  # parse refuses that
+    effort=st.none() | st.sampled_from(["low", "medium", "high", "xhigh", "max"]),
+    restricted=st.booleans(),
+).filter(lambda spec: not ((spec.resume or spec.restricted) and spec.model == "shell"))
 
 
 @given(specs)
@@ -61,6 +64,46 @@ def test_a_spec_round_trips_through_the_teammate_command_line(spec: MemberSpec) 
     options = parse(argv[1:])
     assert options.spec == spec
     assert (options.agent_name, options.team_name, options.color) == ("alice", "t", "red")
+
+
+def test_claude_code_2_1_330s_teammate_command_line_parses() -> None:
+    """What a Claude Code 2.1.330 lead runs for a pane teammate (its spawn code, spec
+    section 9): the key, the new permission modes, --effort, an inline --mcp-config JSON,
+    --restricted, and flags swarm has never heard of."""
+    key = LeadSigner.generate().verify_key(ms=1795551673208)
+    for mode in ("acceptEdits", "auto", "default", "bubble"):
+        argv = [
+            "--agent-id", "alice@session-1a2b3c4d", "--agent-name", "alice",
+            "--team-name", "session-1a2b3c4d", "--agent-color", "blue",
+            "--parent-session-id", "1a2b3c4d-0000-4000-8000-000000000000",
+            "--lead-verify-key", key, "--plan-mode-required", "--agent-type", "general-purpose",
+            "--permission-mode", mode, "--effort", "xhigh",
+            "--mcp-config", '{"mcpServers":{}}', "--restricted",
+            "--hold-repository-while-parked", "--future-flag", "value",
+            "--model", "claude-sonnet-4-5",
+        ]  # fmt: skip
+        options = parse(argv)
+        assert options.lead_verify_key == key
+        assert options.spec.permission_mode == mode
+        assert (options.spec.effort, options.spec.restricted) == ("xhigh", True)
+        assert options.spec.mcp_config == '{"mcpServers":{}}'
+        assert options.spec.model == "claude-sonnet-4-5" and options.spec.plan_mode_required
+        assert "--future-flag" in options.ignored
+    # an effort Claude Code does not know is ignored with a warning, as Claude Code does
+    assert parse([*argv[:-2], "--effort", "extreme", "--model", "opus"]).spec.effort is None
+    with pytest.raises(UsageError, match="--lead-verify-key"):
+        parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t",
+               "--lead-verify-key", "12.not-a-key", "--model", "opus"])  # fmt: skip
+    with pytest.raises(UsageError, match="--restricted"):
+        parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t", "--restricted"])
+
+
+def test_the_lead_verify_key_goes_after_the_parent_session_as_claude_code_puts_it() -> None:
+    argv = command_line(
+        ["claude"], MemberSpec(model="opus"), name="a", team="t",
+        parent_session_id="p", lead_verify_key="1.k",
+    )  # fmt: skip
+    assert argv[argv.index("--parent-session-id") + 2 :][:2] == ["--lead-verify-key", "1.k"]
 
 
 def test_a_scripted_spec_round_trips_and_the_json_value_too() -> None:
