@@ -42,6 +42,7 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore, permission_response
+from protocols.signing import plan_digest
 from protocols.status import subagent_label
 from protocols.values import PermissionMode
 from swarm.team.signatures import lead_mailbox
@@ -296,6 +297,8 @@ def _response(
             approved=True,
             timestamp=now_iso(),
             permissionMode=PermissionMode(permission_mode) if permission_mode else None,
+            # the plan it approves, for a teammate that checks (Claude Code's lead sends it)
+            planDigest=plan_digest(message.planContent),
         )
     return PlanApprovalResponse(
         requestId=request_id,
