@@ -182,6 +182,18 @@ class LeadSigner:
         signature = self.signature(entry)
         return entry if signature is None else {**entry, "lead_sig": signature}
 
+    def wrote(self, entry: Mapping[str, Any]) -> bool:
+        """Whether `entry`'s ``lead_sig`` is this key's signature of it (no replay window: for
+        the lead's own look at what it sent)."""
+        signature, payload = entry.get("lead_sig"), signing_payload(entry)
+        if not isinstance(signature, str) or payload is None:
+            return False
+        try:
+            self.private_key.public_key().verify(from_b64url(signature), payload)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
 
 # verifying
 

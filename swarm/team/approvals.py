@@ -23,6 +23,7 @@ and who gave it. The lead's copy of the request is then marked read.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ from protocols.permissions import PermissionStore, permission_response
 from protocols.signing import plan_digest
 from protocols.status import subagent_label
 from protocols.values import PermissionMode
-from swarm.team.signatures import lead_mailbox
+from swarm.team.signatures import lead_mailbox, lead_wrote
 
 REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
 RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
@@ -186,8 +187,9 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
         if entry.from_ in joined and (sent is None or sent >= joined[entry.from_]):
             asked.append((entry, message))
     answered: set[str] = set()
+    by_lead = lead_wrote(paths)
     for name in {entry.from_ for entry, _ in asked}:
-        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name))}
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name), by_lead)}
     found: dict[str, Pending] = {}
     for entry, message in asked:
         pending = describe_request(entry, message)
@@ -212,15 +214,18 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
     return sorted(found.values(), key=lambda p: p.created_ms or 0)
 
 
-def _answered_ids(entries: list[InboxEntry]) -> set[str]:
+def _answered_ids(
+    entries: list[InboxEntry], by_lead: Callable[[Mapping[str, Any]], bool]
+) -> set[str]:
     """Ids of the requests the lead answered in these entries (only the lead's answers count,
-    as they do for the teammate)."""
+    signed when the lead signs, as they do for the teammate)."""
     return {
         rid
         for e, m in structured(entries)
         if isinstance(m, RESPONSE_TYPES)
         and e.from_ == LEAD_NAME
         and (rid := request_id_of(m)) is not None
+        and by_lead(e.to_json_dict())
     }
 
 
@@ -258,10 +263,11 @@ def answer(
             raise AlreadyAnswered(str(exc)) from None
         return pending
     response = _response(message, request_id, approve, text, updated_input, permission_mode)
+    by_lead = lead_wrote(paths)
     _, winner = mailbox.send_unless(
         pending.teammate,
         response,
-        lambda item: _answers(item, request_id),
+        lambda item: _answers(item, request_id) and by_lead(item),
         sender=LEAD_NAME,
         summary=f"{verdict} by {by}",
     )
