@@ -48,7 +48,7 @@ from teammate.instance import AlreadyRunning
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers
 from teammate.options import MemberSpec, TeammateOptions, UsageError, parse
-from teammate.permissions.policy import rule_or_command_pattern
+from teammate.permissions.policy import parse_rule, rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
@@ -121,6 +121,10 @@ def build_brain(
         return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
+    # its file tools never read or write the lead's signing keys (protocols.keyfile)
+    keys = f"/{paths.lead_key.parent.parent}/**"
+    denied = [parse_rule(f"Read({keys})"), parse_rule(f"Edit({keys})")]
+    rules = {**rules, "deny": [*denied, *rules.get("deny", [])]}
     agents_flag = from_flag_json(spec.agents) if spec.agents else None
     from_settings = settings.agents if settings else None
 

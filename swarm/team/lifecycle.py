@@ -36,7 +36,7 @@ from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import member_identity, member_state, stop_member
 from swarm.team.resume import prepare_resume
-from swarm.team.signatures import lead_mailbox, verify_key
+from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, command_line
@@ -136,7 +136,8 @@ def spawn_member(
     )
     team = TeamFile(paths)
     token = new_token()
-    lead_verify_key = verify_key(paths)  # a bad key file is refused before anything starts
+    # a bad key file is refused before anything starts
+    lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
     member = team.add_member(
         name,
         agent_type=agent_type,
@@ -175,6 +176,14 @@ def spawn_member(
         foreign = spec.teammate_command is not None
         await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
     return team.load().member(name) or updated, spawned
+
+
+def _signs_for(spec: MemberSpec, program: list[str], environ: Mapping[str, str]) -> bool:
+    """Whether the teammate gets ``--lead-verify-key``: swarm's own always, another program
+    when it takes it (`takes_verify_key`), neither when signatures are off."""
+    if not signatures_on():
+        return False
+    return spec.teammate_command is None or takes_verify_key(program, environ)
 
 
 def _program(spec: MemberSpec) -> list[str]:

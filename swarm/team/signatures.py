@@ -1,19 +1,24 @@
 """swarm as a signing lead (Claude Code 2.1.323's lead signatures, docs/interop.md).
 
-On by default: every teammate swarm starts, its own or a ``--teammate-command`` program such as
-Claude Code, gets ``--lead-verify-key`` for the team's key (`protocols.keyfile`, made on first
-use), and every entry swarm writes from ``team-lead`` (or ``user``, ``system``) carries
-``lead_sig``: so such a teammate obeys swarm and nobody else who writes into its inbox under the
-lead's name. swarm's own view of what the lead answered (`lead_wrote`) counts only signed
-answers too, so a forged answer does not close a request that its teammate still waits on.
-``SWARM_LEAD_SIGNATURES=off`` (or ``0``, ``false``, ``no``) turns both off: then
-teammates start without a key and act on unsigned lead messages, as before 2.1.323.
+On by default: every teammate swarm starts, its own or a ``--teammate-command`` program that
+says (``--version``) it is Claude Code 2.1.323 or newer, gets ``--lead-verify-key`` for the
+team's key (`protocols.keyfile`, made on first use; an older Claude Code exits on a flag it
+does not know, so it gets none), and every entry swarm writes from ``team-lead`` (or ``user``,
+``system``) carries ``lead_sig``: so such a teammate obeys swarm and nobody else who writes
+into its inbox under the lead's name. swarm's own view of what the lead answered
+(`lead_wrote`) counts only signed answers too, so a forged answer does not close a request
+that its teammate still waits on. ``SWARM_LEAD_SIGNATURES=off`` (or ``0``, ``false``, ``no``)
+turns both off: then teammates start without a key and act on unsigned lead messages, as
+before 2.1.323.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Mapping
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from protocols import keyfile
@@ -22,6 +27,8 @@ from protocols.paths import TeamPaths
 
 VARIABLE = "SWARM_LEAD_SIGNATURES"
 _OFF = {"0", "off", "false", "no"}
+FIRST_SIGNING_VERSION = (2, 1, 323)  # Claude Code's first version with --lead-verify-key
+VERSION_WAIT_S = 30.0
 
 
 def signatures_on(environ: Mapping[str, str] | None = None) -> bool:
@@ -55,3 +62,27 @@ def lead_wrote(paths: TeamPaths) -> Callable[[Mapping[str, Any]], bool]:
     if signer is None:
         return lambda entry: True
     return signer.wrote
+
+
+def takes_verify_key(program: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Whether the ``--teammate-command`` `program` takes ``--lead-verify-key``: it says it is
+    Claude Code 2.1.323 or newer when asked for ``--version`` (asked once per command)."""
+    return _version_at_least(tuple(program), tuple(sorted(environ.items())))
+
+
+@functools.cache
+def _version_at_least(program: tuple[str, ...], environ: tuple[tuple[str, str], ...]) -> bool:
+    try:
+        result = subprocess.run(
+            [*program, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_WAIT_S,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)\s*\(Claude Code\)", result.stdout)
+    return found is not None and tuple(map(int, found.groups())) >= FIRST_SIGNING_VERSION

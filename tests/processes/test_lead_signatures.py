@@ -217,3 +217,20 @@ def test_signatures_can_be_turned_off(paths: TeamPaths) -> None:
     assert "--lead-verify-key" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
     assert "lead_sig" not in paths.inbox("w1").read_text()
     assert swarm("shutdown", "w1", env=off).returncode == 0
+
+
+def test_only_a_claude_code_that_knows_the_flag_gets_the_key(tmp_path: Path) -> None:
+    """Claude Code before 2.1.323 exits on a flag it does not know: it gets no key."""
+    from swarm.team.signatures import takes_verify_key
+
+    def program(says: str) -> list[str]:
+        script = tmp_path / f"says-{len(list(tmp_path.iterdir()))}"
+        script.write_text(f"#!/bin/sh\necho '{says}'\n")
+        script.chmod(0o755)
+        return [str(script)]
+
+    assert takes_verify_key(program("2.1.330 (Claude Code)"), os.environ)
+    assert takes_verify_key(program("2.1.323 (Claude Code)"), os.environ)
+    assert not takes_verify_key(program("2.1.88 (Claude Code)"), os.environ)
+    assert not takes_verify_key(program("usage: something else"), os.environ)
+    assert not takes_verify_key([str(tmp_path / "missing")], os.environ)
