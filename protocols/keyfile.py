@@ -71,7 +71,8 @@ class KeyFileSigner:
 def load(path: Path) -> LeadSigner | None:
     """The lead key at `path`, or None when there is none. Raises `KeyFileRefused`."""
     try:
-        fd = safefs.open_path(path, os.O_RDONLY)
+        # O_NONBLOCK: a FIFO planted there must not hang the open (a file is checked below)
+        fd = safefs.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except safefs.LinkRefused as exc:
