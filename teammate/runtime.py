@@ -414,9 +414,10 @@ class Teammate:
         self._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
 
     def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
+        from_lead = self._from_lead(entry, request)  # before the mark: a read id verifies no more
         self.mailbox.mark_read(self.name, [entry])
         assert self.member is not None
-        if not self._from_lead(entry, request):
+        if not from_lead:
             self._refuse(entry, request)
             return
         if self._stale(request):

@@ -171,6 +171,18 @@ def test_a_plan_approval_must_be_signed_and_name_the_plan(paths: TeamPaths, work
         assert swarm("shutdown", "alice", "--wait", "30").returncode == 0
 
 
+def test_a_signed_shutdown_is_obeyed_while_waiting_for_a_permission_answer(
+    paths: TeamPaths, workdir: Path
+) -> None:
+    rules = {"Say hi": lambda: Turn.tool("Bash", {"command": "echo ok > done.txt"})}
+    with MessagesAPI(model(rules)) as api:
+        spawn("alice", api, workdir, "--permission-mode", "default")
+        wait_for(pending_ids, "alice's permission request")
+        stopped = swarm("shutdown", "alice", "--wait", "30")
+        assert stopped.returncode == 0 and "approved" in stopped.stdout, stopped.stderr
+    assert not (workdir / "done.txt").exists()
+
+
 def _argv_value(paths: TeamPaths, name: str, flag: str) -> str:
     """A flag's value on the command line of `name`'s running process."""
     pid = json.loads(paths.config.read_text())["members"][-1]["pid"]
