@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -169,3 +170,32 @@ def test_a_bad_ask_rule_is_a_clear_usage_error_on_both_sides(
     with pytest.raises(SwarmError, match="--ask"):
         spawn_member(paths, "a", "x", MemberSpec(ask=(bad,), cwd=str(tmp_path)), backend=stub)
     assert stub.requests == [] and TeamFile(paths).load().member("a") is None
+
+
+def test_restricted_and_effort_shape_a_claude_teammate(paths: TeamPaths, tmp_path: Path) -> None:
+    """--restricted: no Bash, file tools kept in the working directory, no user settings file;
+    --effort: the extended-thinking budget. And no teammate's file tools reach the lead's key."""
+    from teammate.cli import build_brain
+    from teammate.reporter import StatusReporter
+
+    script = tmp_path / "turns.yaml"
+    script.write_text("- text: hi\n")
+    (paths.root / "settings.json").write_text('{"permissions": {"allow": ["Bash(make *)"]}}')
+    base = ["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t", "--model", "scripted"]
+
+    def brain(*flags: str) -> Any:
+        options = parse([*base, "--script", str(script), *flags])
+        return build_brain(options, paths, StatusReporter(None, "a", "scripted"), print)
+
+    restricted = brain("--restricted", "--effort", "max")
+    assert "Bash" not in restricted.loop.tools and "Read" in restricted.loop.tools
+    assert restricted.policy.confined and restricted.loop.thinking_budget == 48_000
+    assert not restricted.policy.rules("allow")  # the user's settings file was not read
+    usual = brain()
+    assert "Bash" in usual.loop.tools and not usual.policy.confined
+    assert usual.loop.thinking_budget is None and usual.policy.rules("allow")
+    key = str(paths.lead_key)
+    decision = usual.policy.decide("Read", "read", {"file_path": key})
+    assert decision.behavior == "deny"
+    restricted.stop()
+    usual.stop()
