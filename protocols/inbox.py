@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from protocols import safefs
 from protocols.clock import now_ms
@@ -98,10 +98,28 @@ class InboxEntry(Record):
     msgV: int | None = None
     msg_id: str | None = None
     type: str | None = None
+    # what a teammate that checks lead signatures made of it (protocols.signing.Provenance's
+    # text); None: nobody checked. Never written to a file.
+    _provenance: str | None = PrivateAttr(default=None)
 
     @property
     def is_read(self) -> bool:
         return self.read is True
+
+    @property
+    def provenance(self) -> str | None:
+        return self._provenance
+
+    @property
+    def unverified(self) -> bool:
+        """Claims to be the lead's (or a shutdown) without the lead's signature: shown to a
+        model with ``verified="false"``, never obeyed."""
+        return self._provenance == "forged"
+
+    def with_provenance(self, provenance: str) -> InboxEntry:
+        copy = self.model_copy()
+        copy._provenance = provenance
+        return copy
 
     @property
     def identity(self) -> str:
@@ -124,7 +142,8 @@ class InboxEntry(Record):
 
 
 def format_for_model(entries: Iterable[InboxEntry]) -> str:
-    """Unread messages as Claude Code hands them to a model: ``<teammate-message>`` blocks."""
+    """Unread messages as Claude Code hands them to a model: ``<teammate-message>`` blocks,
+    with ``verified="false"`` on one that claims the lead without its signature."""
     blocks = []
     for entry in entries:
         attrs = f'teammate_id="{entry.from_}"'
@@ -132,6 +151,8 @@ def format_for_model(entries: Iterable[InboxEntry]) -> str:
             attrs += f' color="{entry.color}"'
         if entry.summary:
             attrs += f' summary="{entry.summary}"'
+        if entry.unverified:
+            attrs += ' verified="false"'
         blocks.append(f"<teammate-message {attrs}>\n{entry.text}\n</teammate-message>")
     return "\n\n".join(blocks)
 

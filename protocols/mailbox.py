@@ -13,7 +13,11 @@ Guarantees:
   however (Claude Code 2.1.160 and later delete what they read), and read entries leave the
   live inbox only once recorded; unread ones are never moved;
 - each entry carries Claude Code's ``msgV``, ``msg_id`` and ``type``; one ``msg_id`` is
-  delivered once.
+  delivered once;
+- with a `signer` (the lead's key, `protocols.keyfile.KeyFileSigner`), an entry from a lead
+  name carries ``lead_sig`` (`protocols.signing`), so a teammate started with the lead's verify
+  key obeys it; `on_read` hears the identities of the entries this mailbox marks read (a
+  teammate's `protocols.signing.Verifier` spends their message ids).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
@@ -41,6 +45,12 @@ BROADCAST = "*"
 DEFAULT_COMPACT_AFTER = 32
 
 
+class EntrySigner(Protocol):
+    def signed(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """`entry` with its ``lead_sig`` when it is from a lead name, else as it is."""
+        ...
+
+
 def new_message_id() -> str:
     return f"msg-{time.time_ns() // 1_000_000}-{secrets.token_hex(6)}"
 
@@ -55,8 +65,12 @@ class Mailbox:
         lock_timeout: float | None = None,
         compact_after: int = DEFAULT_COMPACT_AFTER,
         rescan_s: float = DEFAULT_RESCAN_S,
+        signer: EntrySigner | None = None,
+        on_read: Callable[[set[str]], None] | None = None,
     ) -> None:
         self.paths = paths
+        self.signer = signer
+        self.on_read = on_read
         self.team = TeamFile(paths, durability)
         self.durability = durability
         self.lock_timeout = lock_timeout
@@ -170,8 +184,16 @@ class Mailbox:
             }
         )
 
+    def _signed(self, entry: InboxEntry) -> InboxEntry:
+        if self.signer is None:
+            return entry
+        raw = entry.to_json_dict()
+        signed = self.signer.signed(raw)
+        return entry if signed is raw else InboxEntry.from_json_dict(signed)
+
     @redo_if_lock_lost
     def _append(self, to: str, entry: InboxEntry, dedupe: bool) -> InboxEntry:
+        entry = self._signed(entry)
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
@@ -198,7 +220,7 @@ class Mailbox:
         under the inbox's lock. Returns (the entry written, None) or (None, the conflicting
         item): exactly one of several concurrent senders wins."""
         self._require_members([to])
-        entry = self._entry(body, sender, summary, None, None)
+        entry = self._signed(self._entry(body, sender, summary, None, None))
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
@@ -262,7 +284,12 @@ class Mailbox:
     def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
-        return self._mark_read(agent, wanted) if wanted else 0
+        if not wanted:
+            return 0
+        marked = self._mark_read(agent, wanted)
+        if self.on_read is not None:
+            self.on_read(wanted)
+        return marked
 
     @redo_if_lock_lost
     def _mark_read(self, agent: str, wanted: set[str]) -> int:

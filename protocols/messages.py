@@ -83,7 +83,9 @@ class PlanApprovalRequest(_Message):
 
 
 class PlanApprovalResponse(_Message):
-    """Approve: ``approved`` true, ``permissionMode``; reject: ``approved`` false, ``feedback``."""
+    """Approve: ``approved`` true, ``permissionMode``; reject: ``approved`` false, ``feedback``.
+    ``planDigest`` (Claude Code 2.1.323+): `protocols.signing.plan_digest` of the plan
+    approved, which a teammate that checks signatures requires on an approval."""
 
     type: Literal["plan_approval_response"] = "plan_approval_response"
     requestId: str
@@ -91,6 +93,7 @@ class PlanApprovalResponse(_Message):
     feedback: str | None = None
     timestamp: str
     permissionMode: PermissionMode | None = None
+    planDigest: str | None = None
 
 
 class PermissionRequest(_Message):

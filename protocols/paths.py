@@ -112,6 +112,12 @@ class TeamPaths:
         return self.subagents_dir(agent) / f"{checked_component(agent_id, 'agent id')}.jsonl"
 
     @property
+    def lead_key(self) -> Path:
+        """The team lead's private signing key (`protocols.keyfile`), outside the team's
+        directory so that deleting a team's files does not lose it while teammates run."""
+        return self.root / "swarm" / "keys" / self.team / "lead.key"
+
+    @property
     def tasks_dir(self) -> Path:
         return self.root / "tasks" / (self.task_list or self.team)
 

@@ -45,6 +45,20 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def started_at_ms(pid: int) -> int | None:
+    """When `pid` started, in milliseconds since the epoch (JavaScript's
+    ``performance.timeOrigin`` for that process), or None if there is no such process."""
+    ticks = start_time(pid)
+    try:
+        uptime_s = float((_PROC / "uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if ticks is None:
+        return None
+    booted_ms = time.time() * 1000 - uptime_s * 1000
+    return round(booted_ms + ticks * 1000 / os.sysconf("SC_CLK_TCK"))
+
+
 def pid_alive(pid: int) -> bool:
     """True if `pid` is a running process; a zombie (exited, not yet reaped) counts as dead.
 

@@ -10,6 +10,7 @@ command line.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -38,7 +39,7 @@ from teammate.agent.model import (
     resolve_model,
 )
 from teammate.agent.script import load_script
-from teammate.agent.settings import layered_settings
+from teammate.agent.settings import Settings, layered_settings, load_settings
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain
@@ -46,8 +47,8 @@ from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.instance import AlreadyRunning
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers
-from teammate.options import TeammateOptions, UsageError, parse
-from teammate.permissions.policy import rule_or_command_pattern
+from teammate.options import MemberSpec, TeammateOptions, UsageError, parse
+from teammate.permissions.policy import parse_rule, rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
@@ -107,8 +108,13 @@ def build_brain(
     script) says what is missing."""
     cwd = Path.cwd()
     spec = options.spec
-    # the user's, the project's and the local settings files, then --settings
-    settings = layered_settings(cwd, paths.root, Path(spec.settings) if spec.settings else None)
+    flag = Path(spec.settings) if spec.settings else None
+    # the user's, the project's and the local settings files, then --settings (--restricted:
+    # only --settings)
+    if spec.restricted:
+        settings = load_settings(flag) if flag is not None else Settings()
+    else:
+        settings = layered_settings(cwd, paths.root, flag)
     rules = settings.rules
     settings_mode = settings.default_mode
     transcript = paths.transcript(options.agent_name)
@@ -121,18 +127,22 @@ def build_brain(
         return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
-    flag = from_flag_json(spec.agents) if spec.agents else None
+    # its file tools never read or write the lead's signing keys (protocols.keyfile)
+    keys = f"/{paths.lead_key.parent.parent}/**"
+    denied = [parse_rule(f"Read({keys})"), parse_rule(f"Edit({keys})")]
+    rules = {**rules, "deny": [*denied, *rules.get("deny", [])]}
+    agents_flag = from_flag_json(spec.agents) if spec.agents else None
     from_settings = settings.agents if settings else None
 
     def definition(kind: str) -> AgentDefinition:
-        return load_agent(kind, project_dir=cwd, flag=flag, settings=from_settings)
+        return load_agent(kind, project_dir=cwd, flag=agents_flag, settings=from_settings)
 
-    agent = definition(spec.agent_type or "general-purpose")
+    agent = with_flags(definition(spec.agent_type or "general-purpose"), spec)
     servers = configured_servers(
         cwd,
         settings.mcp_servers,
         settings.origins,
-        Path(spec.mcp_config) if spec.mcp_config else None,
+        spec.mcp_config,
     )
     # cheap until a server starts: a teammate without servers never imports the SDK. The ones
     # its first request waits for start now, before the model client (the anthropic import,
@@ -164,9 +174,20 @@ def build_brain(
         mcp_servers=servers,
         tell_lead=functools.partial(_tell_lead, paths, options.agent_name, options.color),
     )
-    # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more)
-    brain.policy.confined = _in_worktree(paths, options.agent_name)
+    # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more);
+    # so does a restricted one, in its working directory
+    brain.policy.confined = spec.restricted or _in_worktree(paths, options.agent_name)
     return brain
+
+
+def with_flags(agent: AgentDefinition, spec: MemberSpec) -> AgentDefinition:
+    """The teammate's agent definition as its command line changes it: ``--effort`` over the
+    definition's, ``--restricted`` without the tools that run commands."""
+    if spec.effort is not None:
+        agent = dataclasses.replace(agent, effort=spec.effort)
+    if spec.restricted:
+        agent = dataclasses.replace(agent, disallowed_tools=(*agent.disallowed_tools, "Bash"))
+    return agent
 
 
 def _tell_lead(paths: TeamPaths, name: str, color: str | None, text: str) -> None:

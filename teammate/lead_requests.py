@@ -1,7 +1,10 @@
 """Asking the lead and waiting for its answer: the permission and plan-approval protocols.
 
 `LeadRequests` is held by the `Teammate` runtime, which passes a brain's `TeamLink` requests to
-it. Only answers from ``team-lead`` that match the outstanding request id count;
+it. Only answers from ``team-lead`` that match the outstanding request id count (and, when the
+teammate checks the lead's signatures, only signed ones: a forged answer is set aside and the
+request goes on waiting; an approved plan must echo its ``planDigest``, else it counts as
+rejected, as in Claude Code);
 after ``--permission-timeout`` seconds without one the request counts as not approved. A live
 ``shutdown_request`` that arrives while waiting is answered at once, and if it is approved the
 wait ends with `Interrupted`.
@@ -27,10 +30,17 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
+from protocols.signing import plan_digest
 from protocols.values import MemberState
 from protocols.watch import InboxWatcher
 from teammate.brains.base import Approval, Interrupted, PlanVerdict
 from teammate.reporter import StatusReporter
+
+# Claude Code's words for an approval that does not name the plan it approves
+PLAN_DIGEST_MISMATCH = (
+    "The team lead's answer did not match this plan request, so it was not used. Call "
+    "ExitPlanMode again to resubmit your plan for approval."
+)
 
 
 class LeadRequests:
@@ -53,6 +63,9 @@ class LeadRequests:
         watcher: Callable[[], InboxWatcher | None],
         joined_at: Callable[[], int],
         timeout_s: float,
+        trusted: Callable[[InboxEntry], bool] = lambda entry: True,
+        set_aside: Callable[[InboxEntry, Any], None] | None = None,
+        checks_signatures: bool = False,
     ) -> None:
         self.name = name
         self.color = color
@@ -65,6 +78,9 @@ class LeadRequests:
         self.watcher = watcher
         self.joined_at = joined_at
         self.timeout_s = timeout_s
+        self.trusted = trusted
+        self.set_aside = set_aside
+        self.checks_signatures = checks_signatures
 
     def ask_permission(
         self,
@@ -129,6 +145,9 @@ class LeadRequests:
         self.reporter.set(MemberState.WORKING, "plan answered")
         if found is None:
             return PlanVerdict(False, self._no_answer("plan approval request"))
+        if self.checks_signatures and found.approved and found.planDigest != plan_digest(plan):
+            self.say(f"plan approval {found.requestId} does not carry my plan's digest")
+            return PlanVerdict(False, PLAN_DIGEST_MISMATCH)
         self.say(f"plan {'approved' if found.approved else 'rejected'}")
         return PlanVerdict(found.approved, found.feedback or "", found.permissionMode)
 
@@ -153,6 +172,12 @@ class LeadRequests:
             if isinstance(message, ShutdownRequest):
                 if self.answer_shutdown(entry, message):
                     raise Interrupted("shutdown approved while waiting for the lead")
+                continue
+            if not self.trusted(entry):  # a forged answer: the request goes on waiting
+                if self.set_aside is not None:
+                    self.set_aside(entry, message)
+                else:
+                    self.mailbox.mark_read(self.name, [entry])
                 continue
             self.mailbox.mark_read(self.name, [entry])
             return message

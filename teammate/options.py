@@ -2,12 +2,19 @@
 (spec to argv) and `parse` (argv to `TeammateOptions`: identity and spec).
 
 A Claude Code lead starts a teammate as ``<binary> --agent-id alice@t --agent-name alice
---team-name t --agent-color blue --parent-session-id <uuid> [--plan-mode-required]
-[--agent-type T] [--dangerously-skip-permissions | --permission-mode M] [--settings P]
-[--mcp-config FILE] [--plugin-dir D]... [--teammate-mode M] [--chrome|--no-chrome]
---model M``. `parse` accepts exactly that, ignores flags it has no use for (also unknown ones,
-so newer Claude Code versions still work), and adds swarm's own options (``--ask``,
-``--task-timeout``).
+--team-name t --agent-color blue --parent-session-id <uuid> [--lead-verify-key <ms>.<key>]
+[--plan-mode-required] [--agent-type T] [--dangerously-skip-permissions | --permission-mode M]
+[--effort E] [--settings P] [--mcp-config FILE] [--restricted] [--plugin-dir D]...
+[--teammate-mode M] [--chrome|--no-chrome] --model M`` (2.1.88's flags and 2.1.330's).
+`parse` accepts exactly that, ignores flags it has no use for (also unknown ones, so newer
+Claude Code versions still work), and adds swarm's own options (``--ask``, ``--task-timeout``).
+
+``--lead-verify-key`` is not part of the spec: a new key time is handed out at each start (as
+Claude Code does), so it is an argument of `command_line` and a field of `TeammateOptions`.
+``--effort`` sets a Claude teammate's extended thinking (an unknown level is ignored with a
+warning, as Claude Code does); ``--restricted`` takes away the tools that run commands, keeps
+the file tools inside the working directory and reads no user, project or local settings file
+(only ``--settings``).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any
 
 from protocols.errors import Error
 from protocols.names import checked_component
+from protocols.signing import parse_verify_key
 from protocols.values import ModelKind, PermissionMode
 from teammate.permissions.policy import rule_or_command_pattern
 
@@ -28,6 +36,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_PERMISSION_TIMEOUT_S = 900.0
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")  # Claude Code 2.1.330's --effort
 
 
 class UsageError(Error):
@@ -56,6 +65,8 @@ class MemberSpec:
     settings: str | None = None  # a Claude Code settings JSON: permission rules, defaultMode
     agents: str | None = None  # Claude Code's --agents JSON: definitions over all others
     mcp_config: str | None = None  # a .mcp.json-shaped file: MCP servers over all others
+    effort: str | None = None  # --effort: a Claude teammate's extended thinking
+    restricted: bool = False  # --restricted: no command tools, file tools confined, no settings
     ask: tuple[str, ...] = ()  # rules (a bare pattern is a Bash rule) that need the lead's yes
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
@@ -93,12 +104,16 @@ class MemberSpec:
             argv += ["--agent-type", self.agent_type]
         if self.permission_mode is not None:
             argv += ["--permission-mode", str(self.permission_mode)]
+        if self.effort is not None:
+            argv += ["--effort", self.effort]
         if self.settings is not None:
             argv += ["--settings", self.settings]
         if self.agents is not None:
             argv += ["--agents", self.agents]
         if self.mcp_config is not None:
             argv += ["--mcp-config", self.mcp_config]
+        if self.restricted:
+            argv.append("--restricted")
         if self.script is not None:
             argv += ["--script", self.script]
         if self.max_turns is not None:
@@ -157,6 +172,7 @@ class TeammateOptions:
     spec: MemberSpec = field(default_factory=MemberSpec)
     color: str | None = None
     parent_session_id: str | None = None
+    lead_verify_key: str | None = None  # check the lead's signatures (protocols.signing)
     ignored: tuple[str, ...] = field(default=())
 
 
@@ -168,10 +184,11 @@ def command_line(
     team: str,
     color: str | None = None,
     parent_session_id: str | None = None,
+    lead_verify_key: str | None = None,
 ) -> list[str]:
-    """The teammate command line, exactly as Claude Code starts one (spec section 7), with
-    swarm's own flags when `spec` gives them. `program` is swarm's teammate, or another program
-    that takes Claude Code's teammate command line (``claude`` itself)."""
+    """The teammate command line, exactly as Claude Code starts one (spec sections 7 and 9),
+    with swarm's own flags when `spec` gives them. `program` is swarm's teammate, or another
+    program that takes Claude Code's teammate command line (``claude`` itself)."""
     argv = [
         *program,
         "--agent-id",
@@ -185,6 +202,8 @@ def command_line(
     ]
     if parent_session_id:
         argv += ["--parent-session-id", parent_session_id]
+    if lead_verify_key:
+        argv += ["--lead-verify-key", lead_verify_key]
     return [*argv, *spec.argv()]
 
 
@@ -205,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--team-name", required=True)
     parser.add_argument("--agent-color")
     parser.add_argument("--parent-session-id")
+    parser.add_argument(
+        "--lead-verify-key",
+        metavar="MS.KEY",
+        help="the team lead's public key (<ms>.<base64url Ed25519 SubjectPublicKeyInfo>): only "
+        "messages it signed count as the lead's; others are shown as unverified, and their "
+        "shutdown requests, permission answers and plan approvals are not obeyed",
+    )
     parser.add_argument("--plan-mode-required", action="store_true")
     parser.add_argument("--agent-type")
     parser.add_argument(
@@ -238,6 +264,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--dangerously-skip-permissions",
         action="store_true",
         help="same as --permission-mode bypassPermissions",
+    )
+    parser.add_argument(
+        "--effort",
+        metavar="LEVEL",
+        help=f"a Claude teammate's extended thinking: {', '.join(EFFORT_LEVELS)} (over its agent "
+        "definition's effort; an unknown level is ignored with a warning)",
+    )
+    parser.add_argument(
+        "--restricted",
+        action="store_true",
+        help="no Bash for a Claude teammate, its file tools kept inside the working directory, "
+        "and no user, project or local settings files (--settings still applies)",
     )
     parser.add_argument(
         "--ask",
@@ -313,6 +351,24 @@ def parse(argv: list[str]) -> TeammateOptions:
         raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
     if args.resume and ModelKind.of(args.model) == ModelKind.SHELL:
         raise UsageError("--resume is for Claude teammates: a shell worker has no conversation")
+    if args.restricted and ModelKind.of(args.model) == ModelKind.SHELL:
+        raise UsageError(
+            "--restricted takes away the tools that run commands, and running commands is all "
+            "the shell worker does: use a Claude model"
+        )
+    effort = args.effort
+    if effort is not None and effort not in EFFORT_LEVELS:
+        log.warning(
+            "unknown --effort value %r: ignoring it (valid values: %s)",
+            effort,
+            ", ".join(EFFORT_LEVELS),
+        )
+        effort = None
+    if args.lead_verify_key is not None:
+        try:
+            parse_verify_key(args.lead_verify_key)
+        except ValueError as exc:
+            raise UsageError(f"--lead-verify-key: {exc}") from None
     if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
     for text in args.ask or ():
@@ -330,6 +386,8 @@ def parse(argv: list[str]) -> TeammateOptions:
         settings=args.settings,
         agents=args.agents,
         mcp_config=args.mcp_config,
+        effort=effort,
+        restricted=args.restricted,
         ask=tuple(args.ask) if args.ask is not None else (),
         task_timeout_s=args.task_timeout,
         permission_timeout_s=args.permission_timeout,
@@ -342,5 +400,6 @@ def parse(argv: list[str]) -> TeammateOptions:
         spec=spec,
         color=args.agent_color,
         parent_session_id=args.parent_session_id,
+        lead_verify_key=args.lead_verify_key,
         ignored=tuple(unknown),
     )

@@ -10,9 +10,13 @@ every ten minutes: so idling costs the same whatever the board holds.
 
 What it obeys, and from whom: a ``shutdown_request``, ``mode_set_request`` or
 ``team_permission_update`` counts only from the lead (the entry's sender and the message's own
-``from``); one from anybody else is reported to the lead and ignored. A ``shutdown_request`` sent
-before this teammate joined (``joinedAt``) was meant for a predecessor of the same name: it is
-ignored and reported, never obeyed.
+``from``); one from anybody else is reported to the lead and ignored. Started with
+``--lead-verify-key``, it checks every entry (`protocols.signing.Verifier`): one that claims a
+lead name, or asks for a shutdown, without the lead's signature is *forged*: never obeyed (its
+protocol message reported to the lead), shown to a Claude model with ``verified="false"``, and
+a permission answer or plan verdict of that kind leaves the request waiting. A
+``shutdown_request`` sent before this teammate joined (``joinedAt``) was meant for a
+predecessor of the same name: it is ignored and reported, never obeyed.
 
 What it survives: a pass of the loop that fails (a lock that stays taken, a ``config.json``
 being rewritten or broken, a full disk, a planted link, a message or task file it cannot use) is
@@ -66,6 +70,7 @@ from protocols.watch import InboxWatcher
 from teammate.board_watch import BoardWatch
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.instance import single_instance
+from teammate.lead_check import LeadCheck
 from teammate.lead_requests import LeadRequests
 from teammate.membership import await_membership, join
 from teammate.options import TeammateOptions
@@ -110,7 +115,8 @@ class Teammate:
         self.brain = brain
         self.reporter = reporter or StatusReporter(None, self.name, options.spec.model)
         self.paths = paths
-        self.mailbox = Mailbox(paths)
+        self.lead_check = LeadCheck(options.lead_verify_key)  # the lead's signatures
+        self.mailbox = Mailbox(paths, on_read=self.lead_check.spend)
         self.board = TaskBoard(paths, self.mailbox)
         self.team = TeamFile(paths)
         self._say = say
@@ -135,6 +141,9 @@ class Teammate:
             watcher=lambda: self._watcher,
             joined_at=lambda: self.member.joinedAt if self.member is not None else 0,
             timeout_s=options.spec.permission_timeout_s,
+            trusted=self.lead_check.trusted,
+            set_aside=self._set_aside_forged,
+            checks_signatures=self.lead_check.active,
         )
         self.token = ""
         self.home = Path.cwd()  # where it works, unless a task names a worktree
@@ -251,20 +260,41 @@ class Teammate:
         loaded = inbox.load()
         unread = [entry for entry in loaded.unread() if entry.identity not in self._in_flight]
         self._inbox_seen = None if unread else loaded.signature
-        return unread
+        return [self.lead_check.checked(entry) for entry in unread]
+
+    def _on_forged(self, entry: InboxEntry, message: Any) -> None:
+        """A forged entry: said once; a protocol message in it is reported to the lead."""
+        if not self.lead_check.first_report(entry):
+            return
+        if message is None:
+            self.say(f"unverified message as {entry.from_} (not signed by the lead): {entry.text}")
+        elif isinstance(message, ShutdownRequest) and self._stale(message):
+            self._ignore_stale(message)  # what it is, whatever its signature: from before
+        else:
+            self._refuse(entry, message)
+
+    def _set_aside_forged(self, entry: InboxEntry, message: Any) -> None:
+        """A forged answer that came while waiting for the lead: reported and marked read; the
+        request goes on waiting for the lead's own answer."""
+        self._on_forged(entry, message)
+        self.mailbox.mark_read(self.name, [entry])
 
     def handle_messages(self, entries: list[InboxEntry]) -> list[InboxEntry]:
         """Handle protocol messages, a live shutdown request first; return the plain ones
         (still unread: they are marked read once the brain has answered them). A message whose
         handling fails is set aside (marked read and reported), never retried forever."""
-        decoded = [(entry, self._decode(entry)) for entry in entries]
+        decoded = [(e, self._decode(e)) for e in map(self.lead_check.checked, entries)]
         for entry, message in decoded:
-            if isinstance(message, ShutdownRequest):
+            if isinstance(message, ShutdownRequest) and not entry.unverified:
                 self._guarded(entry, functools.partial(self._on_shutdown, entry, message))
                 if self.stopped:
                     return []
         plain = []
         for entry, message in decoded:
+            if entry.unverified:  # not obeyed; a model sees it, marked verified="false"
+                self._guarded(entry, functools.partial(self._on_forged, entry, message))
+                plain.append(entry)
+                continue
             if isinstance(message, ShutdownRequest):
                 continue
             if message is None:
@@ -304,17 +334,26 @@ class Teammate:
             self.say(f"ignoring a {message.type} from {entry.from_}")
         self.mailbox.mark_read(self.name, [entry])
 
-    @staticmethod
-    def _from_lead(entry: InboxEntry, message: Any) -> bool:
-        """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one."""
+    def _from_lead(self, entry: InboxEntry, message: Any) -> bool:
+        """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one;
+        and signed by the lead when this teammate checks signatures."""
         inner = getattr(message, "from_", None)
-        return entry.from_ == LEAD_NAME and inner in (None, LEAD_NAME)
+        trusted = self.lead_check.trusted(entry)
+        return entry.from_ == LEAD_NAME and inner in (None, LEAD_NAME) and trusted
 
     def _refuse(self, entry: InboxEntry, message: Any) -> None:
         """A request only the lead may make, from someone else: reported, not obeyed."""
-        note = f"Ignored a {message.type} from {entry.from_}: only {LEAD_NAME} may send me one."
+        if self.lead_check.unsigned_lead(entry):
+            note = (
+                f"Ignored a {message.type} as {entry.from_} that does not carry the lead's "
+                "signature (lead_sig): somebody else wrote it into my inbox."
+            )
+            summary = f"ignored an unsigned {message.type}"
+        else:
+            note = f"Ignored a {message.type} from {entry.from_}: only {LEAD_NAME} may send me one."
+            summary = f"ignored a {message.type} from {entry.from_}"
         self.say(note)
-        self._tell_lead(note, f"ignored a {message.type} from {entry.from_}")
+        self._tell_lead(note, summary)
 
     def _respond(self, plain: list[InboxEntry]) -> Outcome | None:
         """Let the brain answer plain messages; they are marked read once it has."""
@@ -377,19 +416,26 @@ class Teammate:
         self._on_shutdown(entry, request)
         return self.stopped
 
+    def _stale(self, request: ShutdownRequest) -> bool:
+        return self.member is not None and is_stale(request, self.member.joinedAt)
+
+    def _ignore_stale(self, request: ShutdownRequest) -> None:
+        note = (
+            f"Ignored shutdown request {request.requestId}: it was sent before I joined "
+            "(meant for an earlier teammate of my name)."
+        )
+        self.say(note)
+        self._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
+
     def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
+        from_lead = self._from_lead(entry, request)  # before the mark: a read id verifies no more
         self.mailbox.mark_read(self.name, [entry])
         assert self.member is not None
-        if not self._from_lead(entry, request):
+        if not from_lead:
             self._refuse(entry, request)
             return
-        if is_stale(request, self.member.joinedAt):
-            note = (
-                f"Ignored shutdown request {request.requestId}: it was sent before I joined "
-                "(meant for an earlier teammate of my name)."
-            )
-            self.say(note)
-            self._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
+        if self._stale(request):
+            self._ignore_stale(request)
             return
         accept, reason = self.brain.accept_shutdown(request)
         if not accept:

@@ -17,6 +17,7 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.team.actions import send_text
+from swarm.team.signatures import lead_mailbox
 from swarm.views.request_text import target
 
 
@@ -89,7 +90,7 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
     entries in an inbox, and swarm keeps its own record of every message beside it.
     --unread shows only what is waiting in the live inbox."""
     paths = paths_for(team)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     TeamFile(paths).load().require(name)
     if follow:
         _follow(mailbox, name, as_json, mark_read)

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
     ShutdownApproved,
@@ -41,6 +40,7 @@ from swarm.team import members as members_mod
 from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import REQUEST_TYPES, Pending, describe_request
 from swarm.team.lifecycle import finish_shutdown
+from swarm.team.signatures import lead_mailbox
 from swarm.views import request_text
 from teammate.permissions.policy import Rule, parse_rule
 
@@ -94,7 +94,7 @@ class AutoPolicy:
 class Leader:
     def __init__(self, paths: TeamPaths, auto: AutoPolicy | None = None) -> None:
         self.paths = paths
-        self.mailbox = Mailbox(paths)
+        self.mailbox = lead_mailbox(paths)
         self.team = TeamFile(paths)
         self.board = TaskBoard(paths)
         self.auto = auto

@@ -36,6 +36,7 @@ from swarm.backends.base import SpawnBackend
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import delete_team, spawn_member
 from swarm.team.resume import clear_dead, crashed
+from swarm.team.signatures import lead_mailbox
 from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
@@ -65,11 +66,11 @@ class LeadLink:
 
     @property
     def mailbox(self) -> Mailbox:
-        return Mailbox(self.paths)
+        return lead_mailbox(self.paths)
 
     @property
     def board(self) -> TaskBoard:
-        return TaskBoard(self.paths)
+        return TaskBoard(self.paths, lead_mailbox(self.paths))
 
     def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
         return Approval(False, "the lead agent has no one to ask; its tools never need it")

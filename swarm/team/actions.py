@@ -14,7 +14,6 @@ from typing import Any
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
-from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -23,6 +22,7 @@ from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.errors import SwarmError
+from swarm.team.signatures import lead_mailbox
 from teammate.agent.hooks import before_task_completed, before_task_created, project_hooks
 from teammate.agent.worktree import flatten_slug
 
@@ -35,7 +35,7 @@ def send_text(
     Nobody to send to is an error."""
     member = TeamFile(paths).load().member(sender)
     color = member.color if member else None
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     written = mailbox.send(to, text, sender=sender, summary=summary, color=color)
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
@@ -61,7 +61,7 @@ def add_task(
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
-    board = TaskBoard(paths, Mailbox(paths) if owner else None)
+    board = TaskBoard(paths, lead_mailbox(paths) if owner else None)
     return board.create(
         subject, description, metadata=metadata or None, blocked_by=blocked_by, owner=owner
     )
@@ -70,7 +70,7 @@ def add_task(
 def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task | None:
     """Change a task as the lead (None: it was deleted). Completing it runs the TaskCompleted
     hooks first: one that blocks leaves the task as it was and raises `HookBlocked`."""
-    board = TaskBoard(paths, Mailbox(paths))
+    board = TaskBoard(paths, lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
         before_task_completed(project_hooks(Path.cwd(), paths.root), current, LEAD_NAME, paths.team)
@@ -90,5 +90,5 @@ def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
     )
-    Mailbox(paths).send(name, request, sender=LEAD_NAME)
+    lead_mailbox(paths).send(name, request, sender=LEAD_NAME)
     return request.requestId

@@ -23,6 +23,7 @@ and who gave it. The lead's copy of the request is then marked read.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,6 @@ from protocols.clock import ms_from_iso, now_iso
 from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.messages import (
     PermissionRequest,
     PermissionResponse,
@@ -43,8 +43,10 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionStore, permission_response
+from protocols.signing import plan_digest
 from protocols.status import subagent_label
 from protocols.values import PermissionMode
+from swarm.team.signatures import lead_mailbox, lead_wrote
 
 REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
 RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
@@ -174,7 +176,7 @@ def genuine(entry: InboxEntry, message: Any) -> bool:
 def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
     locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
     joined = {m.name: m.joinedAt for m in mailbox.team.load().members}
     asked = []
@@ -185,8 +187,9 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
         if entry.from_ in joined and (sent is None or sent >= joined[entry.from_]):
             asked.append((entry, message))
     answered: set[str] = set()
+    by_lead = lead_wrote(paths)
     for name in {entry.from_ for entry, _ in asked}:
-        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name))}
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name), by_lead)}
     found: dict[str, Pending] = {}
     for entry, message in asked:
         pending = describe_request(entry, message)
@@ -211,15 +214,18 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
     return sorted(found.values(), key=lambda p: p.created_ms or 0)
 
 
-def _answered_ids(entries: list[InboxEntry]) -> set[str]:
+def _answered_ids(
+    entries: list[InboxEntry], by_lead: Callable[[Mapping[str, Any]], bool]
+) -> set[str]:
     """Ids of the requests the lead answered in these entries (only the lead's answers count,
-    as they do for the teammate)."""
+    signed when the lead signs, as they do for the teammate)."""
     return {
         rid
         for e, m in structured(entries)
         if isinstance(m, RESPONSE_TYPES)
         and e.from_ == LEAD_NAME
         and (rid := request_id_of(m)) is not None
+        and by_lead(e.to_json_dict())
     }
 
 
@@ -241,7 +247,7 @@ def answer(
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
         raise _not_pending(paths, request_id)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     message = pending.message
     verdict = "approved" if approve else "denied"
     if pending.kind == "file":
@@ -257,10 +263,11 @@ def answer(
             raise AlreadyAnswered(str(exc)) from None
         return pending
     response = _response(message, request_id, approve, text, updated_input, permission_mode)
+    by_lead = lead_wrote(paths)
     _, winner = mailbox.send_unless(
         pending.teammate,
         response,
-        lambda item: _answers(item, request_id),
+        lambda item: _answers(item, request_id) and by_lead(item),
         sender=LEAD_NAME,
         summary=f"{verdict} by {by}",
     )
@@ -296,6 +303,8 @@ def _response(
             approved=True,
             timestamp=now_iso(),
             permissionMode=PermissionMode(permission_mode) if permission_mode else None,
+            # the plan it approves, for a teammate that checks (Claude Code's lead sends it)
+            planDigest=plan_digest(message.planContent),
         )
     return PlanApprovalResponse(
         requestId=request_id,
@@ -328,7 +337,7 @@ def _told(item: dict[str, Any]) -> str:
 
 def _not_pending(paths: TeamPaths, request_id: str) -> ProtocolsError:
     """Why `request_id` cannot be answered: answered already (by whom), or unknown."""
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     for name in mailbox.team.member_names():
         for entry in mailbox.peek_all(name):
             if _answers(entry.to_json_dict(), request_id):
@@ -360,7 +369,7 @@ def close_requests(paths: TeamPaths, name: str, why: str) -> list[Pending]:
     mine = [p for p in pending_requests(paths) if p.teammate == name]
     if not mine:
         return []
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     entries = [p.entry for p in mine if p.entry is not None]
     mailbox.mark_read(LEAD_NAME, entries)
     store = PermissionStore(paths)

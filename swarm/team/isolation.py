@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team import Member
+from swarm.team.signatures import lead_mailbox
 from teammate.agent.definitions import AgentDefinitionError, load_agent
 from teammate.agent.worktree import Worktree, create, wrap_up
 
@@ -63,5 +63,5 @@ def release(paths: TeamPaths, member: Member) -> str | None:
         f"{member.name}'s {note}. Review: swarm worktree diff {worktree.slug}; "
         f"merge: swarm worktree merge {worktree.slug}"
     )
-    Mailbox(paths).send(LEAD_NAME, report, sender=LEAD_NAME, summary="worktree kept")
+    lead_mailbox(paths).send(LEAD_NAME, report, sender=LEAD_NAME, summary="worktree kept")
     return report

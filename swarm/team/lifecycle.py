@@ -20,7 +20,6 @@ from pathlib import Path
 
 from protocols import safefs
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
@@ -37,6 +36,7 @@ from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import member_identity, member_state, stop_member
 from swarm.team.resume import prepare_resume
+from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, command_line
@@ -111,7 +111,8 @@ def spawn_member(
     `spec` says (recorded in the member entry, `member_spec` reads it back).
 
     ``spec.teammate_command`` starts that program instead of swarm's teammate, with Claude
-    Code's teammate command line (``claude`` runs a real Claude Code teammate); swarm's own
+    Code's teammate command line (``claude`` runs a real Claude Code teammate); either gets
+    ``--lead-verify-key`` for the team's key (`swarm.team.signatures`); swarm's own
     flags (``--script``, ``--max-turns``...) are refused with it. ``spec.worktree`` (a slug)
     runs the teammate in its own git worktree; so does an agent definition with ``isolation:
     worktree`` (slug: the name). If the process cannot be started, or it exits before it joins
@@ -135,6 +136,8 @@ def spawn_member(
     )
     team = TeamFile(paths)
     token = new_token()
+    # a bad key file is refused before anything starts
+    lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
     member = team.add_member(
         name,
         agent_type=agent_type,
@@ -151,7 +154,7 @@ def spawn_member(
         spawnedBy=ProcessIdentity.mine().to_value(),
     )
     try:
-        Mailbox(paths).send(name, prompt, sender=LEAD_NAME)
+        lead_mailbox(paths).send(name, prompt, sender=LEAD_NAME)
         argv = command_line(
             program,
             dataclasses.replace(spec.process_part(), agent_type=agent_type),
@@ -159,6 +162,7 @@ def spawn_member(
             team=paths.team,
             color=member.color,
             parent_session_id=team.load().leadSessionId,
+            lead_verify_key=lead_verify_key,
         )
         env_vars = {"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV}
         request = SpawnRequest(name, paths.team, argv, directory, env_vars, paths.log(name), token)
@@ -172,6 +176,14 @@ def spawn_member(
         foreign = spec.teammate_command is not None
         await_start(paths, updated, spawned, chosen, wait_s, foreign=foreign)
     return team.load().member(name) or updated, spawned
+
+
+def _signs_for(spec: MemberSpec, program: list[str], environ: Mapping[str, str]) -> bool:
+    """Whether the teammate gets ``--lead-verify-key``: swarm's own always, another program
+    when it takes it (`takes_verify_key`), neither when signatures are off."""
+    if not signatures_on():
+        return False
+    return spec.teammate_command is None or takes_verify_key(program, environ)
 
 
 def _program(spec: MemberSpec) -> list[str]:
@@ -235,8 +247,13 @@ def settled(spec: MemberSpec) -> MemberSpec:
         cwd=str(directory),
         script=absolute(spec.script),
         settings=absolute(spec.settings),
-        mcp_config=absolute(spec.mcp_config),
+        mcp_config=spec.mcp_config if _inline_json(spec.mcp_config) else absolute(spec.mcp_config),
     )
+
+
+def _inline_json(text: str | None) -> bool:
+    """``--mcp-config`` given as the JSON itself, not as a file."""
+    return text is not None and text.lstrip().startswith("{")
 
 
 def definition_json(model: str, agent_type: str, directory: Path) -> str | None:
@@ -313,7 +330,7 @@ def request_shutdown(
     if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
         released = finish_shutdown(paths, member, approved=False)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)
     request_id = send_shutdown_request(paths, name, reason)
     found = mailbox.await_message(
         LEAD_NAME,

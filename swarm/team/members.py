@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.mailbox import Mailbox
 from protocols.messages import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -24,6 +23,7 @@ from protocols.values import MemberState
 from swarm.backends import Spawned, choose_backend
 from swarm.team.approvals import close_requests
 from swarm.team.isolation import release
+from swarm.team.signatures import lead_mailbox
 from teammate.options import MemberSpec
 
 
@@ -97,7 +97,7 @@ def reap_member(paths: TeamPaths, member: Member) -> Reaped:
         message=f"{member.name} has stopped ({gone}); "
         f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
     )
-    Mailbox(paths).send(LEAD_NAME, note, sender=LEAD_NAME)
+    lead_mailbox(paths).send(LEAD_NAME, note, sender=LEAD_NAME)
     return Reaped(member.name, pid, released)
 
 

@@ -31,13 +31,13 @@ from rich.table import Table
 from rich.text import Text
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.task import list_line
 from protocols.watch import InboxWatcher
 from swarm.team.approvals import answer
+from swarm.team.signatures import lead_mailbox
 from swarm.views.snapshot import TeamView, snapshot
 from swarm.views.table import (
     HEADERS,
@@ -201,7 +201,7 @@ class Dashboard:
 
     def _draw(self) -> Group:
         try:
-            Mailbox(self.paths).observe_team()  # before a deleting reader takes it (module doc)
+            lead_mailbox(self.paths).observe_team()  # before a deleting reader takes it
             self.view = snapshot(self.paths)
         except (ProtocolsError, OSError) as exc:  # a team file being rewritten, or broken
             if self.view is None:
@@ -287,7 +287,7 @@ class Dashboard:
         if not to or not text:
             self.note = "not sent: give a name and a message"
             return
-        mailbox = Mailbox(self.paths)
+        mailbox = lead_mailbox(self.paths)
         try:
             if to == "*":
                 mailbox.broadcast(text, sender=LEAD_NAME, summary=text[:60])
@@ -314,7 +314,7 @@ def watch(paths: TeamPaths, once: bool = False, width: int | None = None) -> int
     """Run the dashboard (keys when stdin is a terminal); `once` prints one frame and returns."""
     console = Console(width=width) if width else Console()
     if once:
-        Mailbox(paths).observe_team()
+        lead_mailbox(paths).observe_team()
         console.print(frame(snapshot(paths), note="-"))
         return 0
     return Dashboard(paths, console).run(interactive=sys.stdin.isatty())

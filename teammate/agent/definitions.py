@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 BUILT_IN = "built-in"
 ISOLATION_MODES = ("worktree",)
 MEMORY_SCOPES = ("user", "project", "local")
-EFFORT_LEVELS = ("low", "medium", "high")
-THINKING_BUDGETS = {"low": 4_000, "medium": 10_000, "high": 24_000}  # tokens, per effort level
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")  # Claude Code 2.1.330's levels
+# tokens, per effort level (the answer gets its own room on top: teammate.agent.model)
+THINKING_BUDGETS = {"low": 4_000, "medium": 10_000, "high": 24_000, "xhigh": 32_000, "max": 48_000}
 
 
 def thinking_budget(effort: str | int | None) -> int | None:

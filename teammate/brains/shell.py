@@ -160,7 +160,7 @@ class ShellBrain:
     def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
         """Acknowledge each message to its sender (a shell worker cannot do more)."""
         for entry in entries:
-            if entry.from_ == link.name:
+            if entry.from_ == link.name or entry.unverified:  # forged: nobody to answer
                 continue
             first_line = entry.text.strip().splitlines()[0][:60] if entry.text.strip() else ""
             gist = entry.summary or first_line

@@ -158,18 +158,38 @@ def read_file(path: Path, environ: Mapping[str, str], must_exist: bool) -> list[
     except ValueError as exc:
         problem = f"{path}: not valid JSON: {exc}"
     else:
-        servers = value.get("mcpServers") if isinstance(value, dict) else None
-        if isinstance(servers, dict):
-            return [parse_server(n, v, str(path), environ) for n, v in servers.items()]
-        problem = f"{path}: 'mcpServers' must be an object of server objects"
+        return _servers_of(value, str(path), path.name, environ)
     return [ServerConfig(path.name, origin=str(path), error=problem)]
+
+
+def _servers_of(
+    value: Any, origin: str, name: str, environ: Mapping[str, str]
+) -> list[ServerConfig]:
+    servers = value.get("mcpServers") if isinstance(value, dict) else None
+    if isinstance(servers, dict):
+        return [parse_server(n, v, origin, environ) for n, v in servers.items()]
+    problem = f"{origin}: 'mcpServers' must be an object of server objects"
+    return [ServerConfig(name, origin=origin, error=problem)]
+
+
+def read_flag(given: str | Path, environ: Mapping[str, str]) -> list[ServerConfig]:
+    """The servers of ``--mcp-config``: a file, or (as Claude Code also takes it) the JSON
+    itself when the text starts with ``{``."""
+    if isinstance(given, Path) or not given.lstrip().startswith("{"):
+        return read_file(Path(given), environ, must_exist=True)
+    try:
+        value = json.loads(given)
+    except ValueError as exc:
+        problem = f"--mcp-config: not valid JSON: {exc}"
+        return [ServerConfig("mcp-config", origin="--mcp-config", error=problem)]
+    return _servers_of(value, "--mcp-config", "mcp-config", environ)
 
 
 def configured_servers(
     project_dir: Path,
     settings_servers: Mapping[str, dict[str, Any]] | None = None,
     settings_origins: Mapping[str, str] | None = None,
-    flag: Path | None = None,
+    flag: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, ServerConfig]:
     """Every configured server by name: ``.mcp.json``, then settings, then ``--mcp-config``."""
@@ -182,7 +202,7 @@ def configured_servers(
         origin = origins.get(f"mcpServers.{name}", "settings")
         found[name] = parse_server(name, value, origin, env)
     if flag is not None:
-        for server in read_file(flag, env, must_exist=True):
+        for server in read_flag(flag, env):
             found[server.name] = server
     return found
 

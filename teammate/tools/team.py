@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocols.clock import now_iso
 from protocols.correlation import shutdown_request_id
-from protocols.errors import UnknownMember
-from protocols.messages import PlanApprovalResponse, ShutdownRequest
+from protocols.errors import ProtocolsError, UnknownMember
+from protocols.messages import PlanApprovalRequest, PlanApprovalResponse, ShutdownRequest
 from protocols.names import LEAD_NAME
+from protocols.signing import plan_digest
 from protocols.task import describe, list_line
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
@@ -123,6 +124,7 @@ def send_message(
             approved=True,
             timestamp=now_iso(),
             permissionMode=PermissionMode.DEFAULT,
+            planDigest=_plan_digest(link, message.request_id),
         )
     else:
         response = PlanApprovalResponse(
@@ -134,6 +136,19 @@ def send_message(
     _send(link, to, response)
     verdict = "approved" if message.approve else "rejected"
     return _result(message=f"Plan {verdict} for {to}.", request_id=message.request_id)
+
+
+def _plan_digest(link: Any, request_id: str) -> str | None:
+    """The digest of the plan that request `request_id` in the lead's inbox asked about (a
+    teammate that checks signatures takes no approval without it); None if it is not there."""
+    for entry in reversed(link.mailbox.peek_all(LEAD_NAME)):
+        try:
+            request = entry.structured()
+        except ProtocolsError:
+            continue
+        if isinstance(request, PlanApprovalRequest) and request.requestId == request_id:
+            return plan_digest(request.planContent)
+    return None
 
 
 def _send_text(link: Any, to: str, text: str, summary: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.signing import LeadSigner
 from protocols.team import TeamFile
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnError
@@ -52,7 +54,9 @@ specs = st.builds(
     task_timeout_s=st.sampled_from([600.0, 0.5, 30.0]),
     permission_timeout_s=st.sampled_from([900.0, 2.0]),
     resume=st.booleans(),
-).filter(lambda spec: not (spec.resume and spec.model == "shell"))  # parse refuses that
+    effort=st.none() | st.sampled_from(["low", "medium", "high", "xhigh", "max"]),
+    restricted=st.booleans(),
+).filter(lambda spec: not ((spec.resume or spec.restricted) and spec.model == "shell"))
 
 
 @given(specs)
@@ -61,6 +65,46 @@ def test_a_spec_round_trips_through_the_teammate_command_line(spec: MemberSpec) 
     options = parse(argv[1:])
     assert options.spec == spec
     assert (options.agent_name, options.team_name, options.color) == ("alice", "t", "red")
+
+
+def test_claude_code_2_1_330s_teammate_command_line_parses() -> None:
+    """What a Claude Code 2.1.330 lead runs for a pane teammate (its spawn code, spec
+    section 9): the key, the new permission modes, --effort, an inline --mcp-config JSON,
+    --restricted, and flags swarm has never heard of."""
+    key = LeadSigner.generate().verify_key(ms=1795551673208)
+    for mode in ("acceptEdits", "auto", "default", "bubble"):
+        argv = [
+            "--agent-id", "alice@session-1a2b3c4d", "--agent-name", "alice",
+            "--team-name", "session-1a2b3c4d", "--agent-color", "blue",
+            "--parent-session-id", "1a2b3c4d-0000-4000-8000-000000000000",
+            "--lead-verify-key", key, "--plan-mode-required", "--agent-type", "general-purpose",
+            "--permission-mode", mode, "--effort", "xhigh",
+            "--mcp-config", '{"mcpServers":{}}', "--restricted",
+            "--hold-repository-while-parked", "--future-flag", "value",
+            "--model", "claude-sonnet-4-5",
+        ]  # fmt: skip
+        options = parse(argv)
+        assert options.lead_verify_key == key
+        assert options.spec.permission_mode == mode
+        assert (options.spec.effort, options.spec.restricted) == ("xhigh", True)
+        assert options.spec.mcp_config == '{"mcpServers":{}}'
+        assert options.spec.model == "claude-sonnet-4-5" and options.spec.plan_mode_required
+        assert "--future-flag" in options.ignored
+    # an effort Claude Code does not know is ignored with a warning, as Claude Code does
+    assert parse([*argv[:-2], "--effort", "extreme", "--model", "opus"]).spec.effort is None
+    with pytest.raises(UsageError, match="--lead-verify-key"):
+        parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t",
+               "--lead-verify-key", "12.not-a-key", "--model", "opus"])  # fmt: skip
+    with pytest.raises(UsageError, match="--restricted"):
+        parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t", "--restricted"])
+
+
+def test_the_lead_verify_key_goes_after_the_parent_session_as_claude_code_puts_it() -> None:
+    argv = command_line(
+        ["claude"], MemberSpec(model="opus"), name="a", team="t",
+        parent_session_id="p", lead_verify_key="1.k",
+    )  # fmt: skip
+    assert argv[argv.index("--parent-session-id") + 2 :][:2] == ["--lead-verify-key", "1.k"]
 
 
 def test_a_scripted_spec_round_trips_and_the_json_value_too() -> None:
@@ -126,3 +170,32 @@ def test_a_bad_ask_rule_is_a_clear_usage_error_on_both_sides(
     with pytest.raises(SwarmError, match="--ask"):
         spawn_member(paths, "a", "x", MemberSpec(ask=(bad,), cwd=str(tmp_path)), backend=stub)
     assert stub.requests == [] and TeamFile(paths).load().member("a") is None
+
+
+def test_restricted_and_effort_shape_a_claude_teammate(paths: TeamPaths, tmp_path: Path) -> None:
+    """--restricted: no Bash, file tools kept in the working directory, no user settings file;
+    --effort: the extended-thinking budget. And no teammate's file tools reach the lead's key."""
+    from teammate.cli import build_brain
+    from teammate.reporter import StatusReporter
+
+    script = tmp_path / "turns.yaml"
+    script.write_text("- text: hi\n")
+    (paths.root / "settings.json").write_text('{"permissions": {"allow": ["Bash(make *)"]}}')
+    base = ["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t", "--model", "scripted"]
+
+    def brain(*flags: str) -> Any:
+        options = parse([*base, "--script", str(script), *flags])
+        return build_brain(options, paths, StatusReporter(None, "a", "scripted"), print)
+
+    restricted = brain("--restricted", "--effort", "max")
+    assert "Bash" not in restricted.loop.tools and "Read" in restricted.loop.tools
+    assert restricted.policy.confined and restricted.loop.thinking_budget == 48_000
+    assert not restricted.policy.rules("allow")  # the user's settings file was not read
+    usual = brain()
+    assert "Bash" in usual.loop.tools and not usual.policy.confined
+    assert usual.loop.thinking_budget is None and usual.policy.rules("allow")
+    key = str(paths.lead_key)
+    decision = usual.policy.decide("Read", "read", {"file_path": key})
+    assert decision.behavior == "deny"
+    restricted.stop()
+    usual.stop()

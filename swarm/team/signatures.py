@@ -1,0 +1,88 @@
+"""swarm as a signing lead (Claude Code 2.1.323's lead signatures, docs/interop.md).
+
+On by default: every teammate swarm starts, its own or a ``--teammate-command`` program that
+says (``--version``) it is Claude Code 2.1.323 or newer, gets ``--lead-verify-key`` for the
+team's key (`protocols.keyfile`, made on first use; an older Claude Code exits on a flag it
+does not know, so it gets none), and every entry swarm writes from ``team-lead`` (or ``user``,
+``system``) carries ``lead_sig``: so such a teammate obeys swarm and nobody else who writes
+into its inbox under the lead's name. swarm's own view of what the lead answered
+(`lead_wrote`) counts only signed answers too, so a forged answer does not close a request
+that its teammate still waits on. ``SWARM_LEAD_SIGNATURES=off`` (or ``0``, ``false``, ``no``)
+turns both off: then teammates start without a key and act on unsigned lead messages, as
+before 2.1.323.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from protocols import keyfile
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+
+VARIABLE = "SWARM_LEAD_SIGNATURES"
+_OFF = {"0", "off", "false", "no"}
+FIRST_SIGNING_VERSION = (2, 1, 323)  # Claude Code's first version with --lead-verify-key
+VERSION_WAIT_S = 30.0
+
+
+def signatures_on(environ: Mapping[str, str] | None = None) -> bool:
+    value = (os.environ if environ is None else environ).get(VARIABLE, "on")
+    return value.strip().lower() not in _OFF
+
+
+def lead_signer(paths: TeamPaths) -> keyfile.KeyFileSigner | None:
+    """The signer of the team's lead entries; None when signatures are off."""
+    return keyfile.KeyFileSigner(paths.lead_key) if signatures_on() else None
+
+
+def lead_mailbox(paths: TeamPaths) -> Mailbox:
+    """The team's mailbox as swarm's lead processes use it: lead entries signed."""
+    return Mailbox(paths, signer=lead_signer(paths))
+
+
+def verify_key(paths: TeamPaths, environ: Mapping[str, str] | None = None) -> str | None:
+    """``--lead-verify-key`` for a teammate starting now (the key made if there is none yet);
+    None when signatures are off. Raises `protocols.keyfile.KeyFileRefused`."""
+    if not signatures_on(environ):
+        return None
+    return keyfile.load_or_create(paths.lead_key).verify_key()
+
+
+def lead_wrote(paths: TeamPaths) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether an inbox entry (as JSON) is one the lead wrote: signed with the team's key when
+    there is one (signatures on); otherwise any entry counts, as before. Raises
+    `protocols.keyfile.KeyFileRefused` for a key file that is not safe."""
+    signer = keyfile.load(paths.lead_key) if signatures_on() else None
+    if signer is None:
+        return lambda entry: True
+    return signer.wrote
+
+
+def takes_verify_key(program: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Whether the ``--teammate-command`` `program` takes ``--lead-verify-key``: it says it is
+    Claude Code 2.1.323 or newer when asked for ``--version`` (asked once per command)."""
+    return _version_at_least(tuple(program), tuple(sorted(environ.items())))
+
+
+@functools.cache
+def _version_at_least(program: tuple[str, ...], environ: tuple[tuple[str, str], ...]) -> bool:
+    try:
+        result = subprocess.run(
+            [*program, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_WAIT_S,
+            env=dict(environ),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)\s*\(Claude Code\)", result.stdout)
+    return found is not None and tuple(map(int, found.groups())) >= FIRST_SIGNING_VERSION
