@@ -48,24 +48,28 @@ class KeyFileRefused(ProtocolsError):
 
 
 class KeyFileSigner:
-    """The `protocols.mailbox.EntrySigner` of a lead whose key is the file at `path`: read (or
-    made) the first time an entry from a lead name is sent, then kept."""
+    """The `protocols.mailbox.EntrySigner` of a lead whose key is the file at `path`: read the
+    first time an entry from a lead name is sent, then kept. It never makes the key: that is
+    done when swarm starts a teammate that will verify with it. In a team whose teammates
+    swarm did not start (a Claude Code lead's, with its own keys in memory) there is no key,
+    and swarm's lead entries go out unsigned, as any other writer's would."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._signer: LeadSigner | None = None
         self._lock = threading.Lock()
 
-    def signer(self) -> LeadSigner:
+    def signer(self) -> LeadSigner | None:
         with self._lock:
             if self._signer is None:
-                self._signer = load_or_create(self.path)
+                self._signer = load(self.path)  # None until a spawn makes it: asked again
             return self._signer
 
     def signed(self, entry: dict[str, Any]) -> dict[str, Any]:
         if entry.get("from") not in LEAD_NAMES:
             return entry
-        return self.signer().signed(entry)
+        signer = self.signer()
+        return entry if signer is None else signer.signed(entry)
 
 
 def load(path: Path) -> LeadSigner | None:

@@ -47,6 +47,17 @@ def claude(request: pytest.FixtureRequest) -> Path:
         pytest.fail(str(exc))
 
 
+@pytest.fixture(scope="session")
+def newest_claude() -> Path:
+    """Claude Code 2.1.330 only: for what came after 2.1.88 (session teams, locked config)."""
+    try:
+        return claude_code.install(claude_code.NEWEST)
+    except claude_code.Unavailable as exc:
+        pytest.skip(str(exc))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
 @pytest.fixture
 def work(tmp_path: Path, config_root: Path) -> Path:
     directory = tmp_path / "work"
@@ -497,13 +508,12 @@ def test_a_claude_code_lead_starts_a_swarm_teammate(
 
 
 def test_a_claude_code_session_team_ends_with_its_lead(
-    claude: Path, config_root: Path, work: Path, tmux_socket: str
+    newest_claude: Path, config_root: Path, work: Path, tmux_socket: str
 ) -> None:
     """2.1.330: the lead's team is session-<8 hex>, made and deleted by its session. swarm
     lists it and takes it as --team; when the lead exits, the swarm teammate it started stops
     cleanly, hands back the task it held, and nothing of it is left running."""
-    if not claude_code.is_newest(claude):
-        pytest.skip("session teams came with Claude Code 2.1.178; 2.1.88 names its teams")
+    claude = newest_claude  # session teams came with 2.1.178; 2.1.88 names its teams
     lead_rules: list[Rule] = [
         (
             "Start the team",
@@ -564,12 +574,11 @@ def test_a_claude_code_session_team_ends_with_its_lead(
 
 
 def test_members_swarm_adds_while_claude_code_works_are_kept(
-    claude: Path, team: TeamPaths, work: Path, tmux_socket: str
+    newest_claude: Path, team: TeamPaths, work: Path, tmux_socket: str
 ) -> None:
     """2.1.330 takes config.json.lock when it rewrites the team file (2.1.88 does not: there a
     member added at the wrong moment can be lost, docs/interop.md)."""
-    if not claude_code.is_newest(claude):
-        pytest.skip("Claude Code 2.1.88 rewrites config.json without a lock")
+    claude = newest_claude  # 2.1.88 rewrites config.json without a lock
     rules: list[Rule] = [("Say", lambda text: Turn.text("ok"))]
     with MessagesAPI(by_agent({"alice": reacting(rules)})) as api:
         spawn_claude_code("alice", api, claude, work, "Say something.")

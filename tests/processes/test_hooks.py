@@ -496,7 +496,7 @@ def test_swarm_hooks_lists_a_member_s_agent_type_hooks_with_its_settings(
     ]
     text = swarm("hooks", "dana").stdout
     assert "PostToolUse" in text and "./lint.sh" in text and "agent reviewer" in text
-    assert "is not a member" in swarm("hooks", "nobody").stderr
+    assert "no member named" in swarm("hooks", "nobody").stderr
 
 
 def test_a_teammate_started_with_an_agent_type_runs_that_definition_s_hooks(

@@ -29,16 +29,22 @@ def test_a_teammate_whose_team_is_deleted_hands_back_its_task_and_stops(
     ]
     with MessagesAPI(script) as api:
         proc = start("alice", api, "--permission-mode", "acceptEdits")
-        Mailbox(team.paths).send("alice", "Take #1 and keep it.", sender="team-lead")
-        wait_for(lambda: len(api.requests) == 2, "alice's turn")
+        lead = Mailbox(team.paths)
+        lead.send("alice", "Take #1 and keep it.", sender="team-lead")
+        wait_for(
+            lambda: any('"idle_notification"' in e.text for e in lead.read_all("team-lead")),
+            "alice idle, holding the task",
+        )
         held = board.require(task.id)
         assert (held.status, held.owner) == (TaskStatus.IN_PROGRESS, "alice")
 
-        shutil.rmtree(team.paths.team_dir)  # the lead session ended
+        gone = team.paths.team_dir
+        shutil.rmtree(gone)  # the lead session ended
 
         output, _ = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 0, output
     assert "team 't' is gone" in output and "released ['1']" in output, output
     released = board.require(task.id)  # the task list stays
     assert (released.status, released.owner) == (TaskStatus.PENDING, None)
-    assert not team.paths.team_dir.exists(), "the stopping teammate made its team again"
+    left = sorted(str(p.relative_to(gone)) for p in gone.rglob("*")) if gone.exists() else None
+    assert left is None, f"the stopping teammate made its team again: {left}"
