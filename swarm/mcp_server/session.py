@@ -1,0 +1,183 @@
+"""One MCP session of `swarm mcp`: which team it serves, whom it speaks for, and its way to the
+team's files.
+
+`McpSession` is the `TeamLink` (`teammate.brains.base`) of the team tools that swarm's Claude
+teammates use (`teammate.tools.team`), so SendMessage and the Task tools run here exactly as
+there, as the session's member. Over stdio the member is given on the command line and joined
+before the first request; over HTTP the session starts as nobody and names itself with the
+``join`` tool. `leave` ends it (`membership.leave`); every later call is refused, and a wait in
+progress (`ReadInbox`) gives up within the watcher's rescan.
+
+It also knows what the server was started with: the working directory (where TaskCreated and
+TaskCompleted hooks are looked for, and where spawned teammates work), the spawn backend and the
+model of the teammates the lead spawns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocols.inbox import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+from protocols.watch import InboxWatcher
+from swarm.errors import SwarmError
+from swarm.mcp_server import membership
+from teammate.agent.hooks import Hooks, project_hooks
+from teammate.brains.base import Approval, PlanVerdict
+from teammate.tools.base import ToolContext, ToolError
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What `swarm mcp` was started with, shared by its sessions."""
+
+    paths: TeamPaths
+    cwd: Path
+    backend: str = "auto"  # where SpawnTeammate starts teammates
+    teammate_model: str = "sonnet"  # their model when the call names none
+    http: bool = False  # sessions name themselves with `join`
+
+
+class NotJoined(ToolError):
+    """A tool that needs a member, called before `join` (or after the session left)."""
+
+
+@dataclass
+class McpSession:
+    """The member one MCP session speaks for (a `TeamLink` for the team tools)."""
+
+    options: ServerOptions
+    session_id: str
+    member: str | None = None
+    is_lead: bool = False
+    color: str | None = None
+    closed: threading.Event = field(default_factory=threading.Event)
+    hooks: Hooks | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # who it is
+
+    @property
+    def paths(self) -> TeamPaths:
+        return self.options.paths
+
+    @property
+    def name(self) -> str:
+        if self.closed.is_set():
+            raise NotJoined("this MCP session has ended")
+        if self.member is None:
+            raise NotJoined(
+                "this session is not a member of the team yet: call join first, with the "
+                f"name to act as (or join as {LEAD_NAME} with lead: true, if you are the lead)"
+            )
+        return self.member
+
+    def join(self, name: str, lead: bool = False) -> str:
+        """Become member `name` (the lead with `lead`); what to tell the client."""
+        with self._lock:
+            if self.member is not None:
+                raise ToolError(f"this session is already {self.member!r}; one member a session")
+            if lead != (name == LEAD_NAME):
+                raise ToolError(
+                    f"lead: true goes with the lead's name, {LEAD_NAME!r}, and only with it"
+                )
+            team = TeamFile(self.paths)
+            if lead:
+                team.load()  # the team must exist; the lead's entry is left as it is
+                self.member, self.is_lead = LEAD_NAME, True
+            else:
+                joined = membership.join(self.paths, name, self.session_id, self.options.cwd)
+                self.member, self.color = joined.name, joined.color
+            self.hooks = project_hooks(self.options.cwd, self.paths.root)
+        role = "the lead" if lead else f"a member ({self.color})"
+        return f"Joined team {self.paths.team!r} as {name}, {role}."
+
+    def leave(self) -> list[str]:
+        """The session ended: the member leaves the team (released task ids)."""
+        with self._lock:
+            if self.closed.is_set():
+                return []
+            self.closed.set()
+            if self.member is None or self.is_lead:
+                return []
+            return membership.leave(self.paths, self.member, self.session_id)
+
+    def require_member(self) -> str:
+        """The member's name, checked to be still in the team (a tool about to act)."""
+        name = self.name
+        if not self.is_lead and not membership.still_member(self.paths, name, self.session_id):
+            raise NotJoined(
+                f"{name!r} is no longer a member of team {self.paths.team!r} (removed by the "
+                "lead, swarm reap or swarm shutdown); start a new session to join again"
+            )
+        return name
+
+    def require_lead(self, tool: str) -> None:
+        if not self.is_lead:
+            raise ToolError(
+                f"{tool} is the lead's: only a session joined as {LEAD_NAME} may call it "
+                f"(you are {self.name!r}); ask the lead with SendMessage to {LEAD_NAME}"
+            )
+
+    def context(self) -> ToolContext:
+        """The context a team tool runs in, as this member."""
+        who = self.member or "mcp"
+        return ToolContext(cwd=self.options.cwd, agent_name=who, team=self, hooks=self.hooks)
+
+    # the TeamLink
+
+    @property
+    def mailbox(self) -> Mailbox:
+        return Mailbox(self.paths)
+
+    @property
+    def board(self) -> TaskBoard:
+        return TaskBoard(self.paths, self.mailbox)  # an owner change tells the new owner
+
+    def send(self, to: str, body: Any, summary: str | None = None) -> None:
+        self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.color)
+
+    def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
+        return Approval(False, "an MCP member's client decides its own permissions")
+
+    def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
+        return PlanVerdict(False, "an MCP member has no plan mode")
+
+    def between_turns(self) -> list[InboxEntry]:
+        return []  # its client reads its inbox with ReadInbox
+
+    def pause(self, seconds: float, why: str) -> None:
+        time.sleep(seconds)
+
+    def wake(self) -> None:
+        """Nothing runs in the background of an MCP member."""
+
+    # its inbox
+
+    def unread(self, wait_s: float, cancelled: Any = None) -> list[InboxEntry]:
+        """The member's unread messages, waiting up to `wait_s` seconds for the first (woken by
+        inotify); [] when none came, the session ended, or `cancelled()` says so (or raises)."""
+        name = self.require_member()
+        mailbox = self.mailbox
+        found = mailbox.read_unread(name)
+        if found or wait_s <= 0:
+            return found
+
+        def give_up() -> bool:
+            return self.closed.is_set() or bool(cancelled is not None and cancelled())
+
+        with InboxWatcher(self.paths.inbox(name)) as watcher:
+            return mailbox.wait(name, wait_s, watcher, until=give_up)
+
+    def mark_read(self, entries: list[InboxEntry]) -> None:
+        if self.closed.is_set():
+            raise SwarmError("the session ended before its messages could be handed over")
+        self.mailbox.mark_read(self.name, entries)

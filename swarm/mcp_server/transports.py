@@ -1,0 +1,179 @@
+"""Running `TeamServer` on a transport: stdio for one member, streamable HTTP for many.
+
+stdio: the member joins before the first request (a name that cannot be had is an error at
+start); the process serves until its client closes stdin or sends SIGTERM, SIGINT or SIGHUP, and
+the member leaves on the way out.
+
+HTTP: ``host:port`` (``127.0.0.1:0`` picks a free port), on the SDK's streamable-HTTP app at
+``/mcp`` run by uvicorn. The socket is bound before anything is served, so `announce` gets the
+real URL. Off loopback a bearer token is required (refused at start without one): with a token,
+a request that does not carry ``Authorization: Bearer <token>`` gets 401. On loopback the SDK
+also checks the Host and Origin headers (DNS rebinding). When the server stops, every session
+still open leaves.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from swarm.errors import SwarmError
+from swarm.mcp_server.server import TeamServer, leave_quietly, new_session_id
+from swarm.mcp_server.session import McpSession, ServerOptions
+
+PATH = "/mcp"
+GRACEFUL_STOP_S = 5  # open streams (a client's GET stream) get this long when the server stops
+
+
+def serve_stdio(options: ServerOptions, name: str) -> None:
+    """Serve the team over stdin/stdout as member `name` (the lead for ``team-lead``)."""
+    from protocols.names import LEAD_NAME
+
+    session = McpSession(options, new_session_id("stdio"))
+    session.join(name, lead=name == LEAD_NAME)
+    team = TeamServer(options, session)
+    try:
+        anyio.run(_stdio, team)
+    finally:
+        leave_quietly(session)
+
+
+async def _stdio(team: TeamServer) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(_stop_on_signal, group.cancel_scope)
+        async with stdio_server() as (read, write):
+            server = team.server
+            await server.run(read, write, server.create_initialization_options())
+        group.cancel_scope.cancel()  # stdin closed: the session is over
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:  # a host name: whatever it resolves to, not known to be loopback
+            return False
+
+    def url(self, port: int) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{port}{PATH}"
+
+
+def parse_address(text: str) -> Address:
+    """``host:port`` (``[::1]:8080`` for IPv6) as an `Address`; `SwarmError` naming the form."""
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]") if host.startswith("[") else host
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise SwarmError(
+            f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 (127.0.0.1:0 picks a free port)"
+        )
+    return Address(host, int(port))
+
+
+def serve_http(
+    options: ServerOptions, address: Address, token: str | None, announce: Callable[[str], None]
+) -> None:
+    """Serve the team over streamable HTTP on `address` until stopped (SIGINT, SIGTERM)."""
+    if not address.loopback and not token:
+        raise SwarmError(
+            f"--http {address.host}:{address.port} is not a loopback address: anyone who can "
+            "reach it could act for the team. Give a bearer token with --token or "
+            "SWARM_MCP_TOKEN (clients send 'Authorization: Bearer TOKEN'), or serve on "
+            "127.0.0.1"
+        )
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address.host, address.port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise SwarmError(f"--http {address.host}:{address.port}: {exc.strerror or exc}") from None
+    team = TeamServer(options)
+    try:
+        anyio.run(_http, team, address, listener, token, announce)
+    finally:
+        listener.close()
+        team.end_all()
+
+
+async def _http(
+    team: TeamServer,
+    address: Address,
+    listener: socket.socket,
+    token: str | None,
+    announce: Callable[[str], None],
+) -> None:
+    import uvicorn
+
+    app: Any = team.server.streamable_http_app(streamable_http_path=PATH, host=address.host)
+    if token:
+        app = BearerToken(app, token)
+    config = uvicorn.Config(
+        app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_STOP_S, lifespan="on"
+    )
+    logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
+    announce(address.url(listener.getsockname()[1]))
+    await uvicorn.Server(config).serve(sockets=[listener])
+
+
+class BearerToken:
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (else 401)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._allowed(scope):
+            body = (
+                b'{"error": "unauthorized", "error_description": "this swarm MCP server needs '
+                b'Authorization: Bearer <its token>"}'
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b'Bearer realm="swarm"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: Any) -> bool:
+        for key, value in scope.get("headers", []):
+            if key == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                bearer = scheme.lower() == b"bearer"
+                return bearer and hmac.compare_digest(given.strip(), self.token)
+        return False
