@@ -11,7 +11,6 @@ import click
 
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.mcp_server.session import ServerOptions
-from swarm.mcp_server.transports import parse_address, serve_http, serve_stdio
 
 LOOPBACK_ANY_PORT = "127.0.0.1:0"
 
@@ -79,6 +78,9 @@ def mcp(
       swarm mcp --team shop --http 127.0.0.1:8765
       claude mcp add --transport http swarm http://127.0.0.1:8765/mcp
     """
+    # the mcp SDK takes about a second to import: only when serving, not for `swarm --help`
+    from swarm.mcp_server.transports import parse_address, serve_http, serve_stdio
+
     options = ServerOptions(
         paths=paths_for(team),
         cwd=(cwd or Path.cwd()).resolve(),

@@ -1,8 +1,8 @@
 """Running `TeamServer` on a transport: stdio for one member, streamable HTTP for many.
 
 stdio: the member joins before the first request (a name that cannot be had is an error at
-start); the process serves until its client closes stdin or sends SIGTERM, SIGINT or SIGHUP, and
-the member leaves on the way out.
+start); the process serves until its client closes stdin, and the member leaves on the way out,
+or until SIGTERM, SIGINT or SIGHUP: then the member leaves at once and the process exits.
 
 HTTP: ``host:port`` (``127.0.0.1:0`` picks a free port), on the SDK's streamable-HTTP app at
 ``/mcp`` run by uvicorn. The socket is bound before anything is served, so `announce` gets the
@@ -14,12 +14,14 @@ still open leaves.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,7 @@ from swarm.mcp_server.session import McpSession, ServerOptions
 
 PATH = "/mcp"
 GRACEFUL_STOP_S = 5  # open streams (a client's GET stream) get this long when the server stops
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def serve_stdio(options: ServerOptions, name: str) -> None:
@@ -41,27 +44,35 @@ def serve_stdio(options: ServerOptions, name: str) -> None:
     session.join(name, lead=name == LEAD_NAME)
     team = TeamServer(options, session)
     try:
-        anyio.run(_stdio, team)
+        anyio.run(_stdio, team, session)
     finally:
         leave_quietly(session)
 
 
-async def _stdio(team: TeamServer) -> None:
+async def _stdio(team: TeamServer, session: McpSession) -> None:
     from mcp.server.stdio import stdio_server
 
     async with anyio.create_task_group() as group:
-        group.start_soon(_stop_on_signal, group.cancel_scope)
+        group.start_soon(_leave_on_signal, session)
         async with stdio_server() as (read, write):
             server = team.server
             await server.run(read, write, server.create_initialization_options())
         group.cancel_scope.cancel()  # stdin closed: the session is over
 
 
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+async def _leave_on_signal(session: McpSession) -> None:
+    """A stop signal: the member leaves at once, then the process ends.
+
+    A client may signal with stdin still open (Claude Code: SIGINT, SIGTERM 100 ms later,
+    SIGKILL at 500 ms); the SDK's thread blocked reading stdin would hold up an orderly way out
+    until the SIGKILL, so the leaving is done first and the process exits without waiting for
+    it. Signals that arrive meanwhile wait in the receiver."""
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async for _ in signals:
-            scope.cancel()
-            return
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(leave_quietly, session)
+            logging.shutdown()
+            os._exit(0)
 
 
 @dataclass(frozen=True)
@@ -139,7 +150,27 @@ async def _http(
     )
     logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
     announce(address.url(listener.getsockname()[1]))
-    await uvicorn.Server(config).serve(sockets=[listener])
+    await _uvicorn_server()(config).serve(sockets=[listener])
+
+
+def _uvicorn_server() -> type[Any]:
+    import uvicorn
+
+    class Stopping(uvicorn.Server):
+        """uvicorn, stopping gracefully on SIGINT, SIGTERM or SIGHUP without then dying of the
+        signal, as uvicorn does by raising it again: the sessions still open leave first, and
+        the exit code is 0."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Stopping
 
 
 class BearerToken:
