@@ -145,7 +145,9 @@ class TeamServer:
                 "this server keeps one member per MCP session, and this request has none: "
                 "connect with the initialize handshake (streamable HTTP with a session id)"
             )
-        session = McpSession(self.options, f"http-{connection.session_id}")
+        # an id of its own: the transport's session id lets whoever holds it act in the
+        # session, so it is never written to the team's files
+        session = McpSession(self.options, new_session_id("http"))
         connection.state[STATE_KEY] = session
         self.sessions[session.session_id] = session
         connection.exit_stack.push_async_callback(self._end, session)

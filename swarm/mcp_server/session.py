@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,9 @@ class McpSession:
 
     # its inbox
 
-    def unread(self, wait_s: float, cancelled: Any = None) -> list[InboxEntry]:
+    def unread(
+        self, wait_s: float, cancelled: Callable[[], bool] | None = None
+    ) -> list[InboxEntry]:
         """The member's unread messages, waiting up to `wait_s` seconds for the first (woken by
         inotify); [] when none came, the session ended, or `cancelled()` says so (or raises)."""
         name = self.require_member()
@@ -172,7 +175,7 @@ class McpSession:
             return found
 
         def give_up() -> bool:
-            return self.closed.is_set() or bool(cancelled is not None and cancelled())
+            return self.closed.is_set() or (cancelled is not None and cancelled())
 
         with InboxWatcher(self.paths.inbox(name)) as watcher:
             return mailbox.wait(name, wait_s, watcher, until=give_up)
