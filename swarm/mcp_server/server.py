@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 MAX_TEXT_CHARS = 100_000  # one text field of a call: a message, a description, a prompt
 WAITING_CALLS = 64  # ReadInbox calls that may wait at once (each holds a worker thread)
 TEAM_TOOLS = (send_message, task_create, task_list, task_get, task_update)
+READ_ONLY = frozenset({"TaskList", "TaskGet", "TeamStatus", "ListRequests"})  # change no file
 STATE_KEY = "swarm.session"
 VERSION = "0.1.0"
 
@@ -104,7 +105,7 @@ class TeamServer:
                     name=tool.name,
                     description=schema["description"],
                     input_schema=schema["input_schema"],
-                    annotations=types.ToolAnnotations(read_only_hint=tool.read_only),
+                    annotations=types.ToolAnnotations(read_only_hint=tool.name in READ_ONLY),
                 )
             )
         return types.ListToolsResult(tools=listed)
