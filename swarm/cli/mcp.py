@@ -34,7 +34,8 @@ LOOPBACK_ANY_PORT = "127.0.0.1:0"
 @click.option(
     "--token",
     envvar="SWARM_MCP_TOKEN",
-    help="bearer token HTTP clients must send; required off loopback (default: $SWARM_MCP_TOKEN)",
+    help="bearer token HTTP clients must send; required off loopback (default: "
+    "$SWARM_MCP_TOKEN, the better way: an option's value shows in ps)",
 )
 @backend_option("where the lead's SpawnTeammate starts teammates")
 @click.option(
