@@ -104,15 +104,8 @@ def test_claude_code_is_a_team_member_through_swarm_mcp(
     assert spawned.returncode == 0, spawned.stderr
 
     server = [sys.executable, "-m", "swarm", "mcp", "--team", "t", "--name", "cc"]
-    config = {
-        "mcpServers": {
-            "swarm": {
-                "command": server[0],
-                "args": server[1:],
-                "env": {"CLAUDE_CONFIG_DIR": str(config_root)},
-            }
-        }
-    }
+    # as in docs/mcp-server.md: no env of its own, it inherits Claude Code's CLAUDE_CONFIG_DIR
+    config = {"mcpServers": {"swarm": {"command": server[0], "args": server[1:]}}}
     config_file = work / "swarm-mcp.json"
     config_file.write_text(json.dumps(config))
     with MessagesAPI(play) as api:
