@@ -86,7 +86,7 @@ def results(api: MessagesAPI) -> list[str]:
 
 
 def test_claude_code_is_a_team_member_through_swarm_mcp(
-    claude: Path, team: TeamPaths, work: Path, config_root: Path
+    claude: Path, team: TeamPaths, work: Path
 ) -> None:
     # cc has been a member over MCP before (its session ended): work waits for it, assigned
     TeamFile(team).add_member("cc", agent_type=None, cwd=work, backend_type="mcp")
