@@ -34,6 +34,9 @@ from swarm.mcp_server.session import McpSession, ServerOptions
 PATH = "/mcp"
 GRACEFUL_STOP_S = 5  # open streams (a client's GET stream) get this long when the server stops
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# a request body larger than this is answered 413 by the SDK before it is read; below it, a text
+# over `server.MAX_TEXT_CHARS` gets the tool error that names the field and the limit
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 def serve_stdio(options: ServerOptions, name: str) -> None:
@@ -142,7 +145,9 @@ async def _http(
 ) -> None:
     import uvicorn
 
-    app: Any = team.server.streamable_http_app(streamable_http_path=PATH, host=address.host)
+    app: Any = team.server.streamable_http_app(
+        streamable_http_path=PATH, host=address.host, max_request_body_size=MAX_BODY_BYTES
+    )
     if token:
         app = BearerToken(app, token)
     config = uvicorn.Config(

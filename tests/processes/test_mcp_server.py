@@ -294,6 +294,9 @@ def test_over_http_each_session_is_a_member_until_it_ends(
         assert files(paths.root) == before
         assert "as ann" in ann.text("join", {"name": "ann"})
         assert "already 'ann'" in ann.error("join", {"name": "ann2"})
+        huge = {"to": "team-lead", "message": "x" * 10_000_000, "summary": "big"}
+        assert "at most 100,000" in ann.error("SendMessage", huge)  # a tool error over HTTP too
+        assert Mailbox(paths).read_all("team-lead") == []
         assert "already joined by another open MCP session" in bob.error("join", {"name": "ann"})
         bob.text("join", {"name": "bob"})
         for name in ("ann", "bob"):
