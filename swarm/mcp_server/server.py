@@ -167,14 +167,21 @@ class TeamServer:
 
 
 def run_tool(session: McpSession, tool: Tool, arguments: dict[str, Any]) -> str:
-    """One call, in a worker thread: validated, as the session's member, lead tools checked."""
+    """One call, in a worker thread: validated, as the session's member, lead tools checked;
+    the member's activity in its status file says what it did (a refused call changes no
+    file)."""
     validated = tool.validate(arguments)  # nothing happens for input that does not pass
     if tool is not join:
         session.require_member()
     if tool in LEAD_TOOLS:
         session.require_lead(tool.name)
     values = {name: getattr(validated, name) for name in type(validated).model_fields}
-    return tool.function(session.context(), **values)
+    waiting = values.get("wait_seconds") if tool.name == "ReadInbox" else 0
+    if waiting:  # shown while it waits; other calls once they have succeeded
+        session.note(tool.name, arguments, waiting)
+    text = tool.function(session.context(), **values)
+    session.note(tool.name, arguments)
+    return text
 
 
 def leave_quietly(session: McpSession) -> None:

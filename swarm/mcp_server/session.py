@@ -8,6 +8,10 @@ before the first request; over HTTP the session starts as nobody and names itsel
 ``join`` tool. `leave` ends it (`membership.leave`); every later call is refused, and a wait in
 progress (`ReadInbox`) gives up within the watcher's rescan.
 
+A member (not the lead, whose status file is `swarm lead`'s) keeps a status file as a teammate
+does (`teammate.reporter`): idle while its session is open, its last tool call as its activity,
+stopped once the session ended; `swarm status`, `swarm watch` and ``swarm wait --idle`` read it.
+
 It also knows what the server was started with: the working directory (where TaskCreated and
 TaskCompleted hooks are looked for, and where spawned teammates work), the spawn backend and the
 model of the teammates the lead spawns.
@@ -15,6 +19,7 @@ model of the teammates the lead spawns.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -28,11 +33,14 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from protocols.values import MemberState
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
 from swarm.mcp_server import membership
+from swarm.team.members import MCP_BACKEND
 from teammate.agent.hooks import Hooks, project_hooks
 from teammate.brains.base import Approval, PlanVerdict
+from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 
 
@@ -62,6 +70,7 @@ class McpSession:
     color: str | None = None
     closed: threading.Event = field(default_factory=threading.Event)
     hooks: Hooks | None = None
+    reporter: StatusReporter | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # who it is
@@ -97,6 +106,8 @@ class McpSession:
             else:
                 joined = membership.join(self.paths, name, self.session_id, self.options.cwd)
                 self.member, self.color = joined.name, joined.color
+                self.reporter = StatusReporter(self.paths, joined.name, MCP_BACKEND)
+                self.reporter.set(MemberState.IDLE, "joined over MCP")
             self.hooks = project_hooks(self.options.cwd, self.paths.root)
         role = "the lead" if lead else f"a member ({self.color})"
         return f"Joined team {self.paths.team!r} as {name}, {role}."
@@ -109,7 +120,10 @@ class McpSession:
             self.closed.set()
             if self.member is None or self.is_lead:
                 return []
-            return membership.leave(self.paths, self.member, self.session_id)
+            released = membership.leave(self.paths, self.member, self.session_id)
+            if self.reporter is not None:
+                self.reporter.set(MemberState.STOPPED, "its MCP session ended")
+            return released
 
     def require_member(self) -> str:
         """The member's name, checked to be still in the team (a tool about to act)."""
@@ -127,6 +141,20 @@ class McpSession:
                 f"{tool} is the lead's: only a session joined as {LEAD_NAME} may call it "
                 f"(you are {self.name!r}); ask the lead with SendMessage to {LEAD_NAME}"
             )
+
+    def note(self, tool: str, arguments: dict[str, Any], waiting: float = 0) -> None:
+        """Say in the status file which tool the member called, or is waiting in (its
+        activity)."""
+        if self.reporter is None:
+            return
+        said = [tool]
+        for key, shown in (("taskId", "#{}"), ("to", "to {}"), ("status", "{}"), ("name", "{}")):
+            if isinstance(arguments.get(key), str):
+                said.append(shown.format(arguments[key]))
+        if waiting:
+            said.append(f"(waiting up to {waiting:g} s)")
+        with contextlib.suppress(OSError):  # a status that cannot be written stops no call
+            self.reporter.set(activity=" ".join(said))
 
     def context(self) -> ToolContext:
         """The context a team tool runs in, as this member."""

@@ -31,6 +31,7 @@ from mcp_client import McpClient, text_of
 from protocols.mailbox import Mailbox
 from protocols.messages import PermissionRequest, PermissionResponse
 from protocols.paths import TeamPaths
+from protocols.status import read_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
@@ -106,9 +107,14 @@ def test_a_stdio_member_works_with_a_shell_teammate_and_leaves_when_its_session_
         assert "is blocked by #1" in cc.error("TaskClaim", {"taskId": "3"})
         assert "#3 [pending] build [blocked by #1]" in cc.text("TaskList")
         assert "Status: in_progress" in cc.text("TaskGet", {"taskId": "1"})
+        assert status("cc")["activity"] == "TaskGet #1"  # what it did last
 
         # a ReadInbox blocked in the server returns when another process writes the inbox
         waiting = cc.start("ReadInbox", {"wait_seconds": DEADLINE_S})
+        wait_for(  # its status file says so while the call waits in the server
+            lambda: status("cc")["activity"] == f"ReadInbox (waiting up to {DEADLINE_S:g} s)",
+            "cc's ReadInbox to wait",
+        )
         assert swarm("send", "cc", "the schema is ready", "--summary", "schema").returncode == 0
         got = text_of(waiting.result(DEADLINE_S))
         assert '<teammate-message teammate_id="team-lead" summary="schema">' in got
@@ -142,6 +148,7 @@ def test_a_stdio_member_works_with_a_shell_teammate_and_leaves_when_its_session_
     assert board.require("1").owner == "cc"  # completed work stays its
     gone = member(paths, "cc")
     assert gone.isActive is False and "pid" not in gone.model_extra
+    assert read_status(paths, "cc").state == "stopped"
     reaped = swarm("reap")
     assert "reaped cc" in reaped.stdout and member(paths, "cc") is None
 
