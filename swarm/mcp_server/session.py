@@ -11,6 +11,8 @@ progress (`ReadInbox`) gives up within the watcher's rescan.
 A member (not the lead, whose status file is `swarm lead`'s) keeps a status file as a teammate
 does (`teammate.reporter`): idle while its session is open, its last tool call as its activity,
 stopped once the session ended; `swarm status`, `swarm watch` and ``swarm wait --idle`` read it.
+Activities are written by a thread of the session's own, in order, so that no call's answer
+waits for one.
 
 It also knows what the server was started with: the working directory (where TaskCreated and
 TaskCompleted hooks are looked for, and where spawned teammates work), the spawn backend and the
@@ -23,6 +25,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +74,7 @@ class McpSession:
     closed: threading.Event = field(default_factory=threading.Event)
     hooks: Hooks | None = None
     reporter: StatusReporter | None = None
+    _notes: ThreadPoolExecutor | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # who it is
@@ -108,6 +112,7 @@ class McpSession:
                 self.member, self.color = joined.name, joined.color
                 self.reporter = StatusReporter(self.paths, joined.name, MCP_BACKEND)
                 self.reporter.set(MemberState.IDLE, "joined over MCP")
+                self._notes = ThreadPoolExecutor(1, thread_name_prefix=f"mcp-status-{name}")
             self.hooks = project_hooks(self.options.cwd, self.paths.root)
         role = "the lead" if lead else f"a member ({self.color})"
         return f"Joined team {self.paths.team!r} as {name}, {role}."
@@ -121,6 +126,8 @@ class McpSession:
             if self.member is None or self.is_lead:
                 return []
             released = membership.leave(self.paths, self.member, self.session_id)
+            if self._notes is not None:
+                self._notes.shutdown(wait=True)  # the activities noted so far, then stopped
             if self.reporter is not None:
                 self.reporter.set(MemberState.STOPPED, "its MCP session ended")
             return released
@@ -145,7 +152,7 @@ class McpSession:
     def note(self, tool: str, arguments: dict[str, Any], waiting: float = 0) -> None:
         """Say in the status file which tool the member called, or is waiting in (its
         activity)."""
-        if self.reporter is None:
+        if self.reporter is None or self._notes is None or self.closed.is_set():
             return
         said = [tool]
         for key, shown in (("taskId", "#{}"), ("to", "to {}"), ("status", "{}"), ("name", "{}")):
@@ -153,8 +160,7 @@ class McpSession:
                 said.append(shown.format(arguments[key]))
         if waiting:
             said.append(f"(waiting up to {waiting:g} s)")
-        with contextlib.suppress(OSError):  # a status that cannot be written stops no call
-            self.reporter.set(activity=" ".join(said))
+        self._notes.submit(_write_activity, self.reporter, " ".join(said))
 
     def context(self) -> ToolContext:
         """The context a team tool runs in, as this member."""
@@ -212,3 +218,8 @@ class McpSession:
         if self.closed.is_set():
             raise SwarmError("the session ended before its messages could be handed over")
         self.mailbox.mark_read(self.name, entries)
+
+
+def _write_activity(reporter: StatusReporter, activity: str) -> None:
+    with contextlib.suppress(OSError):  # a status that cannot be written stops no call
+        reporter.set(activity=activity)

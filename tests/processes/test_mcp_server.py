@@ -107,7 +107,7 @@ def test_a_stdio_member_works_with_a_shell_teammate_and_leaves_when_its_session_
         assert "is blocked by #1" in cc.error("TaskClaim", {"taskId": "3"})
         assert "#3 [pending] build [blocked by #1]" in cc.text("TaskList")
         assert "Status: in_progress" in cc.text("TaskGet", {"taskId": "1"})
-        assert status("cc")["activity"] == "TaskGet #1"  # what it did last
+        wait_for(lambda: status("cc")["activity"] == "TaskGet #1", "cc's last call as activity")
 
         # a ReadInbox blocked in the server returns when another process writes the inbox
         waiting = cc.start("ReadInbox", {"wait_seconds": DEADLINE_S})
