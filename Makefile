@@ -45,6 +45,7 @@ lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swa
 
 bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/latency.py
+	$(PY) bench/mcp_delivery.py
 	$(PY) bench/throughput.py
 	$(PY) bench/claims.py
 	$(PY) bench/spawn.py

@@ -315,20 +315,29 @@ class Mailbox:
             inbox.store_locked(inbox.load_locked(), keep_read)
 
     def wait(
-        self, agent: str, timeout: float, watcher: InboxWatcher | None = None
+        self,
+        agent: str,
+        timeout: float,
+        watcher: InboxWatcher | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> list[InboxEntry]:
         """Unread entries as soon as there are any, or [] after `timeout` seconds.
 
         Wakes within milliseconds of a write (inotify) and rescans every `rescan_s` seconds in
-        case an event was lost. Pass a started `watcher` to keep one across many waits.
+        case an event was lost. Pass a started `watcher` to keep one across many waits. `until`
+        ends the wait early, with [], once it returns True (looked at on every wake-up, so
+        within `rescan_s`; setting ``watcher.changed`` makes it look at once); what it raises
+        ends the wait too.
         """
         if watcher is None:
             with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
-                return self.wait(agent, timeout, own)
+                return self.wait(agent, timeout, own, until)
         deadline = time.monotonic() + timeout
         inbox = self.inbox(agent)
         seen: tuple[int, int, int] | None = None
         while True:
+            if until is not None and until():
+                return []
             watcher.clear()
             signature = inbox.signature()
             if signature is None or signature != seen:

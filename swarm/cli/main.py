@@ -28,6 +28,7 @@ COMMANDS = {
     "inbox": "swarm.cli.messages:inbox",
     "lead": "swarm.cli.lead:lead",
     "logs": "swarm.cli.logs:logs",
+    "mcp": "swarm.cli.mcp:mcp",
     "permissions": "swarm.cli.approvals:permissions",
     "reap": "swarm.cli.status:reap",
     "restart": "swarm.cli.lifecycle:restart",

@@ -34,7 +34,7 @@ from swarm.errors import SwarmError
 from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
-from swarm.team.members import member_identity, member_state, stop_member
+from swarm.team.members import is_mcp, member_identity, member_state, stop_member
 from swarm.team.resume import prepare_resume
 from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
@@ -46,7 +46,9 @@ from teammate.permissions.policy import rule_or_command_pattern
 @dataclass(frozen=True)
 class ShutdownResult:
     name: str
-    outcome: str  # approved | rejected | no-answer | dead (nothing to ask: its process is gone)
+    # approved | rejected | no-answer | dead (nothing to ask: its process is gone) |
+    # mcp-session (it cannot be asked) | removed (an MCP session, forced)
+    outcome: str
     reason: str
     stopped: bool  # the member's process is gone and the member removed
     released: list[str]
@@ -330,6 +332,12 @@ def request_shutdown(
     if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
         released = finish_shutdown(paths, member, approved=False)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
+    if is_mcp(member):  # an MCP client cannot answer a shutdown request: its session decides
+        if not force:
+            why = "it is an MCP session: it leaves when its client ends the session"
+            return ShutdownResult(name, "mcp-session", why, False, [])
+        released = finish_shutdown(paths, member, approved=False)
+        return ShutdownResult(name, "removed", "an MCP session, removed", True, released)
     mailbox = lead_mailbox(paths)
     request_id = send_shutdown_request(paths, name, reason)
     found = mailbox.await_message(

@@ -7,6 +7,11 @@ now belongs to a process that started later is a stranger: the member is dead, a
 is never signalled. A member that has no process yet is ``starting`` while the ``swarm spawn``
 that added it (``spawnedBy``) is alive, and dead once that is gone without having started it.
 Everything here reads files and asks the kernel; it never asks a teammate.
+
+A member that joined over MCP (``backendType: "mcp"``, `swarm.mcp_server`) records the process of
+the ``swarm mcp`` server serving its session, and has no process of its own: it is idle while its
+session is open and dead once the session ended (the server then cleared the process) or the
+server died. Such a process may serve other sessions too, so it is never signalled from here.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from swarm.team.approvals import close_requests
 from swarm.team.isolation import release
 from swarm.team.signatures import lead_mailbox
 from teammate.options import MemberSpec
+
+MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
 
 
 def member_identity(member: Member) -> ProcessIdentity | None:
@@ -48,11 +55,18 @@ def member_spec(member: Member) -> MemberSpec | None:
     return MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
 
 
+def is_mcp(member: Member) -> bool:
+    """Whether the member is an MCP session (its recorded process is a shared server's)."""
+    return member.backendType == MCP_BACKEND
+
+
 def member_state(member: Member) -> MemberState:
     """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
     if member.name == LEAD_NAME:
         return MemberState.LEAD
     identity = member_identity(member)
+    if identity is None and is_mcp(member):
+        return MemberState.DEAD  # its session ended: the server cleared the process
     if identity is None:
         spawner = spawner_of(member)
         if spawner is not None and not spawner.alive():
@@ -93,6 +107,8 @@ def reap_member(paths: TeamPaths, member: Member) -> Reaped:
     release(paths, member)  # its worktree: removed if unchanged, else reported
     pid = member_pid(member)
     gone = f"pid {pid} is gone" if pid else "it never started"
+    if is_mcp(member):
+        gone = "its MCP session ended" if pid is None else f"its MCP server (pid {pid}) is gone"
     note = TeammateTerminated(
         message=f"{member.name} has stopped ({gone}); "
         f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
@@ -102,7 +118,10 @@ def reap_member(paths: TeamPaths, member: Member) -> Reaped:
 
 
 def stop_leftovers(member: Member, timeout: float = 5.0) -> list[int]:
-    """Stop what a member started and left running (its process is dead or a stranger now)."""
+    """Stop what a member started and left running (its process is dead or a stranger now).
+    An MCP member started nothing: nothing is stopped."""
+    if is_mcp(member):
+        return []
     identity = member_identity(member)
     token = (member.model_extra or {}).get("processToken")
     if identity is None and isinstance(token, str) and token:
@@ -127,7 +146,11 @@ def spawned_of(member: Member) -> Spawned | None:
 
 def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
     """Stop a member's process and everything it started (SIGTERM, then SIGKILL after
-    `timeout`) and close its pane; strangers that took a recorded pid are left alone."""
+    `timeout`) and close its pane; strangers that took a recorded pid are left alone. An MCP
+    member's recorded process is the server of its session (perhaps of others too): it is left
+    alone, and the member is gone from the team once removed."""
+    if is_mcp(member):
+        return
     spawned = spawned_of(member)
     if spawned is None:
         stop_leftovers(member, timeout)

@@ -40,6 +40,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
         ("hooks.py", ["--calls", "5"], []),
         ("mcp_startup.py", ["--runs", "1"], []),
+        ("mcp_delivery.py", ["--messages", "5", "--warmup", "1"], ["lost"]),
         pytest.param(
             "interop_inbox.py",
             ["--messages", "10", "--rounds", "1"],
