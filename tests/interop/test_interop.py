@@ -39,19 +39,19 @@ START_S = 60.0  # Claude Code's first start in a fresh config root takes a few s
 
 @pytest.fixture(scope="session", params=claude_code.VERSIONS)
 def claude(request: pytest.FixtureRequest) -> Path:
-    try:
-        return claude_code.install(request.param)
-    except claude_code.Unavailable as exc:
-        pytest.skip(str(exc))
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
+    return installed(request.param)
 
 
 @pytest.fixture(scope="session")
 def newest_claude() -> Path:
     """Claude Code 2.1.330 only: for what came after 2.1.88 (session teams, locked config)."""
+    return installed(claude_code.NEWEST)
+
+
+def installed(version: str) -> Path:
+    """Claude Code `version`: a skip without node or npm (saying so), a failure if npm fails."""
     try:
-        return claude_code.install(claude_code.NEWEST)
+        return claude_code.install(version)
     except claude_code.Unavailable as exc:
         pytest.skip(str(exc))
     except RuntimeError as exc:

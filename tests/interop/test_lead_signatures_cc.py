@@ -19,6 +19,7 @@ from typing import Any
 
 import claude_code
 import pytest
+import test_interop
 from claude_code import MODEL, Rule, last_user_text, reacting
 from helpers import pane_ids, swarm, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
@@ -36,22 +37,13 @@ UNVERIFIED = re.compile(r'<teammate-message teammate_id="team-lead"[^>]*verified
 REFUSED = "No shutdown request with that ID from your team lead has reached this session"
 
 
-@pytest.fixture(scope="session")
-def claude() -> Path:
-    try:
-        return claude_code.install(claude_code.NEWEST)
-    except claude_code.Unavailable as exc:
-        pytest.skip(str(exc))
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
+work = test_interop.work  # the fixtures, shared
+newest_claude = test_interop.newest_claude  # signatures came with Claude Code 2.1.323
 
 
 @pytest.fixture
-def work(tmp_path: Path, config_root: Path) -> Path:
-    directory = tmp_path / "work"
-    directory.mkdir()
-    claude_code.trust(config_root, directory)
-    return directory
+def claude(newest_claude: Path) -> Path:
+    return newest_claude
 
 
 @pytest.fixture

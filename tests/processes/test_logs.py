@@ -254,6 +254,10 @@ def test_process_for_a_tmux_teammate_says_where_its_pane_is(team: TeamFile) -> N
     assert "carol has no process log: it runs in tmux pane %7 on socket swarm-x" in result.stderr
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Follower:
     """`swarm logs ... --follow` in a subprocess, its stdout collected by a thread."""
 
@@ -263,7 +267,10 @@ class Follower:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=dict(os.environ),
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+            # Ctrl-C reaches it even when the suite itself runs in the background, where the
+            # shell starts it (and so this child) with SIGINT ignored
+            preexec_fn=_sigint_default,
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -291,7 +298,13 @@ def test_follow_prints_lines_written_after_it_started(team: TeamFile, alice_log:
         follower.expect("← Read ok: late")
         assert len(follower.lines) == 4
         follower.proc.send_signal(signal.SIGINT)
-        assert follower.proc.wait(20) == 0
+        try:
+            follower.proc.wait(20)
+        except subprocess.TimeoutExpired:  # where it hangs: faulthandler prints every thread
+            follower.proc.send_signal(signal.SIGABRT)
+            follower.proc.wait(10)
+            stacks = follower.proc.stderr.read() if follower.proc.stderr else ""
+            raise AssertionError(f"swarm logs --follow ignored Ctrl-C:\n{stacks}") from None
         assert follower.proc.stderr is not None and "Traceback" not in follower.proc.stderr.read()
     finally:
         if follower.proc.poll() is None:
