@@ -214,6 +214,9 @@ class InboxFile:
         self.parse_retry_s = parse_retry_s
 
     def lock(self) -> FileGuard:
+        # the inboxes folder is made if missing (Claude Code makes it on its first message), but
+        # never the team's folder: a team deleted under a late writer stays deleted
+        safefs.makedir_in(self.path.parent)
         ensure_file(self.path, "[]", self.durability)  # the lock target must exist
         return FileGuard(self.path, timeout=self.lock_timeout)
 

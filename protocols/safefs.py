@@ -200,6 +200,16 @@ def makedirs(path: StrPath) -> None:
     os.close(open_dir(text))  # what exists there now must be a directory, not a link
 
 
+def makedir_in(path: StrPath) -> None:
+    """``mkdir`` of the last directory of `path` only: its parent must exist (FileNotFoundError
+    otherwise). For the folders of a team, so a process writing late never makes a team again
+    that was deleted under it (a Claude Code lead session deletes its team as it exits)."""
+    text = _absolute(path).rstrip("/") or "/"
+    with parent_of(text) as (fd, name), contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o755, dir_fd=fd)
+    os.close(open_dir(text))  # what exists there now must be a directory, not a link
+
+
 def read_bytes(path: StrPath) -> bytes:
     fd = open_path(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as handle:

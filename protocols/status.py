@@ -146,9 +146,10 @@ def write_status(
     """Replace the status file (atomic; no fsync by default: it is rewritten often)."""
     status.updatedAt = now_iso()
     target = paths.agent_status(status.name)
-    if not safefs.exists(paths.team_dir):
+    try:
+        safefs.makedir_in(target.parent)
+    except FileNotFoundError:
         return  # the team is gone (a Claude Code lead session ended): never make it again
-    safefs.makedirs(target.parent)
     write_json(target, status.to_json_dict(), durability)
 
 
