@@ -171,10 +171,13 @@ class Teammate:
                     self._watcher = watcher
                     if watcher.degraded:
                         self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
-                    self._loop(watcher)
-            except Stop as stop:
-                released = self.board.release_all(self.name)
-                self.say(f"stopped: {stop.why}; released {[t.id for t in released] or 'no tasks'}")
+                    try:
+                        self._loop(watcher)
+                    except Stop as stop:  # hand back its tasks first: a SIGKILL may follow soon
+                        released = self.board.release_all(self.name)
+                        with contextlib.suppress(OSError):  # its pane may be gone
+                            ids = [t.id for t in released] or "no tasks"
+                            self.say(f"stopped: {stop.why}; released {ids}")
             finally:
                 signal.signal(signal.SIGTERM, previous)
                 signal.signal(signal.SIGHUP, previous_hup)
@@ -586,4 +589,8 @@ class Teammate:
 
 
 def _raise_stop(signum: int, frame: object) -> None:
+    # once: a second signal (a closing pane's SIGHUP, then its lead's SIGTERM) must not cut
+    # short the release of what this teammate holds
+    for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop_signal, signal.SIG_IGN)
     raise Stop(signal.Signals(signum).name)
