@@ -70,12 +70,13 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
         env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
         new_session(tmux_socket, "watch", f"env {env} {command}", (160, 60))
-        wait_for(
-            lambda: "alice" in on_screen(tmux_socket) and "Write" in on_screen(tmux_socket),
+        # one capture holding the whole frame (one taken during a redraw may hold only part)
+        whole = ("alice", "Write", "team t", "polish the docs", "waiting for you")
+        shown = wait_for(
+            lambda: (text := on_screen(tmux_socket)) and all(w in text for w in whole) and text,
             "the request on screen",
             timeout=30,
         )
-        shown = on_screen(tmux_socket)
         assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
         alice_row = row(shown, "alice", "│")
         assert "waiting for approval" in alice_row and "Write notes.md" in alice_row, alice_row
