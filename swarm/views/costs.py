@@ -1,113 +1,37 @@
-"""The one price table: what a model's tokens cost, in USD, for `swarm status` and `swarm watch`.
+"""The price table for `swarm status` and `swarm watch`: `protocols.prices` (where the teammate
+finds it too, for budgets), with a bad price file reported as a `SwarmError`.
 
-Prices are USD per million tokens for plain input, output, cache writes (5-minute) and cache
-reads. The defaults are *estimates*: Anthropic's published list prices of the 4.5 generation as
-known when this was written, and the same per family for the 5.5 ids. They are not read from
-any bill; override them with ``$CLAUDE_CONFIG_DIR/swarm-prices.json``::
-
-    {"claude-sonnet-5-5": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3},
-     "opus": {"output": 30}}
-
-A key is a model id or a family (``opus``, ``sonnet``, ``haiku``); the file is merged over the
-defaults (a key already priced may give only the fields that change; a new one gives all four).
-
-A model is priced by, in order: the override of its exact id, the override of its family, the
-default of its exact id, the longest default id it starts with (dated ids such as
-``claude-sonnet-4-5-20250929``), the default of its family. Aliases (``sonnet``) are resolved
-first, as the teammate resolves them. Anything else (``shell``, ``scripted``, other vendors'
-models) has no price: its cost is None.
+See `protocols.prices` for the defaults, the ``$CLAUDE_CONFIG_DIR/swarm-prices.json`` overrides
+and the lookup order.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
 
-from protocols.paths import config_root
+from protocols.prices import (
+    FAMILIES,
+    PRICES_FILE,
+    Price,
+    PriceFileError,
+    PriceTable,
+    default_prices,
+    prices_path,
+)
+from protocols.prices import load_prices as _load_prices
 from swarm.errors import SwarmError
-from teammate.agent.model import MODEL_ALIASES, resolve_model
 
-PRICES_FILE = "swarm-prices.json"
-FAMILIES = ("opus", "sonnet", "haiku")
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens."""
-
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-
-
-_FAMILY_PRICES = {
-    "sonnet": Price(3.0, 15.0, 3.75, 0.30),
-    "opus": Price(5.0, 25.0, 6.25, 0.50),
-    "haiku": Price(1.0, 5.0, 1.25, 0.10),
-}
-_OLDER_IDS = ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5")
-
-
-def _family(model: str) -> str | None:
-    lowered = model.lower()
-    return next((f for f in FAMILIES if f in lowered), None)
-
-
-def default_prices() -> dict[str, Price]:
-    """The built-in table: every id of `MODEL_ALIASES`, the older 4.5 ids, and the families."""
-    table: dict[str, Price] = dict(_FAMILY_PRICES)
-    for model in (*MODEL_ALIASES.values(), *_OLDER_IDS):
-        family = _family(model)
-        if family is not None:
-            table[model] = _FAMILY_PRICES[family]
-    return table
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    """The defaults and the overrides from the prices file, kept apart for the lookup order."""
-
-    defaults: Mapping[str, Price]
-    overrides: Mapping[str, Price]
-
-    def price_of(self, model: str | None) -> Price | None:
-        if not model:
-            return None
-        model = resolve_model(model)
-        key = model.lower()
-        family = _family(key)
-        if key in self.overrides:
-            return self.overrides[key]
-        if family is not None and family in self.overrides:
-            return self.overrides[family]
-        if key in self.defaults:
-            return self.defaults[key]
-        prefixes = [k for k in self.defaults if k not in FAMILIES and key.startswith(k)]
-        if prefixes:
-            return self.defaults[max(prefixes, key=len)]
-        return self.defaults.get(family) if family is not None else None
-
-    def cost(self, model: str | None, usage: Mapping[str, int]) -> float | None:
-        """USD for `usage` (the API's token counts) on `model`; None if it has no price."""
-        price = self.price_of(model)
-        if price is None:
-            return None
-        total = (
-            usage.get("input_tokens", 0) * price.input
-            + usage.get("output_tokens", 0) * price.output
-            + usage.get("cache_creation_input_tokens", 0) * price.cache_write
-            + usage.get("cache_read_input_tokens", 0) * price.cache_read
-        )
-        return total / 1_000_000
-
-
-def prices_path(root: Path | None = None) -> Path:
-    return (root if root is not None else config_root()) / PRICES_FILE
+__all__ = [
+    "FAMILIES",
+    "PRICES_FILE",
+    "Price",
+    "PriceTable",
+    "cost",
+    "default_prices",
+    "load_prices",
+    "price_of",
+    "prices_path",
+]
 
 
 def load_prices(root: Path | None = None) -> PriceTable:
@@ -115,55 +39,10 @@ def load_prices(root: Path | None = None) -> PriceTable:
 
     Raises `SwarmError` naming the file and the key for a file that is not a valid table.
     """
-    defaults = default_prices()
-    path = prices_path(root)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return PriceTable(defaults, {})
-    except OSError as exc:
-        raise SwarmError(f"cannot read the price file {path}: {exc}") from None
-    try:
-        raw: Any = json.loads(text)
-    except ValueError as exc:
-        raise SwarmError(f"the price file {path} is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise SwarmError(
-            f"the price file {path} must be a JSON object of model id or family -> prices"
-        )
-    overrides = {str(k).lower(): _parse_entry(path, str(k), v, defaults) for k, v in raw.items()}
-    return PriceTable(defaults, overrides)
-
-
-def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Price]) -> Price:
-    names = [f.name for f in fields(Price)]
-    allowed = ", ".join(names)
-    if not isinstance(value, dict):
-        raise SwarmError(f"{path}: {key!r} must be an object with the prices {allowed}")
-    unknown = sorted(set(value) - set(names))
-    if unknown:
-        raise SwarmError(f"{path}: {key!r} has unknown keys {unknown}; allowed: {allowed}")
-    for name, number in value.items():
-        if (
-            isinstance(number, bool)
-            or not isinstance(number, int | float)
-            or not math.isfinite(number)
-            or number < 0
-        ):
-            raise SwarmError(
-                f"{path}: {key!r}.{name} must be a number of USD per million tokens (>= 0), "
-                f"not {number!r}"
-            )
-    base = defaults.get(key.lower())
-    if base is not None:
-        return replace(base, **{k: float(v) for k, v in value.items()})
-    missing = [n for n in names if n not in value]
-    if missing:
-        raise SwarmError(
-            f"{path}: {key!r} is not a priced model or family, so it needs every price; "
-            f"missing: {', '.join(missing)}"
-        )
-    return Price(**{k: float(v) for k, v in value.items()})
+        return _load_prices(root)
+    except PriceFileError as exc:
+        raise SwarmError(str(exc)) from None
 
 
 def price_of(model: str | None) -> Price | None:

@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from protocols.errors import Error
+
+# aliases as Claude Code spells them (in protocols.prices, which prices them); each can be
+# redirected like Claude Code's ANTHROPIC_DEFAULT_<ALIAS>_MODEL variables
+from protocols.prices import MODEL_ALIASES as MODEL_ALIASES
+from protocols.prices import resolve_model as resolve_model
 from teammate.agent.script import Turn
 
-# aliases as Claude Code spells them; each can be redirected like Claude Code's
-# ANTHROPIC_DEFAULT_<ALIAS>_MODEL variables
-MODEL_ALIASES = {
-    "sonnet": "claude-sonnet-5-5",
-    "opus": "claude-opus-5-5",
-    "haiku": "claude-haiku-5-5",
-}
 DEFAULT_MAX_TOKENS = 16_000
 
 
@@ -35,15 +33,6 @@ def has_api_key(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the SDK will find credentials (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``)."""
     env = os.environ if environ is None else environ
     return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
-
-
-def resolve_model(name: str, environ: Mapping[str, str] | None = None) -> str:
-    """The model id for an alias (``sonnet``, ``opus``, ``haiku``); any other name as given."""
-    env = os.environ if environ is None else environ
-    alias = name.strip().lower()
-    if alias in MODEL_ALIASES:
-        return env.get(f"ANTHROPIC_DEFAULT_{alias.upper()}_MODEL") or MODEL_ALIASES[alias]
-    return name.strip()
 
 
 @dataclass
