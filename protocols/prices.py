@@ -125,6 +125,14 @@ class PriceTable:
         return total / 1_000_000
 
 
+def usd(value: float) -> str:
+    """USD as a person reads it: ``$1.00``, ``$0.42``, ``$0.0135`` (cents, or 3 significant
+    digits below a cent's precision)."""
+    if value >= 1 or round(value, 2) == value:
+        return f"${value:,.2f}"
+    return f"${value:.3g}"
+
+
 def prices_path(root: Path | None = None) -> Path:
     return (root if root is not None else config_root()) / PRICES_FILE
 

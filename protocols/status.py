@@ -6,10 +6,11 @@ file; it is swarm's own, kept out of the way of Claude Code's files.
 
 ``subagents`` lists the sub-agents the member runs in its own process (its running ones and the
 last `FINISHED_KEPT` finished ones, `keep_recent`), each with its own activity and usage; those
-tokens are already counted in the member's own ``usage``. ``mcpServers`` lists its MCP servers
-(name, state ``pending``/``connected``/``failed``/``closed``, the error, how many tools). A
-file without the key, or with an entry this version cannot read, still parses (the entry is
-left out).
+tokens are already counted in the member's own ``usage``. ``budget`` (a member with a limit
+only) gives its limits and its spend, and whether it stopped over them. ``mcpServers`` lists
+its MCP servers (name, state ``pending``/``connected``/``failed``/``closed``, the error, how
+many tools). A file without the key, or with an entry this version cannot read, still parses
+(the entry is left out).
 """
 
 from __future__ import annotations
@@ -97,6 +98,19 @@ class McpServerStatus(Record):
     transport: str = "stdio"
 
 
+class BudgetStatus(Record):
+    """A member's limits (`protocols.budget`) and what it has spent against them: USD priced
+    per model call (`protocols.prices`) and tokens, its sub-agents' included. ``over``: it has
+    stopped making model requests until a limit is raised (``reason`` says which)."""
+
+    maxCostUsd: float | None = None
+    maxTokens: int | None = None
+    costUsd: float = 0.0
+    tokens: int = 0
+    over: bool = False
+    reason: str | None = None
+
+
 class AgentStatus(Record):
     name: str
     model: str
@@ -111,6 +125,16 @@ class AgentStatus(Record):
     updatedAt: str = Field(default_factory=now_iso)
     subagents: list[SubAgentStatus] = Field(default_factory=list)
     mcpServers: list[McpServerStatus] = Field(default_factory=list)
+    budget: BudgetStatus | None = None  # only for a member with a limit
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _readable_budget(cls, value: Any) -> Any:
+        """A budget this version cannot read is left out (not the whole file)."""
+        try:
+            return None if value is None else BudgetStatus.model_validate(value)
+        except ValidationError:
+            return None
 
     @field_validator("subagents", mode="before")
     @classmethod

@@ -19,12 +19,14 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from protocols.budget import Limits
 from protocols.clock import now_iso
 from protocols.errors import Error, ProtocolsError
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
 from protocols.printable import printable
 from protocols.team import TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
@@ -44,6 +46,7 @@ from teammate.agent.transcript import Transcript
 from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain
 from teammate.brains.shell import ShellBrain, shell_policy
+from teammate.budget import Budget
 from teammate.instance import AlreadyRunning
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers
@@ -125,6 +128,7 @@ def build_brain(
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
         policy = shell_policy(mode, cwd, spec.ask, rules)
         return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
+    reporter.budget = _budget(options, paths)
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
     # its file tools never read or write the lead's signing keys (protocols.keyfile)
@@ -188,6 +192,25 @@ def with_flags(agent: AgentDefinition, spec: MemberSpec) -> AgentDefinition:
     if spec.restricted:
         agent = dataclasses.replace(agent, disallowed_tools=(*agent.disallowed_tools, "Bash"))
     return agent
+
+
+def _budget(options: TeammateOptions, paths: TeamPaths) -> Budget:
+    """A Claude teammate's budget (every one has one: `swarm budget` may set limits later); a
+    cost limit needs a price for its model (`CannotStart` otherwise)."""
+    spec = options.spec
+    try:
+        prices = load_prices(paths.root)
+    except PriceFileError as exc:
+        if spec.max_cost is not None:
+            raise CannotStart(f"--max-cost needs the price table: {exc}") from None
+        prices = PriceTable(default_prices(), {})  # said by `swarm status`; no limit needs it
+    if spec.max_cost is not None and prices.price_of(spec.model) is None:
+        raise CannotStart(
+            f"--max-cost: model {spec.model!r} has no price, so its cost cannot be counted; "
+            f"price it in {prices_path(paths.root)} or use --max-tokens"
+        )
+    limits = Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens)
+    return Budget(options.agent_name, limits, prices, paths)
 
 
 def _tell_lead(paths: TeamPaths, name: str, color: str | None, text: str) -> None:

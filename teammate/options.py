@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ class MemberSpec:
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S
     resume: bool = False  # carry on with the conversation of the member's last instance
+    max_cost: float | None = None  # --max-cost: USD this process may spend (`teammate.budget`)
+    max_tokens: int | None = None  # --max-tokens: tokens it may use
     # where swarm starts it
     backend: str = "auto"
     cwd: str | None = None
@@ -91,6 +94,8 @@ class MemberSpec:
             "--task-timeout": self.task_timeout_s != DEFAULT_TASK_TIMEOUT_S,
             "--permission-timeout": self.permission_timeout_s != DEFAULT_PERMISSION_TIMEOUT_S,
             "--resume": self.resume,
+            "--max-cost": self.max_cost is not None,
+            "--max-tokens": self.max_tokens is not None,
         }
         return [flag for flag, present in given.items() if present]
 
@@ -125,6 +130,10 @@ class MemberSpec:
             argv += ["--permission-timeout", repr(self.permission_timeout_s)]
         if self.resume:
             argv.append("--resume")
+        if self.max_cost is not None:
+            argv += ["--max-cost", repr(self.max_cost)]
+        if self.max_tokens is not None:
+            argv += ["--max-tokens", str(self.max_tokens)]
         return [*argv, "--model", self.model]
 
     def process_part(self) -> MemberSpec:
@@ -205,6 +214,21 @@ def command_line(
     if lead_verify_key:
         argv += ["--lead-verify-key", lead_verify_key]
     return [*argv, *spec.argv()]
+
+
+def check_limits(max_cost: float | None, max_tokens: int | None, model: str) -> None:
+    """Raise `UsageError` for a budget that cannot be kept: not positive, or for the shell
+    worker (it makes no model calls). Whether the model has a price is checked where the price
+    table is read (the teammate's start, `swarm spawn`)."""
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
+        raise UsageError(f"--max-cost must be a positive number of USD, got {max_cost}")
+    if max_tokens is not None and max_tokens <= 0:
+        raise UsageError(f"--max-tokens must be a positive number of tokens, got {max_tokens}")
+    if (max_cost is not None or max_tokens is not None) and ModelKind.of(model) == ModelKind.SHELL:
+        raise UsageError(
+            "--max-cost and --max-tokens are for Claude teammates: a shell worker makes no "
+            "model calls"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,6 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="carry on with the conversation this member's last instance had (its transcript), "
         "instead of starting cold; Claude teammates only",
     )
+    parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="a Claude teammate's budget: the USD its model calls (its sub-agents' included, "
+        "priced as swarm-prices.json or the built-in table says) may cost; at 80%% the lead is "
+        "told, at 100%% it stops making model requests until `swarm budget` raises it",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="a Claude teammate's budget in tokens (input, output and cache tokens, its "
+        "sub-agents' included); as --max-cost",
+    )
     # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
@@ -369,6 +408,7 @@ def parse(argv: list[str]) -> TeammateOptions:
             parse_verify_key(args.lead_verify_key)
         except ValueError as exc:
             raise UsageError(f"--lead-verify-key: {exc}") from None
+    check_limits(args.max_cost, args.max_tokens, args.model)
     if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
     for text in args.ask or ():
@@ -392,6 +432,8 @@ def parse(argv: list[str]) -> TeammateOptions:
         task_timeout_s=args.task_timeout,
         permission_timeout_s=args.permission_timeout,
         resume=args.resume,
+        max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
     )
     return TeammateOptions(
         agent_name=args.agent_name,

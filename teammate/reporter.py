@@ -1,5 +1,5 @@
 """Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage,
-and its sub-agents.
+its sub-agents, and its budget (every model call's usage is added to it, `teammate.budget`).
 
 Thread-safe: a teammate's background sub-agents report their model calls (usage rolls up into
 the teammate's totals) and tool calls from their own threads. A sub-agent's entry is built by a
@@ -24,6 +24,7 @@ from protocols.status import (
 )
 from protocols.values import MemberState
 from teammate.agent.model import Usage
+from teammate.budget import Budget
 
 
 class StatusReporter:
@@ -31,6 +32,7 @@ class StatusReporter:
         self.paths = paths
         self.status = AgentStatus(name=name, model=model, pid=os.getpid())
         self.usage = Usage()
+        self.budget: Budget | None = None  # an agent with a limit (`teammate.budget`)
         self._lock = threading.RLock()
 
     def set(
@@ -59,16 +61,21 @@ class StatusReporter:
         self._write()
 
     def model_call(
-        self, usage: Usage | None, subagent: Callable[[], SubAgentStatus] | None = None
+        self,
+        usage: Usage | None,
+        subagent: Callable[[], SubAgentStatus] | None = None,
+        model: str | None = None,
     ) -> None:
-        """A model request was made (usage None: it failed); `subagent` gives the entry of the
-        sub-agent that made it (its usage counts here too: one write for both)."""
+        """A model request was made (usage None: it failed) to `model`; `subagent` gives the
+        entry of the sub-agent that made it (its usage counts here too: one write for both)."""
         with self._lock:
             self.status.requests += 1
             if usage is not None:
                 self.status.turns += 1
                 self.usage.add(usage)
                 self.status.usage = self.usage.to_value()
+                if self.budget is not None:
+                    self.budget.add(model, usage)
             if subagent is not None:
                 self._put(subagent())
             self._write()
@@ -101,6 +108,8 @@ class StatusReporter:
             self.set(activity=f"running {tool_activity(name, tool_input or {})}")
 
     def _write(self) -> None:
+        if self.budget is not None:
+            self.status.budget = self.budget.status()
         if self.paths is not None:
             # the status file is for people watching; never stop work over it
             with contextlib.suppress(OSError):

@@ -34,11 +34,13 @@ import contextlib
 import functools
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from protocols.budget import budgets_dir
 from protocols.clock import now_iso
 from protocols.correlation import is_stale
 from protocols.errors import (
@@ -69,6 +71,7 @@ from protocols.values import MemberState
 from protocols.watch import InboxWatcher
 from teammate.board_watch import BoardWatch
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
+from teammate.budget import Notices
 from teammate.instance import single_instance
 from teammate.lead_check import LeadCheck
 from teammate.lead_requests import LeadRequests
@@ -148,6 +151,9 @@ class Teammate:
         self.token = ""
         self.home = Path.cwd()  # where it works, unless a task names a worktree
         self.home_confined = False  # set from the member entry: it runs in its own worktree
+        self.budget = self.reporter.budget  # a Claude teammate's (`teammate.budget`)
+        if self.budget is not None:
+            self.budget.notices = Notices(self._budget_warn, self._budget_over, self._budget_back)
 
     # lifecycle
 
@@ -155,6 +161,10 @@ class Teammate:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
         self.member = await_membership(self.team, self.name, self.trouble, self.say, self.reporter)
         self.home_confined = bool(self.member.worktreePath)
+        if self.budget is not None:  # its budget file is the one `swarm budget` wrote for it
+            self.budget.joined_at = self.member.joinedAt
+            self.budget.waiter = self._hold
+            self.budget.waiter_thread = threading.get_ident()
         with single_instance(self.paths, self.name):
             self.token = join(self.team, self.member, self.trouble, self.say)
             self.reporter.set(MemberState.IDLE, "joined the team")
@@ -165,7 +175,8 @@ class Teammate:
             try:
                 with InboxWatcher(
                     self.paths.inbox(self.name),
-                    directories=(self.paths.tasks_dir,),
+                    # a raise of its budget wakes it too
+                    directories=(self.paths.tasks_dir, budgets_dir(self.paths)),
                     rescan_s=IDLE_RESCAN_S,
                 ) as watcher:
                     self._watcher = watcher
@@ -230,7 +241,10 @@ class Teammate:
         outcome = self._respond(plain) if plain or noticed else None
         if self.stopped:
             return True
+        # over budget, it takes no new task (its own stays in progress, for after a raise)
+        affordable = self.budget is None or self.budget.settle()
         task = self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
+        task = task if affordable else None
         if task is not None:
             self._work(task)
             return True
@@ -398,6 +412,43 @@ class Teammate:
             else:
                 time.sleep(min(left, 1.0))
 
+    def _hold(self, seconds: float) -> None:
+        """Over budget (`teammate.budget`): wait up to `seconds` for a change (a raise of its
+        budget wakes the watcher), answering protocol messages meanwhile (a shutdown at once,
+        by raising `Interrupted`); plain messages wait for the next turn."""
+        if self._watcher is not None:
+            self._watcher.clear()
+        self.between_turns_protocol_only()
+        if self._watcher is not None:
+            self._watcher.wait(seconds)
+        else:
+            time.sleep(seconds)
+
+    def _budget_warn(self, text: str) -> None:
+        self.say(text)
+        self._tell_lead(text, "80% of its budget used")
+
+    def _budget_over(self, reason: str) -> None:
+        """Stopped before a model request: the lead hears why (a failed idle notification)."""
+        self.say(f"stopped: {reason}")
+        note = IdleNotification(
+            from_=self.name,
+            timestamp=now_iso(),
+            idleReason="failed",
+            summary="over budget",
+            failureReason=reason,
+        )
+        try:
+            self._send(LEAD_NAME, note)
+        except Exception as exc:  # the lead's inbox may be what is broken
+            self.say(f"could not tell the lead: {describe(exc)}")
+        self.reporter.set(activity=reason)
+
+    def _budget_back(self, text: str) -> None:
+        self.say(text)
+        self._tell_lead(text, "budget raised; carrying on")
+        self.reporter.set(activity="budget raised; carrying on")
+
     def between_turns_protocol_only(self) -> None:
         """Protocol messages only (a shutdown first); plain messages wait for the next turn."""
         self._inbox_seen = None
@@ -541,22 +592,24 @@ class Teammate:
     def _send_idle(self, task: Task | None = None, outcome: Outcome | None = None) -> None:
         failed = outcome is not None and outcome.status != "resolved"
         reason = outcome.summary if outcome is not None and failed else None
+        # a turn that ended over budget: this notification says so (it is not available)
+        broke = self.budget.over_now() if self.budget is not None else None
         note = IdleNotification(
             from_=self.name,
             timestamp=now_iso(),
             # a failed turn that was not a task is a failed turn; a task's failure is reported
             # in completedStatus and the teammate is available for the next one
-            idleReason="failed" if failed and task is None else "available",
+            idleReason="failed" if (failed and task is None) or broke else "available",
             summary=outcome.summary if outcome else None,
             completedTaskId=task.id if task else None,
             completedStatus=outcome.status if outcome and task else None,
-            failureReason=reason,
+            failureReason=broke or reason,
         )
         self._send(LEAD_NAME, note)
         self._set_active(False)
         self.reporter.set(
             MemberState.FAILED if failed and task is None else MemberState.IDLE,
-            outcome.summary if outcome else "idle",
+            broke or (outcome.summary if outcome else "idle"),
             clear_task=True,
         )
 

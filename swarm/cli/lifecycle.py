@@ -58,6 +58,19 @@ force_option = click.option(
 )
 @click.option("--max-turns", type=click.IntRange(min=1), help="model calls per piece of work")
 @click.option(
+    "--max-cost",
+    type=float,
+    metavar="USD",
+    help="its budget in USD (its sub-agents' calls count): the lead hears at 80%; at 100% it "
+    "stops making model calls until `swarm budget NAME +USD` raises it",
+)
+@click.option(
+    "--max-tokens",
+    type=int,
+    metavar="N",
+    help="its budget in tokens (input, output and cache), kept as --max-cost is",
+)
+@click.option(
     "--worktree",
     "worktree",
     is_flag=True,
@@ -115,6 +128,8 @@ def spawn(
     model: str,
     script: Path | None,
     max_turns: int | None,
+    max_cost: float | None,
+    max_tokens: int | None,
     worktree: bool,
     worktree_name: str | None,
     agent_type: str,
@@ -151,6 +166,8 @@ def spawn(
         plan_mode_required=plan_mode_required,
         script=str(script) if script else None,
         max_turns=max_turns,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
         settings=str(settings) if settings else None,
         mcp_config=str(mcp_config) if mcp_config else None,
         ask=ask,

@@ -33,13 +33,14 @@ from swarm.backends.base import wait_until
 from swarm.errors import SwarmError
 from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
+from swarm.team.budget import check_priced
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.members import is_mcp, member_identity, member_state, stop_member
 from swarm.team.resume import prepare_resume
 from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
-from teammate.options import MemberSpec, command_line
+from teammate.options import MemberSpec, check_limits, command_line
 from teammate.permissions.policy import rule_or_command_pattern
 
 
@@ -130,6 +131,9 @@ def spawn_member(
     agent_type = spec.agent_type or GENERAL_PURPOSE
     program = _program(spec)
     check_model(spec.model, agent_type, Path(spec.cwd or "."), environ)
+    check_limits(spec.max_cost, spec.max_tokens, spec.model)
+    if spec.max_cost is not None:
+        check_priced(paths, spec.model)
     spec = _with_worktree(spec, name, agent_type)
     isolated = prepare(Path(spec.cwd or "."), spec.worktree) if spec.worktree else None
     directory = isolated.path if isolated is not None else Path(spec.cwd or ".")

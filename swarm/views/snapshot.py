@@ -71,7 +71,7 @@ class SubAgentView:
 class MemberView:
     name: str
     color: str | None
-    state: str  # lead | working | waiting | idle | dead | starting
+    state: str  # lead | working | waiting | idle | dead | starting | over budget
     task: str | None  # "#3 subject" of its in_progress task
     activity: str
     activity_age_s: float | None
@@ -85,6 +85,9 @@ class MemberView:
     subagents: list[SubAgentView] = field(default_factory=list)  # running, then recent
     # its MCP servers: {"name", "state", "error", "tools", "transport"} (status file)
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    # its limits and spend, when it has a limit: maxCostUsd, maxTokens, costUsd, tokens, over,
+    # reason (`protocols.status.BudgetStatus`)
+    budget: dict[str, Any] | None = None
 
     @property
     def failed_mcp_servers(self) -> list[dict[str, Any]]:
@@ -169,6 +172,10 @@ def _still_blocked(everything: list[Task], visible: list[Task]) -> dict[str, lis
     return blocked
 
 
+OVER_BUDGET = "over budget"  # a member's state while it waits for a raise (`swarm budget`)
+LIVE = (MemberState.WORKING, MemberState.IDLE, MemberState.WAITING)
+
+
 def _member_view(
     paths: TeamPaths, member: Member, in_progress: list[Task], prices: PriceTable, now: int
 ) -> MemberView:
@@ -179,13 +186,16 @@ def _member_view(
     waiting = status is not None and status.state == MemberState.WAITING
     if waiting and state in (MemberState.WORKING, MemberState.IDLE):
         state = MemberState.WAITING
+    budget = status.budget if status is not None else None
+    limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
+    shown = OVER_BUDGET if budget is not None and budget.over and state in LIVE else str(state)
     current = next((t for t in in_progress if t.owner == member.name), None)
     usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
     model = status.model if status else member.model
     return MemberView(
         name=member.name,
         color=member.color,
-        state=state,
+        state=shown,
         task=f"#{current.id} {current.subject}" if current else None,
         activity=status.activity if status else "",
         activity_age_s=_age(now, ms_from_iso(status.updatedAt)) if status else None,
@@ -200,6 +210,7 @@ def _member_view(
         if status
         else [],
         mcp_servers=[s.to_json_dict() for s in status.mcpServers] if status else [],
+        budget=budget.model_dump() if budget is not None and limited else None,
     )
 
 

@@ -14,6 +14,7 @@ team's totals. Every string read from a file is escaped with
 from __future__ import annotations
 
 from protocols.names import LEAD_NAME
+from protocols.prices import usd
 from protocols.printable import printable_line
 from protocols.task import list_line
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
@@ -87,8 +88,16 @@ def _row(member: MemberView) -> tuple[str, ...]:
         str(member.turns),
         str(member.requests),
         tokens(member.usage),
-        money(member.cost_usd),
+        cost_cell(member),
     )
+
+
+def cost_cell(member: MemberView) -> str:
+    """``$0.0123``; against its cost limit, what the member counts: ``$0.4200/$1.00``."""
+    limit = member.budget.get("maxCostUsd") if member.budget else None
+    if member.budget is None or limit is None:
+        return money(member.cost_usd)
+    return f"{money(member.budget['costUsd'])}/{usd(limit)}"
 
 
 def _subagent_row(sub: SubAgentView) -> tuple[str, ...]:

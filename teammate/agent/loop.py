@@ -235,6 +235,7 @@ class AgentLoop:
         if estimate_tokens(self.request()) > self.context_tokens:
             self._trim(self.context_tokens)
         while True:
+            self._pass_budget()
             request = self.request()
             size = estimate_tokens(request)
             self.transcript.record("request", messages=len(request.messages), tokens=size)
@@ -265,8 +266,24 @@ class AgentLoop:
                 usage=reply.usage.to_value(),
             )
             if self.reporter:
-                self.reporter.model_call(reply.usage)
+                self.reporter.model_call(reply.usage, model=self.model.name)
             return reply
+
+    def _pass_budget(self) -> None:
+        """Before a model request: wait here while the agent is over budget (`teammate.budget`);
+        a sub-agent's wait ends when it is stopped."""
+        budget = self.reporter.budget if self.reporter is not None else None
+        if budget is None:
+            return
+        self._check_cancelled()
+        budget.gate(self._budget_wait)
+
+    def _budget_wait(self, seconds: float) -> None:
+        if self.cancelled is None:
+            time.sleep(seconds)
+            return
+        self.cancelled.wait(seconds)
+        self._check_cancelled()
 
     def _wait(self, seconds: float, why: str) -> None:
         """Wait before a retry; a team link watches the inbox meanwhile (a shutdown is answered
@@ -390,7 +407,7 @@ class AgentLoop:
             "auto_mode", tool=name, decision=verdict.behavior, reason=verdict.reason
         )
         if self.reporter:
-            self.reporter.model_call(verdict.usage)
+            self.reporter.model_call(verdict.usage, model=JUDGE_MODEL)
         if verdict.behavior == "ask":
             return asked
         return Decision("allow" if verdict.behavior == "allow" else "deny", verdict.reason)

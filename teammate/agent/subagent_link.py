@@ -96,17 +96,25 @@ class SubAgentReporter(StatusReporter):
         super().__init__(None, run.agent_id, "")
         self._run = run
         self._parent = parent
+        self.budget = parent.budget if parent is not None else None  # the parent's pays
 
     def model_call(
-        self, usage: Usage | None, subagent: Callable[[], SubAgentStatus] | None = None
+        self,
+        usage: Usage | None,
+        subagent: Callable[[], SubAgentStatus] | None = None,
+        model: str | None = None,
     ) -> None:
-        super().model_call(usage)
+        with self._lock:
+            self.status.requests += 1
+            if usage is not None:
+                self.status.turns += 1
+                self.usage.add(usage)
         self._run.requests += 1
         if usage is not None:
             self._run.turns += 1
             self._run.usage.add(usage)
         if self._parent is not None:
-            self._parent.model_call(usage, self._run.status_entry)
+            self._parent.model_call(usage, self._run.status_entry, model)
 
     def tool_call(self, name: str, tool_input: dict[str, Any] | None = None) -> None:
         self._run.tool_uses += 1

@@ -1,0 +1,103 @@
+"""A member's budget file: the limits `swarm budget` set on a running teammate.
+
+``teams/<team>/budgets/<name>.json``, swarm's own (Claude Code has none), written atomically
+under its lock (`FileGuard`) by `swarm budget`, and read by the teammate, which watches the
+folder (inotify) and takes a change up at once. A teammate starts with the limits of its
+command line (``--max-cost``, ``--max-tokens``: what its spec records, so a restart starts
+from them again); the file, once written, replaces them. The file names the member instance
+it was written for (its ``joinedAt``), so a file left by an earlier instance of the name is
+never taken for this one's.
+
+``maxCostUsd`` is USD (`protocols.prices` over the usage of every model call the member and
+its sub-agents make); ``maxTokens`` counts every token the model read or wrote (input, output,
+cache writes and cache reads). None: no limit of that kind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError, field_validator
+
+from protocols import safefs
+from protocols.clock import now_iso
+from protocols.jsonio import write_json
+from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.names import checked_component
+from protocols.paths import TeamPaths
+from protocols.records import Record
+
+BUDGETS_DIR = "budgets"
+
+
+class Limits(Record):
+    """A member's limits; None: none of that kind."""
+
+    maxCostUsd: float | None = None
+    maxTokens: int | None = None
+
+    @field_validator("maxCostUsd")
+    @classmethod
+    def _cost(cls, value: float | None) -> float | None:
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise ValueError("maxCostUsd must be a positive number of USD")
+        return value
+
+    @field_validator("maxTokens")
+    @classmethod
+    def _tokens(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError("maxTokens must be a positive number of tokens")
+        return value
+
+    @property
+    def any(self) -> bool:
+        return self.maxCostUsd is not None or self.maxTokens is not None
+
+
+class BudgetFile(Limits):
+    """The file: the limits, for which instance of the member (its ``joinedAt``), and when."""
+
+    name: str
+    joinedAt: int
+    updatedAt: str = ""
+
+
+def budgets_dir(paths: TeamPaths) -> Path:
+    return paths.team_dir / BUDGETS_DIR
+
+
+def budget_path(paths: TeamPaths, name: str) -> Path:
+    return budgets_dir(paths) / f"{checked_component(name, 'agent name')}.json"
+
+
+def read_budget(paths: TeamPaths, name: str, joined_at: int | None = None) -> BudgetFile | None:
+    """The budget file of `name` (for the instance that joined at `joined_at`, if given); None
+    if there is none, it is for another instance, or it cannot be read."""
+    try:
+        raw: Any = json.loads(safefs.read_text(budget_path(paths, name)))
+        found = BudgetFile.from_json_dict(raw)
+    except (OSError, ValueError, ValidationError):  # a link (LinkRefused) is an OSError too
+        return None
+    if joined_at is not None and found.joinedAt != joined_at:
+        return None
+    return found
+
+
+@redo_if_lock_lost
+def update_budget(
+    paths: TeamPaths, name: str, change: Callable[[BudgetFile | None], BudgetFile]
+) -> BudgetFile:
+    """Apply `change` to the current budget file (None: there is none) under its lock and
+    write the result atomically; raises FileNotFoundError when the team is gone."""
+    target = budget_path(paths, name)
+    safefs.makedir_in(target.parent)
+    with FileGuard(target):
+        updated = change(read_budget(paths, name))
+        updated.updatedAt = now_iso()
+        write_json(target, updated.to_json_dict())
+    return updated

@@ -1,0 +1,176 @@
+"""`swarm budget`: a member's limits and spend; raising (or setting) them while it runs.
+
+The limits a member started with are its spec's (``--max-cost``, ``--max-tokens``, recorded in
+its entry) or, for a teammate swarm did not start, those its status file reports. A change is
+written to the member's budget file (`protocols.budget`) for the instance running now (its
+``joinedAt``), under the file's lock, so two raises at once both count. The teammate is
+watching that folder: a stopped one carries on as soon as it is over its limits no more.
+Its spend is what its status file says (`protocols.status.BudgetStatus`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from protocols.budget import BudgetFile, Limits, read_budget, update_budget
+from protocols.paths import TeamPaths
+from protocols.prices import PriceFileError, load_prices, prices_path
+from protocols.status import read_status
+from protocols.team import Member, TeamFile
+from protocols.values import ModelKind
+from swarm.errors import SwarmError
+from teammate.options import MemberSpec
+
+_CHANGE = re.compile(r"^([+=]?)(\d+(?:\.\d*)?|\.\d+)$")
+
+
+class BudgetError(SwarmError, ValueError):
+    """A budget change that cannot be made; the message says what is allowed."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """``+N`` (raise by N) or ``=N`` (set to N); a bare ``N`` sets."""
+
+    op: Literal["+", "="]
+    value: float
+
+    def applied(self, current: float | None) -> float:
+        return self.value if self.op == "=" else (current or 0) + self.value
+
+
+def parse_change(text: str, kind: Literal["cost", "tokens"]) -> Change:
+    """``+1``, ``=2.5``, ``2.5`` (USD), or ``+20000`` (tokens); `BudgetError` for anything else."""
+    unit = "USD" if kind == "cost" else "tokens"
+    example = "+1, =2.5 or 0.5" if kind == "cost" else "+20000 or =100000"
+    found = _CHANGE.match(text.strip())
+    value = float(found.group(2)) if found else math.nan
+    if found is None or not math.isfinite(value):
+        raise BudgetError(
+            f"{text!r} is not a budget change: give +N to raise the limit by N {unit} or =N to "
+            f"set it (e.g. {example}); a limit is never negative"
+        )
+    if kind == "tokens" and not value.is_integer():
+        raise BudgetError(f"{text!r}: tokens are a whole number (e.g. {example})")
+    op: Literal["+", "="] = "+" if found.group(1) == "+" else "="
+    if value <= 0:
+        raise BudgetError(
+            f"{text!r}: a limit must be more than 0 {unit}, and a raise more than 0 "
+            "(to stop a teammate, `swarm shutdown` it)"
+        )
+    return Change(op, value)
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    """What `swarm budget` prints."""
+
+    name: str
+    model: str | None
+    limits: Limits
+    cost_usd: float
+    tokens: int
+    over: bool
+    reason: str | None
+
+    def to_value(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "maxCostUsd": self.limits.maxCostUsd,
+            "maxTokens": self.limits.maxTokens,
+            "costUsd": self.cost_usd,
+            "tokens": self.tokens,
+            "over": self.over,
+            "reason": self.reason,
+        }
+
+
+def show_budget(paths: TeamPaths, name: str) -> BudgetView:
+    """`name`'s limits and spend (`UnknownMember`, with a likely name, if there is no such)."""
+    member = TeamFile(paths).load().require(name)
+    return _view(paths, member, current_limits(paths, member))
+
+
+def change_budget(
+    paths: TeamPaths, name: str, cost: Change | None, tokens: Change | None
+) -> BudgetView:
+    """Raise or set `name`'s limits for the instance running now; the new view."""
+    member = TeamFile(paths).load().require(name)
+    model = member.model or ""
+    if ModelKind.of(model) == ModelKind.SHELL:
+        raise BudgetError(f"{name} is a shell worker: it makes no model calls, so it has no budget")
+    if cost is not None:
+        check_priced(paths, model)
+
+    def change(found: BudgetFile | None) -> BudgetFile:
+        base = found or current_limits(paths, member)
+        if cost is not None and cost.op == "+" and base.maxCostUsd is None:
+            raise BudgetError(
+                f"{name} has no cost limit to raise: set one with "
+                f"`swarm budget {name} ={cost.value:g}`"
+            )
+        if tokens is not None and tokens.op == "+" and base.maxTokens is None:
+            raise BudgetError(
+                f"{name} has no token limit to raise: set one with "
+                f"`swarm budget {name} --tokens ={tokens.value:.0f}`"
+            )
+        return BudgetFile(
+            name=name,
+            joinedAt=member.joinedAt,
+            maxCostUsd=round(cost.applied(base.maxCostUsd), 6) if cost else base.maxCostUsd,
+            maxTokens=int(tokens.applied(base.maxTokens)) if tokens else base.maxTokens,
+        )
+
+    written = update_budget(paths, name, change)
+    return _view(paths, member, written)
+
+
+def current_limits(paths: TeamPaths, member: Member) -> Limits:
+    """The limits of the instance running now: its budget file, else its spec, else its
+    status file."""
+    found = read_budget(paths, member.name, member.joinedAt)
+    if found is not None:
+        return Limits(maxCostUsd=found.maxCostUsd, maxTokens=found.maxTokens)
+    spec = MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
+    if spec is not None:
+        return Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens)
+    status = read_status(paths, member.name)
+    if status is not None and status.budget is not None:
+        return Limits(maxCostUsd=status.budget.maxCostUsd, maxTokens=status.budget.maxTokens)
+    return Limits()
+
+
+def check_priced(paths: TeamPaths, model: str) -> None:
+    """`BudgetError` unless `model`'s cost can be counted (a cost limit needs a price)."""
+    try:
+        prices = load_prices(paths.root)
+    except PriceFileError as exc:
+        raise BudgetError(f"a cost limit needs the price table: {exc}") from None
+    if prices.price_of(model) is None:
+        raise BudgetError(
+            f"model {model!r} has no price, so a cost limit cannot be kept; price it in "
+            f"{prices_path(paths.root)} or use --tokens"
+        )
+
+
+def _view(paths: TeamPaths, member: Member, limits: Limits) -> BudgetView:
+    status = read_status(paths, member.name)
+    spent = status.budget if status is not None else None
+    over = spent is not None and spent.over
+    if over and spent is not None:  # the teammate says it is stopped: is it still, now?
+        over = (limits.maxCostUsd is not None and spent.costUsd >= limits.maxCostUsd) or (
+            limits.maxTokens is not None and spent.tokens >= limits.maxTokens
+        )
+    return BudgetView(
+        name=member.name,
+        model=member.model,
+        limits=Limits(maxCostUsd=limits.maxCostUsd, maxTokens=limits.maxTokens),
+        cost_usd=spent.costUsd if spent is not None else 0.0,
+        tokens=spent.tokens if spent is not None else 0,
+        over=over,
+        reason=spent.reason if over and spent is not None else None,
+    )

@@ -1,0 +1,213 @@
+"""An agent's budget: its limits (USD, tokens), what it has spent, and the gate every model
+request of the agent and of its sub-agents passes first.
+
+Spend is counted per model call (`add`, from `teammate.reporter.StatusReporter.model_call`,
+which every loop of the process reports to, sub-agents' included), priced on the model that
+answered (`protocols.prices`); tokens are all the model read or wrote (input, output, cache
+writes and cache reads). The limits are the command line's until `swarm budget` writes the
+member's budget file (`protocols.budget`), which is read again before each request and while
+stopped.
+
+What the gate does (`gate`, before each model request; `settle` between turns):
+
+- at 80% of a limit, the lead is told once for that limit (`Notices.warn`);
+- at 100% the request is not made: the lead is told once for that limit (`Notices.over`, an
+  ``idle_notification`` with ``idleReason: failed``), the status says ``over budget``, and the
+  caller waits (the teammate meanwhile answers shutdown requests) until a raise, then the lead
+  is told it carries on (`Notices.back`) and the request is made. The tool calls of the answer
+  that crossed the limit have run by then: the gate only stands before the next request.
+
+Thread-safe: background sub-agents pass the gate from their own threads; each notice is sent
+once, by whichever thread gets there first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocols.budget import Limits, read_budget
+from protocols.paths import TeamPaths
+from protocols.prices import PriceTable
+from protocols.prices import usd as money
+from protocols.status import BudgetStatus
+from teammate.agent.model import Usage
+
+WARN_AT = 0.8  # of a limit: the lead is told once
+WAIT_S = 1.0  # a stopped agent looks at its budget file at least this often
+
+
+@dataclass
+class Notices:
+    """What the budget tells the lead (each text says who, what and how to raise it)."""
+
+    warn: Callable[[str], None] = lambda text: None
+    over: Callable[[str], None] = lambda reason: None
+    back: Callable[[str], None] = lambda text: None
+
+
+def amount(number: float) -> str:
+    """A raise as `swarm budget` takes it: ``1``, ``0.5``, ``20000``."""
+    return f"{number:g}" if number < 1e6 else str(int(number))
+
+
+class Budget:
+    """Limits and spend of one agent process (module doc)."""
+
+    def __init__(
+        self,
+        name: str,
+        limits: Limits,
+        prices: PriceTable,
+        paths: TeamPaths | None = None,
+        notices: Notices | None = None,
+    ) -> None:
+        self.name = name
+        self.limits = limits
+        self.prices = prices
+        self.paths = paths
+        self.notices = notices or Notices()
+        self.joined_at: int | None = None  # which budget file is this instance's (once joined)
+        self.cost = 0.0
+        self.tokens = 0
+        self.over = False
+        # the main thread's way to wait while stopped (the teammate's answers its inbox)
+        self.waiter: Callable[[float], None] | None = None
+        self.waiter_thread: int | None = None
+        self._warned: set[tuple[str, float]] = set()
+        self._stopped_for: Limits | None = None
+        self._lock = threading.RLock()
+
+    # spend
+
+    def add(self, model: str | None, usage: Usage) -> None:
+        """One model call's usage, priced on `model` (unpriced: tokens only)."""
+        value = usage.to_value()
+        with self._lock:
+            self.tokens += sum(value.values())
+            self.cost += self.prices.cost(model, value) or 0.0
+
+    def status(self) -> BudgetStatus:
+        with self._lock:
+            return BudgetStatus(
+                maxCostUsd=self.limits.maxCostUsd,
+                maxTokens=self.limits.maxTokens,
+                costUsd=round(self.cost, 6),
+                tokens=self.tokens,
+                over=self.over,
+                reason=self.reason(),
+            )
+
+    # limits
+
+    def refresh(self) -> None:
+        """Take up the member's budget file, if `swarm budget` wrote one for this instance."""
+        if self.paths is None or self.joined_at is None:
+            return
+        found = read_budget(self.paths, self.name, self.joined_at)
+        if found is not None:
+            with self._lock:
+                self.limits = Limits(maxCostUsd=found.maxCostUsd, maxTokens=found.maxTokens)
+
+    def reason(self) -> str | None:
+        """Why no more requests may be made (the first limit reached); None: they may."""
+        with self._lock:
+            cap, tokens = self.limits.maxCostUsd, self.limits.maxTokens
+            if cap is not None and self.cost >= cap:
+                return (
+                    f"over budget: spent {money(self.cost)} of {money(cap)}; raise it with "
+                    f"`swarm budget {self.name} +{amount(cap)}`"
+                )
+            if tokens is not None and self.tokens >= tokens:
+                return (
+                    f"over budget: used {self.tokens:,} of {tokens:,} tokens; raise it with "
+                    f"`swarm budget {self.name} --tokens +{tokens}`"
+                )
+            return None
+
+    # the gate
+
+    def settle(self) -> bool:
+        """Read the limits again and say what there is to say (80%, over, back); True if the
+        agent may make a model request."""
+        self.refresh()
+        with self._lock:  # notices are sent after it is released (they write the status)
+            warnings = self._warnings()
+            reason = self.reason()
+            if reason is None:
+                back = self.over
+                self.over = False
+                stopped = False
+            else:
+                back = False
+                self.over = True
+                stopped = self._stopped_for != self.limits
+                self._stopped_for = self.limits
+            said = self._spent()
+        for text in warnings:
+            self.notices.warn(text)
+        if back:
+            self.notices.back(
+                f"{self.name} has a new budget ({self._limits_text()}; spent {said}) and carries on"
+            )
+        if stopped and reason is not None:
+            self.notices.over(reason)
+        return reason is None
+
+    def over_now(self) -> str | None:
+        """The reason, if over budget now (the lead then counts as told: the caller says it,
+        in the idle notification of a turn that ended over budget); None if not over."""
+        self.refresh()
+        with self._lock:
+            reason = self.reason()
+            if reason is not None:
+                self.over = True
+                self._stopped_for = self.limits
+            return reason
+
+    def gate(self, wait: Callable[[float], None]) -> None:
+        """Before a model request: return when it may be made; while over budget, `wait` (or the
+        main thread's `waiter`) and look again. Whatever `wait` raises (a shutdown, a stop)
+        ends the wait."""
+        while not self.settle():
+            mine = self.waiter is not None and self.waiter_thread == threading.get_ident()
+            if mine and self.waiter is not None:
+                self.waiter(WAIT_S)
+            else:
+                wait(WAIT_S)
+
+    def _warnings(self) -> list[str]:
+        """Under the lock: the 80% notices due, once for each limit."""
+        due = []
+        for kind, limit, spent in (
+            ("cost", self.limits.maxCostUsd, self.cost),
+            ("tokens", self.limits.maxTokens, float(self.tokens)),
+        ):
+            if limit is None or spent < WARN_AT * limit or spent >= limit:
+                continue
+            if (kind, float(limit)) in self._warned:
+                continue
+            self._warned.add((kind, float(limit)))
+            due.append(
+                f"{self.name} has used {spent / limit:.0%} of its budget ({self._spent()} of "
+                f"{self._limits_text()}); it stops at 100% until the budget is raised "
+                f"(`swarm budget {self.name} +USD`)"
+            )
+        return due
+
+    def _spent(self) -> str:
+        parts = []
+        if self.limits.maxCostUsd is not None:
+            parts.append(money(self.cost))
+        if self.limits.maxTokens is not None:
+            parts.append(f"{self.tokens:,} tokens")
+        return ", ".join(parts) or money(self.cost)
+
+    def _limits_text(self) -> str:
+        parts = []
+        if self.limits.maxCostUsd is not None:
+            parts.append(money(self.limits.maxCostUsd))
+        if self.limits.maxTokens is not None:
+            parts.append(f"{self.limits.maxTokens:,} tokens")
+        return ", ".join(parts) or "no limit"
