@@ -100,7 +100,8 @@ def change_budget(
 ) -> BudgetView:
     """Raise or set `name`'s limits for the instance running now; the new view."""
     member = TeamFile(paths).load().require(name)
-    model = member.model or ""
+    status = read_status(paths, name)  # a teammate swarm did not start names its model there
+    model = member.model or (status.model if status is not None else "")
     if ModelKind.of(model) == ModelKind.SHELL:
         raise BudgetError(f"{name} is a shell worker: it makes no model calls, so it has no budget")
     if cost is not None:

@@ -1,0 +1,239 @@
+"""Budgets, with real Claude teammate processes on the real `anthropic` SDK and the suite's
+Messages API server (model sonnet: priced, so cost is counted): at 80% the lead hears once; at
+100% the teammate makes no more model requests, tells the lead why (a failed idle
+notification), shows ``over budget`` in `swarm status` and keeps answering its inbox; `swarm
+budget NAME +USD` raises the limit and it carries on with its task. A sub-agent's calls count
+(priced on its own model); ``--max-tokens`` likewise; bad input to `swarm budget` and `swarm
+spawn` is one clear line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from helpers import stop_alice as stop
+from helpers import swarm, wait_for
+from messages_api import MessagesAPI, Turn
+
+from protocols.mailbox import Mailbox
+from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.status import read_status
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+
+Start = Callable[..., subprocess.Popen[str]]
+# sonnet: $3 per million input tokens, $15 per million output: $0.0045 a call
+CALL = {"input_tokens": 1000, "output_tokens": 100}
+
+
+def texts_to_lead(team: TeamFile) -> list[str]:
+    return [e.text for e in Mailbox(team.paths).read_all("team-lead") if e.structured() is None]
+
+
+def failed_notes(team: TeamFile) -> list[IdleNotification]:
+    notes = [e.structured() for e in Mailbox(team.paths).read_all("team-lead")]
+    return [n for n in notes if isinstance(n, IdleNotification) and n.idleReason == "failed"]
+
+
+def results_of(body: dict[str, Any]) -> int:
+    """How many tool results the conversation holds: how far the scripted work has got."""
+    return sum(
+        1
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    )
+
+
+def with_usage(turn: Turn, usage: dict[str, int]) -> Turn:
+    turn.usage = dict(usage)
+    return turn
+
+
+def answered_while_stopped(team: TeamFile) -> None:
+    """A shutdown request from a non-lead: a stopped teammate still reads its inbox and
+    reports it to the lead (and obeys nothing): proof that it is alive and waiting."""
+    bogus = ShutdownRequest(
+        requestId="shutdown-9@alice", from_="bob", timestamp="2100-01-01T00:00:00.000Z"
+    )
+    Mailbox(team.paths).send("alice", bogus, sender="bob")
+    wait_for(
+        lambda: any("only team-lead may send me one" in t for t in texts_to_lead(team)),
+        "alice to answer its inbox while over budget",
+    )
+
+
+def test_over_budget_stops_model_calls_tells_the_lead_and_a_raise_resumes_the_task(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    raised = threading.Event()
+    while_stopped: list[int] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        done = results_of(body)
+        if done >= 3 and not raised.is_set():
+            while_stopped.append(done)  # a request made while over budget
+        if done < 3:
+            name = f"{'abc'[done]}.txt"
+            return with_usage(Turn.tool("Write", {"file_path": name, "content": "x"}), CALL)
+        if done == 3:
+            done_task = {"taskId": task.id, "status": "completed"}
+            return with_usage(Turn.tool("TaskUpdate", done_task), CALL)
+        return with_usage(Turn.text("All three written."), CALL)
+
+    board = TaskBoard(team.paths)
+    task = board.create("write three files", description="a.txt, b.txt and c.txt")
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits", "--max-cost", "0.01")
+        wait_for(lambda: failed_notes(team), "alice to stop over budget")
+        notes = failed_notes(team)
+        assert len(notes) == 1, notes
+        (note,) = notes
+        assert note.failureReason == (
+            "over budget: spent $0.0135 of $0.01; raise it with `swarm budget alice +0.01`"
+        )
+        warnings = [t for t in texts_to_lead(team) if "of its budget" in t]
+        assert len(warnings) == 1 and "alice has used 90% of its budget" in warnings[0]
+        answered_while_stopped(team)
+        assert len(api.requests) == 3 and not while_stopped
+        assert (workdir / "c.txt").exists()  # the tool call of the answer that crossed ran
+
+        status = swarm("status")
+        assert status.returncode == 0, status.stderr
+        row = next(line for line in status.stdout.splitlines() if line.split()[:1] == ["alice"])
+        assert "over budget" in row and "/$0.01" in row
+        as_json = json.loads(swarm("status", "--json").stdout)
+        (member,) = [m for m in as_json["members"] if m["name"] == "alice"]
+        assert member["state"] == "over budget" and member["budget"]["maxCostUsd"] == 0.01
+        shown = swarm("budget", "alice")
+        assert shown.stdout.startswith("alice: spent $0.0135 of $0.01 (135%)"), shown.stdout
+        assert shown.stdout.rstrip().endswith("over budget")
+        assert board.get(task.id).owner == "alice"  # it keeps its task, for after a raise
+
+        raised.set()
+        result = swarm("budget", "alice", "+0.02", "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["maxCostUsd"] == 0.03
+        wait_for(lambda: board.get(task.id).status == "completed", "alice to finish its task")
+        stop(team, proc)
+    assert len(api.requests) == 5
+    back = [t for t in texts_to_lead(team) if "carries on" in t]
+    assert back == ["alice has a new budget ($0.03; spent $0.0135) and carries on"]
+    assert len(failed_notes(team)) == 1  # the failure was said once
+    status_file = read_status(team.paths, "alice")
+    assert status_file is not None and status_file.budget is not None
+    assert status_file.budget.costUsd == 0.0225 and not status_file.budget.over
+
+
+def test_a_sub_agents_calls_count_against_its_parents_budget(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    """The Explore sub-agent (haiku: $1 / $5 a million) spends past the teammate's cap: the
+    sub-agent's next request is not made until the raise; then both finish."""
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    raised = threading.Event()
+    early: list[str] = []
+    heavy = {"input_tokens": 20_000, "output_tokens": 1000}  # haiku: $0.025
+
+    def play(body: dict[str, Any]) -> Turn:
+        sub = "You are a sub-agent" in json.dumps(body.get("system"))
+        if sub:
+            if results_of(body) == 0:
+                return with_usage(Turn.tool("Read", {"file_path": "notes.txt"}), heavy)
+            if not raised.is_set():
+                early.append("sub-agent")
+            return with_usage(Turn.text("notes.txt says 42"), CALL)
+        if results_of(body) == 0:
+            call = {"description": "look", "prompt": "What does notes.txt say?"}
+            return with_usage(Turn.tool("Agent", {**call, "subagent_type": "Explore"}), CALL)
+        return with_usage(Turn.text("It says 42."), CALL)
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--max-cost", "0.02")
+        Mailbox(team.paths).send("alice", "What does notes.txt say?", sender="team-lead")
+        wait_for(lambda: failed_notes(team), "alice to stop over budget")
+        (note,) = failed_notes(team)
+        assert note.failureReason is not None
+        assert note.failureReason.startswith("over budget: spent $0.0295 of $0.02")
+        answered_while_stopped(team)
+        assert len(api.requests) == 2 and not early
+        raised.set()
+        assert swarm("budget", "alice", "=1").returncode == 0
+        wait_for(lambda: len(api.requests) == 4, "the sub-agent and alice to finish")
+        wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
+        stop(team, proc)
+    assert api.requests[2]["model"] == "claude-haiku-5-5"
+
+
+def test_max_tokens_stops_it_and_swarm_budget_tokens_raises_it(
+    team: TeamFile, start: Start
+) -> None:
+    raised = threading.Event()
+    early: list[int] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        done = results_of(body)
+        if done >= 2 and not raised.is_set():
+            early.append(done)
+        if done < 2:
+            return with_usage(Turn.tool("Glob", {"pattern": "*.txt"}), CALL)
+        return with_usage(Turn.text("Done."), CALL)
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--max-tokens", "2000")
+        Mailbox(team.paths).send("alice", "Look around.", sender="team-lead")
+        wait_for(lambda: failed_notes(team), "alice to stop over its token budget")
+        (note,) = failed_notes(team)
+        assert note.failureReason == (
+            "over budget: used 2,200 of 2,000 tokens; raise it with "
+            "`swarm budget alice --tokens +2000`"
+        )
+        answered_while_stopped(team)
+        assert len(api.requests) == 2 and not early
+        shown = json.loads(swarm("budget", "alice", "--json").stdout)
+        assert shown["tokens"] == 2200 and shown["maxTokens"] == 2000 and shown["over"]
+        assert swarm("budget", "alice", "+1").returncode == 1  # it has no cost limit
+        raised.set()
+        result = swarm("budget", "alice", "--tokens", "+2000")
+        assert result.returncode == 0, result.stderr
+        assert "2,200 of 4,000 tokens (55%)" in result.stdout
+        wait_for(lambda: len(api.requests) == 3, "alice to carry on")
+        wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
+        stop(team, proc)
+
+
+def test_bad_budget_input_is_one_clear_line_and_changes_nothing(team: TeamFile) -> None:
+    team.add_member("dana", model="sonnet")
+    team.add_member("sam", model="shell")
+    cases = {
+        ("ghost", "+1"): "no member named 'ghost' in team 't'",
+        ("dama", "+1"): "did you mean 'dana'?",
+        ("dana", "+abc"): "'+abc' is not a budget change: give +N",
+        ("dana", "-1"): "'-1' is not a budget change",
+        ("dana", "=0"): "a limit must be more than 0 USD",
+        ("dana", "+nan"): "is not a budget change",
+        ("dana", "+1"): "dana has no cost limit to raise: set one with `swarm budget dana =1`",
+        ("sam", "=1"): "sam is a shell worker: it makes no model calls",
+    }
+    for args, expected in cases.items():
+        result = swarm("budget", *args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert expected in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    tokens = swarm("budget", "dana", "--tokens", "=1.5")
+    assert tokens.returncode == 1 and "tokens are a whole number" in tokens.stderr
+    assert not (team.paths.team_dir / "budgets" / "dana.json").exists()
+
+    spawned = swarm("spawn", "bo", "-p", "hi", "--model", "shell", "--max-cost", "1")
+    assert spawned.returncode == 1 and "a shell worker makes no model calls" in spawned.stderr
+    key = {"ANTHROPIC_API_KEY": "test-key"}
+    unpriced = swarm("spawn", "bo", "-p", "hi", "--model", "gpt-9", "--max-cost", "1", env=key)
+    assert unpriced.returncode == 1 and "'gpt-9' has no price" in unpriced.stderr
+    negative = swarm("spawn", "bo", "-p", "hi", "--model", "sonnet", "--max-tokens", "-5", env=key)
+    assert negative.returncode == 1 and "--max-tokens must be a positive" in negative.stderr
+    assert TeamFile(team.paths).load().member("bo") is None
