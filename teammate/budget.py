@@ -128,9 +128,10 @@ class Budget:
 
     # the gate
 
-    def settle(self) -> bool:
-        """Read the limits again and say what there is to say (80%, over, back); True if the
-        agent may make a model request."""
+    def settle(self, announce_over: bool = True) -> bool:
+        """Read the limits again and say what there is to say (80%, back, and over unless
+        `announce_over` is false: a turn that ends says it in its idle notification, see
+        `over_now`); True if the agent may make a model request."""
         self.refresh()
         with self._lock:  # notices are sent after it is released (they write the status)
             warnings = self._warnings()
@@ -151,7 +152,7 @@ class Budget:
             self.notices.back(
                 f"{self.name} has a new budget ({self._limits_text()}; spent {said}) and carries on"
             )
-        if stopped and reason is not None:
+        if stopped and reason is not None and announce_over:
             self.notices.over(reason)
         return reason is None
 

@@ -241,19 +241,24 @@ class Teammate:
         outcome = self._respond(plain) if plain or noticed else None
         if self.stopped:
             return True
-        # over budget, it takes no new task (its own stays in progress, for after a raise)
-        affordable = self.budget is None or self.budget.settle()
-        task = self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
-        task = task if affordable else None
+        # over budget, it takes no new task (its own stays in progress, for after a raise); a
+        # turn that just went over says so in its idle notification, below
+        answered = bool(plain or noticed)
+        affordable = self.budget is None or self.budget.settle(announce_over=not answered)
+        task = (
+            self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
+            if affordable
+            else None
+        )
         if task is not None:
             self._work(task)
             return True
-        if plain or noticed:
+        if answered:
             outcome = self._before_idle() or outcome
             if self.stopped:
                 return True
             self._send_idle(outcome=outcome)
-        return bool(plain or noticed)
+        return answered
 
     def _before_idle(self) -> Outcome | None:
         """The brain's TeammateIdle hooks (they may send it back to work, bounded); a failure

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from protocols.budget import BudgetFile, Limits, read_budget, update_budget
@@ -105,7 +106,7 @@ def change_budget(
     if ModelKind.of(model) == ModelKind.SHELL:
         raise BudgetError(f"{name} is a shell worker: it makes no model calls, so it has no budget")
     if cost is not None:
-        check_priced(paths, model)
+        check_priced(paths.root, model)
 
     def change(found: BudgetFile | None) -> BudgetFile:
         base = found or current_limits(paths, member)
@@ -145,16 +146,17 @@ def current_limits(paths: TeamPaths, member: Member) -> Limits:
     return Limits()
 
 
-def check_priced(paths: TeamPaths, model: str) -> None:
-    """`BudgetError` unless `model`'s cost can be counted (a cost limit needs a price)."""
+def check_priced(root: Path, model: str) -> None:
+    """`BudgetError` unless `model`'s cost can be counted under the config root `root` (a cost
+    limit needs a price)."""
     try:
-        prices = load_prices(paths.root)
+        prices = load_prices(root)
     except PriceFileError as exc:
         raise BudgetError(f"a cost limit needs the price table: {exc}") from None
     if prices.price_of(model) is None:
         raise BudgetError(
             f"model {model!r} has no price, so a cost limit cannot be kept; price it in "
-            f"{prices_path(paths.root)} or use --tokens"
+            f"{prices_path(root)} or use a token limit"
         )
 
 

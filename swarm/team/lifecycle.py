@@ -133,7 +133,7 @@ def spawn_member(
     check_model(spec.model, agent_type, Path(spec.cwd or "."), environ)
     check_limits(spec.max_cost, spec.max_tokens, spec.model)
     if spec.max_cost is not None:
-        check_priced(paths, spec.model)
+        check_priced(paths.root, spec.model)
     spec = _with_worktree(spec, name, agent_type)
     isolated = prepare(Path(spec.cwd or "."), spec.worktree) if spec.worktree else None
     directory = isolated.path if isolated is not None else Path(spec.cwd or ".")

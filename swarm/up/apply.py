@@ -25,11 +25,12 @@ from protocols import safefs
 from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
-from protocols.paths import TeamPaths
+from protocols.paths import TeamPaths, config_root
 from protocols.tasks import NewTask, TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
 from swarm.errors import SwarmError
+from swarm.team.budget import check_priced
 from swarm.team.lifecycle import (
     ShutdownResult,
     check_model,
@@ -100,6 +101,7 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
     team_cwd = Path(defaults.cwd) if defaults.cwd else base
     members = []
     for m in spec.members:
+        max_cost, max_tokens = spec.limits_of(m)
         rules = {behavior: list(getattr(m, behavior)) for behavior in ("allow", "deny", "ask")}
         mode = m.permission_mode or defaults.permission_mode
         member_spec = MemberSpec(
@@ -109,6 +111,8 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
             plan_mode_required=m.plan_mode_required,
             script=m.script,
             max_turns=m.max_turns,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
             backend=backend or m.backend or defaults.backend or "auto",
             cwd=m.cwd or str(team_cwd),
             worktree=m.name if m.isolation == "worktree" else None,
@@ -153,6 +157,8 @@ def bring_up(
         cwd = Path(spec.cwd or plan.cwd)
         try:
             check_model(spec.model, agent_type, cwd, environ)
+            if spec.max_cost is not None:  # a cost limit needs a price for its model
+                check_priced(root if root is not None else config_root(), spec.model)
             if spec.kind == ModelKind.SCRIPTED:  # check_model skips offline models
                 load_agent(agent_type, project_dir=cwd)
         except Error as exc:

@@ -85,6 +85,8 @@ Mode = Annotated[str, _choice(PermissionMode.names())]
 Rules = list[Annotated[str, AfterValidator(_rule)]]
 Directory = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "directory"))]
 Script = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "script"))]
+Usd = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Tokens = Annotated[int, Field(gt=0)]
 TaskRef = Annotated[
     int | str,
     _check(lambda v: type(v) in (int, str), "a task key or a 1-based position", before=True),
@@ -108,6 +110,14 @@ class Defaults(_Spec):
     cwd: Directory | None = None
 
 
+class BudgetSpec(_Spec):
+    """The team's ``budget:``: each member's limits unless it gives its own (a shell worker,
+    which makes no model calls, has none)."""
+
+    max_cost: Usd | None = None
+    max_tokens: Tokens | None = None
+
+
 class MemberSpec(_Spec):
     name: AgentName
     prompt: Text
@@ -116,6 +126,8 @@ class MemberSpec(_Spec):
     backend: Backend | None = None
     script: Script | None = None
     max_turns: Annotated[int, Field(ge=1)] | None = None
+    max_cost: Usd | None = None  # its budget (`swarm spawn --max-cost`), over the team's
+    max_tokens: Tokens | None = None
     plan_mode_required: bool = False
     permission_mode: Mode | None = None
     allow: Rules = Field(default_factory=list)
@@ -150,6 +162,7 @@ class TeamSpec(_Spec):
     members: Annotated[list[MemberSpec], Field(min_length=1)]
     tasks: list[TaskSpec] = Field(default_factory=list)
     lead: LeadSpec | None = None
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
     _source: Path | None = PrivateAttr(default=None)
 
     @property
@@ -163,8 +176,23 @@ class TeamSpec(_Spec):
             return "scripted"
         return member.model or self.defaults.model or "shell"
 
+    def limits_of(self, member: MemberSpec) -> tuple[float | None, int | None]:
+        """A member's budget (USD, tokens): its own, else the team's; none for a shell worker."""
+        if ModelKind.of(self.model_of(member)) == ModelKind.SHELL:
+            return None, None
+        return (
+            member.max_cost if member.max_cost is not None else self.budget.max_cost,
+            member.max_tokens if member.max_tokens is not None else self.budget.max_tokens,
+        )
 
-_SECTIONS = {"defaults": Defaults, "members": MemberSpec, "tasks": TaskSpec, "lead": LeadSpec}
+
+_SECTIONS = {
+    "defaults": Defaults,
+    "members": MemberSpec,
+    "tasks": TaskSpec,
+    "lead": LeadSpec,
+    "budget": BudgetSpec,
+}
 _LISTS = {
     "members": "a list of members (mappings with name and prompt)",
     "tasks": "a list of tasks (mappings with subject)",
@@ -176,6 +204,9 @@ _TYPES = {
     "bool_type": "expected true or false",
     "model_type": "expected a mapping",
     "greater_than_equal": "expected an integer >= 1",
+    "greater_than": "expected a number > 0",
+    "float_type": "expected a number",
+    "finite_number": "expected a finite number",
     "too_short": "expected at least one entry",
     "missing": "required, but missing",
 }
@@ -268,6 +299,10 @@ def _cross_check(spec: TeamSpec) -> list[Problem]:
             problems.append(((*at, "model"), why))
         if model == ModelKind.SCRIPTED and member.script is None:
             problems.append(((*at, "model"), "model scripted needs script: FILE (model turns)"))
+        for key in ("max_cost", "max_tokens"):
+            if getattr(member, key) is not None and ModelKind.of(model) == ModelKind.SHELL:
+                why = "a shell worker makes no model calls, so it has no budget"
+                problems.append(((*at, key), f"{why}; expected a member with a Claude model"))
     keys: dict[str, int] = {}
     owners: dict[str, int] = {}
     for i, task in enumerate(spec.tasks):

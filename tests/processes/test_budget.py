@@ -15,15 +15,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import stop_alice as stop
 from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.paths import TeamPaths
 from protocols.status import read_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from swarm.up.apply import plan_up
+from swarm.up.spec import TeamFileError, load_team_file
 
 Start = Callable[..., subprocess.Popen[str]]
 # sonnet: $3 per million input tokens, $15 per million output: $0.0045 a call
@@ -237,3 +241,76 @@ def test_bad_budget_input_is_one_clear_line_and_changes_nothing(team: TeamFile) 
     negative = swarm("spawn", "bo", "-p", "hi", "--model", "sonnet", "--max-tokens", "-5", env=key)
     assert negative.returncode == 1 and "--max-tokens must be a positive" in negative.stderr
     assert TeamFile(team.paths).load().member("bo") is None
+
+
+TEAM = """team: shop
+budget: {max_cost: 2, max_tokens: 500000}
+members:
+  - {name: ann, prompt: x, model: sonnet}
+  - {name: bea, prompt: x, model: sonnet, max_cost: 5}
+  - {name: cy, prompt: x}
+"""
+
+
+def test_a_team_files_budget_is_each_members_unless_it_gives_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(TEAM)
+    plan = plan_up(load_team_file(path))
+    limits = {m.name: (m.spec.max_cost, m.spec.max_tokens) for m in plan.members}
+    assert limits == {"ann": (2.0, 500000), "bea": (5.0, 500000), "cy": (None, None)}
+    bad = {
+        "  - {name: dee, prompt: x, max_cost: 1}\n": "members[3].max_cost: a shell worker makes "
+        "no model calls, so it has no budget",
+        "  - {name: dee, prompt: x, model: sonnet, max_tokens: -3}\n": "members[3].max_tokens: "
+        "expected a number > 0",
+        "  - {name: dee, prompt: x, model: sonnet, max_cost: lots}\n": "members[3].max_cost: "
+        "expected a number",
+    }
+    for line, expected in bad.items():
+        path.write_text(TEAM + line)
+        with pytest.raises(TeamFileError) as raised:
+            load_team_file(path)
+        assert expected in str(raised.value)
+    path.write_text(TEAM.replace("max_tokens: 500000", "max_tokens: 500000, per: day"))
+    with pytest.raises(TeamFileError, match=r"budget\.per: unknown key; expected one of max_cost"):
+        load_team_file(path)
+
+
+def test_swarm_up_gives_a_scripted_member_the_teams_token_budget(
+    config_root: Path, tmp_path: Path
+) -> None:
+    """A scripted turn uses 15 tokens (10 in, 5 out): with the team's 20 it stops before its
+    third request, and `swarm budget` lets it finish."""
+    (tmp_path / "s.yaml").write_text(
+        "- {tool: Glob, input: {pattern: '*'}}\n- {tool: Glob, input: {pattern: '*'}}\n"
+        "- text: done\n"
+    )
+    path = tmp_path / "team.yaml"
+    path.write_text(
+        "team: shop\nbudget: {max_tokens: 20}\n"
+        "members:\n  - {name: sid, prompt: Look around., script: s.yaml}\n"
+    )
+    result = swarm("up", str(path), "--backend", "subprocess", team=None)
+    assert result.returncode == 0, result.stderr
+    paths = TeamPaths(config_root, "shop")
+    team = TeamFile(paths)
+    wait_for(lambda: failed_notes(team), "sid to stop over its token budget")
+    assert failed_notes(team)[0].failureReason == (
+        "over budget: used 30 of 20 tokens; raise it with `swarm budget sid --tokens +20`"
+    )
+    raised = swarm("budget", "sid", "--tokens", "+100", team="shop")
+    assert raised.returncode == 0, raised.stderr
+    wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "sid to carry on")
+    wait_for(lambda: len(idle_notes(team)) == 2, "sid to finish")
+    assert idle_notes(team)[1].idleReason == "available"
+    assert swarm("down", "shop", "--wait", "10", team=None).returncode == 0
+
+    path.write_text(path.read_text().replace("max_tokens: 20", "max_cost: 1"))
+    refused = swarm("up", str(path), team=None)
+    assert refused.returncode == 1
+    assert "member 'sid' cannot start: model 'scripted' has no price" in refused.stderr
+
+
+def idle_notes(team: TeamFile) -> list[IdleNotification]:
+    notes = [e.structured() for e in Mailbox(team.paths).read_all("team-lead")]
+    return [n for n in notes if isinstance(n, IdleNotification)]
