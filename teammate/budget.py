@@ -75,6 +75,7 @@ class Budget:
         # the main thread's way to wait while stopped (the teammate's answers its inbox)
         self.waiter: Callable[[float], None] | None = None
         self.waiter_thread: int | None = None
+        self.on_change: Callable[[], None] = lambda: None  # over or not: the status to write
         self._warned: set[tuple[str, float]] = set()
         self._stopped_for: Limits | None = None
         self._lock = threading.RLock()
@@ -146,6 +147,8 @@ class Budget:
                 stopped = self._stopped_for != self.limits
                 self._stopped_for = self.limits
             said = self._spent()
+        if back or stopped:
+            self.on_change()
         for text in warnings:
             self.notices.warn(text)
         if back:
@@ -162,10 +165,13 @@ class Budget:
         self.refresh()
         with self._lock:
             reason = self.reason()
+            changed = reason is not None and not self.over
             if reason is not None:
                 self.over = True
                 self._stopped_for = self.limits
-            return reason
+        if changed:
+            self.on_change()
+        return reason
 
     def gate(self, wait: Callable[[float], None]) -> None:
         """Before a model request: return when it may be made; while over budget, `wait` (or the

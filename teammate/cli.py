@@ -128,7 +128,7 @@ def build_brain(
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
         policy = shell_policy(mode, cwd, spec.ask, rules)
         return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
-    reporter.budget = _budget(options, paths)
+    reporter.attach_budget(_budget(options, paths))
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
     # its file tools never read or write the lead's signing keys (protocols.keyfile)

@@ -35,6 +35,15 @@ class StatusReporter:
         self.budget: Budget | None = None  # an agent with a limit (`teammate.budget`)
         self._lock = threading.RLock()
 
+    def attach_budget(self, budget: Budget) -> None:
+        """Keep `budget`'s limits and spend in the status file (and count each call in it)."""
+        self.budget = budget
+        budget.on_change = self._budget_changed
+
+    def _budget_changed(self) -> None:
+        with self._lock:
+            self._write()
+
     def set(
         self,
         state: MemberState | None = None,

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 
 from protocols import safefs
+from protocols.budget import Limits
 from protocols.team import TeamFile
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
@@ -17,6 +19,7 @@ from swarm.lead.agent import LeadAgent
 from swarm.lead.console import Console
 from swarm.lead.inbox import AutoPolicy, Leader
 from swarm.lead.tools import LeadLink
+from swarm.team.budget import lead_budget
 from swarm.up.apply import LEAD_SETTINGS
 from teammate.agent.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
 from teammate.agent.script import load_script
@@ -47,6 +50,14 @@ from teammate.agent.script import load_script
     help="create the team if it does not exist (without it, a misspelt --team is an error)",
 )
 @click.option(
+    "--max-cost",
+    type=float,
+    metavar="USD",
+    help="the lead agent's own budget in USD (its sub-agents' calls count): at 80% you are "
+    "told, at 100% it stops until `swarm budget team-lead +USD` raises it",
+)
+@click.option("--max-tokens", type=int, metavar="N", help="the lead agent's budget in tokens")
+@click.option(
     "--delegate-approvals",
     is_flag=True,
     help="let the lead agent answer permission requests too (you still see each one)",
@@ -59,6 +70,8 @@ def lead(
     backend: str,
     cwd: Path | None,
     create: bool,
+    max_cost: float | None,
+    max_tokens: int | None,
     delegate_approvals: bool,
 ) -> None:
     """Lead the team given by --team from this terminal (--create makes it if it is new).
@@ -93,11 +106,13 @@ def lead(
         delegated_approvals=delegate_approvals,
     )
     auto = AutoPolicy(settings.get("autoApprove") or [], settings.get("autoDeny") or [], directory)
+    limits = _limits(max_cost, max_tokens, settings)
     with Leader(paths, auto) as leader:
         console = Console(leader, None, off, out=lambda text: click.echo(text))
         if brain is not None:
+            budget = lead_budget(paths, brain.name, limits, console.out)
             console.agent = LeadAgent(
-                brain, link, console.out, paths.transcript("team-lead")
+                brain, link, console.out, paths.transcript("team-lead"), budget
             ).start()
         sys.exit(console.run(sys.stdin))
 
@@ -111,6 +126,18 @@ def _model(script: Path | None, model: str) -> tuple[Model | None, str]:
         return ClaudeModel(model), ""
     except ModelError as exc:
         return None, str(exc)
+
+
+def _limits(max_cost: float | None, max_tokens: int | None, settings: dict) -> Limits:
+    """The lead agent's limits: the command line's, else the team file's ``lead:``."""
+    cost = max_cost if max_cost is not None else settings.get("maxCostUsd")
+    tokens = max_tokens if max_tokens is not None else settings.get("maxTokens")
+    try:
+        return Limits(maxCostUsd=cost, maxTokens=tokens)
+    except ValidationError:
+        raise SwarmError(
+            f"--max-cost and --max-tokens must be positive numbers, got {cost!r} and {tokens!r}"
+        ) from None
 
 
 def _lead_settings(path: Path) -> dict:

@@ -36,6 +36,7 @@ from teammate.agent.skills import Skill, SkillSet, body_text, catalogue_text, di
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
 from teammate.brains.claude import TEAMMATE_RULES
+from teammate.budget import Budget
 from teammate.mcp.agent import Reporting
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers
@@ -103,11 +104,14 @@ class LeadAgent:
         link: LeadLink,
         say: Callable[[str], None],
         transcript_path: Path | None = None,
+        budget: Budget | None = None,
     ) -> None:
         paths: TeamPaths = link.paths
         self.link = link
         self.say = say
         self.reporter = StatusReporter(paths, LEAD_NAME, model.name)
+        if budget is not None:  # its own and its sub-agents' calls count (`swarm lead`)
+            self.reporter.attach_budget(budget)
         self.skills = discover(link.cwd, paths.root)
         usable = any(s.model_invocable for s in self.skills.values())
         tools = [read, glob, grep, send_message, task_create, task_update, task_list, task_get]

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from protocols.budget import BudgetFile, Limits, read_budget, update_budget
+from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.prices import PriceFileError, load_prices, prices_path
+from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
 from protocols.status import read_status
 from protocols.team import Member, TeamFile
 from protocols.values import ModelKind
 from swarm.errors import SwarmError
+from teammate.budget import Budget, Notices
 from teammate.options import MemberSpec
 
 _CHANGE = re.compile(r"^([+=]?)(\d+(?:\.\d*)?|\.\d+)$")
@@ -177,3 +180,24 @@ def _view(paths: TeamPaths, member: Member, limits: Limits) -> BudgetView:
         over=over,
         reason=spent.reason if over and spent is not None else None,
     )
+
+
+def lead_budget(paths: TeamPaths, model: str, limits: Limits, say: Callable[[str], None]) -> Budget:
+    """The lead agent's own budget (`swarm lead --max-cost`, or a team file's ``lead:``): kept
+    as a teammate's is (`teammate.budget`), its notices printed on the console; `swarm budget
+    team-lead +USD` raises it. `BudgetError` for a cost limit on a model without a price."""
+    if limits.maxCostUsd is not None:
+        check_priced(paths.root, model)
+    try:
+        prices = load_prices(paths.root)
+    except PriceFileError:
+        prices = PriceTable(default_prices(), {})  # only a cost limit needs it (checked above)
+    budget = Budget(LEAD_NAME, limits, prices, paths)
+    budget.notices = Notices(
+        warn=lambda text: say(f"lead: {text}"),
+        over=lambda reason: say(f"lead: the lead agent stopped, {reason}"),
+        back=lambda text: say(f"lead: {text}"),
+    )
+    lead = TeamFile(paths).load().member(LEAD_NAME)
+    budget.joined_at = lead.joinedAt if lead is not None else None
+    return budget

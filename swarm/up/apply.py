@@ -136,6 +136,9 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
     if spec.lead is not None:
         model = {"model": spec.lead.model} if spec.lead.model else {}
         lead = {**model, "autoApprove": spec.lead.auto_approve, "autoDeny": spec.lead.auto_deny}
+        for key, value in (("maxCostUsd", spec.lead.max_cost), ("maxTokens", spec.lead.max_tokens)):
+            if value is not None:
+                lead[key] = value
     return UpPlan(spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead)
 
 

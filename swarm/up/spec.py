@@ -153,6 +153,8 @@ class LeadSpec(_Spec):
     model: ModelName | None = None
     auto_approve: Rules = Field(default_factory=list)
     auto_deny: Rules = Field(default_factory=list)
+    max_cost: Usd | None = None  # the lead agent's own budget (`swarm lead --max-cost`)
+    max_tokens: Tokens | None = None
 
 
 class TeamSpec(_Spec):

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import LeadSession, swarm, wait_for
 from helpers import stop_alice as stop
-from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.mailbox import Mailbox
@@ -314,3 +314,38 @@ def test_swarm_up_gives_a_scripted_member_the_teams_token_budget(
 def idle_notes(team: TeamFile) -> list[IdleNotification]:
     notes = [e.structured() for e in Mailbox(team.paths).read_all("team-lead")]
     return [n for n in notes if isinstance(n, IdleNotification)]
+
+
+def test_the_lead_agents_own_budget_stops_it_and_swarm_budget_team_lead_raises_it(
+    workdir: Path,
+) -> None:
+    raised = threading.Event()
+    early: list[int] = []
+
+    def play(body: dict[str, Any]) -> Turn:
+        done = results_of(body)
+        if done >= 2 and not raised.is_set():
+            early.append(done)
+        if done < 2:
+            return with_usage(Turn.tool("TaskList", {}), CALL)
+        return with_usage(Turn.text("The board is empty."), CALL)
+
+    with MessagesAPI(play) as api:
+        lead = LeadSession(api, workdir, "--max-cost", "0.005")
+        try:
+            lead.type("What is on the board?")
+            lead.expect("lead: team-lead has used 90% of its budget ($0.0045 of $0.005)")
+            lead.expect(
+                "lead: the lead agent stopped, over budget: spent $0.009 of $0.005; raise it "
+                "with `swarm budget team-lead +0.005`"
+            )
+            shown = swarm("budget", "team-lead")
+            assert "spent $0.009 of $0.005 (180%)" in shown.stdout and "over budget" in shown.stdout
+            assert len(api.requests) == 2 and not early
+            raised.set()
+            assert swarm("budget", "team-lead", "+1").returncode == 0
+            lead.expect("lead: team-lead has a new budget ($1.00; spent $0.009) and carries on")
+            lead.expect("The board is empty.")
+            assert lead.quit() == 0
+        finally:
+            lead.close()
