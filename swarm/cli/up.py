@@ -38,10 +38,12 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
         - {subject: add it up, command: "awk '{s+=$1} END {print s}' n.txt",
            blocked_by: [data]}
     Members also take agent_type, model (shell, scripted, sonnet, opus, haiku,
-    a model id), script, max_turns, plan_mode_required, permission_mode,
-    allow/deny/ask (permission rules such as "Bash(npm test:*)"), mcp_servers
-    ({name: {command, args} or {type: http, url}}, as in .mcp.json) and cwd; tasks
-    take description, key, blocked_by (keys or 1-based positions) and owner.
+    a model id), script, max_turns, max_cost (USD) and max_tokens (a budget),
+    plan_mode_required, permission_mode, allow/deny/ask (permission rules such as
+    "Bash(npm test:*)"), mcp_servers ({name: {command, args} or {type: http,
+    url}}, as in .mcp.json) and cwd; tasks take description, key, blocked_by (keys
+    or 1-based positions) and owner. A top-level budget: {max_cost, max_tokens} is
+    each member's unless it sets its own (a default, not a cap on the team's total).
     See examples/teams/ for complete files.
 
     \b
