@@ -1,0 +1,100 @@
+"""`teammate.budget.Budget` in-process: spend priced per model, the 80% notice once per limit,
+the over-budget reason, and the gate waiting until a raise; `swarm budget`'s change parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocols.budget import BudgetFile, Limits, update_budget
+from protocols.paths import TeamPaths
+from protocols.prices import PriceTable, default_prices
+from swarm.team.budget import BudgetError, Change, parse_change
+from teammate.agent.model import Usage
+from teammate.budget import Budget, Notices
+
+PRICES = PriceTable(default_prices(), {})
+SONNET_CALL = Usage(input_tokens=1000, output_tokens=100)  # $0.0045 on sonnet
+
+
+def budget_with_log(limits: Limits, paths: TeamPaths | None = None) -> tuple[Budget, list[str]]:
+    said: list[str] = []
+    notices = Notices(
+        warn=lambda t: said.append(f"warn: {t}"),
+        over=lambda t: said.append(f"over: {t}"),
+        back=lambda t: said.append(f"back: {t}"),
+    )
+    return Budget("alice", limits, PRICES, paths, notices), said
+
+
+def test_spend_is_priced_on_the_model_that_answered_and_counts_every_token() -> None:
+    budget, _ = budget_with_log(Limits(maxCostUsd=1))
+    budget.add("sonnet", SONNET_CALL)
+    budget.add("claude-haiku-4-5-20251001", SONNET_CALL)  # $1 / $5 a million: $0.0015
+    budget.add("scripted", SONNET_CALL)  # no price: tokens only
+    assert round(budget.cost, 6) == 0.006 and budget.tokens == 3300
+
+
+def test_the_80_percent_notice_is_sent_once_per_limit_and_over_stops_until_a_raise() -> None:
+    budget, said = budget_with_log(Limits(maxCostUsd=0.01))
+    budget.add("sonnet", SONNET_CALL)
+    budget.add("sonnet", SONNET_CALL)
+    assert budget.settle() and budget.settle()
+    assert said == [
+        "warn: alice has used 90% of its budget ($0.009 of $0.01); it stops at 100% until the "
+        "budget is raised (`swarm budget alice +USD`)"
+    ]
+    budget.add("sonnet", SONNET_CALL)
+    assert not budget.settle() and not budget.settle()
+    assert said[1:] == [
+        "over: over budget: spent $0.0135 of $0.01; raise it with `swarm budget alice +0.01`"
+    ]
+    assert budget.status().over
+    budget.limits = Limits(maxCostUsd=0.015)  # a raise (as the budget file gives it)
+    assert budget.settle()
+    assert said[2:] == [
+        "warn: alice has used 90% of its budget ($0.0135 of $0.015); it stops at 100% until "
+        "the budget is raised (`swarm budget alice +USD`)",
+        "back: alice has a new budget ($0.015; spent $0.0135) and carries on",
+    ]
+
+
+def test_the_gate_waits_until_the_budget_file_raises_the_limit(paths: TeamPaths) -> None:
+    paths.team_dir.mkdir(parents=True)
+    budget, said = budget_with_log(Limits(maxTokens=1000), paths)
+    budget.joined_at = 42
+    budget.add(None, SONNET_CALL)
+    waits: list[float] = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:  # an earlier instance's file is not this one's
+            update_budget(paths, "alice", lambda _: BudgetFile(name="alice", joinedAt=7))
+        else:
+            raised = BudgetFile(name="alice", joinedAt=42, maxTokens=2000)
+            update_budget(paths, "alice", lambda _: raised)
+
+    budget.gate(wait)
+    assert len(waits) == 2 and budget.limits.maxTokens == 2000
+    assert said[0].startswith("over: over budget: used 1,100 of 1,000 tokens")
+    assert (
+        said[-1] == "back: alice has a new budget (2,000 tokens; spent 1,100 tokens) and carries on"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "expected"),
+    [
+        ("+1", "cost", Change("+", 1.0)),
+        ("=2.5", "cost", Change("=", 2.5)),
+        ("0.5", "cost", Change("=", 0.5)),
+        ("+20000", "tokens", Change("+", 20000.0)),
+    ],
+)
+def test_budget_changes_parse(text: str, kind: str, expected: Change) -> None:
+    assert parse_change(text, kind) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["+abc", "-1", "+-1", "1e3", "", "+", "=inf", "+0", "=0.0"])
+def test_bad_budget_changes_say_what_is_allowed(text: str) -> None:
+    with pytest.raises(BudgetError):
+        parse_change(text, "cost")
