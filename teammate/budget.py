@@ -26,13 +26,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from protocols.budget import Limits, read_budget
 from protocols.paths import TeamPaths
 from protocols.prices import PriceTable
 from protocols.prices import usd as money
 from protocols.status import BudgetStatus
-from teammate.agent.model import Usage
+
+if TYPE_CHECKING:  # `swarm budget` imports this module: no model code (nor yaml) for it
+    from teammate.agent.model import Usage
 
 WARN_AT = 0.8  # of a limit: the lead is told once
 WAIT_S = 1.0  # a stopped agent looks at its budget file at least this often

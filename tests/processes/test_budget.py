@@ -26,8 +26,12 @@ from protocols.paths import TeamPaths
 from protocols.status import read_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from swarm.backends.stub import StubBackend
+from swarm.team.lifecycle import spawn_member
+from swarm.team.members import member_spec
 from swarm.up.apply import plan_up
 from swarm.up.spec import TeamFileError, load_team_file
+from teammate.options import MemberSpec
 
 Start = Callable[..., subprocess.Popen[str]]
 # sonnet: $3 per million input tokens, $15 per million output: $0.0045 a call
@@ -349,3 +353,24 @@ def test_the_lead_agents_own_budget_stops_it_and_swarm_budget_team_lead_raises_i
             assert lead.quit() == 0
         finally:
             lead.close()
+
+
+def test_a_spawns_budget_is_recorded_for_restarts_and_swarm_budget_starts_from_it(
+    team: TeamFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-never-used")
+    spec = MemberSpec(model="sonnet", max_cost=2.0, max_tokens=90_000, cwd=str(tmp_path))
+    stub = StubBackend()
+    spawn_member(team.paths, "eve", "Do it.", spec, backend=stub, wait_s=0)
+    (request,) = stub.requests
+    assert request.argv[-6:] == ["--max-cost", "2.0", "--max-tokens", "90000", "--model", "sonnet"]
+    recorded = member_spec(team.load().require("eve"))
+    assert recorded is not None and (recorded.max_cost, recorded.max_tokens) == (2.0, 90_000)
+    shown = swarm("budget", "eve")
+    assert shown.stdout.strip() == ("eve: spent $0.00 of $2.00 (0%); 0 of 90,000 tokens (0%)"), (
+        shown.stdout
+    )
+    raised = swarm("budget", "eve", "+1.5", "--tokens", "=100000")
+    assert raised.stdout.strip() == "eve: spent $0.00 of $3.50 (0%); 0 of 100,000 tokens (0%)"
+    again = swarm("budget", "eve", "+1")  # from the budget file now, not the spec
+    assert "of $4.50" in again.stdout
