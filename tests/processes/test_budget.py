@@ -374,3 +374,20 @@ def test_a_spawns_budget_is_recorded_for_restarts_and_swarm_budget_starts_from_i
     assert raised.stdout.strip() == "eve: spent $0.00 of $3.50 (0%); 0 of 100,000 tokens (0%)"
     again = swarm("budget", "eve", "+1")  # from the budget file now, not the spec
     assert "of $4.50" in again.stdout
+
+
+def test_a_teammate_stopped_over_budget_obeys_a_shutdown_and_hands_back_its_task(
+    team: TeamFile, start: Start
+) -> None:
+    def play(body: dict[str, Any]) -> Turn:
+        return with_usage(Turn.tool("Glob", {"pattern": "*"}), CALL)
+
+    board = TaskBoard(team.paths)
+    task = board.create("look around")
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--max-tokens", "1000")
+        wait_for(lambda: failed_notes(team), "alice to stop over its token budget")
+        assert board.get(task.id).owner == "alice"
+        output = stop(team, proc)
+    assert len(api.requests) == 1 and "released ['1']" in output
+    assert board.get(task.id).status == "pending"
