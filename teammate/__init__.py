@@ -5,7 +5,7 @@ loop over the inbox and the task board), `brain` (the interface to whatever does
 `shell_brain` (the offline brain that runs task commands), `claude_brain` and `agent_loop` (the
 Claude brain), `model` and `script` (Claude and scripted models), `tools/`, `policy` (permission
 modes and rules), `agents` (agent definitions), `settings`, `lead_requests` (asking the lead),
-`reporter` and `transcript` (what others can see), `instance` (one process per name), `cli` (the
-entry point).
+`reporter` and `transcript` (what others can see), `budget` (spend against limits, the gate
+before each model call), `instance` (one process per name), `cli` (the entry point).
 It imports `protocols` only, never `swarm`.
 """

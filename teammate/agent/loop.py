@@ -12,7 +12,9 @@ Retries: the SDK retries 429/529/5xx twice, quickly; on top of that a bounded nu
 retries for an overloaded API, waited out through the team link (`TeamLink.pause`), which keeps
 answering the inbox, so a teammate whose model is failing still obeys a shutdown at once.
 A conversation that grows too long is trimmed (old tool output first, then
-the oldest exchanges), never retried as it is.
+the oldest exchanges), never retried as it is. Before each request the agent's budget
+(`teammate.budget`, on its reporter: a sub-agent shares its parent's) may hold it while it is
+over its limits.
 
 Hooks (`teammate.agent.hooks`, optional): ``UserPromptSubmit`` before a prompt is added (a block
 drops it), ``PreToolUse`` before the permission decision (a block or ``deny`` is the tool's
