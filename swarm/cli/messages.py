@@ -10,7 +10,6 @@ import click
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
 from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
@@ -18,7 +17,6 @@ from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.team.actions import send_text
 from swarm.team.signatures import lead_mailbox
-from swarm.views.request_text import target
 
 
 @click.command()
@@ -129,10 +127,8 @@ def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False)
 def _entry_line(r: dict[str, Any], entry: InboxEntry) -> str:
     """One entry, escaped; a message's further lines indented (none passes for an entry). A
     permission request shows its tool and real input, not the summary its sender wrote."""
-    body = r["text"] if r["type"] == "message" else r.get("summary") or r["text"][:100]
-    asked = entry.structured() if r["type"] == "permission_request" else None
-    if isinstance(asked, PermissionRequest):
-        body = printable_line(f"{asked.tool_name}: {target(asked.tool_name, asked.input)}")
-    body = printable(str(body)).replace("\n", "\n    ")
+    from swarm.views.message_text import entry_text  # only `inbox` shows messages
+
+    body = printable(entry_text(entry)).replace("\n", "\n    ")
     when, sender = printable_line(str(r["timestamp"])), printable_line(str(r["from"]))
-    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} [{r['type']}] {body}"
+    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} {body}"

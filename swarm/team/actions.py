@@ -23,7 +23,6 @@ from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.errors import SwarmError
 from swarm.team.signatures import lead_mailbox
-from teammate.agent.hooks import before_task_completed, before_task_created, project_hooks
 from teammate.agent.worktree import flatten_slug
 
 
@@ -59,6 +58,8 @@ def add_task(
     if owner is not None:
         TeamFile(paths).load().require(owner)  # a misspelt owner creates nothing
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
+
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
     board = TaskBoard(paths, lead_mailbox(paths) if owner else None)
@@ -73,6 +74,8 @@ def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task
     board = TaskBoard(paths, lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
+        from teammate.agent.hooks import before_task_completed, project_hooks
+
         before_task_completed(project_hooks(Path.cwd(), paths.root), current, LEAD_NAME, paths.team)
     return board.update(task_id, actor=LEAD_NAME, **changes)
 
