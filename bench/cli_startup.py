@@ -103,7 +103,7 @@ def main() -> None:
         make_team(env)
         rows = {**BASELINES, **COMMANDS}
         times: dict[str, list[float]] = {label: [] for label in rows}
-        for label, argv in rows.items():  # one warm-up each: the page cache, .pyc files
+        for argv in rows.values():  # one warm-up each: the page cache, .pyc files
             run_once(argv, env)
         for _ in range(args.runs):
             for label, argv in rows.items():
@@ -119,7 +119,7 @@ def main() -> None:
             print(f"{label:<26}{median:>8.1f}{median - base:>11.1f}{median - libs:>11.1f}  {mark}")
         if args.imports:
             print("heavy packages each command imports:")
-            for label in LIGHT_COMMANDS + ("swarm --help",):
+            for label in (*LIGHT_COMMANDS, "swarm --help"):
                 loaded = heavy_imports(COMMANDS[label], env)
                 print(f"  {label:<24}{', '.join(loaded) or '-'}")
         figures = {

@@ -10,6 +10,7 @@ import click
 from protocols.printable import printable_json, printable_line
 from protocols.values import PermissionMode
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_request
 from swarm.team import approvals as requests_mod
 
 
@@ -37,7 +38,7 @@ def permissions(as_json: bool, team: str) -> None:
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", shell_complete=complete_request)
 @click.option("--feedback", help="a note for the teammate")
 @click.option("--input", "updated", help="approve with this tool input instead (JSON object)")
 @click.option(
@@ -66,7 +67,7 @@ def approve(
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", shell_complete=complete_request)
 @click.option("--reason", help="why (sent to the teammate)")
 @team_option
 def deny(request_id: str, reason: str | None, team: str) -> None:

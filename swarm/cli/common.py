@@ -17,6 +17,7 @@ from protocols.errors import TeamNotFound
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable, printable_json
+from swarm.cli.completion import complete_team
 
 
 def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -25,6 +26,7 @@ def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
         "-t",
         envvar="SWARM_TEAM",
         callback=_need_team,
+        shell_complete=complete_team,
         help="the team (default: $SWARM_TEAM)",
     )(function)
 
@@ -42,7 +44,11 @@ def _need_team(ctx: click.Context, param: click.Parameter, value: str | None) ->
 def member_team_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``--team`` for commands that need a team only when given a member's NAME."""
     return click.option(
-        "--team", "-t", envvar="SWARM_TEAM", help="the team of NAME (default: $SWARM_TEAM)"
+        "--team",
+        "-t",
+        envvar="SWARM_TEAM",
+        shell_complete=complete_team,
+        help="the team of NAME (default: $SWARM_TEAM)",
     )(function)
 
 

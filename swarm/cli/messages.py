@@ -15,12 +15,13 @@ from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_member, complete_recipient
 from swarm.team.actions import send_text
 from swarm.team.signatures import lead_mailbox
 
 
 @click.command()
-@click.argument("to")
+@click.argument("to", shell_complete=complete_recipient)
 @click.argument("text", required=False)
 @click.option(
     "--file",
@@ -28,7 +29,14 @@ from swarm.team.signatures import lead_mailbox
     type=click.File("r", encoding="utf-8"),
     help="read the message from this file (- for standard input) instead of TEXT",
 )
-@click.option("--from", "sender", default=LEAD_NAME, show_default=True, help="the sender's name")
+@click.option(
+    "--from",
+    "sender",
+    shell_complete=complete_member,
+    default=LEAD_NAME,
+    show_default=True,
+    help="the sender's name",
+)
 @click.option("--summary", help="a 5-10 word preview")
 @json_option
 @team_option
@@ -75,7 +83,7 @@ def entry_json(entry: InboxEntry) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.option("--unread", is_flag=True, help="only unread messages")
 @click.option("--mark-read", is_flag=True, help="mark what is shown as read")
 @click.option("--follow", "-f", is_flag=True, help="keep waiting for new messages")

@@ -13,6 +13,7 @@ from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
 from swarm.team.actions import add_task, task_lines, update_task
 from teammate.agent.worktree import WorktreeError
@@ -33,7 +34,11 @@ def task() -> None:
     metavar="NAME",
     help="work it in git worktree NAME (.claude/worktrees/NAME): whoever claims it works there",
 )
-@click.option("--owner", help="the member it is for (told with a task_assignment)")
+@click.option(
+    "--owner",
+    shell_complete=complete_member,
+    help="the member it is for (told with a task_assignment)",
+)
 @json_option
 @team_option
 def task_add(
@@ -105,7 +110,7 @@ def _block(text: str) -> str:
 @task.command("update")
 @click.argument("task_id")
 @click.option("--status", type=click.Choice(["pending", "in_progress", "completed", "deleted"]))
-@click.option("--owner", help="assign to a member")
+@click.option("--owner", shell_complete=complete_member, help="assign to a member")
 @click.option("--no-owner", is_flag=True, help="clear the owner")
 @click.option("--add-blocked-by", multiple=True, help="a task id that must complete first")
 @team_option
@@ -144,7 +149,9 @@ def task_update(
 
 @task.command("claim")
 @click.argument("task_id")
-@click.option("--as", "agent", required=True, help="the member who claims it")
+@click.option(
+    "--as", "agent", required=True, shell_complete=complete_member, help="the member who claims it"
+)
 @team_option
 def task_claim(task_id: str, agent: str, team: str) -> None:
     """Claim a task for a member; on failure prints the reason word and exits 1."""
