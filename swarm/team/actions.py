@@ -21,7 +21,9 @@ from protocols.printable import printable_line
 from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from protocols.values import MemberState
 from swarm.errors import SwarmError
+from swarm.team.liveness import member_state
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.hooks import before_task_completed, before_task_created, project_hooks
 from teammate.agent.worktree import flatten_slug
@@ -40,6 +42,13 @@ def send_text(
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
     return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
+
+
+def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
+    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
+    config = TeamFile(paths).load()
+    members = [config.member(name) for name in names]
+    return [m.name for m in members if m is not None and member_state(m) == MemberState.DEAD]
 
 
 def add_task(
