@@ -20,6 +20,7 @@ from protocols.printable import printable
 # so `swarm send` does not load the lead, libtmux or rich
 COMMANDS = {
     "approve": "swarm.cli.approvals:approve",
+    "attach": "swarm.cli.attach:attach",
     "config": "swarm.cli.config:config",
     "deny": "swarm.cli.approvals:deny",
     "doctor": "swarm.cli.doctor:doctor",
