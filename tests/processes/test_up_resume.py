@@ -120,8 +120,13 @@ def test_resume_restarts_the_dead_and_runs_every_task_exactly_once(
     ]
     assert [t["created"] for t in report["tasks"]] == [False] * 6
     assert len(board.list()) == 6
-    down = swarm("down", "--team", "rerun", "--wait", "10", team=None)
+    down = swarm("down", "--team", "rerun", "--wait", "10", "--json", team=None)
     assert down.returncode == 0, down.stderr
+    gone = json.loads(down.stdout)
+    assert gone["deleted"] and [(m["name"], m["outcome"]) for m in gone["members"]] == [
+        ("ann", "approved"),
+        ("ben", "approved"),
+    ]
 
 
 def test_resume_of_a_team_that_does_not_exist_says_how_to_start_it(
