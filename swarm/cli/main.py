@@ -1,4 +1,4 @@
-"""The `swarm` command: parse, call the library, print. Every read command takes ``--json``.
+"""The `swarm` command: parse, call the library, print. Every command that prints takes ``--json``.
 
 Errors raised on purpose (`protocols.errors.Error`, the root of every package's errors) and
 from the file system (`OSError`: a full disk, a read-only or foreign config root) are printed as
