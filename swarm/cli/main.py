@@ -1,4 +1,4 @@
-"""The `swarm` command: parse, call the library, print. Every read command takes ``--json``.
+"""The `swarm` command: parse, call the library, print. Every command that prints takes ``--json``.
 
 Errors raised on purpose (`protocols.errors.Error`, the root of every package's errors) and
 from the file system (`OSError`: a full disk, a read-only or foreign config root) are printed as
@@ -20,6 +20,14 @@ from protocols.printable import printable
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
 # (tests/unit/test_cli_catalogue.py checks each against its command's own help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "attach": (
+        "swarm.cli.attach:attach",
+        (
+            "Watch teammate NAME: select its tmux pane and attach this terminal to it (inside "
+            "tmux, switch your client to it), or follow a subprocess teammate's log until "
+            "Ctrl-C."
+        ),
+    ),
     "approve": (
         "swarm.cli.approvals:approve",
         "Approve a pending request (permission, sandbox host, or plan).",
@@ -45,7 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "down": (
         "swarm.cli.up:down",
-        "Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM).",
+        (
+            "Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM); TEAM "
+            "defaults to --team, else $SWARM_TEAM."
+        ),
     ),
     "hooks": (
         "swarm.cli.hooks:hooks",

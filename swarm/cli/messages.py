@@ -16,7 +16,7 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member, complete_recipient
-from swarm.team.actions import send_text
+from swarm.team.actions import dead_members, send_text
 from swarm.team.signatures import lead_mailbox
 
 
@@ -65,11 +65,30 @@ def send(
     assert text is not None
     paths = paths_for(team)
     recipients, skipped = send_text(paths, to, text, sender, summary)
-    result = {"sent_to": recipients, "skipped": skipped}
+    result: dict[str, Any] = {"sent_to": recipients, "skipped": skipped}
+    dead = dead_members(paths, recipients)
+    warning = dead_warning(dead)
+    if warning:
+        result["warning"] = warning
+        click.echo(f"swarm: warning: {printable_line(warning)}", err=True)
     emit(result, as_json, lambda _: printable_line(f"sent to {', '.join(recipients)}"))
     if skipped and not as_json:
         names = ", ".join(repr(n) for n in skipped)
         click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)
+
+
+def dead_warning(dead: list[str]) -> str | None:
+    """What `swarm send` says when a recipient's process is gone: delivered, but unread."""
+    if not dead:
+        return None
+    names = ", ".join(dead)
+    its = "its" if len(dead) == 1 else "their"
+    restart = " / ".join(f"swarm restart {n}" for n in dead)
+    return (
+        f"{names} {'is' if len(dead) == 1 else 'are'} dead ({its} process is gone): the message "
+        f"waits in {its} inbox until {'it runs' if len(dead) == 1 else 'they run'} again "
+        f"({restart})"
+    )
 
 
 def entry_json(entry: InboxEntry) -> dict[str, Any]:

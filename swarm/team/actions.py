@@ -21,7 +21,9 @@ from protocols.printable import printable_line
 from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from protocols.values import MemberState
 from swarm.errors import SwarmError
+from swarm.team.liveness import member_state
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.worktree import flatten_slug
 
@@ -39,6 +41,13 @@ def send_text(
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
     return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
+
+
+def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
+    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
+    config = TeamFile(paths).load()
+    members = [config.member(name) for name in names]
+    return [m.name for m in members if m is not None and member_state(m) == MemberState.DEAD]
 
 
 def add_task(
@@ -87,9 +96,9 @@ def task_lines(paths: TeamPaths) -> list[str]:
 
 def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None) -> str:
     """Ask teammate `name` to shut down (the answer comes to the lead's inbox); the request id."""
-    member = TeamFile(paths).load().member(name)
-    if member is None or name == LEAD_NAME:
-        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    if name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
+    TeamFile(paths).load().require(name)  # an unknown name: did you mean...
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
     )
