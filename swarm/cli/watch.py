@@ -21,14 +21,14 @@ MIN_WIDTH, MAX_WIDTH = 30, 1000
     "--once into a pipe: $COLUMNS, else 120)",
 )
 def watch(team: str, once: bool, width: int | None) -> None:
-    """The team at a glance, redrawn whenever its files change; it fits the terminal.
+    """The team at a glance, redrawn whenever its files change.
 
     \b
     Members (state, current task, last activity, turns, model calls, tokens, cost), the task
-    board, the requests waiting for you and the last messages to the lead. A narrow terminal
-    drops columns (turns and calls first, then tokens, cost, activity); a short one folds the
-    completed tasks into one line and cuts the lists (messages, pending tasks first) but
-    always shows the requests waiting and the keys.
+    board, the requests waiting for you and the last messages to the lead, fitted to the
+    terminal. A narrow one drops columns (turns and calls first, then tokens, cost, activity);
+    a short one folds the completed tasks into one line and cuts the lists (messages, pending
+    tasks first) but always shows the requests waiting and the keys.
     Keys (in a terminal):
       j / k   select a request        a   approve it        d   deny it (asks a reason)
       u       undo (within 1 s)       s   send a message    q   quit
