@@ -114,13 +114,16 @@ def _fit(value: str | tuple[str, str], width: int) -> str:
     return clip(text, width - cell_len(suffix)) + suffix
 
 
-def _table(columns: Sequence[Column], header: bool, rows: list[Row], width: int) -> list[Text]:
-    """`rows` (with a header line if `header`) as lines of at most `width` cells."""
+def _table(
+    columns: Sequence[Column], header: bool, rows: list[Row], width: int, drawn: slice = slice(None)
+) -> list[Text]:
+    """`rows` (with a header line if `header`) as lines of at most `width` cells; only the
+    lines in `drawn` are drawn, with the widths every row would need."""
     head = Row(tuple(c.name for c in columns), style="bold") if header else None
     every = [head, *rows] if head else rows
     widths = fit_columns(columns, [[_plain(v) for v in r.cells] for r in every], width)
     lines = []
-    for row in every:
+    for row in every[drawn]:
         line = Text(style=row.style, no_wrap=True, overflow="ellipsis")
         first = True
         for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
@@ -190,24 +193,23 @@ def _member_rows(view: TeamView) -> list[Row]:
     return rows
 
 
-def _members(view: TeamView, width: int, lines: int) -> list[Text]:
-    """The header, as many rows as fit (then ``… N more``), and the total if there is room."""
-    rows = _member_rows(view)
+def _members(view: TeamView, rows: list[Row], width: int, lines: int) -> list[Text]:
+    """The header, as many `rows` as fit (then ``… N more``), and the total if there is room."""
     turns, calls = turns_and_calls(view)
     total = Row(
         ("total", "", "", "", str(turns), str(calls), tokens(view.usage), money(view.cost_usd)),
         style="bold",
     )
-    table = _table(MEMBER_COLUMNS, True, [*rows, total], width)  # widths from every row
-    head, body = table[0], table[1:-1]
-    if lines >= len(table):
-        return table
+    every = [*rows, total]
+    if lines >= len(every) + 1:
+        return _table(MEMBER_COLUMNS, True, every, width)
+    if lines > len(rows):  # every row, no room for the total
+        return _table(MEMBER_COLUMNS, True, every, width, slice(0, len(rows) + 1))
     if lines <= 1:
-        return [head][:lines]
-    if lines > len(body):  # every row, no room for the total
-        return [head, *body]
-    shown = lines - 2
-    return [head, *body[:shown], _more(len(body) - shown, "members and sub-agents")]
+        return _table(MEMBER_COLUMNS, True, every, width, slice(0, lines))
+    shown = lines - 2  # the rows drawn: the header, these, and a line saying how many more
+    table = _table(MEMBER_COLUMNS, True, every, width, slice(0, shown + 1))
+    return [*table, _more(len(rows) - shown, "members and sub-agents")]
 
 
 # the task board
@@ -363,7 +365,8 @@ def frame(
     lines = UNLIMITED if height is None else max(height, 1)
     waiting = len(view.requests)
     request_want = 1 + waiting if waiting else 1
-    members_want = 2 + len(_member_rows(view))
+    member_rows = _member_rows(view)
+    members_want = 2 + len(member_rows)
     tasks_first, tasks_every = _tasks_want(view)
     messages_want = 1 + len(view.messages) if view.messages else 0
     foot = (1 if note else 0) + (1 if bottom else 0)
@@ -384,7 +387,7 @@ def frame(
     got = allot(sections, lines)
     parts: list[list[Text]] = [
         [_header(view)][: got["header"]],
-        _members(view, width, got["members"]),
+        _members(view, member_rows, width, got["members"]),
         _tasks(view, width, got["tasks"] + got["tasks_more"]),
         _requests(view, width, got["requests"] + got["requests_more"], selected, holding or {}),
         _messages(view, width, got["messages"]),
