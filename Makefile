@@ -44,6 +44,7 @@ lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swa
 	$(VENV)/bin/mypy
 
 bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+	$(PY) bench/cli_startup.py --imports
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
 	$(PY) bench/throughput.py

@@ -26,7 +26,7 @@ HEADER = """# `swarm` command reference
 Generated from the commands' own `--help` by `docs/cli_reference.py`; do not edit by hand.
 After changing a command, regenerate it:
 
-```sh
+```text
 .venv/bin/python docs/cli_reference.py > docs/cli-reference.md
 ```
 

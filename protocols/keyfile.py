@@ -25,14 +25,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    load_pem_private_key,
-)
-
 from protocols import safefs
 from protocols.errors import ProtocolsError
 from protocols.signing import LEAD_NAMES, LeadSigner
@@ -88,6 +80,9 @@ def load(path: Path) -> LeadSigner | None:
     with os.fdopen(fd, "rb") as handle:
         _check_file(path, os.fstat(handle.fileno()))
         data = handle.read(_MAX_KEY_BYTES + 1)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -103,6 +98,12 @@ def load_or_create(path: Path) -> LeadSigner:
     existing = load(path)
     if existing is not None:
         return existing
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
     _make_directory(path.parent)
     made = LeadSigner.generate()
     pem = made.private_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

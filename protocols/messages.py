@@ -13,6 +13,7 @@ Unknown extra keys on a known type are kept and re-encoded after the known ones.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -27,7 +28,9 @@ PermissionMode = Annotated[Mode, Field(strict=False)]
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True, strict=True)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, frozen=True, strict=True, defer_build=True
+    )
 
     def encode(self) -> str:
         """Compact JSON for an inbox entry's ``text``."""
@@ -108,7 +111,7 @@ class PermissionRequest(_Message):
 
 
 class PermissionResponseBody(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, defer_build=True)
     updated_input: dict[str, Any] | None = None
     permission_updates: list[Any] | None = None
 
@@ -136,7 +139,7 @@ class PermissionResponse(_Message):
 
 
 class HostPattern(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, defer_build=True)
     host: str
 
 
@@ -174,13 +177,13 @@ class ModeSetRequest(_Message):
 
 
 class PermissionRule(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, defer_build=True)
     toolName: str
     ruleContent: str | None = None
 
 
 class PermissionUpdate(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, defer_build=True)
     type: Literal["addRules"] = "addRules"
     rules: list[PermissionRule]
     behavior: Literal["allow", "deny", "ask"]
@@ -236,7 +239,12 @@ StructuredMessage = Annotated[
     | TeammateTerminated,
     Field(discriminator="type"),
 ]
-_ADAPTER: TypeAdapter[StructuredMessage] = TypeAdapter(StructuredMessage)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[StructuredMessage]:
+    """Built when first used: a command that never decodes a protocol message never pays."""
+    return TypeAdapter(StructuredMessage)
 
 
 def decode(text: str) -> StructuredMessage | None:
@@ -259,7 +267,7 @@ def decode(text: str) -> StructuredMessage | None:
 def from_dict(value: dict[str, Any]) -> StructuredMessage:
     """Validate a decoded JSON object as a structured message (its ``type`` must be known)."""
     try:
-        return _ADAPTER.validate_python(value)
+        return _adapter().validate_python(value)
     except ValidationError as exc:
         raise MessageValidationError(
             f"invalid {value.get('type')!r} message: {_describe(exc)}"

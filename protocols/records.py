@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, validate_assignment=True, defer_build=True
+    )
 
     _key_order: tuple[str, ...] = PrivateAttr(default=())
     _null_keys: frozenset[str] = PrivateAttr(default=frozenset())

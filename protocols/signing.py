@@ -29,17 +29,15 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_der_public_key,
-)
+from typing import TYPE_CHECKING, Any
 
 from protocols.clock import ms_from_iso, now_ms
+
+if TYPE_CHECKING:  # cryptography is imported where a key is used: most commands use none
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 LEAD_NAMES = frozenset({"team-lead", "user", "system"})  # Claude Code's xPr
 PAYLOAD_TAG = "claude-team-lead-entry-v1"
@@ -161,10 +159,14 @@ class LeadSigner:
 
     @classmethod
     def generate(cls) -> LeadSigner:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         return cls(Ed25519PrivateKey.generate())
 
     def verify_key(self, ms: int | None = None) -> str:
         """``--lead-verify-key``: ``<ms>.<base64url DER SubjectPublicKeyInfo>``, ``ms`` now."""
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
         der = self.private_key.public_key().public_bytes(
             Encoding.DER, PublicFormat.SubjectPublicKeyInfo
         )
@@ -185,6 +187,8 @@ class LeadSigner:
     def wrote(self, entry: Mapping[str, Any]) -> bool:
         """Whether `entry`'s ``lead_sig`` is this key's signature of it (no replay window: for
         the lead's own look at what it sent)."""
+        from cryptography.exceptions import InvalidSignature
+
         signature, payload = entry.get("lead_sig"), signing_payload(entry)
         if not isinstance(signature, str) or payload is None:
             return False
@@ -200,6 +204,9 @@ class LeadSigner:
 
 def parse_verify_key(text: str) -> tuple[int, Ed25519PublicKey]:
     """The time and the public key of a ``--lead-verify-key``; ValueError saying what is wrong."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_der_public_key
+
     match = _VERIFY_KEY.match(text)
     if match is None:
         raise ValueError(
@@ -269,6 +276,8 @@ class Verifier:
         payload = signing_payload(entry)
         if sent is None or sent < self.earliest or payload is None:
             return False
+        from cryptography.exceptions import InvalidSignature
+
         try:
             self.public_key.verify(from_b64url(signature), payload)
         except (InvalidSignature, ValueError):

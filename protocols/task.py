@@ -35,7 +35,7 @@ FAILED = "failed"  # the metadata key of a failed task
 class Task(Record):
     """One task file. Frozen: change a task with `updated` (or `TaskBoard.update`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: TaskId
     subject: str

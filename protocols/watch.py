@@ -20,25 +20,21 @@ import os
 import threading
 from pathlib import Path
 from types import TracebackType
-
-from watchdog.events import (
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
+from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
 
 DEFAULT_RESCAN_S = 0.25
 log = logging.getLogger(__name__)
 
 
-class _Handler(FileSystemEventHandler):
+class _Handler:
     """Sets `changed` for events on `names` (or on any file, when `names` is None), and notes
-    the directory in `touched`."""
+    the directory in `touched`. watchdog calls `dispatch` for each event: a plain class, so
+    that importing this module does not load watchdog (commands that never wait stay quick)."""
 
     def __init__(
         self,
@@ -52,7 +48,7 @@ class _Handler(FileSystemEventHandler):
         self.changed = changed
         self.touched = touched
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
+    def dispatch(self, event: Any) -> None:
         if self.names is None:
             self.touched.add(self.directory)
             self.changed.set()
@@ -83,7 +79,7 @@ class InboxWatcher:
         self.directories = [Path(d) for d in directories]
         self.rescan_s = rescan_s
         self.changed = threading.Event()
-        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._observer: BaseObserver | None = None
         self.degraded: str | None = None  # why inotify is not used (None: it is)
         self._touched: set[Path] = set()  # watched directories with events not yet taken
 
@@ -151,12 +147,15 @@ class InboxWatcher:
 
 def _observe(
     watched: dict[Path, set[str] | None], changed: threading.Event, touched: set[Path]
-) -> Observer:  # type: ignore[valid-type]
+) -> BaseObserver:
+    from watchdog.events import FileClosedEvent, FileCreatedEvent, FileMovedEvent
+    from watchdog.observers import Observer
+
     observer = Observer()
     try:
         for directory, names in watched.items():
             observer.schedule(
-                _Handler(directory, names, changed, touched),
+                _Handler(directory, names, changed, touched),  # type: ignore[arg-type]  # duck-typed
                 str(directory),
                 recursive=False,
                 # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO

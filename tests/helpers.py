@@ -239,8 +239,15 @@ class LeadSession:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
-    def expect(self, text: str, what: str | None = None) -> None:
-        wait_for(lambda: text in self.output, what or repr(text))
+    def expect(self, text: str, what: str | None = None, timeout: float = DEADLINE_S) -> None:
+        """Wait for `text` in the output; a timeout shows what was printed, and the exit code
+        when the process is gone."""
+        try:
+            wait_for(lambda: text in self.output, what or repr(text), timeout)
+        except AssertionError as exc:
+            code = self.proc.poll()
+            ended = "still running" if code is None else f"exited with {code}"
+            raise AssertionError(f"{exc}; swarm lead {ended}; it printed:\n{self.output}") from None
 
     def quit(self) -> int:
         self.type("/quit")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from swarm.backends.base import (
     BACKEND_KINDS,
@@ -22,7 +23,9 @@ from swarm.backends.base import (
 )
 from swarm.backends.stub import StubBackend
 from swarm.backends.subprocess_backend import SubprocessBackend
-from swarm.backends.tmux import TmuxBackend
+
+if TYPE_CHECKING:
+    from swarm.backends.tmux import TmuxBackend
 
 
 def choose_backend(
@@ -41,8 +44,20 @@ def choose_backend(
     if kind == "auto":
         kind = "tmux" if shutil.which("tmux") else "subprocess"
     if kind == "tmux":
+        from swarm.backends.tmux import TmuxBackend
+
         return TmuxBackend(socket_name=socket_name, environ=env)
     return SubprocessBackend(environ=env)
+
+
+def __getattr__(name: str) -> Any:
+    """`TmuxBackend` is imported when first asked for: libtmux is loaded only by a command that
+    talks to tmux, not by every one that looks at a member's process."""
+    if name == "TmuxBackend":
+        from swarm.backends.tmux import TmuxBackend
+
+        return TmuxBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

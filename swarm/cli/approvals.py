@@ -10,6 +10,7 @@ import click
 from protocols.printable import printable_json, printable_line
 from protocols.values import PermissionMode
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_request
 from swarm.team import approvals as requests_mod
 
 
@@ -37,7 +38,7 @@ def permissions(as_json: bool, team: str) -> None:
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", shell_complete=complete_request)
 @click.option("--feedback", help="a note for the teammate")
 @click.option("--input", "updated", help="approve with this tool input instead (JSON object)")
 @click.option(
@@ -47,9 +48,15 @@ def permissions(as_json: bool, team: str) -> None:
     help="for a plan: the permission mode the teammate works in once approved "
     "(default: the mode it was started with)",
 )
+@json_option
 @team_option
 def approve(
-    request_id: str, feedback: str | None, updated: str | None, mode: str | None, team: str
+    request_id: str,
+    feedback: str | None,
+    updated: str | None,
+    mode: str | None,
+    as_json: bool,
+    team: str,
 ) -> None:
     """Approve a pending request (permission, sandbox host, or plan)."""
     new_input = _json_object(updated) if updated else None
@@ -62,19 +69,32 @@ def approve(
         permission_mode=mode,
         by="swarm approve",
     )
-    click.echo(f"approved {done.kind} {request_id} from {printable_line(done.teammate)}")
+    emit(
+        _answered(done, True),
+        as_json,
+        lambda _: f"approved {done.kind} {request_id} from {printable_line(done.teammate)}",
+    )
 
 
 @click.command()
-@click.argument("request_id")
+@click.argument("request_id", shell_complete=complete_request)
 @click.option("--reason", help="why (sent to the teammate)")
+@json_option
 @team_option
-def deny(request_id: str, reason: str | None, team: str) -> None:
+def deny(request_id: str, reason: str | None, as_json: bool, team: str) -> None:
     """Deny a pending request."""
     done = requests_mod.answer(
         paths_for(team), request_id, approve=False, text=reason, by="swarm deny"
     )
-    click.echo(f"denied {done.kind} {request_id} from {printable_line(done.teammate)}")
+    emit(
+        _answered(done, False),
+        as_json,
+        lambda _: f"denied {done.kind} {request_id} from {printable_line(done.teammate)}",
+    )
+
+
+def _answered(done: requests_mod.Pending, approved: bool) -> dict[str, Any]:
+    return {**done.to_json(), "approved": approved}
 
 
 def _json_object(text: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from protocols.errors import TeamNotFound
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable, printable_json
+from swarm.cli.completion import complete_team
 
 
 def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -25,24 +26,59 @@ def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
         "-t",
         envvar="SWARM_TEAM",
         callback=_need_team,
+        shell_complete=complete_team,
         help="the team (default: $SWARM_TEAM)",
     )(function)
 
 
+NO_TEAM = (
+    "no team given: pass --team NAME, or export SWARM_TEAM=NAME once for the shell "
+    "(`swarm team list` shows the teams)"
+)
+
+
 def _need_team(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if not value:
-        raise click.UsageError(
-            "no team given: pass --team NAME, or export SWARM_TEAM=NAME once for the shell "
-            "(`swarm team list` shows the teams)",
-            ctx,
-        )
+        raise click.UsageError(NO_TEAM, ctx)
     return value
+
+
+def team_argument(function: Callable[..., Any]) -> Callable[..., Any]:
+    """An optional TEAM argument beside ``--team``/``-t``/``$SWARM_TEAM``, for the commands that
+    have always taken the team as an argument (`swarm down TEAM`, `swarm team show NAME`):
+    the function gets ``name`` and ``team``, and calls `pick_team` with them."""
+    function = click.option(
+        "--team", "-t", envvar="SWARM_TEAM", help="the team (default: TEAM, else $SWARM_TEAM)"
+    )(function)
+    return click.argument("name", required=False, metavar="[TEAM]", shell_complete=complete_team)(
+        function
+    )
+
+
+def pick_team(positional: str | None, option: str | None) -> str:
+    """The team of a `team_argument` command: the argument, else ``--team``, else
+    ``$SWARM_TEAM``. An argument and an explicit ``--team`` that disagree are an error (an
+    argument that differs from ``$SWARM_TEAM`` wins: it was typed, the variable was not)."""
+    ctx = click.get_current_context()
+    typed = ctx.get_parameter_source("team") == click.core.ParameterSource.COMMANDLINE
+    if positional and option and typed and positional != option:
+        raise click.UsageError(
+            f"two different teams given: {positional!r} and --team {option!r}; give one", ctx
+        )
+    team = positional or option
+    if not team:
+        raise click.UsageError(NO_TEAM, ctx)
+    return team
 
 
 def member_team_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``--team`` for commands that need a team only when given a member's NAME."""
     return click.option(
-        "--team", "-t", envvar="SWARM_TEAM", help="the team of NAME (default: $SWARM_TEAM)"
+        "--team",
+        "-t",
+        envvar="SWARM_TEAM",
+        shell_complete=complete_team,
+        help="the team of NAME (default: $SWARM_TEAM)",
     )(function)
 
 

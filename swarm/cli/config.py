@@ -10,11 +10,12 @@ import click
 
 from protocols.paths import config_root
 from swarm.cli.common import emit, json_option, member_team_option, paths_for
+from swarm.cli.completion import complete_member
 from swarm.views.config import config_text, effective_config, member_config
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_member)
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, path_type=Path),

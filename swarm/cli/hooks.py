@@ -10,10 +10,11 @@ import click
 from protocols.paths import config_root
 from protocols.printable import printable_line
 from swarm.cli.common import emit, json_option, member_team_option, paths_for
+from swarm.cli.completion import complete_member
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_member)
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -3,14 +3,20 @@ protocol), or stop it with --force."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
+from protocols.team import Member, TeamFile
 from protocols.values import PermissionMode
-from swarm.cli.common import backend_option, ids_text, paths_for, team_option
+from swarm.backends.base import Spawned
+from swarm.cli.common import backend_option, emit, ids_text, json_option, paths_for, team_option
+from swarm.cli.completion import complete_member
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.resume import RESUME_PROMPT, restart_member
 from teammate.options import MemberSpec
@@ -119,6 +125,7 @@ force_option = click.option(
     help="start CMD instead of swarm's teammate, with Claude Code's teammate command line: "
     "'claude' runs a Claude Code teammate (default: $SWARM_TEAMMATE_COMMAND)",
 )
+@json_option
 @team_option
 def spawn(
     name: str,
@@ -140,6 +147,7 @@ def spawn(
     mcp_config: Path | None,
     cwd: Path | None,
     teammate_command: str | None,
+    as_json: bool,
     team: str,
 ) -> None:
     """Start teammate NAME in a tmux pane or a subprocess.
@@ -180,19 +188,50 @@ def spawn(
     member, spawned = spawn_member(paths_for(team), name, prompt or RESUME_PROMPT, spec)
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
-    click.echo(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}")
+    emit(
+        started_json(member, spawned, resumed=resume),
+        as_json,
+        lambda _: f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}",
+    )
+
+
+def started_json(member: Member, spawned: Spawned, resumed: bool) -> dict[str, Any]:
+    """What `swarm spawn --json` and `swarm restart --json` print: where the teammate runs."""
+    return {
+        "name": member.name,
+        "color": member.color,
+        "backend": spawned.backend_type,
+        "pid": spawned.pid,
+        "pane": spawned.pane_id or None,
+        "socket": spawned.socket_name,
+        "resumed": resumed,
+    }
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.option("--reason", help="told to the teammate")
 @wait_option
 @force_option
+@json_option
 @team_option
-def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: str) -> None:
-    """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped."""
-    click.echo(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer", err=True)
-    result = request_shutdown(paths_for(team), name, reason, wait_s, force)
+def shutdown(
+    name: str, reason: str | None, wait_s: float, force: bool, as_json: bool, team: str
+) -> None:
+    """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped.
+    Exits 1 when it is still running (it refused, or did not answer in time)."""
+    paths = paths_for(team)
+    TeamFile(paths).load().require(name)  # a misspelt name asks nobody
+    if name == LEAD_NAME:
+        raise click.UsageError("team-lead is the lead, not a teammate: `swarm down` ends a team")
+    click.echo(
+        printable_line(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer"),
+        err=True,
+    )
+    result = request_shutdown(paths, name, reason, wait_s, force)
+    if as_json:
+        emit(dataclasses.asdict(result), True, str)
+        sys.exit(0 if result.stopped else 1)
     if result.stopped:
         click.echo(
             f"{name}: {result.outcome}; stopped and removed; "
@@ -208,14 +247,21 @@ def shutdown(name: str, reason: str | None, wait_s: float, force: bool, team: st
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.option("--resume", is_flag=True, help="carry on with its conversation (Claude teammates)")
 @click.option("--prompt", "-p", help="its first message (default: the one it was spawned with)")
 @wait_option
 @force_option
+@json_option
 @team_option
 def restart(
-    name: str, resume: bool, prompt: str | None, wait_s: float, force: bool, team: str
+    name: str,
+    resume: bool,
+    prompt: str | None,
+    wait_s: float,
+    force: bool,
+    as_json: bool,
+    team: str,
 ) -> None:
     """Stop teammate NAME and start it again with the options it was spawned with (model,
     agent type, permissions, worktree, backend...). Its unfinished tasks go back to the board,
@@ -228,4 +274,8 @@ def restart(
         paths_for(team), name, resume=resume, prompt=prompt, wait_s=wait_s, force=force
     )
     how = "with its conversation" if resume else "fresh"
-    click.echo(f"restarted {name} ({member.color}), {how}, pid {spawned.pid}")
+    emit(
+        started_json(member, spawned, resumed=resume),
+        as_json,
+        lambda _: f"restarted {name} ({member.color}), {how}, pid {spawned.pid}",
+    )

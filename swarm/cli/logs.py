@@ -7,6 +7,7 @@ import click
 
 from protocols.printable import printable, printable_json
 from swarm.cli.common import json_option, paths_for, team_option
+from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
 from swarm.views.logs import (
     ActivityLog,
@@ -20,7 +21,7 @@ from swarm.views.logs import (
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.option("--follow", "-f", "following", is_flag=True, help="keep printing new lines")
 @click.option("--raw", is_flag=True, help="the transcript's JSON lines as they are")
 @click.option("--process", is_flag=True, help="the process's output log instead")

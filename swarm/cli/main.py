@@ -1,4 +1,4 @@
-"""The `swarm` command: parse, call the library, print. Every read command takes ``--json``.
+"""The `swarm` command: parse, call the library, print. Every command that prints takes ``--json``.
 
 Errors raised on purpose (`protocols.errors.Error`, the root of every package's errors) and
 from the file system (`OSError`: a full disk, a read-only or foreign config root) are printed as
@@ -16,39 +16,146 @@ import click
 from protocols.errors import Error
 from protocols.printable import printable
 
-# each command's module is imported only when that command runs (or --help lists them all),
-# so `swarm send` does not load the lead, libtmux or rich
-COMMANDS = {
-    "approve": "swarm.cli.approvals:approve",
-    "budget": "swarm.cli.budget:budget",
-    "config": "swarm.cli.config:config",
-    "deny": "swarm.cli.approvals:deny",
-    "doctor": "swarm.cli.doctor:doctor",
-    "down": "swarm.cli.up:down",
-    "hooks": "swarm.cli.hooks:hooks",
-    "inbox": "swarm.cli.messages:inbox",
-    "lead": "swarm.cli.lead:lead",
-    "logs": "swarm.cli.logs:logs",
-    "mcp": "swarm.cli.mcp:mcp",
-    "permissions": "swarm.cli.approvals:permissions",
-    "reap": "swarm.cli.status:reap",
-    "restart": "swarm.cli.lifecycle:restart",
-    "send": "swarm.cli.messages:send",
-    "shutdown": "swarm.cli.lifecycle:shutdown",
-    "spawn": "swarm.cli.lifecycle:spawn",
-    "status": "swarm.cli.status:status",
-    "task": "swarm.cli.tasks:task",
-    "team": "swarm.cli.teams:team",
-    "up": "swarm.cli.up:up",
-    "wait": "swarm.cli.wait:wait",
-    "watch": "swarm.cli.watch:watch",
-    "worktree": "swarm.cli.worktree:worktree",
+# each command's module is imported only when that command runs, so `swarm send` does not load
+# the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
+# (tests/unit/test_cli_catalogue.py checks each against its command's own help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "attach": (
+        "swarm.cli.attach:attach",
+        (
+            "Watch teammate NAME: select its tmux pane and attach this terminal to it (inside "
+            "tmux, switch your client to it), or follow a subprocess teammate's log until "
+            "Ctrl-C."
+        ),
+    ),
+    "approve": (
+        "swarm.cli.approvals:approve",
+        "Approve a pending request (permission, sandbox host, or plan).",
+    ),
+    "budget": (
+        "swarm.cli.budget:budget",
+        (
+            "Show teammate NAME's spend and limits, or change them: +USD raises its cost limit "
+            "by USD, =USD sets it."
+        ),
+    ),
+    "config": (
+        "swarm.cli.config:config",
+        (
+            "Where each setting a member uses comes from: the settings files (user, project, "
+            "local, --settings) with their permission rules, default mode, env keys, hooks, "
+            "MCP servers and agents; the CLAUDE.md files; the skills; its memory directory."
+        ),
+    ),
+    "deny": (
+        "swarm.cli.approvals:deny",
+        "Deny a pending request.",
+    ),
+    "doctor": (
+        "swarm.cli.doctor:doctor",
+        (
+            "Check what a team needs here: tmux, inotify limits, a writable config root, an "
+            "API key, Claude Code, and the project's MCP servers (found, never started)."
+        ),
+    ),
+    "down": (
+        "swarm.cli.up:down",
+        (
+            "Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM); TEAM "
+            "defaults to --team, else $SWARM_TEAM."
+        ),
+    ),
+    "hooks": (
+        "swarm.cli.hooks:hooks",
+        "List the hooks in force: event, matcher, timeout, command and the file each came from.",
+    ),
+    "inbox": (
+        "swarm.cli.messages:inbox",
+        "Show every message member NAME was sent, oldest first, read or not.",
+    ),
+    "lead": (
+        "swarm.cli.lead:lead",
+        "Lead the team given by --team from this terminal (--create makes it if it is new).",
+    ),
+    "logs": (
+        "swarm.cli.logs:logs",
+        (
+            "Show what member NAME did, oldest first: tool calls and results, what the model "
+            "said, tokens per reply, and messages in and out."
+        ),
+    ),
+    "mcp": (
+        "swarm.cli.mcp:mcp",
+        (
+            "Serve the team as an MCP server: SendMessage, TaskCreate, TaskList, TaskGet and "
+            "TaskUpdate (Claude Code's team tools), ReadInbox, TaskClaim, TeamStatus, and for"
+            " the lead ListRequests, AnswerRequest, SpawnTeammate and ShutdownTeammate."
+        ),
+    ),
+    "permissions": (
+        "swarm.cli.approvals:permissions",
+        "List requests waiting for an answer (permission, sandbox, plan approval).",
+    ),
+    "reap": (
+        "swarm.cli.status:reap",
+        "Remove members whose process is gone; their unfinished tasks go back to pending.",
+    ),
+    "restart": (
+        "swarm.cli.lifecycle:restart",
+        (
+            "Stop teammate NAME and start it again with the options it was spawned with "
+            "(model, agent type, permissions, worktree, backend...)."
+        ),
+    ),
+    "send": (
+        "swarm.cli.messages:send",
+        'Send TEXT to member TO (or "*" for everyone but the sender).',
+    ),
+    "shutdown": (
+        "swarm.cli.lifecycle:shutdown",
+        "Ask teammate NAME to shut down; remove it and return its tasks once it has stopped.",
+    ),
+    "spawn": (
+        "swarm.cli.lifecycle:spawn",
+        "Start teammate NAME in a tmux pane or a subprocess.",
+    ),
+    "status": (
+        "swarm.cli.status:status",
+        (
+            "Members (working/idle/dead), their tasks, model calls and tokens, task counts "
+            "and pending requests."
+        ),
+    ),
+    "task": (
+        "swarm.cli.tasks:task",
+        "Work with the team's task board.",
+    ),
+    "team": (
+        "swarm.cli.teams:team",
+        "Create, list, show and delete teams.",
+    ),
+    "up": (
+        "swarm.cli.up:up",
+        "Start the team described in TEAM_FILE: create it, add its tasks, spawn its members.",
+    ),
+    "wait": (
+        "swarm.cli.wait:wait",
+        "Wait for one thing to happen in the team, without polling (inotify wakes it).",
+    ),
+    "watch": (
+        "swarm.cli.watch:watch",
+        "The team at a glance, redrawn whenever its files change.",
+    ),
+    "worktree": (
+        "swarm.cli.worktree:worktree",
+        "Teammates' git worktrees (.claude/worktrees/<name>, branch worktree-<name>).",
+    ),
 }
 
 
 class LazyGroup(click.Group):
     """A group whose commands are imported when first asked for (click's documented pattern
-    for lazily loaded subcommands)."""
+    for lazily loaded subcommands); its help lists them from `COMMANDS` without importing."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
@@ -56,10 +163,32 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module_name, attribute = COMMANDS[cmd_name].split(":")
+        module_name, attribute = COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command), COMMANDS[cmd_name]
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in COMMANDS:
+                summary = _cut(COMMANDS[name][1], limit)
+            else:
+                command = super().get_command(ctx, name)
+                summary = command.get_short_help_str(limit) if command else ""
+            rows.append((name, summary))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _cut(summary: str, limit: int) -> str:
+    """`summary` cut at a word to fit `limit` columns, ending in "..." as click cuts them."""
+    if len(summary) <= limit:
+        return summary
+    words = summary[: max(0, limit - 3) + 1].split(" ")
+    return " ".join(words[:-1] if len(words) > 1 else words) + "..."
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

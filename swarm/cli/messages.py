@@ -10,19 +10,18 @@ import click
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
 from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_json, printable_line
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
-from swarm.team.actions import send_text
+from swarm.cli.completion import complete_member, complete_recipient
+from swarm.team.actions import dead_members, send_text
 from swarm.team.signatures import lead_mailbox
-from swarm.views.request_text import target
 
 
 @click.command()
-@click.argument("to")
+@click.argument("to", shell_complete=complete_recipient)
 @click.argument("text", required=False)
 @click.option(
     "--file",
@@ -30,7 +29,14 @@ from swarm.views.request_text import target
     type=click.File("r", encoding="utf-8"),
     help="read the message from this file (- for standard input) instead of TEXT",
 )
-@click.option("--from", "sender", default=LEAD_NAME, show_default=True, help="the sender's name")
+@click.option(
+    "--from",
+    "sender",
+    shell_complete=complete_member,
+    default=LEAD_NAME,
+    show_default=True,
+    help="the sender's name",
+)
 @click.option("--summary", help="a 5-10 word preview")
 @json_option
 @team_option
@@ -59,11 +65,30 @@ def send(
     assert text is not None
     paths = paths_for(team)
     recipients, skipped = send_text(paths, to, text, sender, summary)
-    result = {"sent_to": recipients, "skipped": skipped}
+    result: dict[str, Any] = {"sent_to": recipients, "skipped": skipped}
+    dead = dead_members(paths, recipients)
+    warning = dead_warning(dead)
+    if warning:
+        result["warning"] = warning
+        click.echo(f"swarm: warning: {printable_line(warning)}", err=True)
     emit(result, as_json, lambda _: printable_line(f"sent to {', '.join(recipients)}"))
     if skipped and not as_json:
         names = ", ".join(repr(n) for n in skipped)
         click.echo(printable_line(f"skipped {names}: not a usable member name"), err=True)
+
+
+def dead_warning(dead: list[str]) -> str | None:
+    """What `swarm send` says when a recipient's process is gone: delivered, but unread."""
+    if not dead:
+        return None
+    names = ", ".join(dead)
+    its = "its" if len(dead) == 1 else "their"
+    restart = " / ".join(f"swarm restart {n}" for n in dead)
+    return (
+        f"{names} {'is' if len(dead) == 1 else 'are'} dead ({its} process is gone): the message "
+        f"waits in {its} inbox until {'it runs' if len(dead) == 1 else 'they run'} again "
+        f"({restart})"
+    )
 
 
 def entry_json(entry: InboxEntry) -> dict[str, Any]:
@@ -77,7 +102,7 @@ def entry_json(entry: InboxEntry) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.option("--unread", is_flag=True, help="only unread messages")
 @click.option("--mark-read", is_flag=True, help="mark what is shown as read")
 @click.option("--follow", "-f", is_flag=True, help="keep waiting for new messages")
@@ -129,10 +154,8 @@ def _show_entries(entries: list[InboxEntry], as_json: bool, lines: bool = False)
 def _entry_line(r: dict[str, Any], entry: InboxEntry) -> str:
     """One entry, escaped; a message's further lines indented (none passes for an entry). A
     permission request shows its tool and real input, not the summary its sender wrote."""
-    body = r["text"] if r["type"] == "message" else r.get("summary") or r["text"][:100]
-    asked = entry.structured() if r["type"] == "permission_request" else None
-    if isinstance(asked, PermissionRequest):
-        body = printable_line(f"{asked.tool_name}: {target(asked.tool_name, asked.input)}")
-    body = printable(str(body)).replace("\n", "\n    ")
+    from swarm.views.message_text import entry_text  # only `inbox` shows messages
+
+    body = printable(entry_text(entry)).replace("\n", "\n    ")
     when, sender = printable_line(str(r["timestamp"])), printable_line(str(r["from"]))
-    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} [{r['type']}] {body}"
+    return f"{when} {'  ' if r.get('read') else '* '}{sender:<12} {body}"

@@ -25,11 +25,18 @@ def status(as_json: bool, team: str) -> None:
 
 
 @click.command()
+@json_option
 @team_option
-def reap(team: str) -> None:
+def reap(as_json: bool, team: str) -> None:
     """Remove members whose process is gone; their unfinished tasks go back to pending."""
     reaped = members_mod.reap(paths_for(team))
-    for r in reaped:
-        click.echo(f"reaped {r.name} (pid {r.pid}); returned {ids_text(r.released)}")
-    if not reaped:
-        click.echo("no dead members")
+    emit(
+        [{"name": r.name, "pid": r.pid, "released": r.released} for r in reaped],
+        as_json,
+        lambda _: (
+            "\n".join(
+                f"reaped {r.name} (pid {r.pid}); returned {ids_text(r.released)}" for r in reaped
+            )
+            or "no dead members"
+        ),
+    )

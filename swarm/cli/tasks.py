@@ -13,6 +13,7 @@ from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
 from swarm.team.actions import add_task, task_lines, update_task
 from teammate.agent.worktree import WorktreeError
@@ -33,7 +34,11 @@ def task() -> None:
     metavar="NAME",
     help="work it in git worktree NAME (.claude/worktrees/NAME): whoever claims it works there",
 )
-@click.option("--owner", help="the member it is for (told with a task_assignment)")
+@click.option(
+    "--owner",
+    shell_complete=complete_member,
+    help="the member it is for (told with a task_assignment)",
+)
 @json_option
 @team_option
 def task_add(
@@ -105,9 +110,10 @@ def _block(text: str) -> str:
 @task.command("update")
 @click.argument("task_id")
 @click.option("--status", type=click.Choice(["pending", "in_progress", "completed", "deleted"]))
-@click.option("--owner", help="assign to a member")
+@click.option("--owner", shell_complete=complete_member, help="assign to a member")
 @click.option("--no-owner", is_flag=True, help="clear the owner")
 @click.option("--add-blocked-by", multiple=True, help="a task id that must complete first")
+@json_option
 @team_option
 def task_update(
     task_id: str,
@@ -115,6 +121,7 @@ def task_update(
     owner: str | None,
     no_owner: bool,
     add_blocked_by: tuple[str, ...],
+    as_json: bool,
     team: str,
 ) -> None:
     """Change a task's status, owner or dependencies."""
@@ -137,30 +144,44 @@ def task_update(
             "nothing to change: give --status, --owner, --no-owner or --add-blocked-by"
         )
     updated = update_task(paths, task_id, changes)  # TaskCompleted hooks may refuse it
-    click.echo(
-        f"deleted task #{task_id}" if updated is None else printable_line(list_line(updated))
-    )
+    if updated is None:
+        emit({"id": task_id, "deleted": True}, as_json, lambda _: f"deleted task #{task_id}")
+        return
+    emit(updated.to_json_dict(), as_json, lambda _: printable_line(list_line(updated)))
 
 
 @task.command("claim")
 @click.argument("task_id")
-@click.option("--as", "agent", required=True, help="the member who claims it")
+@click.option(
+    "--as", "agent", required=True, shell_complete=complete_member, help="the member who claims it"
+)
+@json_option
 @team_option
-def task_claim(task_id: str, agent: str, team: str) -> None:
-    """Claim a task for a member; on failure prints the reason word and exits 1."""
+def task_claim(task_id: str, agent: str, as_json: bool, team: str) -> None:
+    """Claim a task for a member; on failure prints the reason word and exits 1 (with --json:
+    ``{"claimed": false, "reason": ...}`` on stdout)."""
     paths = paths_for(team)
     TeamFile(paths).load().require(agent)
     result = TaskBoard(paths).claim(task_id, agent)
     if not result.success or result.task is None:
-        click.echo(str(result.reason), err=True)
+        if as_json:
+            emit({"id": task_id, "claimed": False, "reason": str(result.reason)}, True, str)
+        else:
+            click.echo(str(result.reason), err=True)
         sys.exit(1)
-    click.echo(printable_line(list_line(result.task)))
+    claimed = result.task
+    emit(
+        {**claimed.to_json_dict(), "claimed": True},
+        as_json,
+        lambda _: printable_line(list_line(claimed)),
+    )
 
 
 @task.command("retry")
 @click.argument("task_id")
+@json_option
 @team_option
-def task_retry(task_id: str, team: str) -> None:
+def task_retry(task_id: str, as_json: bool, team: str) -> None:
     """Put a failed (or stuck) task back on the board: pending, no owner, its failure cleared;
     an idle worker claims it as usual. What waits for it stays blocked until it completes."""
     board = TaskBoard(paths_for(team))
@@ -169,4 +190,4 @@ def task_retry(task_id: str, team: str) -> None:
         raise SwarmError(f"task #{task_id} is completed; there is nothing to retry")
     after = board.retry(task_id)
     was = f" (it had failed: {printable_line(before.failure)})" if before.failed else ""
-    click.echo(f"{printable_line(list_line(after))}{was}")
+    emit(after.to_json_dict(), as_json, lambda _: f"{printable_line(list_line(after))}{was}")

@@ -10,7 +10,7 @@ from protocols.names import validate_name
 from protocols.paths import config_root
 from protocols.printable import printable, printable_line
 from protocols.team import TeamFile
-from swarm.cli.common import emit, json_option, paths_for
+from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
 from swarm.team.lifecycle import delete_team
 from swarm.views.teams import describe, list_teams
 
@@ -21,7 +21,6 @@ def team() -> None:
 
 
 @team.command("create")
-@click.argument("name")
 @click.option("--description", "-d", help="what the team works on")
 @click.option(
     "--cwd",
@@ -29,11 +28,21 @@ def team() -> None:
     default=".",
     help="the lead's working directory",
 )
-def team_create(name: str, description: str | None, cwd: Path) -> None:
-    """Create team NAME with its lead member `team-lead`."""
+@json_option
+@team_argument
+def team_create(
+    name: str | None, team: str | None, description: str | None, cwd: Path, as_json: bool
+) -> None:
+    """Create team TEAM with its lead member `team-lead`."""
+    name = pick_team(name, team)
     validate_name(name, "team name")
-    TeamFile(paths_for(name, must_exist=False)).create(description=description, cwd=cwd)
-    click.echo(f"created team {name!r}; use --team {name} or export SWARM_TEAM={name}")
+    paths = paths_for(name, must_exist=False)
+    config = TeamFile(paths).create(description=description, cwd=cwd)
+    emit(
+        {"team": name, "config": str(paths.config), "leadAgentId": config.leadAgentId},
+        as_json,
+        lambda _: f"created team {name!r}; use --team {name} or export SWARM_TEAM={name}",
+    )
 
 
 @team.command("list")
@@ -57,11 +66,11 @@ def team_list(as_json: bool) -> None:
 
 
 @team.command("show")
-@click.argument("name")
 @json_option
-def team_show(name: str, as_json: bool) -> None:
-    """Show team NAME's config."""
-    config = TeamFile(paths_for(name)).load()
+@team_argument
+def team_show(name: str | None, team: str | None, as_json: bool) -> None:
+    """Show team TEAM's config (default: --team, else $SWARM_TEAM)."""
+    config = TeamFile(paths_for(pick_team(name, team))).load()
     emit(
         config.to_json_dict(),
         as_json,
@@ -79,10 +88,20 @@ def team_show(name: str, as_json: bool) -> None:
 
 
 @team.command("delete")
-@click.argument("name")
 @click.option("--force", is_flag=True, help="shut live members down first (stopped if they refuse)")
-def team_delete(name: str, force: bool) -> None:
-    """Delete team NAME: its teams/NAME and tasks/NAME directories."""
-    for result in delete_team(paths_for(name), force):
-        click.echo(printable_line(f"shut down {result.name}: {result.outcome}"))
-    click.echo(f"deleted team {name!r}")
+@json_option
+@team_argument
+def team_delete(name: str | None, team: str | None, force: bool, as_json: bool) -> None:
+    """Delete team TEAM: its teams/TEAM and tasks/TEAM directories (default: --team, else
+    $SWARM_TEAM)."""
+    name = pick_team(name, team)
+    results = delete_team(paths_for(name), force)
+    shut = [{"name": r.name, "outcome": r.outcome, "released": r.released} for r in results]
+    emit(
+        {"team": name, "deleted": True, "shutDown": shut},
+        as_json,
+        lambda _: "\n".join(
+            [printable_line(f"shut down {r.name}: {r.outcome}") for r in results]
+            + [f"deleted team {name!r}"]
+        ),
+    )

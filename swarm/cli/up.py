@@ -1,16 +1,20 @@
-"""`swarm up TEAM_FILE` and `swarm down TEAM`: a whole team from a YAML team file, and back."""
+"""`swarm up TEAM_FILE` and `swarm down TEAM`: a whole team from a YAML team file, and back;
+`swarm up --resume TEAM_FILE`: the same team again after a reboot or a crash."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 import click
 
 from protocols.printable import printable_json, printable_line
 from swarm.backends.base import BACKEND_KINDS
-from swarm.cli.common import paths_for
-from swarm.up.apply import Departure, UpPlan, bring_down, bring_up, plan_up
+from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
+from swarm.up.apply import Departure, UpPlan, bring_down, bring_up, plan_up, team_json
+from swarm.up.resume import resume_up
 from swarm.up.spec import load_team_file
 
 
@@ -22,8 +26,20 @@ from swarm.up.spec import load_team_file
     help="start every member with this backend, whatever the file says",
 )
 @click.option("--dry-run", is_flag=True, help="check the file and print the plan; start nothing")
-@click.option("--json", "as_json", is_flag=True, help="with --dry-run: print the plan as JSON")
-def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> None:
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="the team exists (after a reboot or a crash): restart its dead members with their "
+    "tasks and conversations, add the file's tasks not on the board; leave the rest",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print JSON: the plan with --dry-run, else the members and tasks (progress goes to "
+    "stderr)",
+)
+def up(team_file: Path, backend: str | None, dry_run: bool, resume: bool, as_json: bool) -> None:
     """Start the team described in TEAM_FILE: create it, add its tasks, spawn its members.
 
     \b
@@ -47,14 +63,22 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
     See examples/teams/ for complete files.
 
     \b
+    With --resume the team exists already (after a reboot, kill -9 or tmux
+    kill-server): dead members start again with the options they were
+    spawned with and their conversation (Claude teammates), and take up the
+    tasks they held; live members are left alone. A task of the file with the
+    subject, description and command of one on the board is not added again.
+
+    \b
     Example:
       swarm up examples/teams/shell-pipeline.yaml --dry-run
       swarm up examples/teams/shell-pipeline.yaml
       swarm status --team pipeline
+      swarm up examples/teams/shell-pipeline.yaml --resume
       swarm down pipeline
     """
-    if as_json and not dry_run:
-        raise click.UsageError("--json prints the plan: use it with --dry-run")
+    if dry_run and resume:
+        raise click.UsageError("--dry-run prints the plan of a new team: it goes without --resume")
     plan = plan_up(load_team_file(team_file), backend=backend)
     if dry_run:
         if as_json:
@@ -62,7 +86,27 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
         else:
             click.echo("\n".join(plan_lines(plan)))
         return
-    bring_up(plan, say=click.echo)
+
+    def say(line: str) -> None:
+        click.echo(printable_line(line), err=as_json)
+
+    if resume:
+        resumed = resume_up(plan, say=say)
+        if as_json:
+            click.echo(printable_json(resumed.to_json(), indent=2))
+            return
+        counts = Counter(m.outcome for m in resumed.members)
+        added = sum(t.created for t in resumed.tasks)
+        click.echo(
+            f"team {plan.team!r} is back: {counts['running']} running, "
+            f"{counts['restarted'] + counts['resumed'] + counts['spawned']} started again; "
+            f"{added} tasks added, {len(resumed.tasks) - added} on the board already"
+        )
+        return
+    paths = bring_up(plan, say=say)
+    if as_json:
+        click.echo(printable_json(team_json(paths), indent=2))
+        return
     click.echo(
         f"team {plan.team!r} is up: {len(plan.members)} members, {len(plan.tasks)} tasks. "
         f"Watch: swarm status --team {plan.team}; stop: swarm down {plan.team}"
@@ -70,7 +114,6 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
 
 
 @click.command()
-@click.argument("team")
 @click.option(
     "--wait",
     "wait_s",
@@ -79,8 +122,11 @@ def up(team_file: Path, backend: str | None, dry_run: bool, as_json: bool) -> No
     show_default=True,
     help="seconds the members have to answer before those still running are stopped",
 )
-def down(team: str, wait_s: float) -> None:
-    """Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM).
+@json_option
+@team_argument
+def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> None:
+    """Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM); TEAM defaults
+    to --team, else $SWARM_TEAM.
 
     Every live member is asked to shut down (the shutdown protocol: it finishes its current
     step and releases its tasks); one that refuses or does not answer within --wait seconds is
@@ -90,9 +136,15 @@ def down(team: str, wait_s: float) -> None:
     Example:
       swarm down pipeline --wait 10
     """
-    for departure in bring_down(paths_for(team), wait_s):
-        click.echo(departure_line(departure, wait_s))
-    click.echo(f"deleted team {team!r}")
+    team = pick_team(name, team)
+    departures = bring_down(paths_for(team), wait_s)
+    emit(
+        {"team": team, "deleted": True, "members": [dataclasses.asdict(d) for d in departures]},
+        as_json,
+        lambda _: "\n".join(
+            [departure_line(d, wait_s) for d in departures] + [f"deleted team {team!r}"]
+        ),
+    )
 
 
 def departure_line(departure: Departure, wait_s: float) -> str:

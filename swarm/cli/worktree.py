@@ -75,25 +75,39 @@ def list_command(repo: Path, as_json: bool) -> None:
 @worktree.command("diff")
 @click.argument("name")
 @repo_option
-def diff_command(name: str, repo: Path) -> None:
+@json_option
+def diff_command(name: str, repo: Path, as_json: bool) -> None:
     """The commits and changes in worktree NAME since it was made."""
-    click.echo(printable(diff(_find(repo, name))), nl=False)  # teammates wrote the files
+    tree = _find(repo, name)
+    text = diff(tree)
+    if as_json:
+        emit({**tree.to_value(), "diff": text}, True, str)
+        return
+    click.echo(printable(text), nl=False)  # teammates wrote the files
 
 
 @worktree.command("merge")
 @click.argument("name")
 @repo_option
-def merge_command(name: str, repo: Path) -> None:
+@json_option
+def merge_command(name: str, repo: Path, as_json: bool) -> None:
     """Merge worktree NAME's branch into the current branch (stops cleanly on a conflict)."""
-    click.echo(printable(merge(_find(repo, name), repo)))
+    tree = _find(repo, name)
+    said = merge(tree, repo)
+    emit({**tree.to_value(), "merged": True, "output": said}, as_json, lambda _: said)
 
 
 @worktree.command("remove")
 @click.argument("name")
 @click.option("--force", is_flag=True, help="also when it has uncommitted changes (lost)")
 @repo_option
-def remove_command(name: str, force: bool, repo: Path) -> None:
+@json_option
+def remove_command(name: str, force: bool, repo: Path, as_json: bool) -> None:
     """Remove worktree NAME and its branch (refuses uncommitted changes unless --force)."""
     tree = _find(repo, name)
     remove(tree, force=force)
-    click.echo(f"removed {tree.path} and branch {tree.branch}")
+    emit(
+        {**tree.to_value(), "removed": True},
+        as_json,
+        lambda _: f"removed {tree.path} and branch {tree.branch}",
+    )

@@ -13,6 +13,7 @@ its own.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shlex
 import threading
@@ -35,7 +36,11 @@ HELP = """Type a message for the lead agent, or a command:
   /approve [ID] [--mode M] [--input JSON]   approve (default: the oldest waiting); y does too
   /deny [ID] [REASON]               deny, with a reason for the teammate; n REASON does too
   /send NAME|* TEXT                 message a teammate, or everyone
-  /task SUBJECT                     add a task to the board
+  /task SUBJECT [--command CMD] [--blocked-by ID,..] [--owner NAME]
+                                    add a task to the board (--command: a shell worker runs it)
+  /spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT
+                                    start a teammate (default: a shell worker); PROMPT is its
+                                    first message
   /tasks                            the task board
   /status                           members, their state, calls and tokens
   /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
@@ -47,6 +52,29 @@ COLORS = {"purple": "magenta", "orange": "yellow", "pink": "magenta"}
 BASIC = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 CLICK_COLORS = frozenset(BASIC) | {f"bright_{c}" for c in BASIC}  # click.style raises on others
 INDENT = "    "  # a message's continuation lines: no teammate text passes for a line of its own
+SHOWN_LINES = 30  # a longer message is cut here on the console (`swarm inbox` shows it whole)
+SHOWN_CHARS = 4000
+SPAWN_USAGE = "usage: /spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT"
+TASK_USAGE = "usage: /task SUBJECT [--command CMD] [--blocked-by ID,ID] [--owner NAME]"
+
+
+def colour_allowed() -> bool:
+    """Colours unless the person asked for none (https://no-color.org: NO_COLOR set, not
+    empty)."""
+    return not os.environ.get("NO_COLOR")
+
+
+def shortened(text: str, lines: int = SHOWN_LINES, chars: int = SHOWN_CHARS) -> str:
+    """`text`, or its start with a note of how much was left out when it is long: a teammate's
+    10 MB message must not bury the console (the whole of it stays in the inbox's record)."""
+    kept = text[:chars]
+    cut_lines = kept.split("\n")
+    kept = "\n".join(cut_lines[:lines])
+    if len(kept) == len(text):
+        return text
+    more_lines = text.count("\n") - kept.count("\n")
+    left_out = f"{len(text) - len(kept):,} more characters, {more_lines:,} more lines"
+    return f"{kept}\n\u2026 {left_out} (`swarm inbox` shows it whole)"
 
 
 class Console:
@@ -71,8 +99,9 @@ class Console:
     def say(self, who: str, text: str, color: str | None = None) -> None:
         stamp = time.strftime("%H:%M:%S")
         who, fg = printable_line(who), COLORS.get(color or "", color)
-        name = click.style(who, fg=fg, bold=True) if fg in CLICK_COLORS else who
-        body = printable(text).replace("\n", "\n" + INDENT)
+        coloured = fg in CLICK_COLORS and colour_allowed()
+        name = click.style(who, fg=fg, bold=True) if coloured else who
+        body = printable(shortened(text)).replace("\n", "\n" + INDENT)
         self.write(f"[{stamp}] {name}: {body}")
 
     def run(self, lines: Iterable[str]) -> int:
@@ -172,10 +201,9 @@ class Console:
             recipients, _ = send_text(self.leader.paths, to, message, summary=message[:60])
             self.out(printable_line(f"sent to {', '.join(recipients)}"))
         elif name == "task":
-            if not rest:
-                raise ValueError("usage: /task SUBJECT")
-            task = add_task(self.leader.paths, rest)
-            self.out(printable_line(f"task #{task.id} created: {task.subject}"))
+            self._task(rest)
+        elif name == "spawn":
+            self._spawn(rest)
         elif name == "tasks":
             self.out("\n".join(task_lines(self.leader.paths)) or "No tasks found")
         elif name == "status":
@@ -189,6 +217,68 @@ class Console:
             self.out(printable_line(said))
         else:
             raise ValueError(f"unknown command /{name}; /help lists them (and /SKILL runs a skill)")
+
+    def _task(self, rest: str) -> None:
+        """``/task SUBJECT`` (taken as typed) or, with options, a shell-quoted line."""
+        if not rest:
+            raise ValueError(TASK_USAGE)
+        options: dict[str, str] = {}
+        subject = rest
+        if " --" in f" {rest}":
+            words = shlex.split(rest)
+            kept = []
+            while words:
+                word = words.pop(0)
+                if word in ("--command", "--blocked-by", "--owner"):
+                    if not words:
+                        raise ValueError(f"{word} needs a value; {TASK_USAGE}")
+                    options[word[2:]] = words.pop(0)
+                elif word.startswith("--"):
+                    raise ValueError(f"unknown option {word!r}; {TASK_USAGE}")
+                else:
+                    kept.append(word)
+            subject = " ".join(kept)
+            if not subject:
+                raise ValueError(f"the task needs a subject; {TASK_USAGE}")
+        blocked = [i.strip().lstrip("#") for i in options.get("blocked-by", "").split(",")]
+        task = add_task(
+            self.leader.paths,
+            subject,
+            command=options.get("command"),
+            blocked_by=[i for i in blocked if i],
+            owner=options.get("owner"),
+        )
+        self.out(printable_line(f"task #{task.id} created: {task.subject}"))
+
+    def _spawn(self, rest: str) -> None:
+        """``/spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT``."""
+        from swarm.team.lifecycle import spawn_member  # loads the backends: only when asked
+        from teammate.options import MemberSpec
+
+        words = shlex.split(rest)
+        if not words or words[0].startswith("--"):
+            raise ValueError(SPAWN_USAGE)
+        member_name = words.pop(0)
+        options = {"model": "shell", "agent-type": "general-purpose", "backend": "auto"}
+        prompt: list[str] = []
+        while words:
+            word = words.pop(0)
+            if word in ("--model", "--agent-type", "--backend"):
+                if not words:
+                    raise ValueError(f"{word} needs a value; {SPAWN_USAGE}")
+                options[word[2:]] = words.pop(0)
+            elif word.startswith("--") and not prompt:
+                raise ValueError(f"unknown option {word!r}; {SPAWN_USAGE}")
+            else:
+                prompt.append(word)
+        if not prompt:
+            raise ValueError(f"give {member_name} its first message; {SPAWN_USAGE}")
+        spec = MemberSpec(
+            model=options["model"], agent_type=options["agent-type"], backend=options["backend"]
+        )
+        member, spawned = spawn_member(self.leader.paths, member_name, " ".join(prompt), spec)
+        where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+        self.out(printable_line(f"spawned {member.name} ({spec.model}) in {where}"))
 
     def _approve(self, args: list[str]) -> None:
         request_id = args.pop(0) if args and not args[0].startswith("--") else None

@@ -21,9 +21,10 @@ from protocols.printable import printable_line
 from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
+from protocols.values import MemberState
 from swarm.errors import SwarmError
+from swarm.team.liveness import member_state
 from swarm.team.signatures import lead_mailbox
-from teammate.agent.hooks import before_task_completed, before_task_created, project_hooks
 from teammate.agent.worktree import flatten_slug
 
 
@@ -40,6 +41,13 @@ def send_text(
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
     return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
+
+
+def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
+    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
+    config = TeamFile(paths).load()
+    members = [config.member(name) for name in names]
+    return [m.name for m in members if m is not None and member_state(m) == MemberState.DEAD]
 
 
 def add_task(
@@ -59,6 +67,8 @@ def add_task(
     if owner is not None:
         TeamFile(paths).load().require(owner)  # a misspelt owner creates nothing
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
+    from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
+
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
     board = TaskBoard(paths, lead_mailbox(paths) if owner else None)
@@ -73,6 +83,8 @@ def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task
     board = TaskBoard(paths, lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
+        from teammate.agent.hooks import before_task_completed, project_hooks
+
         before_task_completed(project_hooks(Path.cwd(), paths.root), current, LEAD_NAME, paths.team)
     return board.update(task_id, actor=LEAD_NAME, **changes)
 
@@ -84,9 +96,9 @@ def task_lines(paths: TeamPaths) -> list[str]:
 
 def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None) -> str:
     """Ask teammate `name` to shut down (the answer comes to the lead's inbox); the request id."""
-    member = TeamFile(paths).load().member(name)
-    if member is None or name == LEAD_NAME:
-        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    if name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
+    TeamFile(paths).load().require(name)  # an unknown name: did you mean...
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
     )

@@ -328,9 +328,9 @@ def request_shutdown(
     `name`'s that went back to pending, whether the teammate released it or the lead did.
     """
     team = TeamFile(paths)
-    member = team.load().member(name)
-    if member is None or name == LEAD_NAME:
-        raise SwarmError(f"{name!r} is not a teammate in team {paths.team!r}")
+    if name == LEAD_NAME:
+        raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
+    member = team.load().require(name)  # an unknown name: did you mean...
     board = TaskBoard(paths)
     held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
     if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait

@@ -6,7 +6,8 @@ joins, and ``processToken``, which everything it starts carries (`protocols.pids
 now belongs to a process that started later is a stranger: the member is dead, and the stranger
 is never signalled. A member that has no process yet is ``starting`` while the ``swarm spawn``
 that added it (``spawnedBy``) is alive, and dead once that is gone without having started it.
-Everything here reads files and asks the kernel; it never asks a teammate.
+Everything here reads files and asks the kernel; it never asks a teammate. Telling alive from
+dead is `swarm.team.liveness` (light enough for `swarm send`), whose names are also here.
 
 A member that joined over MCP (``backendType: "mcp"``, `swarm.mcp_server`) records the process of
 the ``swarm mcp`` server serving its session, and has no process of its own: it is idle while its
@@ -28,53 +29,36 @@ from protocols.values import MemberState
 from swarm.backends import Spawned, choose_backend
 from swarm.team.approvals import close_requests
 from swarm.team.isolation import release
+from swarm.team.liveness import (
+    MCP_BACKEND,
+    is_mcp,
+    member_identity,
+    member_pid,
+    member_state,
+    spawner_of,
+)
 from swarm.team.signatures import lead_mailbox
 from teammate.options import MemberSpec
 
-MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
-
-
-def member_identity(member: Member) -> ProcessIdentity | None:
-    """The member's process as its entry records it (None: no process recorded yet)."""
-    return ProcessIdentity.from_value(member.model_extra or {})
-
-
-def member_pid(member: Member) -> int | None:
-    identity = member_identity(member)
-    return identity.pid if identity is not None else None
-
-
-def spawner_of(member: Member) -> ProcessIdentity | None:
-    """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
-    return ProcessIdentity.from_value((member.model_extra or {}).get("spawnedBy"))
+__all__ = [  # the liveness names, from here as before
+    "MCP_BACKEND",
+    "is_mcp",
+    "member_identity",
+    "member_pid",
+    "member_spec",
+    "member_state",
+    "reap",
+    "reap_member",
+    "spawner_of",
+    "stop_leftovers",
+    "stop_member",
+]
 
 
 def member_spec(member: Member) -> MemberSpec | None:
     """How the member was started, as `spawn_member` recorded it (None: not started by swarm,
     or by a swarm that did not record it); enough to start it again with the same options."""
     return MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
-
-
-def is_mcp(member: Member) -> bool:
-    """Whether the member is an MCP session (its recorded process is a shared server's)."""
-    return member.backendType == MCP_BACKEND
-
-
-def member_state(member: Member) -> MemberState:
-    """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
-    if member.name == LEAD_NAME:
-        return MemberState.LEAD
-    identity = member_identity(member)
-    if identity is None and is_mcp(member):
-        return MemberState.DEAD  # its session ended: the server cleared the process
-    if identity is None:
-        spawner = spawner_of(member)
-        if spawner is not None and not spawner.alive():
-            return MemberState.DEAD  # its spawn was killed before it started the teammate
-        return MemberState.STARTING
-    if not identity.alive():
-        return MemberState.DEAD
-    return MemberState.WORKING if member.isActive else MemberState.IDLE
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from protocols.paths import TeamPaths, config_root
 from protocols.tasks import NewTask, TaskBoard
 from protocols.team import Member, TeamFile
 from protocols.values import MemberState, ModelKind, PermissionMode
+from swarm.backends import Spawned
 from swarm.errors import SwarmError
 from swarm.team.budget import check_priced
 from swarm.team.lifecycle import (
@@ -154,18 +155,7 @@ def bring_up(
     (members stopped, team deleted) and the error raised."""
     if isinstance(plan, TeamSpec):
         plan = plan_up(plan)
-    environ = os.environ if env is None else env
-    for member in plan.members:  # refuse a member that could not run before making anything
-        spec, agent_type = member.spec, member.spec.agent_type or "general-purpose"
-        cwd = Path(spec.cwd or plan.cwd)
-        try:
-            check_model(spec.model, agent_type, cwd, environ)
-            if spec.max_cost is not None:  # a cost limit needs a price for its model
-                check_priced(root if root is not None else config_root(), spec.model)
-            if spec.kind == ModelKind.SCRIPTED:  # check_model skips offline models
-                load_agent(agent_type, project_dir=cwd)
-        except Error as exc:
-            raise UpError(f"member {member.name!r} cannot start: {exc}") from None
+    check_members(plan, os.environ if env is None else env, root)
     paths = TeamPaths.for_team(plan.team, root)
     if safefs.exists(paths.config):
         raise UpError(
@@ -186,6 +176,46 @@ def bring_up(
     return paths
 
 
+def check_members(plan: UpPlan, environ: Mapping[str, str], root: Path | None = None) -> None:
+    """Refuse a member that could not run, before anything is made or started (`root`: the
+    config root whose price file prices a cost limit)."""
+    for member in plan.members:
+        spec, agent_type = member.spec, member.spec.agent_type or "general-purpose"
+        cwd = Path(spec.cwd or plan.cwd)
+        try:
+            check_model(spec.model, agent_type, cwd, environ)
+            if spec.max_cost is not None:  # a cost limit needs a price for its model
+                check_priced(root if root is not None else config_root(), spec.model)
+            if spec.kind == ModelKind.SCRIPTED:  # check_model skips offline models
+                load_agent(agent_type, project_dir=cwd)
+        except Error as exc:
+            raise UpError(f"member {member.name!r} cannot start: {exc}") from None
+
+
+def team_json(paths: TeamPaths) -> dict[str, Any]:
+    """What `swarm up --json` prints once the team is up: its members' processes, its tasks."""
+    members = []
+    for member in TeamFile(paths).load().members:
+        if member.name == LEAD_NAME:
+            continue
+        extra = member.model_extra or {}
+        members.append(
+            {
+                "name": member.name,
+                "outcome": "spawned",
+                "pid": extra.get("pid"),
+                "backend": member.backendType,
+                "pane": member.tmuxPaneId or None,
+                "socket": extra.get("tmuxSocket"),
+            }
+        )
+    tasks = [
+        {"id": t.id, "subject": t.subject, "created": True, "status": str(t.status)}
+        for t in TaskBoard(paths).list()
+    ]
+    return {"team": paths.team, "resumed": False, "members": members, "tasks": tasks}
+
+
 def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> None:
     """Every task with its links and owner, in one locked operation (a task may wait for one
     further down the file): none is ever on the board unblocked before its blockers are."""
@@ -202,16 +232,24 @@ def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) ->
         say(f"task #{task_id}: {task.subject}{waits}{owner}")
 
 
-def _spawn(
-    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None, say: Callable[[str], None]
-) -> Member:
+def spawn_planned(
+    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None
+) -> tuple[Member, Spawned]:
+    """Write the member's settings file, if it has rules, and spawn it as planned."""
     spec = plan.spec
     if plan.settings is not None:
         settings = paths.team_dir / "settings" / f"{plan.name}.json"
         safefs.makedirs(settings.parent)
         write_json(settings, plan.settings)
         spec = dataclasses.replace(spec, settings=str(settings))
-    member, spawned = spawn_member(paths, plan.name, plan.prompt, spec, env=env)
+    return spawn_member(paths, plan.name, plan.prompt, spec, env=env)
+
+
+def _spawn(
+    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None, say: Callable[[str], None]
+) -> Member:
+    member, spawned = spawn_planned(paths, plan, env)
+    spec = plan.spec
     where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
     say(f"spawned {plan.name} ({member.color}, {spec.model}) in {where}, pid {spawned.pid}{watch}")

@@ -30,6 +30,7 @@ from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
 from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
+from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json_text, printable_line
 from protocols.status import read_status
@@ -253,7 +254,8 @@ class ActivityLog:
         config = TeamFile(paths).load()
         if config.member(name) is None and not safefs.exists(log):
             raise SwarmError(
-                f"no transcript or log for {name} in team {paths.team!r}; "
+                f"no transcript or log for {name} in team {paths.team!r}"
+                f"{did_you_mean(name, config.member_names())}; "
                 f"members: {', '.join(config.member_names())}"
             )
         self.note = f"{name} has made no model calls (no transcript): showing its messages"

@@ -12,10 +12,12 @@ themselves); `ask_line` and `details` are escaped, ready to print.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.printable import printable, printable_line
-from swarm.team.approvals import Pending
+
+if TYPE_CHECKING:
+    from swarm.team.approvals import Pending
 
 FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead"})
 PLAN_KIND = "plan_approval_request"

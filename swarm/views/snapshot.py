@@ -13,7 +13,6 @@ Its strings are as the files hold them (a teammate may have written them): `stat
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,7 +23,6 @@ from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.printable import printable_line
 from protocols.status import USAGE_KEYS, SubAgentStatus, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
@@ -33,6 +31,7 @@ from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
 from swarm.team.members import member_pid, member_state
 from swarm.views.costs import PriceTable, load_prices
+from swarm.views.message_text import describe
 from swarm.views.request_text import PLAN_KIND, target
 
 TEXT_MAX = 120
@@ -303,42 +302,10 @@ def _request_view(pending: Pending, now: int) -> RequestView:
 
 def _message_view(entry: InboxEntry, colors: dict[str, str | None], now: int) -> MessageView:
     message = _structured(entry)
-    text = _clip(entry.text) if message is None else _clip(_describe(message))
+    text = _clip(entry.text) if message is None else _clip(describe(message))
     return MessageView(
         entry.from_,
         entry.color or colors.get(entry.from_),
         text,
         _age(now, ms_from_iso(entry.timestamp)),
     )
-
-
-def _idle_facts(m: Any) -> str:
-    facts = f"finished #{m.completedTaskId} ({m.completedStatus or 'resolved'})"
-    facts = facts if m.completedTaskId else (m.idleReason or m.summary or "")
-    return f"{facts}: {m.failureReason}" if m.failureReason else facts
-
-
-_FACTS: dict[str, Callable[[Any], str]] = {
-    "idle_notification": _idle_facts,
-    "shutdown_request": lambda m: m.reason or "",
-    "shutdown_rejected": lambda m: m.reason,
-    "plan_approval_request": lambda m: _clip(m.planContent),
-    "plan_approval_response": lambda m: "approved" if m.approved else f"rejected: {m.feedback}",
-    "permission_request": lambda m: (
-        f"{m.tool_name}: {printable_line(target(m.tool_name, m.input))}"
-    ),
-    "permission_response": lambda m: "approved" if m.approved else f"denied: {m.error}",
-    "sandbox_permission_request": lambda m: f"network {m.hostPattern.host}",
-    "sandbox_permission_response": lambda m: f"{m.host} {'allowed' if m.allow else 'denied'}",
-    "task_assignment": lambda m: f"#{m.taskId} {m.subject}",
-    "teammate_terminated": lambda m: m.message,
-    "mode_set_request": lambda m: m.mode,
-    "team_permission_update": lambda m: m.toolName,
-}
-
-
-def _describe(message: Any) -> str:
-    """A structured message as ``<type>: <key facts>``, e.g. ``idle_notification: finished #3
-    (resolved)``."""
-    facts = str(_FACTS.get(message.type, lambda m: "")(message) or "").strip().strip(":").strip()
-    return f"{message.type}: {facts}" if facts else message.type

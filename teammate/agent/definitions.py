@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from protocols.errors import Error
 from protocols.paths import config_root
 from protocols.values import PermissionMode
@@ -268,6 +266,8 @@ def front_matter(text: str, path: Path) -> tuple[dict[Any, Any], list[str], str]
     if end is None:
         raise AgentDefinitionError(f"{path}:1: unterminated frontmatter: no closing '---' line")
     front_lines = lines[1:end]
+    import yaml  # here: most commands read no agent file
+
     try:
         data = yaml.safe_load("\n".join(front_lines))
     except yaml.YAMLError as exc:
@@ -517,6 +517,8 @@ def from_json_agents(data: Any, where: str) -> dict[str, AgentDefinition]:
         prompt = value.get("prompt", "")
         if not isinstance(prompt, str):
             raise AgentDefinitionError(f"{where}: {name!r}: prompt must be a string")
+        import yaml
+
         text_form = "---\n" + yaml.safe_dump({"name": name, **front}) + "---\n" + prompt
         found[name] = parse_agent_text(text_form, Path(f"{where}[{name}]"))
     return found

@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from protocols.errors import Error
 
 DEFAULT_USAGE = {"input_tokens": 10, "output_tokens": 5}
@@ -153,6 +151,8 @@ def load_script(path: Path) -> list[Turn]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from None
+    import yaml  # here: only a scripted teammate reads a script
+
     try:
         values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

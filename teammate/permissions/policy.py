@@ -23,13 +23,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from protocols.values import PermissionMode
 from teammate.permissions.command_split import command_matches, split_command, suggested_pattern
 from teammate.permissions.path_rules import inside, path_matches, target_path
-from teammate.tools.base import ToolKind
+
+if TYPE_CHECKING:  # the tools (and their pydantic models) are not needed to read rules
+    from teammate.tools.base import ToolKind
 
 log = logging.getLogger(__name__)
 

@@ -38,6 +38,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             ["rest_requests", "sleepers_left"],
         ),
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
+        ("cli_startup.py", ["--runs", "1"], []),
         ("hooks.py", ["--calls", "5"], []),
         ("mcp_startup.py", ["--runs", "1"], []),
         ("mcp_delivery.py", ["--messages", "5", "--warmup", "1"], ["lost"]),

@@ -15,6 +15,7 @@ from helpers import swarm
 from protocols.clock import now_iso
 from protocols.mailbox import Mailbox
 from protocols.messages import (
+    IdleNotification,
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
@@ -82,8 +83,20 @@ def test_messages_and_inbox_json(team: TeamFile) -> None:
     Mailbox(team.paths).send(
         "team-lead", PermissionResponse(request_id="r", subtype="error", error="x"), sender="alice"
     )
+    Mailbox(team.paths).send(
+        "team-lead",
+        IdleNotification(
+            from_="alice", timestamp=now_iso(), completedTaskId="3", completedStatus="resolved"
+        ),
+        sender="alice",
+    )
+    shown = swarm("inbox", "team-lead", "--unread").stdout
+    # protocol messages read as `swarm status` shows them, not as the JSON their sender wrote
+    assert "[permission_response] denied: x" in shown
+    assert "[idle_notification] finished #3 (resolved)" in shown
+    assert '{"type"' not in shown
     lead = json.loads(swarm("inbox", "team-lead", "--unread", "--mark-read", "--json").stdout)
-    assert [r["type"] for r in lead] == ["message", "permission_response"]
+    assert [r["type"] for r in lead] == ["message", "permission_response", "idle_notification"]
     assert json.loads(swarm("inbox", "team-lead", "--unread", "--json").stdout) == []
 
 

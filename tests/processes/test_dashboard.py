@@ -1,9 +1,14 @@
-"""`swarm watch` in a real terminal: a tmux pane on its own server, read with capture-pane. A
-scripted Claude teammate asks to write a file; the dashboard shows the members, the board and
-the request; pressing `a` in the dashboard approves it and the teammate goes on."""
+"""`swarm watch` in a real terminal: a tmux pane on its own server, read with capture-pane.
+
+A scripted Claude teammate asks to write a file; the dashboard shows the members, the board and
+the request; pressing `a` in the dashboard approves it and the teammate goes on. A busy team
+(`dashboard_team`) fits panes of 80x24, 120x40 and 200x60, resized while it runs; the keys
+check a name before a message, ask a reason for a denial, and hold an answer a second for
+``u``. `--once` into a pipe is 120 columns wide, or $COLUMNS, or --width."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -11,13 +16,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import new_session, screen, swarm, wait_for
+from dashboard_team import COMPLETED, NAMES, build
+from helpers import new_session, screen, swarm, tmux, wait_for
+from rich.cells import cell_len
 
 from protocols.mailbox import Mailbox
+from protocols.messages import PermissionResponse
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
+KEY_NAMES = {"Enter", "Escape", "BSpace", "Up", "Down"}  # tmux key names, else typed as text
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
 
 
@@ -32,7 +41,7 @@ def row(shown: str, *words: str) -> str:
 
 def keys(socket: str, *typed: str) -> None:
     for key in typed:
-        literal = [] if key == "Enter" else ["-l"]
+        literal = [] if key in KEY_NAMES else ["-l"]
         subprocess.run(
             ["tmux", "-L", socket, "send-keys", "-t", "watch", *literal, key], check=True
         )
@@ -78,10 +87,10 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
             timeout=30,
         )
         assert "team t" in shown and "polish the docs" in shown and "waiting for you" in shown
-        alice_row = row(shown, "alice", "│")
+        alice_row = row(shown, "alice ")
         assert "waiting for approval" in alice_row and "Write notes.md" in alice_row, alice_row
         request_row = row(shown, "perm-", "alice")
-        assert request_row.startswith("│ >") and "Write" in request_row, request_row
+        assert request_row.startswith("> ") and "Write" in request_row, request_row
         assert not (work / "notes.md").exists()
         subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
         wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
@@ -91,9 +100,7 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
             timeout=30,
         )
         assert "approved perm-" in on_screen(tmux_socket)
-        wait_for(
-            lambda: "idle" in row(on_screen(tmux_socket), "alice", "│"), "alice idle", timeout=30
-        )
+        wait_for(lambda: "idle" in row(on_screen(tmux_socket), "alice "), "alice idle", timeout=30)
         assert "nothing is waiting" in on_screen(tmux_socket)
 
         # s: a message typed in the dashboard reaches bob's inbox (unicode and shell characters kept)
@@ -105,3 +112,145 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         assert swarm("shutdown", "alice").returncode == 0
     finally:  # a failed check must not leave alice running
         swarm("shutdown", "alice", "--force", "--wait", "5")
+
+
+def start_watch(socket: str, config_root: Path, size: tuple[int, int]) -> None:
+    """`swarm watch` for team t in a new tmux session of `size` (no $COLUMNS or $LINES: the
+    dashboard asks the terminal)."""
+    command = shlex.join([sys.executable, "-m", "swarm", "watch", "--team", "t"])
+    root = shlex.quote(str(config_root))
+    new_session(
+        socket, "watch", f"env -u COLUMNS -u LINES CLAUDE_CONFIG_DIR={root} {command}", size
+    )
+
+
+def responses(paths: TeamPaths, name: str) -> list[PermissionResponse]:
+    """The permission answers in `name`'s inbox."""
+    answers = [e.structured() for e in Mailbox(paths).read_all(name)]
+    return [a for a in answers if isinstance(a, PermissionResponse)]
+
+
+def fits(shown: str, width: int, height: int) -> bool:
+    """Whether `shown` is one whole frame of the busy team laid out for `width` x `height`."""
+    lines = shown.rstrip("\n").splitlines()
+    return (
+        bool(lines)
+        and lines[0].startswith("team t")
+        and lines[-1].startswith("keys:")
+        and len(lines) <= height
+        and all(cell_len(line) <= width for line in lines)
+        and "waiting for you (1)" in shown
+        and all(row(shown, name[:10]) for name in NAMES)
+        # the members' columns of this width (a frame drawn before a resize has others)
+        and (width >= 120) == ("cost" in row(shown, "member "))
+        and (width >= 200) == ("tokens in (cached) / out" in shown)
+    )
+
+
+def test_the_dashboard_fits_each_terminal_size_and_follows_a_resize(
+    tmux_socket: str, config_root: Path
+) -> None:
+    paths = build(config_root)
+    start_watch(tmux_socket, config_root, (80, 24))
+    for width, height in ((80, 24), (120, 40), (200, 60), (80, 24)):
+        tmux(tmux_socket, "resize-window", "-t", "watch", "-x", str(width), "-y", str(height))
+        shown = wait_for(
+            lambda w=width, h=height: (
+                (text := on_screen(tmux_socket)) and fits(text, w, h) and text
+            ),
+            f"a whole frame laid out for {width}x{height}",
+        )
+        for name in NAMES:  # every member, its state on the same line: no row wrapped
+            assert "working" in row(shown, name[:10]), (name, shown)
+        # the task column keeps a useful prefix of the task (never one or two characters)
+        assert "#38 task" in row(shown, "alice "), shown
+        # what a teammate wrote is shown escaped: no raw escape reached the terminal
+        assert "\\x1b" in shown or width == 80
+        assert "perm-" in row(shown, "> ") and "alice" in row(shown, "> ")
+        assert f"{COMPLETED} completed" in shown  # folded into one line, or counted in the title
+        if height <= 40:  # completed tasks fold into one line when the screen is short
+            assert f"✓ {COMPLETED} completed" in shown, shown
+            assert "more pending" in shown, shown
+    keys(tmux_socket, "q")
+    wait_for(lambda: not tmux(tmux_socket, "list-sessions"), "the dashboard to quit")
+    assert not responses(paths, "alice")
+
+
+def test_the_keys_check_names_ask_reasons_and_undo(tmux_socket: str, config_root: Path) -> None:
+    paths = build(config_root, requests=("alice", "bob", "dmitri"))
+    start_watch(tmux_socket, config_root, (80, 24))
+    wait_for(lambda: "waiting for you (3)" in on_screen(tmux_socket), "the three requests")
+
+    # s: a misspelt name is caught before the message is asked for; nothing is sent
+    keys(tmux_socket, "s", "bbo", "Enter")
+    wait_for(lambda: "did you mean 'bob'?" in on_screen(tmux_socket), "the name checked")
+    assert "send to: bbo" in on_screen(tmux_socket)
+    keys(tmux_socket, "Escape")
+    wait_for(lambda: "not sent" in on_screen(tmux_socket), "the message dropped")
+    assert not Mailbox(paths).read_unread("bob")
+
+    # a, then u within the second: nothing is written, the request still waits
+    keys(tmux_socket, "au")
+    wait_for(lambda: "undone: perm-" in on_screen(tmux_socket), "the approval undone")
+    assert "waiting for you (3)" in on_screen(tmux_socket)
+    assert not responses(paths, "alice")
+
+    # d asks for a reason (typed with a backspace and shell characters), which the deny carries
+    keys(tmux_socket, "d", "too riskyy", "BSpace", " $(rm -rf ~)", "Enter")
+    wait_for(lambda: responses(paths, "alice"), "the denial written")  # a second later
+    (denied,) = responses(paths, "alice")
+    assert not denied.approved and denied.error and "too risky $(rm -rf ~)" in denied.error
+
+    # a, then waiting: written once, when the second is up
+    wait_for(lambda: "waiting for you (2)" in on_screen(tmux_socket), "alice's request gone")
+    keys(tmux_socket, "a")
+    wait_for(lambda: "approved perm-" in on_screen(tmux_socket), "the approval")
+    wait_for(lambda: "waiting for you (1)" in on_screen(tmux_socket), "bob's request gone")
+    assert "press u" not in on_screen(tmux_socket)
+    (approved,) = responses(paths, "bob")
+    assert approved.approved
+
+    # q inside the undo window writes the held answer rather than losing it
+    keys(tmux_socket, "aq")
+    wait_for(lambda: not tmux(tmux_socket, "list-sessions"), "the dashboard to quit")
+    (approved,) = responses(paths, "dmitri")
+    assert approved.approved
+
+
+def once(*args: str, columns: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`swarm watch --once ARGS` with its output into a pipe, $COLUMNS set or not."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    return subprocess.run(
+        [sys.executable, "-m", "swarm", "watch", "--team", "t", "--once", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "columns", "width"),
+    [((), None, 120), ((), "100", 100), ((), "junk", 120), (("--width", "200"), "90", 200)],
+)
+def test_once_into_a_pipe_has_a_sane_width(
+    config_root: Path, args: tuple[str, ...], columns: str | None, width: int
+) -> None:
+    build(config_root)
+    shown = once(*args, columns=columns)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= width
+    assert max(cell_len(line) for line in lines) > width - 10  # it used the width it had
+    assert all(row(shown.stdout, name[:10]) for name in NAMES)
+    assert "\x1b" not in shown.stdout and "keys:" not in shown.stdout
+
+
+def test_once_refuses_a_width_it_cannot_draw(config_root: Path) -> None:
+    build(config_root)
+    shown = once("--width", "5")
+    assert shown.returncode != 0 and not shown.stdout
+    assert "'--width': 5 is not in the range 30<=x<=1000" in shown.stderr, shown.stderr

@@ -121,6 +121,23 @@ def test_without_a_key_the_lead_is_a_console_for_people(
     Mailbox(team.paths).send("team-lead", "hi lead", sender="alice", color="blue")
     lead.expect("alice: hi lead", "alice's message")
     assert [e.text for e in Mailbox(team.paths).read_all("bob")] == ["hello bob"]
+    # a huge message is cut on the console; the inbox keeps all of it
+    huge = "\n".join(f"line {i}" for i in range(5000))
+    Mailbox(team.paths).send("team-lead", huge, sender="alice")
+    lead.expect("more lines (`swarm inbox` shows it whole)", "the cut huge message")
+    assert "line 4999" not in lead.output and "line 29" in lead.output
+    # a task with a command, and a shell worker started from the console, which does it
+    lead.type("/task compute it --command 'echo \"$((6*7))\" > answer.txt' --blocked-by ''")
+    lead.expect("task #2 created: compute it")
+    lead.type("/task no such --frob x")
+    lead.expect("unknown option '--frob'")
+    lead.type("/spawn bad$name --backend subprocess hi")
+    lead.expect("error:", "a refused name")
+    lead.type("/spawn worker --backend subprocess work the board")
+    lead.expect("spawned worker (shell) in a subprocess")
+    board = TaskBoard(team.paths)
+    wait_for(lambda: board.get("2").status == "completed", "the worker to do task #2", 60)
+    assert (workdir / "answer.txt").read_text().strip() == "42"
     assert lead.quit() == 0
     assert "Traceback" not in lead.output
 

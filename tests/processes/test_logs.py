@@ -184,6 +184,8 @@ def test_an_unknown_name_is_an_error_naming_the_members(team: TeamFile) -> None:
         "swarm: error: no transcript or log for zed in team 't'; "
         "members: team-lead, alice, bob, carol"
     )
+    typo = swarm("logs", "alcie")
+    assert typo.returncode == 1 and "did you mean 'alice'?" in typo.stderr
 
 
 def test_a_member_without_a_transcript_shows_its_messages_and_process_log(

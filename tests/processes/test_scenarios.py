@@ -36,7 +36,7 @@ def run(workdir: Path, config_root: Path, tmux_socket: str, backend: str) -> Ite
         servers.append(api)
         lead = LeadSession(api, workdir, "--backend", backend, *args)
         sessions.append(lead)
-        lead.expect("leading team 't'")
+        lead.expect("leading team 't'", timeout=60)  # a loaded machine starts Python slowly
         return lead
 
     yield start

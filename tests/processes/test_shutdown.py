@@ -60,4 +60,9 @@ def test_a_teammate_that_does_not_answer_is_stopped_only_with_force(
 
 def test_shutdown_of_an_unknown_member_is_an_error(team: TeamFile) -> None:
     result = swarm("shutdown", "zed")
-    assert result.returncode == 1 and "'zed' is not a teammate" in result.stderr
+    assert result.returncode == 1 and "no member named 'zed'" in result.stderr
+    assert "asked" not in result.stderr  # nobody was asked anything
+    typo = swarm("shutdown", "alcie")
+    assert "did you mean 'alice'?" in typo.stderr and "asked" not in typo.stderr
+    lead = swarm("shutdown", "team-lead")
+    assert lead.returncode == 2 and "is the lead, not a teammate" in lead.stderr

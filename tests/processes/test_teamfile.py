@@ -428,7 +428,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(config_root: Path) -> None:
         ("tester", "tmux"),
     ]
     assert plan["tasks"][1]["blocked_by"] == [0]
-    misuse = swarm("up", team_file, "--json", team=None)
+    misuse = swarm("up", team_file, "--dry-run", "--resume", team=None)
     assert misuse.returncode != 0 and "--dry-run" in misuse.stderr
     assert not (config_root / "teams").exists() and not (config_root / "tasks").exists()
 

@@ -10,7 +10,6 @@ import json
 
 from helpers import swarm
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from protocols.mailbox import Mailbox
@@ -21,7 +20,7 @@ from protocols.team import TeamFile
 from swarm.lead.inbox import Leader
 from swarm.team.approvals import pending_requests
 from swarm.views.costs import load_prices
-from swarm.views.dashboard import frame
+from swarm.views.dashboard_frame import frame
 from swarm.views.request_text import details
 from swarm.views.snapshot import snapshot, to_json
 from swarm.views.table import render
@@ -130,25 +129,28 @@ def test_status_shows_running_sub_agents_under_their_member(
     assert report["usage"] == ALICE_USAGE
 
 
-def members_table(view_frame: object) -> Table:
-    table = view_frame.renderables[0]  # type: ignore[attr-defined]
-    assert isinstance(table, Table)
-    return table
+def style_of(view_frame: object, label: str) -> str:
+    """The style the frame gives `label` in the line that starts with it (the members' rows)."""
+    for line in view_frame.renderables:  # type: ignore[attr-defined]
+        if isinstance(line, Text) and line.plain.lstrip().startswith(label):
+            start = line.plain.index(label)
+            return " ".join(
+                str(span.style) for span in line.spans if span.start <= start < span.end
+            )
+    raise AssertionError(f"no line starts with {label!r}")
 
 
 def test_watch_shows_running_sub_agents_in_their_colour(team: TeamFile, paths: TeamPaths) -> None:
     write_alice(paths)
-    shown = frame(snapshot(paths), note="-")
+    shown = frame(snapshot(paths), 240, bottom="")
     console = Console(record=True, width=240, color_system=None)
     console.print(shown)
     text = console.export_text()
     assert f"alice {MARK} Explore" in text and "Grep config" in text
     assert f"alice {MARK} rev\\x1b[31m" in text and "\x1b" not in text
     assert "general-purpose" not in text
-    cells = [c for c in members_table(shown).columns[0]._cells if isinstance(c, Text)]
-    (named,) = [c for c in cells if "rev" in c.plain]
-    (explore,) = [c for c in cells if "Explore" in c.plain]
-    assert named.style == "green" and explore.style == ""
+    assert style_of(shown, f"alice {MARK} rev") == "green"
+    assert style_of(shown, f"alice {MARK} Explore") == ""
 
 
 def ask(paths: TeamPaths, request_id: str, sender: str, description: str) -> None:
@@ -202,7 +204,7 @@ def test_a_sub_agents_ask_is_labelled_but_stays_its_members(
     ]
     assert f"perm-1  alice {MARK} reviewer  Bash: make test" in render(view)
     shown = Console(record=True, width=200, color_system=None)
-    shown.print(frame(view, note="-"))
+    shown.print(frame(view, 200, bottom=""))
     assert f"alice {MARK} reviewer" in shown.export_text()
 
     # the lead: the event is the member's, its text names the sub-agent

@@ -1,0 +1,55 @@
+"""Whether a member's process is alive: its identity as its entry records it, and its state
+(lead, working, idle, dead, starting), from files and the kernel only.
+
+Kept apart from `swarm.team.members` (reaping and stopping, which need the spawn backends and so
+libtmux) so that `swarm send` can warn about a dead recipient without loading them. A member's
+process is known by identity, never by pid alone (`protocols.pids`); a member with no process
+yet is starting while the ``swarm spawn`` that added it (``spawnedBy``) is alive. A member that
+joined over MCP (``backendType: "mcp"``) records the ``swarm mcp`` server of its session.
+"""
+
+from __future__ import annotations
+
+from protocols.names import LEAD_NAME
+from protocols.pids import ProcessIdentity
+from protocols.team import Member
+from protocols.values import MemberState
+
+MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
+
+
+def member_identity(member: Member) -> ProcessIdentity | None:
+    """The member's process as its entry records it (None: no process recorded yet)."""
+    return ProcessIdentity.from_value(member.model_extra or {})
+
+
+def member_pid(member: Member) -> int | None:
+    identity = member_identity(member)
+    return identity.pid if identity is not None else None
+
+
+def spawner_of(member: Member) -> ProcessIdentity | None:
+    """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
+    return ProcessIdentity.from_value((member.model_extra or {}).get("spawnedBy"))
+
+
+def is_mcp(member: Member) -> bool:
+    """Whether the member is an MCP session (its recorded process is a shared server's)."""
+    return member.backendType == MCP_BACKEND
+
+
+def member_state(member: Member) -> MemberState:
+    """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
+    if member.name == LEAD_NAME:
+        return MemberState.LEAD
+    identity = member_identity(member)
+    if identity is None and is_mcp(member):
+        return MemberState.DEAD  # its session ended: the server cleared the process
+    if identity is None:
+        spawner = spawner_of(member)
+        if spawner is not None and not spawner.alive():
+            return MemberState.DEAD  # its spawn was killed before it started the teammate
+        return MemberState.STARTING
+    if not identity.alive():
+        return MemberState.DEAD
+    return MemberState.WORKING if member.isActive else MemberState.IDLE

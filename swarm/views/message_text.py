@@ -1,0 +1,73 @@
+"""A protocol message as a person reads it, the same in `swarm status`, `swarm watch` and
+`swarm inbox`: ``<type>: <key facts>`` (``idle_notification: finished #3 (resolved)``,
+``permission_request: Bash: rm -rf build``), never the raw JSON a teammate wrote.
+
+A permission request is shown by what it would act on (`request_text.target`), not by the
+summary its sender wrote about it. The facts are raw text: callers escape them
+(`protocols.printable`) as they print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from protocols.errors import ProtocolsError
+from protocols.inbox import InboxEntry
+from protocols.printable import printable_line
+from swarm.views.request_text import target
+
+
+def _idle_facts(m: Any) -> str:
+    facts = f"finished #{m.completedTaskId} ({m.completedStatus or 'resolved'})"
+    facts = facts if m.completedTaskId else (m.idleReason or m.summary or "")
+    return f"{facts}: {m.failureReason}" if m.failureReason else facts
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+_FACTS: dict[str, Callable[[Any], str]] = {
+    "idle_notification": _idle_facts,
+    "shutdown_request": lambda m: m.reason or "",
+    "shutdown_approved": lambda m: "",
+    "shutdown_rejected": lambda m: m.reason,
+    "plan_approval_request": lambda m: _clip(m.planContent),
+    "plan_approval_response": lambda m: "approved" if m.approved else f"rejected: {m.feedback}",
+    "permission_request": lambda m: (
+        f"{m.tool_name}: {printable_line(target(m.tool_name, m.input))}"
+    ),
+    "permission_response": lambda m: "approved" if m.approved else f"denied: {m.error}",
+    "sandbox_permission_request": lambda m: f"network {m.hostPattern.host}",
+    "sandbox_permission_response": lambda m: f"{m.host} {'allowed' if m.allow else 'denied'}",
+    "task_assignment": lambda m: f"#{m.taskId} {m.subject}",
+    "teammate_terminated": lambda m: m.message,
+    "mode_set_request": lambda m: m.mode,
+    "team_permission_update": lambda m: m.toolName,
+}
+
+
+def facts(message: Any) -> str:
+    """The key facts of a structured message (``finished #3 (resolved)``); may be empty."""
+    return str(_FACTS.get(message.type, lambda m: "")(message) or "").strip().strip(":").strip()
+
+
+def describe(message: Any) -> str:
+    """A structured message as ``<type>: <key facts>``, e.g. ``idle_notification: finished #3
+    (resolved)``."""
+    said = facts(message)
+    return f"{message.type}: {said}" if said else message.type
+
+
+def entry_text(entry: InboxEntry) -> str:
+    """What an inbox entry says, for `swarm inbox`: a plain message's text; a protocol message
+    as ``[<type>] <key facts>``; one whose JSON is a known type with invalid fields as
+    ``[invalid] <its text>``."""
+    try:
+        message = entry.structured()
+    except ProtocolsError:
+        return f"[invalid] {entry.text}"
+    if message is None:
+        return entry.text
+    return f"[{message.type}] {facts(message)}".rstrip()
