@@ -6,12 +6,13 @@ import click
 
 from protocols.prices import usd
 from swarm.cli.common import emit, json_option, paths_for, team_option
+from swarm.cli.completion import complete_member
 from swarm.team.budget import BudgetView, change_budget, parse_change, show_budget
 
 
 # unknown options are arguments: `-1` reaches parse_change, which says what is allowed
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("name")
+@click.argument("name", shell_complete=complete_member)
 @click.argument("change", required=False, metavar="[+USD|=USD]")
 @click.option("--tokens", metavar="+N|=N", help="raise the token limit by N (+N) or set it (=N)")
 @json_option
