@@ -54,8 +54,32 @@ CLICK_COLORS = frozenset(BASIC) | {f"bright_{c}" for c in BASIC}  # click.style 
 INDENT = "    "  # a message's continuation lines: no teammate text passes for a line of its own
 SHOWN_LINES = 30  # a longer message is cut here on the console (`swarm inbox` shows it whole)
 SHOWN_CHARS = 4000
+TASK_OPTIONS = ("--command", "--blocked-by", "--owner")
+SPAWN_OPTIONS = ("--model", "--agent-type", "--backend")
 SPAWN_USAGE = "usage: /spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT"
 TASK_USAGE = "usage: /task SUBJECT [--command CMD] [--blocked-by ID,ID] [--owner NAME]"
+
+
+def _options(
+    words: list[str], names: tuple[str, ...], usage: str, text_after_words: bool = False
+) -> tuple[dict[str, str], list[str]]:
+    """The ``--name VALUE`` options among `words` (by name without the dashes) and the other
+    words. An unknown ``--x`` is an error, except, with `text_after_words`, once the free text
+    has begun (a prompt may mention ``--verbose``)."""
+    options: dict[str, str] = {}
+    free: list[str] = []
+    words = list(words)
+    while words:
+        word = words.pop(0)
+        if word in names and not (text_after_words and free):
+            if not words:
+                raise ValueError(f"{word} needs a value; {usage}")
+            options[word[2:]] = words.pop(0)
+        elif word.startswith("--") and not (text_after_words and free):
+            raise ValueError(f"unknown option {word!r}; {usage}")
+        else:
+            free.append(word)
+    return options, free
 
 
 def colour_allowed() -> bool:
@@ -225,19 +249,8 @@ class Console:
         options: dict[str, str] = {}
         subject = rest
         if " --" in f" {rest}":
-            words = shlex.split(rest)
-            kept = []
-            while words:
-                word = words.pop(0)
-                if word in ("--command", "--blocked-by", "--owner"):
-                    if not words:
-                        raise ValueError(f"{word} needs a value; {TASK_USAGE}")
-                    options[word[2:]] = words.pop(0)
-                elif word.startswith("--"):
-                    raise ValueError(f"unknown option {word!r}; {TASK_USAGE}")
-                else:
-                    kept.append(word)
-            subject = " ".join(kept)
+            options, words = _options(shlex.split(rest), TASK_OPTIONS, TASK_USAGE)
+            subject = " ".join(words)
             if not subject:
                 raise ValueError(f"the task needs a subject; {TASK_USAGE}")
         blocked = [i.strip().lstrip("#") for i in options.get("blocked-by", "").split(",")]
@@ -259,18 +272,8 @@ class Console:
         if not words or words[0].startswith("--"):
             raise ValueError(SPAWN_USAGE)
         member_name = words.pop(0)
-        options = {"model": "shell", "agent-type": "general-purpose", "backend": "auto"}
-        prompt: list[str] = []
-        while words:
-            word = words.pop(0)
-            if word in ("--model", "--agent-type", "--backend"):
-                if not words:
-                    raise ValueError(f"{word} needs a value; {SPAWN_USAGE}")
-                options[word[2:]] = words.pop(0)
-            elif word.startswith("--") and not prompt:
-                raise ValueError(f"unknown option {word!r}; {SPAWN_USAGE}")
-            else:
-                prompt.append(word)
+        given, prompt = _options(words, SPAWN_OPTIONS, SPAWN_USAGE, text_after_words=True)
+        options = {"model": "shell", "agent-type": "general-purpose", "backend": "auto", **given}
         if not prompt:
             raise ValueError(f"give {member_name} its first message; {SPAWN_USAGE}")
         spec = MemberSpec(

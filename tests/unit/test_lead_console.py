@@ -39,3 +39,23 @@ def test_a_long_message_is_cut_and_says_how_much_is_left_out() -> None:
     one_line = "x" * 10_000
     assert shortened(one_line).startswith("x" * 4000 + "\n\u2026 6,000 more characters, 0 more")
     assert shortened("short\nmessage") == "short\nmessage"
+
+
+def test_console_commands_take_their_options_and_refuse_others() -> None:
+    from swarm.lead.console import SPAWN_OPTIONS, TASK_OPTIONS, _options
+
+    words = ["build", "it", "--command", "make all", "--blocked-by", "1,2"]
+    assert _options(words, TASK_OPTIONS, "usage") == (
+        {"command": "make all", "blocked-by": "1,2"},
+        ["build", "it"],
+    )
+    with pytest.raises(ValueError, match="unknown option '--frob'; usage"):
+        _options(["x", "--frob", "y"], TASK_OPTIONS, "usage")
+    with pytest.raises(ValueError, match="--owner needs a value"):
+        _options(["x", "--owner"], TASK_OPTIONS, "usage")
+    # a prompt may mention options once it has begun
+    prompt = ["--model", "sonnet", "run", "pytest", "--verbose", "--model", "x"]
+    assert _options(prompt, SPAWN_OPTIONS, "usage", text_after_words=True) == (
+        {"model": "sonnet"},
+        ["run", "pytest", "--verbose", "--model", "x"],
+    )
