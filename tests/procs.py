@@ -92,12 +92,17 @@ def live_items(paths: TeamPaths, agent: str) -> list[dict[str, Any]]:
     return items
 
 
-def archive_items(paths: TeamPaths, agent: str) -> list[dict[str, Any]]:
-    """Every line of the archive, parsed strictly (raises on a torn or damaged line)."""
+def archive_items(paths: TeamPaths, agent: str, torn_tail_ok: bool = False) -> list[dict[str, Any]]:
+    """Every line of the archive, parsed strictly (raises on a torn or damaged line). With
+    `torn_tail_ok`, a last line without its newline is left out instead: a writer killed in the
+    middle of an append of more than a page leaves one, and the next append cuts it off
+    (`protocols.jsonio.append_durably`), which a strict read after that append checks."""
     try:
         data = paths.inbox_archive(agent).read_bytes()
     except FileNotFoundError:
         return []
+    if torn_tail_ok and data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
     assert not data or data.endswith(b"\n"), f"the archive of {agent} ends in a torn line"
     return [json.loads(line) for line in data.splitlines()]
 
