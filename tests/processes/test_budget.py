@@ -63,6 +63,25 @@ def with_usage(turn: Turn, usage: dict[str, int]) -> Turn:
     return turn
 
 
+class HeldAfter:
+    """A model that calls `tool` with `tool_input` for the first `calls` requests (a new
+    tool_use id each time), then says `final`; a request made after those calls but before
+    `raised` is set (while the budget holds the agent) is noted in `early`."""
+
+    def __init__(self, tool: str, tool_input: dict[str, Any], final: str, calls: int = 2) -> None:
+        self.tool, self.tool_input, self.final, self.calls = tool, tool_input, final, calls
+        self.raised = threading.Event()
+        self.early: list[int] = []
+
+    def __call__(self, body: dict[str, Any]) -> Turn:
+        done = results_of(body)
+        if done >= self.calls and not self.raised.is_set():
+            self.early.append(done)
+        if done < self.calls:
+            return with_usage(Turn.tool(self.tool, dict(self.tool_input)), CALL)
+        return with_usage(Turn.text(self.final), CALL)
+
+
 def answered_while_stopped(team: TeamFile) -> None:
     """A shutdown request from a non-lead: a stopped teammate still reads its inbox and
     reports it to the lead (and obeys nothing): proof that it is alive and waiting."""
@@ -128,6 +147,8 @@ def test_over_budget_stops_model_calls_tells_the_lead_and_a_raise_resumes_the_ta
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["maxCostUsd"] == 0.03
         wait_for(lambda: board.get(task.id).status == "completed", "alice to finish its task")
+        # the task is completed by the fourth answer's tool call; the fifth request ends the turn
+        wait_for(lambda: len(api.requests) == 5, "alice to end its turn after the task")
         stop(team, proc)
     assert len(api.requests) == 5
     back = [t for t in texts_to_lead(team) if "carries on" in t]
@@ -181,17 +202,8 @@ def test_a_sub_agents_calls_count_against_its_parents_budget(
 def test_max_tokens_stops_it_and_swarm_budget_tokens_raises_it(
     team: TeamFile, start: Start
 ) -> None:
-    raised = threading.Event()
-    early: list[int] = []
-
-    def play(body: dict[str, Any]) -> Turn:
-        done = results_of(body)
-        if done >= 2 and not raised.is_set():
-            early.append(done)
-        if done < 2:
-            return with_usage(Turn.tool("Glob", {"pattern": "*.txt"}), CALL)
-        return with_usage(Turn.text("Done."), CALL)
-
+    play = HeldAfter("Glob", {"pattern": "*.txt"}, "Done.")
+    raised, early = play.raised, play.early
     with MessagesAPI(play) as api:
         proc = start("alice", api, "--max-tokens", "2000")
         Mailbox(team.paths).send("alice", "Look around.", sender="team-lead")
@@ -323,17 +335,8 @@ def idle_notes(team: TeamFile) -> list[IdleNotification]:
 def test_the_lead_agents_own_budget_stops_it_and_swarm_budget_team_lead_raises_it(
     workdir: Path,
 ) -> None:
-    raised = threading.Event()
-    early: list[int] = []
-
-    def play(body: dict[str, Any]) -> Turn:
-        done = results_of(body)
-        if done >= 2 and not raised.is_set():
-            early.append(done)
-        if done < 2:
-            return with_usage(Turn.tool("TaskList", {}), CALL)
-        return with_usage(Turn.text("The board is empty."), CALL)
-
+    play = HeldAfter("TaskList", {}, "The board is empty.")
+    raised, early = play.raised, play.early
     with MessagesAPI(play) as api:
         lead = LeadSession(api, workdir, "--max-cost", "0.005")
         try:
