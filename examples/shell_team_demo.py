@@ -24,7 +24,7 @@ from pathlib import Path
 
 from protocols import LEAD_NAME, Mailbox, TaskBoard, TeamFile, TeamPaths
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.messages import IdleNotification, PermissionRequest
 from protocols.watch import InboxWatcher
 from swarm.team.approvals import answer

@@ -7,7 +7,8 @@ need from the submodules, or the common names from here:
 
 Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
 link), `jsonio` (format, atomic writes), `locks`, `messages` (structured messages), `records`
-(order-keeping models), `team`, `inbox`, `mailbox`, `watch` (wake-ups), `task` (one task),
+(order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the
+file), `inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `task` (one task),
 `task_graph` (dependencies), `tasks` (the board), `permissions`, `correlation` (request ids),
 `pids` (processes by identity), `status` (a teammate's status file), `printable` (text safe for
 a terminal), `clock`, `errors` (the root of every package's errors), `values` (the shared
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from protocols.errors import ProtocolsError
-    from protocols.inbox import InboxEntry
+    from protocols.inbox_entry import InboxEntry
     from protocols.mailbox import BROADCAST, Mailbox
     from protocols.messages import StructuredMessage, decode, encode
     from protocols.names import LEAD_NAME, validate_name
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from protocols.permissions import PermissionStore
     from protocols.task import ClaimFailure, ClaimResult, Task
     from protocols.tasks import TaskBoard
-    from protocols.team import Member, TeamConfig, TeamFile
+    from protocols.team import TeamFile
+    from protocols.team_config import Member, TeamConfig
 
 # the common names are imported when first used: `from protocols.errors import Error` in a
 # command that sends one message must not build every model of the package (issue 18: start-up)
@@ -39,15 +41,15 @@ _HOMES = {
     "LEAD_NAME": "names",
     "ClaimFailure": "task",
     "ClaimResult": "task",
-    "InboxEntry": "inbox",
+    "InboxEntry": "inbox_entry",
     "Mailbox": "mailbox",
-    "Member": "team",
+    "Member": "team_config",
     "PermissionStore": "permissions",
     "ProtocolsError": "errors",
     "StructuredMessage": "messages",
     "Task": "task",
     "TaskBoard": "tasks",
-    "TeamConfig": "team",
+    "TeamConfig": "team_config",
     "TeamFile": "team",
     "TeamPaths": "paths",
     "config_root": "paths",

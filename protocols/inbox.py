@@ -1,8 +1,8 @@
 """One inbox file ``inboxes/<agent>.json`` (spec section 3): entries, loading, compaction.
 
-`InboxEntry` is one message as handed to callers. `InboxFile` owns the file's bytes and works on
-the raw JSON items, so a write costs one C-speed parse and, for the common append, no
-re-serialisation of what is already there:
+`InboxFile` owns the file's bytes and works on the raw JSON items, so a write costs one C-speed
+parse and, for the common append, no re-serialisation of what is already there (one message as
+handed to callers, `InboxEntry`, is in `protocols.inbox_entry`, and only readers load it):
 
 - loading: a file that does not parse is re-read for a moment (Claude Code writes in place); one
   that stays broken is moved aside to ``<name>.json.corrupt-<ms>``, the error is logged, and a
@@ -32,12 +32,9 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field, PrivateAttr, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
 from protocols.clock import now_ms
@@ -53,8 +50,9 @@ from protocols.jsonio import (
     parse_patiently,
 )
 from protocols.locks import FileGuard, note_written
-from protocols.messages import StructuredMessage, decode
-from protocols.records import Record
+
+if TYPE_CHECKING:
+    from protocols.inbox_entry import InboxEntry
 
 log = logging.getLogger(__name__)
 
@@ -84,77 +82,12 @@ def is_read(item: Any) -> bool:
     return isinstance(item, dict) and item.get("read") is True
 
 
-class InboxEntry(Record):
-    """``{from, text, summary?, timestamp, color?, read, msgV?, msg_id?, type?}`` plus swarm's
-    own ``id``; any other key (``lead_sig``, ``from_plugin``) is kept."""
+def entry_of(item: Any) -> InboxEntry:
+    """`item` as an `InboxEntry` (`TypeError` or `ValueError`: it is not a message). The model,
+    and pydantic with it, loads on first use: writing an entry needs neither."""
+    from protocols.inbox_entry import InboxEntry
 
-    from_: str = Field(alias="from")
-    text: str
-    summary: str | None = None
-    timestamp: str
-    color: str | None = None
-    read: bool | None = None
-    id: str | None = None
-    msgV: int | None = None
-    msg_id: str | None = None
-    type: str | None = None
-    # what a teammate that checks lead signatures made of it (protocols.signing.Provenance's
-    # text); None: nobody checked. Never written to a file.
-    _provenance: str | None = PrivateAttr(default=None)
-
-    @property
-    def is_read(self) -> bool:
-        return self.read is True
-
-    @property
-    def provenance(self) -> str | None:
-        return self._provenance
-
-    @property
-    def unverified(self) -> bool:
-        """Claims to be the lead's (or a shutdown) without the lead's signature: shown to a
-        model with ``verified="false"``, never obeyed."""
-        return self._provenance == "forged"
-
-    def with_provenance(self, provenance: str) -> InboxEntry:
-        copy = self.model_copy()
-        copy._provenance = provenance
-        return copy
-
-    @property
-    def identity(self) -> str:
-        return identity_of(
-            {
-                "msg_id": self.msg_id,
-                "id": self.id,
-                "from": self.from_,
-                "timestamp": self.timestamp,
-                "text": self.text,
-            }
-        )
-
-    def structured(self) -> StructuredMessage | None:
-        """The structured message in ``text``; None for a plain message.
-
-        Raises `MessageValidationError` when ``text`` is a known type with bad fields.
-        """
-        return decode(self.text)
-
-
-def format_for_model(entries: Iterable[InboxEntry]) -> str:
-    """Unread messages as Claude Code hands them to a model: ``<teammate-message>`` blocks,
-    with ``verified="false"`` on one that claims the lead without its signature."""
-    blocks = []
-    for entry in entries:
-        attrs = f'teammate_id="{entry.from_}"'
-        if entry.color:
-            attrs += f' color="{entry.color}"'
-        if entry.summary:
-            attrs += f' summary="{entry.summary}"'
-        if entry.unverified:
-            attrs += ' verified="false"'
-        blocks.append(f"<teammate-message {attrs}>\n{entry.text}\n</teammate-message>")
-    return "\n\n".join(blocks)
+    return InboxEntry.from_json_dict(item)
 
 
 @dataclass
@@ -170,8 +103,8 @@ class Loaded:
         result = []
         for item in self.items:
             try:
-                result.append(InboxEntry.from_json_dict(item))
-            except (ValidationError, TypeError, ValueError):
+                result.append(entry_of(item))
+            except (TypeError, ValueError):
                 log.warning("an inbox item that is not a message was left as it is: %r", item)
         return result
 
@@ -190,8 +123,8 @@ class Loaded:
             if is_read(item):
                 continue
             try:
-                result.append(InboxEntry.from_json_dict(item))
-            except (ValidationError, TypeError, ValueError):
+                result.append(entry_of(item))
+            except (TypeError, ValueError):
                 log.warning("an inbox item that is not a message was left as it is: %r", item)
         return result
 
@@ -407,8 +340,8 @@ class InboxFile:
         entries = []
         for line in lines:
             try:
-                entries.append(InboxEntry.from_json_dict(json.loads(line)))
-            except (ValueError, ValidationError, TypeError):
+                entries.append(entry_of(json.loads(line)))
+            except (TypeError, ValueError):
                 log.warning("skipping a damaged line in %s", self.archive)
         return entries
 

@@ -26,18 +26,21 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
-from protocols.inbox import MSG_V, InboxEntry, InboxFile, identity_of, is_read, msg_id_for
+from protocols.inbox import MSG_V, InboxFile, entry_of, identity_of, is_read, msg_id_for
 from protocols.jsonio import Durability
 from protocols.locks import redo_if_lock_lost
-from protocols.messages import StructuredMessage, decode
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile, unknown_member_text
 from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
+
+if TYPE_CHECKING:
+    from protocols.inbox_entry import InboxEntry
+    from protocols.messages import StructuredMessage
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +107,28 @@ class Mailbox:
         stayed locked: then nothing was written to that inbox. Sending again with the same
         `message_id` after a failure stores the message once.
         """
+        items = self.post(
+            to, body, sender=sender, summary=summary, color=color, message_id=message_id
+        )
+        return [entry_of(item) for item in items]
+
+    def post(
+        self,
+        to: str,
+        body: str | StructuredMessage,
+        *,
+        sender: str,
+        summary: str | None = None,
+        color: str | None = None,
+        message_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """`send`, returning the entries written as they are in the inbox files: no model is
+        built, so a plain message is sent without loading pydantic (``swarm send``)."""
         if to == BROADCAST:
-            return self.broadcast(
-                body, sender=sender, summary=summary, color=color, message_id=message_id
-            )
+            return self._broadcast(body, sender, summary, color, message_id)
         self._require_members([to])
-        entry = self._entry(body, sender, summary, color, message_id)
-        return [self._append(to, entry, dedupe=message_id is not None)]
+        item = self._item(body, sender, summary, color, message_id)
+        return [self._append(to, item, dedupe=message_id is not None)]
 
     def broadcast(
         self,
@@ -128,6 +146,17 @@ class Mailbox:
         name cannot be an inbox file (``../x``, written into ``config.json`` by another
         program) is skipped with a warning: everyone else still gets the message.
         """
+        items = self._broadcast(body, sender, summary, color, message_id)
+        return [entry_of(item) for item in items]
+
+    def _broadcast(
+        self,
+        body: str | StructuredMessage,
+        sender: str,
+        summary: str | None,
+        color: str | None,
+        message_id: str | None,
+    ) -> list[dict[str, Any]]:
         text = body if isinstance(body, str) else body.encode()
         if not isinstance(body, str) or _is_structured(text):
             raise BroadcastRefused(
@@ -137,11 +166,11 @@ class Mailbox:
         recipients, skipped = self.broadcast_recipients(sender)
         for name in skipped:
             log.warning("broadcast: skipped member %r: not a usable inbox name", name)
-        entry = self._entry(text, sender, summary, color, message_id)
+        item = self._item(text, sender, summary, color, message_id)
         written = []
         for name in recipients:
-            one_id = f"{entry.id}-{name}"
-            one = entry.updated(id=one_id, msg_id=msg_id_for(one_id))
+            one_id = f"{item['id']}-{name}"
+            one = {**item, "id": one_id, "msg_id": msg_id_for(one_id)}
             written.append(self._append(name, one, dedupe=message_id is not None))
         return written
 
@@ -159,51 +188,44 @@ class Mailbox:
                 recipients.append(name)
         return recipients, skipped
 
-    def _entry(
+    def _item(
         self,
         body: str | StructuredMessage,
         sender: str,
         summary: str | None,
         color: str | None,
         message_id: str | None,
-    ) -> InboxEntry:
+    ) -> dict[str, Any]:
+        """A new entry as it is written: `InboxEntry`'s keys in its order, none left null."""
         text = body if isinstance(body, str) else body.encode()
         swarm_id = message_id or new_message_id()
-        return InboxEntry.model_validate(
-            {
-                "from": sender,
-                "text": text,
-                "summary": summary,
-                "timestamp": now_iso(),
-                "color": color,
-                "msgV": MSG_V,
-                "msg_id": msg_id_for(swarm_id),
-                "type": "message",
-                "read": False,
-                "id": swarm_id,
-            }
+        item: dict[str, Any] = {"from": sender, "text": text}
+        if summary is not None:
+            item["summary"] = summary
+        item["timestamp"] = now_iso()
+        if color is not None:
+            item["color"] = color
+        item.update(
+            read=False, id=swarm_id, msgV=MSG_V, msg_id=msg_id_for(swarm_id), type="message"
         )
+        return item
 
-    def _signed(self, entry: InboxEntry) -> InboxEntry:
-        if self.signer is None:
-            return entry
-        raw = entry.to_json_dict()
-        signed = self.signer.signed(raw)
-        return entry if signed is raw else InboxEntry.from_json_dict(signed)
+    def _signed(self, item: dict[str, Any]) -> dict[str, Any]:
+        return item if self.signer is None else self.signer.signed(item)
 
     @redo_if_lock_lost
-    def _append(self, to: str, entry: InboxEntry, dedupe: bool) -> InboxEntry:
-        entry = self._signed(entry)
+    def _append(self, to: str, item: dict[str, Any], dedupe: bool) -> dict[str, Any]:
+        item = self._signed(item)
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
             if dedupe and (
-                any(isinstance(i, dict) and i.get("id") == entry.id for i in loaded.items)
-                or entry.identity in inbox.recorded()
+                any(isinstance(i, dict) and i.get("id") == item["id"] for i in loaded.items)
+                or identity_of(item) in inbox.recorded()
             ):
-                return entry
-            inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
-        return entry
+                return item
+            inbox.append_locked(loaded, item, self.compact_after)
+        return item
 
     @redo_if_lock_lost
     def send_unless(
@@ -220,15 +242,15 @@ class Mailbox:
         under the inbox's lock. Returns (the entry written, None) or (None, the conflicting
         item): exactly one of several concurrent senders wins."""
         self._require_members([to])
-        entry = self._signed(self._entry(body, sender, summary, None, None))
+        item = self._signed(self._item(body, sender, summary, None, None))
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
-            for item in [*inbox.archive_tail(), *loaded.items]:
-                if isinstance(item, dict) and conflict(item):
-                    return None, item
-            inbox.append_locked(loaded, entry.to_json_dict(), self.compact_after)
-        return entry, None
+            for existing in [*inbox.archive_tail(), *loaded.items]:
+                if isinstance(existing, dict) and conflict(existing):
+                    return None, existing
+            inbox.append_locked(loaded, item, self.compact_after)
+        return entry_of(item), None
 
     def _require_members(self, names: Sequence[str]) -> None:
         members = self.team.member_names()
@@ -404,6 +426,11 @@ class Mailbox:
 
 
 def _is_structured(text: str) -> bool:
+    """Whether `text` is a structured protocol message (one of a known type, valid or not)."""
+    if not text.lstrip().startswith("{"):
+        return False  # not a JSON object: no need to load the message models
+    from protocols.messages import decode
+
     try:
         return decode(text) is not None
     except ValueError:

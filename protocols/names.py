@@ -9,7 +9,6 @@ reading goes through `checked_component`, which only refuses what could escape t
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from protocols.errors import InvalidName
@@ -65,6 +64,8 @@ def checked_component(name: str, kind: str = "name") -> str:
 
 def did_you_mean(name: str, choices: list[str]) -> str:
     """``"; did you mean 'alice'?"`` for a name close to one of `choices`; else ""."""
+    import difflib  # only when a name is wrong
+
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 

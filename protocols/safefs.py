@@ -26,7 +26,6 @@ import ctypes
 import errno
 import functools
 import os
-import shutil
 import stat
 from collections.abc import Callable
 from typing import Any
@@ -356,6 +355,8 @@ def rmtree(path: StrPath, missing_ok: bool = False) -> None:
         with parent_of(path) as (fd, name):
             if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
                 raise LinkRefused(path)
+            import shutil  # only here: a command that removes nothing need not load it
+
             shutil.rmtree(name, dir_fd=fd)
     except FileNotFoundError:
         if not missing_ok:

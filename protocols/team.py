@@ -1,92 +1,47 @@
-"""The team file ``teams/<team>/config.json`` (spec section 2): models and `TeamFile`.
+"""The team file ``teams/<team>/config.json`` (spec section 2): `TeamFile`.
 
 `TeamFile` creates a team (its lead member ``team-lead``, the inbox and task directories), adds,
 updates and removes members, and refuses duplicate names. Every change is a read-modify-write
 under the file's lock, written atomically; unknown keys (Claude Code's or a later version's) and
 the key order are kept.
+
+The models (`protocols.team_config`) load when first needed: the members' names and entries, all a
+send needs, are read from the raw JSON (`TeamFile.entries`), so ``swarm send`` loads no pydantic.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
 from protocols.clock import now_ms
-from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
-from protocols.file_cache import FileCache, signature_of
+from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound
+from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
 from protocols.paths import TeamPaths
-from protocols.records import Record
+
+if TYPE_CHECKING:
+    from protocols.team_config import Member, TeamConfig
 
 log = logging.getLogger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
-COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 
+CONFIG = "config.json"  # a TeamFile's cache: the model
+ENTRIES = "members"  # and the members' raw entries
 
-CONFIG = "config.json"  # the one key of a TeamFile's cache
-
-
-class Member(Record):
-    agentId: str
-    name: str
-    agentType: str | None = None
-    model: str | None = None
-    prompt: str | None = None
-    color: str | None = None
-    planModeRequired: bool | None = None
-    joinedAt: int
-    tmuxPaneId: str = ""
-    cwd: str = ""
-    subscriptions: list[Any] = Field(default_factory=list)
-    backendType: str | None = None
-    isActive: bool | None = None
-    mode: str | None = None
-    worktreePath: str | None = None
-    sessionId: str | None = None
-
-
-class TeamConfig(Record):
-    name: str
-    description: str | None = None
-    createdAt: int
-    leadAgentId: str
-    leadSessionId: str | None = None
-    members: list[Member] = Field(default_factory=list)
-
-    @classmethod
-    def from_json_dict(cls, raw: dict[str, Any]) -> TeamConfig:
-        config = super().from_json_dict(raw)
-        # keep each member's own key order too
-        members = [Member.from_json_dict(m) for m in raw.get("members", [])]
-        object.__setattr__(config, "members", members)
-        return config
-
-    def to_json_dict(self) -> dict[str, Any]:
-        data = super().to_json_dict()
-        data["members"] = [m.to_json_dict() for m in self.members]
-        return data
-
-    def member(self, name: str) -> Member | None:
-        return next((m for m in self.members if m.name == name), None)
-
-    def member_names(self) -> list[str]:
-        return [m.name for m in self.members]
-
-    def require(self, name: str) -> Member:
-        """Member `name`; `UnknownMember` naming the members (and the likely one) if none."""
-        member = self.member(name)
-        if member is None:
-            raise UnknownMember(unknown_member_text(name, self.name, self.member_names()))
-        return member
+# what `TeamFile.entries` checks before it trusts the raw JSON: the keys the model requires, and
+# the optional ones a send reads, with the types the model gives them
+_REQUIRED_TEAM_KEYS = {"name": str, "createdAt": int, "leadAgentId": str}
+_REQUIRED_MEMBER_KEYS = {"agentId": str, "name": str, "joinedAt": int}
+_OPTIONAL_MEMBER_KEYS = {"color": str, "backendType": str, "isActive": bool}
 
 
 def unknown_member_text(name: str, team: str, members: list[str]) -> str:
@@ -96,21 +51,13 @@ def unknown_member_text(name: str, team: str, members: list[str]) -> str:
     )
 
 
-def next_color(config: TeamConfig) -> str:
-    """Round robin over `COLORS` (the lead holds red), skipping colors in use while any are free."""
-    used = {m.color for m in config.members if m.color} | {"red"}
-    start = len(config.members) % len(COLORS)
-    rotation = COLORS[start:] + COLORS[:start]
-    return next((c for c in rotation if c not in used), rotation[0])
-
-
 class TeamFile:
     """Owner of one team's ``config.json``."""
 
     def __init__(self, paths: TeamPaths, durability: Durability | None = None) -> None:
         self.paths = paths
         self.durability = durability
-        self._cache: FileCache[str, TeamConfig] = FileCache()
+        self._cache: FileCache[str, Any] = FileCache()
 
     @property
     def name(self) -> str:
@@ -127,6 +74,8 @@ class TeamFile:
         lead_session_id: str | None = None,
     ) -> TeamConfig:
         """Create the team with its lead member. Refuses an invalid or existing name."""
+        from protocols.team_config import Member, TeamConfig
+
         validate_name(self.paths.team, "team name")
         team = self.paths.team
         created = now_ms()
@@ -177,11 +126,7 @@ class TeamFile:
 
     def load(self) -> TeamConfig:
         """The current config (parsed again only when the file changed since the last load)."""
-        try:
-            st = safefs.stat_of(self.paths.config)
-        except FileNotFoundError:
-            st = None
-        signature = signature_of(st) if st else None
+        signature = self._signature()
         hit, cached = self._cache.get(CONFIG, signature)
         if hit and cached is not None:
             return cached.model_copy(deep=True)
@@ -190,18 +135,53 @@ class TeamFile:
             self._cache.put(CONFIG, signature, config.model_copy(deep=True))
         return config
 
+    def entries(self) -> list[dict[str, Any]]:
+        """The members' entries as config.json has them (copies), read without a model.
+
+        The raw JSON is trusted when it has the keys the model requires and the optional keys a
+        send reads (``color``, ``backendType``, ``isActive``) have the model's types; a file
+        that does not is read through the model (`load`): its error names what is wrong, and
+        what the model accepts (an int written as a string) comes out as the model has it."""
+        return copy.deepcopy(self._entries())
+
+    def entry(self, name: str) -> dict[str, Any] | None:
+        """Member `name`'s entry (a copy), or None."""
+        found = next((e for e in self._entries() if e["name"] == name), None)
+        return copy.deepcopy(found)
+
     def member_names(self) -> list[str]:
-        """Names of the current members (cheap: no copy of the cached config)."""
+        """Names of the current members (cheap: no model, no copy)."""
+        return [e["name"] for e in self._entries()]
+
+    def _entries(self) -> list[dict[str, Any]]:
+        signature = self._signature()
+        hit, cached = self._cache.get(ENTRIES, signature)
+        if hit and cached is not None:
+            return cached
+        entries = _member_entries(self._read_raw())
+        if entries is None:
+            entries = [m.to_json_dict() for m in self._read().members]
+        if signature:
+            self._cache.put(ENTRIES, signature, entries)
+        return entries
+
+    def _signature(self) -> Signature | None:
         try:
-            st = safefs.stat_of(self.paths.config)
+            return signature_of(safefs.stat_of(self.paths.config))
         except FileNotFoundError:
-            return self.load().member_names()  # raises TeamNotFound
-        hit, cached = self._cache.get(CONFIG, signature_of(st))
-        if not hit or cached is None:
-            return self.load().member_names()
-        return cached.member_names()
+            return None
 
     def _read(self) -> TeamConfig:
+        """The config as a model (`_read_raw`, validated)."""
+        from protocols.team_config import TeamConfig
+
+        raw = self._read_raw()
+        try:
+            return TeamConfig.from_json_dict(raw)
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise ProtocolsError(f"{self.paths.config} is not a valid team file: {exc}") from None
+
+    def _read_raw(self) -> Any:
         """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code
         rewrites it in place, without a lock (its teammates flip ``isActive`` every turn).
 
@@ -218,7 +198,7 @@ class TeamFile:
             return json.loads(text)
 
         try:
-            raw = parse_patiently(parse, PARSE_RETRY_S)
+            return parse_patiently(parse, PARSE_RETRY_S)
         except FileNotFoundError:
             raise TeamNotFound(
                 f"team {self.paths.team!r} not found (no {self.paths.config})"
@@ -237,10 +217,6 @@ class TeamFile:
                 self.paths.config_backup,
             )
             return kept
-        try:
-            return TeamConfig.from_json_dict(raw)
-        except ValidationError as exc:
-            raise ProtocolsError(f"{self.paths.config} is not a valid team file: {exc}") from None
 
     @redo_if_lock_lost
     def update(self, change: Callable[[TeamConfig], TeamConfig]) -> TeamConfig:
@@ -260,10 +236,11 @@ class TeamFile:
         except OSError as exc:  # a copy: never fail the change over it
             log.warning("could not keep a copy of %s: %s", self.paths.config, exc)
 
-    def _backup(self) -> TeamConfig | None:
+    def _backup(self) -> Any:
+        """The copy `_keep_backup` wrote, parsed (None: there is none that parses)."""
         try:
-            return TeamConfig.from_json_dict(json.loads(safefs.read_text(self.paths.config_backup)))
-        except (OSError, ValueError, ValidationError):
+            return json.loads(safefs.read_text(self.paths.config_backup))
+        except (OSError, ValueError):
             return None
 
     def add_member(
@@ -281,6 +258,8 @@ class TeamFile:
         **extra: Any,
     ) -> Member:
         """Add a member (a new agent name: see `validate_name`). Refuses a duplicate name."""
+        from protocols.team_config import Member, next_color
+
         validate_name(name, "agent name")
         added: list[Member] = []
 
@@ -340,6 +319,33 @@ class TeamFile:
 
     def _require(self, config: TeamConfig, name: str) -> Member:
         return config.require(name)
+
+
+def _member_entries(raw: Any) -> list[dict[str, Any]] | None:
+    """The member entries of a parsed config.json that has the shape `TeamFile.entries` trusts
+    (None: it has not; the model is to judge it)."""
+    if not isinstance(raw, dict) or not _has_keys(raw, _REQUIRED_TEAM_KEYS):
+        return None
+    members = raw.get("members", [])
+    if not isinstance(members, list):
+        return None
+    for member in members:
+        if not isinstance(member, dict) or not _has_keys(member, _REQUIRED_MEMBER_KEYS):
+            return None
+        for key, kind in _OPTIONAL_MEMBER_KEYS.items():
+            value = member.get(key)
+            if value is not None and not _is(value, kind):
+                return None
+    return members
+
+
+def _has_keys(raw: dict[str, Any], required: dict[str, type]) -> bool:
+    return all(_is(raw.get(key), kind) for key, kind in required.items())
+
+
+def _is(value: Any, kind: type) -> bool:
+    """isinstance, where a bool is no int (JSON's true is not a time)."""
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
 def _cut_short(text: str, exc: ValueError) -> bool:

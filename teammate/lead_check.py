@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from protocols.clock import now_ms
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.pids import started_at_ms
 from protocols.signing import Provenance, Verifier, claims_lead
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from protocols.clock import now_iso
 from protocols.correlation import is_stale, plan_approval_request_id
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     PermissionResponse,

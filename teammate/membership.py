@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from protocols.errors import Error, ProtocolsError, TeamNotFound
 from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, new_token
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState
 from teammate.outbox import ENVIRONMENT_ERRORS
 from teammate.reporter import StatusReporter

@@ -47,7 +47,7 @@ from protocols.errors import (
     ProtocolsError,
     UnknownMember,
 )
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
@@ -66,7 +66,8 @@ from protocols.pids import stop_carriers
 from protocols.printable import printable
 from protocols.task import Task
 from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState
 from protocols.watch import InboxWatcher
 from teammate.board_watch import BoardWatch

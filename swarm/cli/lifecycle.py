@@ -12,7 +12,8 @@ import click
 
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import PermissionMode
 from swarm.backends.base import Spawned
 from swarm.cli.common import backend_option, emit, ids_text, json_option, paths_for, team_option

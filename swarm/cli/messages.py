@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_json, printable_line
@@ -16,8 +15,11 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member, complete_recipient
-from swarm.team.actions import dead_members, send_text
+from swarm.team.sending import dead_members, send_text
 from swarm.team.signatures import lead_mailbox
+
+if TYPE_CHECKING:
+    from protocols.inbox_entry import InboxEntry
 
 
 @click.command()

@@ -26,7 +26,8 @@ from protocols.errors import Error, ProtocolsError
 from protocols.printable import printable, printable_line
 from swarm.lead.agent import LeadAgent
 from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
-from swarm.team.actions import add_task, send_shutdown_request, send_text, task_lines
+from swarm.team.actions import add_task, send_shutdown_request, task_lines
+from swarm.team.sending import send_text
 from swarm.views.request_text import ask_line, details
 from swarm.views.snapshot import snapshot
 from swarm.views.table import render

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.messages import (
     IdleNotification,
     ShutdownApproved,

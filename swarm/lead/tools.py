@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths

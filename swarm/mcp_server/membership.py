@@ -22,7 +22,8 @@ from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
 from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamConfig, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member, TeamConfig
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.members import MCP_BACKEND, is_mcp, member_pid, member_state

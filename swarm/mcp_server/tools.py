@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import anyio.from_thread
 from pydantic import AfterValidator, Field
 
-from protocols.inbox import format_for_model
+from protocols.inbox_entry import format_for_model
 from protocols.names import LEAD_NAME, validate_name
 from protocols.task import ClaimFailure, ClaimResult, TaskId, list_line
 from swarm.mcp_server.session import McpSession

@@ -1,9 +1,10 @@
-"""What the lead does by hand, one call each: send a message, add a task, list the board, ask a
-member to shut down. The `swarm` commands and the ``/send``, ``/task``, ``/tasks`` and
-``/shutdown`` lines of `swarm lead`'s console call these same functions, so both check and do
-the same things. Adding a task runs the TaskCreated hooks, completing one the TaskCompleted
-hooks, of the directory the command runs in (`teammate.agent.hooks.project_hooks`); a hook that
-blocks refuses the change with its reason (`HookBlocked`).
+"""What the lead does by hand, one call each: add a task, list the board, ask a member to shut
+down (sending a message is `swarm.team.sending`, which loads no models). The `swarm` commands and
+the ``/task``, ``/tasks`` and ``/shutdown`` lines of `swarm lead`'s console call these same
+functions, so both check and do the same things. Adding a task runs the TaskCreated hooks,
+completing one the TaskCompleted hooks, of the directory the command runs in
+(`teammate.agent.hooks.project_hooks`); a hook that blocks refuses the change with its reason
+(`HookBlocked`).
 """
 
 from __future__ import annotations
@@ -21,33 +22,9 @@ from protocols.printable import printable_line
 from protocols.task import Task, list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-from protocols.values import MemberState
 from swarm.errors import SwarmError
-from swarm.team.liveness import member_state
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.worktree import flatten_slug
-
-
-def send_text(
-    paths: TeamPaths, to: str, text: str, sender: str = LEAD_NAME, summary: str | None = None
-) -> tuple[list[str], list[str]]:
-    """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
-    the names it went to, and those a broadcast skipped (a name that cannot be an inbox).
-    Nobody to send to is an error."""
-    member = TeamFile(paths).load().member(sender)
-    color = member.color if member else None
-    mailbox = lead_mailbox(paths)
-    written = mailbox.send(to, text, sender=sender, summary=summary, color=color)
-    if not written:
-        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
-    return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
-
-
-def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
-    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
-    config = TeamFile(paths).load()
-    members = [config.member(name) for name in names]
-    return [m.name for m in members if m is not None and member_state(m) == MemberState.DEAD]
 
 
 def add_task(

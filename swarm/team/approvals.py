@@ -30,7 +30,7 @@ from typing import Any
 from protocols.clock import ms_from_iso, now_iso
 from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.messages import (
     PermissionRequest,
     PermissionResponse,

@@ -22,7 +22,8 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
 from protocols.status import read_status
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import ModelKind
 from swarm.errors import SwarmError
 from teammate.budget import Budget, Notices

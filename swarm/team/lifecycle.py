@@ -26,7 +26,8 @@ from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, new_token
 from protocols.status import read_status
 from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, TaskStatus
 from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until

@@ -10,46 +10,58 @@ joined over MCP (``backendType: "mcp"``) records the ``swarm mcp`` server of its
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from protocols.names import LEAD_NAME
 from protocols.pids import ProcessIdentity
-from protocols.team import Member
 from protocols.values import MemberState
+
+if TYPE_CHECKING:
+    from protocols.team_config import Member
 
 MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
 
 
-def member_identity(member: Member) -> ProcessIdentity | None:
+def entry_of(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The member's entry as config.json has it: a `Member`'s, or the raw entry itself
+    (`protocols.team.TeamFile.entries`, which `swarm send` reads without loading the models)."""
+    return member if isinstance(member, Mapping) else member.to_json_dict()
+
+
+def member_identity(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
     """The member's process as its entry records it (None: no process recorded yet)."""
-    return ProcessIdentity.from_value(member.model_extra or {})
+    return ProcessIdentity.from_value(dict(entry_of(member)))
 
 
-def member_pid(member: Member) -> int | None:
+def member_pid(member: Member | Mapping[str, Any]) -> int | None:
     identity = member_identity(member)
     return identity.pid if identity is not None else None
 
 
-def spawner_of(member: Member) -> ProcessIdentity | None:
+def spawner_of(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
     """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
-    return ProcessIdentity.from_value((member.model_extra or {}).get("spawnedBy"))
+    return ProcessIdentity.from_value(entry_of(member).get("spawnedBy"))
 
 
-def is_mcp(member: Member) -> bool:
+def is_mcp(member: Member | Mapping[str, Any]) -> bool:
     """Whether the member is an MCP session (its recorded process is a shared server's)."""
-    return member.backendType == MCP_BACKEND
+    return entry_of(member).get("backendType") == MCP_BACKEND
 
 
-def member_state(member: Member) -> MemberState:
+def member_state(member: Member | Mapping[str, Any]) -> MemberState:
     """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
-    if member.name == LEAD_NAME:
+    entry = entry_of(member)
+    if entry.get("name") == LEAD_NAME:
         return MemberState.LEAD
-    identity = member_identity(member)
-    if identity is None and is_mcp(member):
+    identity = member_identity(entry)
+    if identity is None and is_mcp(entry):
         return MemberState.DEAD  # its session ended: the server cleared the process
     if identity is None:
-        spawner = spawner_of(member)
+        spawner = spawner_of(entry)
         if spawner is not None and not spawner.alive():
             return MemberState.DEAD  # its spawn was killed before it started the teammate
         return MemberState.STARTING
     if not identity.alive():
         return MemberState.DEAD
-    return MemberState.WORKING if member.isActive else MemberState.IDLE
+    return MemberState.WORKING if entry.get("isActive") is True else MemberState.IDLE

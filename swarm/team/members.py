@@ -24,7 +24,8 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, stop_processes
 from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.backends import Spawned, choose_backend
 from swarm.team.approvals import close_requests

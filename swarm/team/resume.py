@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 
 from protocols.paths import TeamPaths
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError

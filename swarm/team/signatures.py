@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -72,6 +71,8 @@ def takes_verify_key(program: Sequence[str], environ: Mapping[str, str]) -> bool
 
 @functools.cache
 def _version_at_least(program: tuple[str, ...], environ: tuple[tuple[str, str], ...]) -> bool:
+    import subprocess  # only for a Claude Code member: a send needs none
+
     try:
         result = subprocess.run(
             [*program, "--version"],

@@ -27,7 +27,8 @@ from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
 from protocols.tasks import NewTask, TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, PermissionMode
 from swarm.backends import Spawned
 from swarm.errors import SwarmError

@@ -34,7 +34,8 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task import Task
 from protocols.tasks import NewTask, TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import Spawned
 from swarm.team.approvals import close_requests

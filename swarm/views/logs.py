@@ -28,7 +28,7 @@ from typing import Any
 from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths

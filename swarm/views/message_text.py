@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.printable import printable_line
 from swarm.views.request_text import target
 

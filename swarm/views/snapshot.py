@@ -19,14 +19,15 @@ from typing import Any
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.status import USAGE_KEYS, SubAgentStatus, read_status
 from protocols.task import STATUSES, Task
 from protocols.tasks import TaskBoard
-from protocols.team import Member, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
 from swarm.team.members import member_pid, member_state

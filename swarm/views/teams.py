@@ -18,7 +18,8 @@ from protocols import safefs
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from protocols.pids import start_time
-from protocols.team import TeamConfig, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import TeamConfig
 
 SESSION_PREFIX = "session-"
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from protocols.errors import Error
-from protocols.inbox import format_for_model
+from protocols.inbox_entry import format_for_model
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookResult, Hooks
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.status import SubAgentStatus

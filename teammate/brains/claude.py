@@ -23,7 +23,7 @@ from typing import Any
 
 from protocols import safefs
 from protocols.clock import now_ms
-from protocols.inbox import InboxEntry, format_for_model
+from protocols.inbox_entry import InboxEntry, format_for_model
 from protocols.jsonio import atomic_write_text
 from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME

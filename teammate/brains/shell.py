@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.messages import ShutdownRequest
 from protocols.task import Task
 from protocols.values import PermissionMode

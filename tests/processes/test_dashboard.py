@@ -80,9 +80,15 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         env = f"CLAUDE_CONFIG_DIR={shlex.quote(str(config_root))} COLUMNS=160 LINES=60"
         new_session(tmux_socket, "watch", f"env {env} {command}", (160, 60))
         # one capture holding the whole frame (one taken during a redraw may hold only part)
+        # (the request's own row too: the member's row can show the request a redraw before)
         whole = ("alice", "Write", "team t", "polish the docs", "waiting for you")
         shown = wait_for(
-            lambda: (text := on_screen(tmux_socket)) and all(w in text for w in whole) and text,
+            lambda: (
+                (text := on_screen(tmux_socket))
+                and all(w in text for w in whole)
+                and row(text, "perm-", "alice")
+                and text
+            ),
             "the request on screen",
             timeout=30,
         )

@@ -14,7 +14,7 @@ import pytest
 from helpers import Processes, swarm, teammate_argv, wait_for
 
 from protocols.clock import now_iso
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     ModeSetRequest,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, Turn
 
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from teammate.agent.loop import TRIMMED, AgentLoop, estimate_tokens
 from teammate.agent.model import ClaudeModel, ModelError, ScriptedModel
 from teammate.brains.base import Approval, PlanVerdict

@@ -66,6 +66,24 @@ def test_the_everyday_commands_load_nothing_heavy(argv: list[str], tmp_path: Pat
     assert heavy == [], f"`swarm {' '.join(argv)}` imported {heavy}"
 
 
+# what `swarm send` leaves out besides: the models (pydantic builds them for tens of ms) and
+# filelock's package (its import costs ~12 ms; protocols.locks calls fcntl.flock itself)
+NOT_FOR_A_SEND = ("pydantic", "pydantic_core", "filelock", "protocols.messages")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["send", "alice", "hello"], ["send", "*", "to everyone"], ["send", "alice", "-"]],
+    ids=["one", "everyone", "stdin"],
+)
+def test_a_plain_send_loads_no_model(argv: list[str], tmp_path: Path) -> None:
+    loaded = _modules_after(argv, tmp_path)
+    found = sorted(
+        m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_SEND)
+    )
+    assert found == [], f"`swarm {' '.join(argv)}` imported {found}"
+
+
 def _modules_after(argv: list[str], tmp_path: Path) -> list[str]:
     """The modules a `swarm ARGV` process had loaded when it finished (exit status 0)."""
     program = (
@@ -83,7 +101,12 @@ def _modules_after(argv: list[str], tmp_path: Path) -> list[str]:
     )
     subprocess.run([sys.executable, "-c", setup], env=env, check=True)
     done = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", program],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        input="from standard input",
     )
     code, modules = json.loads(done.stdout.splitlines()[-1])
     assert code == 0, done.stderr

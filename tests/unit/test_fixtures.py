@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from protocols.inbox import InboxEntry
+from protocols.inbox_entry import InboxEntry
 from protocols.jsonio import dumps_pretty
 from protocols.messages import decode
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionFileRequest, PermissionStore
 from protocols.tasks import Task, TaskBoard
-from protocols.team import TeamConfig, TeamFile
+from protocols.team import TeamFile
+from protocols.team_config import TeamConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cc-2.1.88"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "cc-2.1.88"

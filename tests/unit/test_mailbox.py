@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
-from protocols.inbox import format_for_model
+from protocols.inbox_entry import format_for_model
 from protocols.locks import lock_dir_for
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification, ShutdownRequest
@@ -52,6 +52,17 @@ def test_a_message_lands_in_claude_codes_entry_format(mailbox: Mailbox, paths: T
     assert str(uuid.UUID(item["msg_id"])) == item["msg_id"] == entry.identity
     assert item["timestamp"].endswith("Z") and len(item["timestamp"]) == 24
     assert "ünïcødé 🐝" in raw  # UTF-8, not \u escapes
+
+
+def test_post_returns_what_it_wrote_and_send_the_same_as_entries(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    (item,) = mailbox.post("alice", "raw", sender="bob")
+    (entry,) = mailbox.send("alice", "model", sender="bob", summary="s", color="blue")
+    first, second = json.loads(paths.inbox("alice").read_text(encoding="utf-8"))
+    assert item == first and list(item) == list(first)
+    assert entry.to_json_dict() == second and list(entry.to_json_dict()) == list(second)
+    assert "summary" not in first and "color" not in first  # nothing null is written
 
 
 def test_an_unknown_recipient_is_an_error_and_creates_no_inbox(

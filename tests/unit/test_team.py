@@ -165,3 +165,38 @@ def test_a_config_cut_short_by_a_killed_writer_is_read_from_swarms_copy(
     paths.config.write_text('{"name": "t", oops}')
     with pytest.raises(ProtocolsError, match="not valid JSON"):
         TeamFile(paths).load()
+
+
+def test_entries_are_the_raw_members_and_copies(team: TeamFile) -> None:
+    entries = team.entries()
+    assert [e["name"] for e in entries] == ["team-lead", "alice", "bob", "carol"]
+    assert entries == [m.to_json_dict() for m in team.load().members]
+    entries[1]["name"] = "changed"
+    alice = team.entry("alice")
+    assert alice is not None and alice["name"] == "alice" and team.entry("nobody") is None
+
+
+def test_entries_of_an_odd_file_come_through_the_model(team: TeamFile, paths: TeamPaths) -> None:
+    raw = json.loads(paths.config.read_text(encoding="utf-8"))
+    raw["members"][1]["joinedAt"] = str(raw["members"][1]["joinedAt"])  # the model takes it
+    raw["members"][2]["isActive"] = [1]  # the model refuses it
+    paths.config.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(ProtocolsError, match=r"(?s)not a valid team file.*isActive"):
+        team.member_names()
+    raw["members"][2]["isActive"] = True
+    paths.config.write_text(json.dumps(raw), encoding="utf-8")
+    alice = team.entry("alice")
+    assert alice is not None and isinstance(alice["joinedAt"], int)
+
+
+@pytest.mark.parametrize(
+    "members", [[{"name": "x"}], "not a list", [["name", "x"]], [{"agentId": "a", "name": 5}]]
+)
+def test_entries_of_a_broken_member_list_name_the_file(
+    team: TeamFile, paths: TeamPaths, members: object
+) -> None:
+    raw = json.loads(paths.config.read_text(encoding="utf-8"))
+    raw["members"] = members
+    paths.config.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(ProtocolsError, match=r"config\.json is not a valid team file"):
+        team.entries()

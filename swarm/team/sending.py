@@ -1,0 +1,41 @@
+"""Sending a message by hand: what ``swarm send`` and the ``/send`` line of `swarm lead`'s
+console do, and which recipients are dead.
+
+Kept apart from `swarm.team.actions` so that a send loads no pydantic model: the members are read
+as raw entries (`protocols.team.TeamFile.entries`) and the message is written as it is on disk
+(`protocols.mailbox.Mailbox.post`). Agents call ``swarm send`` hundreds of times (issue 18).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from protocols.values import MemberState
+from swarm.errors import SwarmError
+from swarm.team.liveness import member_state
+from swarm.team.signatures import lead_mailbox
+
+
+def send_text(
+    paths: TeamPaths, to: str, text: str, sender: str = LEAD_NAME, summary: str | None = None
+) -> tuple[list[str], list[str]]:
+    """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
+    the names it went to, and those a broadcast skipped (a name that cannot be an inbox).
+    Nobody to send to is an error."""
+    member = TeamFile(paths).entry(sender)
+    color = member.get("color") if member else None
+    mailbox = lead_mailbox(paths)
+    written = mailbox.post(to, text, sender=sender, summary=summary, color=color)
+    if not written:
+        raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
+    return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
+
+
+def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
+    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
+    team = TeamFile(paths)
+    entries = [team.entry(name) for name in names]
+    return [e["name"] for e in entries if e is not None and member_state(e) == MemberState.DEAD]
