@@ -26,12 +26,15 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
 from protocols.values import PermissionMode
-from teammate.agent.definitions import AgentDefinition, AgentDefinitionError, from_json_agents
-from teammate.permissions.policy import Rule, parse_rule
+
+if TYPE_CHECKING:  # loaded by a settings file that has rules or agents: `swarm task add` reads
+    # the hooks of files that mostly have neither
+    from teammate.agent.definitions import AgentDefinition
+    from teammate.permissions.policy import Rule
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +146,7 @@ def load_settings(path: Path) -> Settings:
             f"{path}: permissions.defaultMode {mode!r} is not one of "
             f"{', '.join(PermissionMode.names())}"
         )
-    try:
-        agents = from_json_agents(value.get("agents", {}), f"{path}: agents")
-    except AgentDefinitionError as exc:
-        raise SettingsError(str(exc)) from None
+    agents = _agents(value.get("agents", {}), f"{path}: agents")
     env = _mapping(value.get("env", {}), str, f"{path}: 'env' must be an object of string values")
     hooks = parse_hooks(value.get("hooks", {}), f"{path}: hooks")
     servers = _mapping(
@@ -158,12 +158,28 @@ def load_settings(path: Path) -> Settings:
     return dataclasses.replace(settings, origins=_origins(settings, str(path)))
 
 
+def _agents(value: Any, where: str) -> dict[str, AgentDefinition]:
+    if value == {}:
+        return {}
+    from teammate.agent.definitions import AgentDefinitionError, from_json_agents
+
+    try:
+        return from_json_agents(value, where)
+    except AgentDefinitionError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def _rules(permissions: dict[str, Any], path: Path) -> dict[str, list[Rule]]:
     rules: dict[str, list[Rule]] = {}
     for behavior in ("allow", "deny", "ask"):
         entries = permissions.get(behavior, [])
         if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
             raise SettingsError(f"{path}: permissions.{behavior} must be a list of rule strings")
+        if not entries:
+            rules[behavior] = []
+            continue
+        from teammate.permissions.policy import parse_rule
+
         try:
             rules[behavior] = [parse_rule(entry) for entry in entries]
         except ValueError as exc:
