@@ -207,8 +207,9 @@ class FileGuard:
     def refresh(self) -> None:
         """Touch the held lock directory (so nobody takes it for stale), and remember its new
         ctime: touching changes it, and `owns_lock_dir` knows the directory by (inode, ctime)."""
-        before = self._lstat(self._lock_name) if self._fd is not None else None
-        if before is None or self._made is None or before.st_ino != self._made[0]:
+        fd = self._fd
+        before = self._lstat(self._lock_name) if fd is not None else None
+        if fd is None or before is None or self._made is None or before.st_ino != self._made[0]:
             return
         try:
             safefs.utime(self.lock_dir)
@@ -218,7 +219,7 @@ class FileGuard:
         st = self._lstat(self._lock_name)
         if st is not None and self._made is not None and st.st_ino == self._made[0]:
             self._made = (st.st_ino, st.st_ctime_ns)
-            self._write_record(self._fd, st.st_ino, st.st_ctime_ns)
+            self._write_record(fd, st.st_ino, st.st_ctime_ns)
 
     def confirm(self) -> None:
         """Raise `LockLost` unless the lock is still ours and the target unchanged since this
