@@ -309,7 +309,8 @@ def plot(rows: list[Row], out: Path) -> None:
             value = top_value * step / 4
             _, y = xy(counts[0], value)
             draw.line([(left - 5, y), (left, y)], fill="black")
-            draw.text((left - 8, y), f"{value:.3g}", fill="black", font=font, anchor="rm")
+            label = f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
+            draw.text((left - 8, y), label, fill="black", font=font, anchor="rm")
         for count in counts:
             x, _ = xy(count, 0)
             draw.line([(x, bottom), (x, bottom + 5)], fill="black")
