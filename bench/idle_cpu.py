@@ -123,6 +123,17 @@ def wakes(pids: list[int]) -> int:
     return total
 
 
+def alive(pid: int) -> bool:
+    """Running (an exited child of this process stays a zombie until reaped: reaped here)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def inotify_instances(pid: int) -> int:
     count = 0
     try:
@@ -185,7 +196,7 @@ class SwarmTeam:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+        while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.2)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
