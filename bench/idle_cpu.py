@@ -46,6 +46,7 @@ from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.tasks import NewTask, TaskBoard
 from swarm.team.lifecycle import spawn_member
 from swarm.team.members import member_pid
+from swarm.team.signatures import lead_mailbox
 from teammate.options import MemberSpec
 
 CPU_TARGET_PERCENT = 2.0
@@ -232,7 +233,7 @@ class Pollers:
 
 def broadcast_ms(paths: TeamPaths, names: list[str], text: str) -> tuple[float, float]:
     """(ms the send took, ms until every one of `names` marked it read)."""
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)  # signed: the teammates check the lead's signature
     started = time.monotonic()
     mailbox.broadcast(text, sender="team-lead")
     written = time.monotonic()

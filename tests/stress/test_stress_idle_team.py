@@ -15,6 +15,7 @@ from helpers import wait_for
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.signatures import lead_mailbox
 from teammate.options import MemberSpec
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,7 @@ def test_a_broadcast_reaches_every_idle_teammate_of_sixty(
     team = TeamFile(paths)
     team.create(description="idle", cwd=tmp_path)
     names = [f"w{n}" for n in range(TEAMMATES)]
-    mailbox = Mailbox(paths)
+    mailbox = lead_mailbox(paths)  # signed as the lead: its teammates check (--lead-verify-key)
     try:
         for name in names:
             spec = MemberSpec(backend="subprocess", cwd=str(tmp_path))
@@ -45,7 +46,7 @@ def test_a_broadcast_reaches_every_idle_teammate_of_sixty(
         lead_before = len(mailbox.peek_all("team-lead"))
         for n in range(ROUNDS):
             mailbox.broadcast(f"round {n}", sender="team-lead")
-        mailbox.send("w7", "just you", sender="team-lead")
+        mailbox.send(names[-1], "just you", sender="team-lead")
         texts = [f"round {n}" for n in range(ROUNDS)]
 
         def everyone_read() -> bool:
@@ -56,8 +57,8 @@ def test_a_broadcast_reaches_every_idle_teammate_of_sixty(
             )
 
         wait_for(everyone_read, "every teammate to read every broadcast", 300)
-        assert [e.text for e in mailbox.peek_all("w7")].count("just you") == 1
-        assert all("just you" not in [e.text for e in mailbox.peek_all(n)] for n in names[8:])
+        assert [e.text for e in mailbox.peek_all(names[-1])].count("just you") == 1
+        assert all("just you" not in [e.text for e in mailbox.peek_all(n)] for n in names[:-1])
 
         def acknowledged() -> Counter[str]:
             return Counter(
