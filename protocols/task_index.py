@@ -9,8 +9,11 @@ this agent hold a task already) cost about as much as the answer, not a look at 
 It is never trusted blindly. Before each use, `refresh` asks the directory's `DirWatch` what
 changed since the last use and reads those files again, whoever wrote them (Claude Code writes
 task files in place and knows nothing of this index). When the watch cannot tell (the first
-use, no inotify, an overflowed queue, a directory removed or replaced) the index is rebuilt from
-every file. Nothing is kept on disk, so a crash, kill -9 included, leaves nothing to repair.
+use, an overflowed queue, a directory removed or replaced, or no inotify: not Linux, or the
+user's ``fs.inotify.max_user_instances``, 128 by default, used up by other processes) the index
+is brought up to date from every file: each is stat'ed and only changed ones parsed, which is
+what every listing cost before the index. Nothing is kept on disk, so a crash, kill -9
+included, leaves nothing to repair.
 
 Even so, a claim re-reads the task it takes, and that task's blockers, from their files under
 the locks (`TaskBoard._claim_locked`): the index chooses, the files decide.
@@ -109,10 +112,16 @@ class TaskIndex:
         return sorted(self._busy.get(agent, ()), key=int)
 
     def _rebuild(self, tasks: Iterable[Task]) -> None:
+        """Make the index hold exactly `tasks`. A task that is the very object already held
+        (the board's cache of unchanged files hands out the same one) costs nothing more."""
         self.rebuilds += 1
-        self._tasks, self._sorted, self._open, self._busy = {}, None, [], {}
+        seen = set()
         for task in tasks:
-            self.put(task.id, task)
+            seen.add(task.id)
+            if self._tasks.get(task.id) is not task:
+                self.put(task.id, task)
+        for gone in [task_id for task_id in self._tasks if task_id not in seen]:
+            self.put(gone, None)
 
     def _unlink(self, task: Task) -> None:
         if _is_open(task):

@@ -24,6 +24,14 @@ def board(team: TeamFile) -> TaskBoard:
     return TaskBoard(team.paths)
 
 
+def needs_inotify() -> None:
+    """Skip unless this process can have an inotify instance now: the machine's user may have
+    used up ``fs.inotify.max_user_instances`` (128 by default) in other processes."""
+    watch = DirWatch("/")
+    if watch.changes() is None and not watch.available:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+
+
 def write_in_place(path: Path, task: dict[str, object], keep_times: bool = False) -> None:
     """Rewrite a task file the way Claude Code does: truncate and write, same inode."""
     before = path.stat()
@@ -59,6 +67,7 @@ def test_a_task_written_in_place_behind_its_back_is_seen(
 
 def test_a_same_size_same_mtime_rewrite_is_still_seen(board: TaskBoard, paths: TeamPaths) -> None:
     """What a cache keyed on (inode, size, mtime) would miss: inotify reports the write."""
+    needs_inotify()
     task = board.create("a")
     board.list()
     text = raw(paths, task.id)
@@ -136,6 +145,7 @@ def test_without_inotify_every_file_is_looked_at(
 
 
 def test_the_watch_reports_names_and_says_when_it_cannot_tell(tmp_path: Path) -> None:
+    needs_inotify()
     watch = DirWatch(str(tmp_path / "d"))
     assert watch.changes() is None  # no directory yet
     (tmp_path / "d").mkdir()
