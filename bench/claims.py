@@ -89,6 +89,8 @@ class WorkerResult:
     errors: list[str] = field(default_factory=list)
     timed_out: bool = False
     capped: bool = False
+    watched: bool | None = None  # whether its board index had inotify (None: no index)
+    full_looks: int = 0  # how often its index looked at every file
 
 
 def make_board(paths: TeamPaths, tasks: int, block_every: int) -> dict[str, list[str]]:
@@ -182,6 +184,10 @@ def _work(
         result.claims.append(
             Claim(claimed.task.id, worker, claim_start, claim_end, complete_start, complete_end)
         )
+    index = getattr(board, "_index", None)  # the baseline's board has none
+    if index is not None:
+        result.watched = index.watch.available
+        result.full_looks = index.rebuilds
     results.put(result)
 
 
@@ -276,6 +282,9 @@ def run_case(
         "claim_next_p99_ms": percentile(claim_next_ms, 99) if claim_next_ms else 0.0,
         "errors": [error for result in done for error in result.errors][:5],
         "timed_out": sum(result.timed_out for result in done),
+        # workers whose index had inotify; without it every refresh looks at every file
+        "watched": sum(1 for result in done if result.watched),
+        "full_looks": sum(result.full_looks for result in done),
         "durability": durability,
     }
     per_worker = sorted(len(result.claims) for result in done)
@@ -298,6 +307,11 @@ def run_case(
         f"'nothing to claim' answers {sum(r.nothing_to_claim for r in done)}, "
         f"refusals {dict(refused) or 0}, timed out {figures['timed_out']}"
     )
+    if any(result.watched is not None for result in done):
+        say(
+            f"  board index: inotify in {figures['watched']} of {workers} workers, "
+            f"{figures['full_looks']} looks at every file"
+        )
     say(f"  errors {len(figures['errors'])}")
     for error in figures["errors"]:
         say(f"    {error}")
@@ -358,7 +372,8 @@ def sweep(args: argparse.Namespace) -> None:
                 base = cells.get(("baseline", tasks, workers))
                 checks = (
                     f"double {new['double_claims']}, early {new['blocked_violations']}, "
-                    f"lost {new['lost']}" + (", capped" if new["capped"] else "")
+                    f"lost {new['lost']}; inotify {new['watched']}/{workers}"
+                    + (", capped" if new["capped"] else "")
                 )
                 base_rate = f"{base['claims_per_s']:11.0f}" if base else f"{'-':>11}"
                 ratio = f"{new['claims_per_s'] / base['claims_per_s']:5.1f}x" if base else "     -"
