@@ -5,7 +5,8 @@ directory since the previous call, or None when it cannot tell (the caller then 
 file itself): the first call, no inotify here (not Linux, or the user's
 ``fs.inotify.max_user_instances`` used up), the kernel's queue overflowed, the directory does not
 exist yet or was removed or replaced. A watch that was lost is set up again on the next call,
-before it answers None, so nothing changed between the two goes unseen.
+before it answers None, so nothing changed between the two goes unseen. A process that could
+not have an inotify descriptor asks again every `RETRY_S` seconds.
 
 Why this can be trusted for a compare-and-set's inputs: the kernel queues the event inside the
 system call that made the change (``write``, ``rename``, ``unlink``, ``open(O_TRUNC)``), before
@@ -25,6 +26,7 @@ import ctypes
 import functools
 import os
 import struct
+import time
 import weakref
 from typing import Any
 
@@ -57,6 +59,7 @@ _MASK = (
 _LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW | _IN_IGNORED
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 _READ_BYTES = 64 * 1024
+RETRY_S = 10.0  # how long to go without inotify before asking for a descriptor again
 
 
 class DirWatch:
@@ -65,7 +68,7 @@ class DirWatch:
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd: int | None = None  # made by the first `changes()`
-        self._tried = False
+        self._next_try = 0.0  # monotonic time to try for a descriptor again
         self._wd: int | None = None
 
     @property
@@ -75,13 +78,14 @@ class DirWatch:
 
     def changes(self) -> set[str] | None:
         """Names changed since the last call; None when every file must be looked at."""
-        if not self._tried:
-            self._tried = True
-            self._fd = _inotify_init()
-            if self._fd is not None:
-                weakref.finalize(self, os.close, self._fd)
         if self._fd is None:
-            return None
+            if time.monotonic() < self._next_try:
+                return None
+            self._fd = _inotify_init()
+            if self._fd is None:  # used up by other processes, perhaps only for now
+                self._next_try = time.monotonic() + RETRY_S
+                return None
+            weakref.finalize(self, os.close, self._fd)
         if self._wd is None:
             self._drain()  # events of an earlier watch say nothing the full look will not
             self._wd = self._add_watch()
