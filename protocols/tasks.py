@@ -446,11 +446,15 @@ class TaskBoard:
         there is none.
 
         A first look without the lock finds out whether anything is claimable at all, so idle
-        workers asking again and again take no locks and write nothing. Under the lock the
-        index chooses (lowest id first) and `_claim_locked` decides from the files.
+        workers asking again and again take no locks and write nothing. (Without inotify that
+        look costs a stat of every file, so it is skipped while the index, even if out of date,
+        has a candidate: the look under the lock decides anyway.) Under the lock the index
+        chooses (lowest id first) and `_claim_locked` decides from the files.
         """
         with self._index.lock:
-            if next(self._refresh().candidates(), None) is None:
+            index = self._index
+            hopeful = not index.watch.available and next(index.candidates(), None) is not None
+            if not hopeful and next(self._refresh().candidates(), None) is None:
                 return None
         with self._list_lock(), self._index.lock:
             index = self._refresh()
