@@ -13,6 +13,10 @@ side that decides (``blockedBy``) is written first, so a kill between the two fi
 task blocked and only the ``blocks`` mirror short. A dependency that would close a cycle is
 refused, naming the cycle.
 
+Listings and the choice of a claim come from the process's index of the board
+(`protocols.task_index`), kept current from what inotify reports changed; the compare-and-set of
+a claim reads the task and its blockers again from their files.
+
 Lock order is always list lock (``.lock``) before task lock (``<N>.json.lock``), never the reverse,
 so claims, deletes and updates cannot deadlock. A locked operation whose lock was taken while the
 process was paused is done again from a fresh read (`redo_if_lock_lost`), never half-applied.
@@ -123,7 +127,7 @@ class TaskBoard:
         return [task_id for task_id, _ in self._task_files()]
 
     def _task_files(self, dir_fd: int | None = None) -> list[tuple[int, str]]:
-        """(id, path) of every ``<N>.json`` by id (plain strings: this runs per claim)."""
+        """(id, path) of every ``<N>.json`` by id (plain strings: this runs per full look)."""
         directory = str(self.paths.tasks_dir)
         try:
             names = os.listdir(dir_fd) if dir_fd is not None else safefs.listdir(directory)
@@ -147,7 +151,8 @@ class TaskBoard:
 
         From the process's index of the board (`protocols.task_index`), which re-reads only the
         files that changed since it was last used: an unchanged board costs one non-blocking
-        read of an inotify descriptor, however long it is."""
+        read of an inotify descriptor, however long it is (without inotify, a stat of every
+        file)."""
         with self._index.lock:
             self._refresh()
             tasks = self._index.tasks()
