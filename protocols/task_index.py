@@ -147,8 +147,8 @@ _SHARED_LOCK = threading.Lock()
 
 def shared(directory: str) -> TaskIndex:
     """The index of `directory` for this process (a forked child gets its own): boards of one
-    directory share it, so they share one inotify descriptor and one copy of the tasks. It lives
-    as long as a board holds it."""
+    directory share it, so they share one watch (on the process's one inotify instance) and one
+    copy of the tasks. It lives as long as a board holds it."""
     key = (os.getpid(), directory)
     with _SHARED_LOCK:
         index = _SHARED.get(key)

@@ -151,7 +151,7 @@ class TaskBoard:
 
         From the process's index of the board (`protocols.task_index`), which re-reads only the
         files that changed since it was last used: an unchanged board costs one non-blocking
-        read of an inotify descriptor, however long it is (without inotify, a stat of every
+        read of the process's inotify instance, however long it is (without inotify, a stat of every
         file)."""
         with self._index.lock:
             self._refresh()

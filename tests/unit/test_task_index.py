@@ -1,19 +1,23 @@
 """The board's index (`protocols.task_index`) never answers from a stale picture: a task file
 added, rewritten in place (as Claude Code writes them, even with the same size and mtime),
 removed, or a whole directory replaced behind its back is seen by the next listing and claim.
-Without inotify it looks at every file each time, and still answers right."""
+Without inotify (no instance free for the process) it looks at every file each time, still
+answers right, and takes an instance when one is free again."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from protocols import task_index
+from protocols import dirwatch, task_index
 from protocols.dirwatch import DirWatch
+from protocols.inotify import Notifier
 from protocols.paths import TeamPaths
 from protocols.tasks import ClaimFailure, TaskBoard
 from protocols.team import TeamFile
@@ -159,3 +163,84 @@ def test_the_watch_reports_names_and_says_when_it_cannot_tell(tmp_path: Path) ->
     assert watch.changes() == {"1.json", "2.json"}
     shutil.rmtree(tmp_path / "d")
     assert watch.changes() is None
+
+
+def used_up() -> Notifier:
+    """`Notifier.shared` when the user's inotify instances are all taken."""
+    raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+
+def test_without_an_instance_free_the_board_stats_every_file_then_takes_one_when_it_can(
+    paths: TeamPaths, team: TeamFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs_inotify()  # this process's instance exists: it is handed out again afterwards
+    real = Notifier.shared
+    monkeypatch.setattr(Notifier, "shared", staticmethod(used_up))
+    monkeypatch.setattr(dirwatch, "RETRY_S", 0.0)  # ask for an instance at every look
+    monkeypatch.setattr(task_index, "_SHARED", type(task_index._SHARED)())
+    board = TaskBoard(paths)
+    first, second = board.create("a"), board.create("b")
+    write_in_place(paths.task(first.id), {**raw(paths, first.id), "owner": "bob"})
+    assert board.claim_next("alice").task.id == second.id  # type: ignore[union-attr]
+    assert not board._index.watch.available
+    rebuilds = board._index.rebuilds
+    assert [t.owner for t in board.list()] == ["bob", "alice"]
+    assert board._index.rebuilds > rebuilds  # every look is a full one
+
+    monkeypatch.setattr(Notifier, "shared", real)  # an instance is free again
+    board.list()  # it takes the process's instance and watches: one more full look
+    assert board._index.watch.available
+    rebuilds = board._index.rebuilds
+    write_in_place(paths.task(first.id), {**raw(paths, first.id), "status": "completed"})
+    assert [t.status for t in board.list()] == ["completed", "in_progress"]
+    assert board._index.rebuilds == rebuilds  # from the event, not from a full look
+
+
+def test_a_watch_without_an_instance_asks_again_only_every_retry_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[float] = []
+    clock = [100.0]
+
+    def counted() -> Notifier:
+        asked.append(clock[0])
+        return used_up()
+
+    monkeypatch.setattr(Notifier, "shared", staticmethod(counted))
+    monkeypatch.setattr(dirwatch, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    watch = DirWatch(str(tmp_path))
+    assert watch.changes() is None
+    clock[0] += dirwatch.RETRY_S - 1
+    assert watch.changes() is None
+    assert asked == [100.0] and not watch.available
+    clock[0] += 1
+    assert watch.changes() is None
+    assert asked == [100.0, 100.0 + dirwatch.RETRY_S]
+
+
+def test_a_forked_child_neither_steals_nor_removes_its_parents_watch(tmp_path: Path) -> None:
+    """A child shares its parent's inotify descriptor: reading it or removing a watch on it
+    would take the parent's. The child's copy of a watch looks at everything and takes its own
+    instance instead; closing either copy leaves the parent's watch in place."""
+    needs_inotify()
+    watch = DirWatch(str(tmp_path))
+    watch.changes()
+    assert watch.changes() == set()
+    for use in ("close", "look, then close"):
+        pid = os.fork()
+        if pid == 0:  # the child: never back into pytest
+            code = 1
+            try:
+                if use.startswith("look"):
+                    (tmp_path / "child.json").write_text("{}")
+                    code = 0 if watch.changes() is None else 2
+                else:
+                    code = 0
+                watch.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, use
+        (tmp_path / "1.json").write_text("{}")
+        assert "1.json" in (watch.changes() or set()), use
+    watch.close()

@@ -1,6 +1,7 @@
 """InboxWatcher and the process's inotify instance: what wakes a watcher, what does not, and
 what is caught when an event never comes (a queue overflow, a directory made again, no inotify
-at all)."""
+at all). Every watch of a process, the task board's `DirWatch` included, is on one instance,
+and watchers of one directory each hear only the events they asked for."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from protocols import safefs
 from protocols import watch as watch_mod
+from protocols.dirwatch import DirWatch
 from protocols.inotify import IN_Q_OVERFLOW, Notifier
 from protocols.jsonio import atomic_write_text
+from protocols.paths import TeamPaths
 from protocols.watch import InboxWatcher
 
 
@@ -172,3 +178,105 @@ def test_a_polling_watcher_takes_inotify_once_it_can(
         settled(watcher)
         replace(inbox, "[6]")
         assert watcher.wait(10)
+
+
+ONE_PROCESS = """
+import os
+import sys
+from pathlib import Path
+
+from protocols.dirwatch import DirWatch
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+from protocols.watch import InboxWatcher
+
+paths = TeamPaths(Path(sys.argv[1]), "t")
+board = TaskBoard(paths)
+board.create("a")
+board.list()
+with InboxWatcher(paths.inbox("alice"), directories=(paths.tasks_dir,)) as watcher:
+    inboxes = DirWatch(str(paths.inboxes))
+    inboxes.changes()
+    board.list()
+    if watcher.degraded or not (board._index.watch.available and inboxes.available):
+        print("no inotify instance free")
+        sys.exit(0)
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    print(links.count("anon_inode:inotify"))
+"""
+
+
+def test_every_watch_of_a_process_is_on_its_one_inotify_instance(
+    paths: TeamPaths, config_root: Path
+) -> None:
+    """An inbox watcher, the task board's index and another directory watch: one instance (the
+    user has 128 of them for every process, editors included)."""
+    safefs.makedirs(paths.inboxes)
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_PROCESS, str(config_root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    if done.stdout.strip() == "no inotify instance free":
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    assert done.stdout.strip() == "1"
+
+
+def test_a_directory_watch_and_an_inbox_watcher_of_one_directory_hear_their_own_events(
+    inboxes: Path,
+) -> None:
+    watch = DirWatch(str(inboxes))
+    assert watch.changes() is None  # the first look is a full one
+    if not watch.available:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    try:
+        with InboxWatcher(directories=(inboxes,), rescan_s=60) as watcher:
+            settled(watcher)
+            watcher.take_changed(inboxes)
+            assert watch.changes() == set()
+            (inboxes / "bob.json").unlink()  # a removal: only the directory watch asked for it
+            assert watch.changes() == {"bob.json"}  # delivered before it answers
+            assert not watcher.changed.is_set()
+            replace(inboxes / "alice.json", "[7]")
+            assert watch.changes() == {"alice.json"}
+            assert watcher.changed.is_set()  # the same event, delivered to both by then
+            assert "alice.json" in (watcher.take_changed(inboxes) or set())
+    finally:
+        watch.close()
+
+
+def test_a_directory_watch_armed_again_by_another_watcher_still_says_it_cannot_tell(
+    tmp_path: Path,
+) -> None:
+    """A file written while the directory was gone was heard by nobody: whoever re-arms the
+    shared watch, the directory watch answers None (look at everything), never 'nothing'."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    watch = DirWatch(str(tasks))
+    watch.changes()
+    if not watch.available:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    try:
+        assert watch.changes() == set()
+        with InboxWatcher(directories=(tasks,), rescan_s=60) as watcher:
+            settled(watcher)
+            shutil.rmtree(tasks)
+            assert watcher.wait(10)
+            assert watch.changes() is None  # gone, and not there to watch again yet
+            tasks.mkdir()
+            (tasks / "1.json").write_text("{}")
+            Notifier.shared().repair()  # what the inbox watcher's rescan does
+            assert watch.changes() is None  # not set(): nobody heard 1.json written
+            assert watch.changes() == set()
+            (tasks / "2.json").write_text("{}")
+            assert watch.changes() == {"2.json"}
+    finally:
+        watch.close()
