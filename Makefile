@@ -48,7 +48,7 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
 	$(PY) bench/throughput.py
-	$(PY) bench/claims.py
+	$(PY) bench/claims.py --sweep
 	$(PY) bench/spawn.py
 	$(PY) bench/idle_cpu.py
 	$(PY) bench/idle_requests.py

@@ -1,13 +1,22 @@
 """Many workers, one task board: claims per second, and no task claimed twice or too early.
 
 What it measures
-    The board gets N tasks (default 1,000); every 10th task is blocked by the one before it
-    (``addBlockedBy``). Then W worker processes (default 16) start together and loop
-    `TaskBoard.claim_next(worker)`; after each successful claim the worker at once marks the task
-    completed (`TaskBoard.update(id, status="completed")`) and records the task id with the times
+    The board gets N tasks (default 1,000); every 10th task is blocked by the one before it. Then
+    W worker processes (default 16) look at the board once (a teammate that has been running a
+    while knows it) and start together, looping `TaskBoard.claim_next(worker)`; after each
+    successful claim the worker at once marks the task completed
+    (`TaskBoard.update(id, status="completed")`) and records the task id with the times
     (``time.monotonic_ns()``, one clock for the whole machine on Linux) of the claim and the
     completion. A worker stops when `claim_next` returns None and no task is pending any more,
-    or at the deadline.
+    at the deadline, or when ``--cap`` seconds of claiming have passed (then the rate is what was
+    claimed in that time, and tasks left over are expected).
+
+Curves (``--sweep``, what ``make bench`` runs)
+    The same run at 100, 1,000 and 10,000 tasks with 1, 4 and 16 workers, each cell twice, side by
+    side: with this tree's `protocols` and with the baseline's (``--baseline-ref``, by default the
+    commit before the board had its index; extracted with ``git archive`` into a temporary
+    directory and put first on ``PYTHONPATH`` of a child run of this same script). It prints the
+    table and draws the curves into ``docs/images/claims.png`` (``--png``).
 
 Figures
     * claims_per_s: successful claims per second of wall time, from the start event to the last
@@ -26,24 +35,36 @@ The last line printed is one line of ``key=value`` pairs.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import Any
 
 from benchkit import collect, percentile, verdict
 
 from protocols import TaskBoard, TeamFile, TeamPaths
 from protocols.jsonio import default_durability
+from protocols.tasks import NewTask
 
 TEAM = "bench"
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0
 IDLE_SLEEP_S = 0.02
+REPO = Path(__file__).resolve().parent.parent
+# the board before it had an index: every claim looked at every task file
+BASELINE_REF = "202e4c1"
+SWEEP_TASKS = (100, 1000, 10000)
+SWEEP_WORKERS = (1, 4, 16)
+TARGET_PER_S = 1000.0
+SETUP_BATCH = 250
 
 
 @dataclass
@@ -67,34 +88,76 @@ class WorkerResult:
     refused: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     timed_out: bool = False
+    capped: bool = False
+    watched: bool | None = None  # whether its board index had inotify (None: no index)
+    full_looks: int = 0  # how often its index looked at every file
 
 
-def make_board(board: TaskBoard, tasks: int, block_every: int) -> dict[str, list[str]]:
-    """Create the tasks; every `block_every`-th is blocked by the one before. Returns the deps."""
+def make_board(paths: TeamPaths, tasks: int, block_every: int) -> dict[str, list[str]]:
+    """Create the tasks in batches (setup: no fsync); every `block_every`-th is blocked by the
+    one before. Returns the dependencies."""
+    board = TaskBoard(paths, durability="process")
     blocked_by: dict[str, list[str]] = {}
-    for n in range(1, tasks + 1):
-        task = board.create(f"task {n}", f"benchmark task number {n}")
-        blocked_by[task.id] = []
-    for n in range(block_every, tasks + 1, block_every):
-        if n > 1:
-            board.update(str(n), addBlockedBy=[str(n - 1)])
-            blocked_by[str(n)] = [str(n - 1)]
+    for first in range(1, tasks + 1, SETUP_BATCH):
+        specs = []
+        for n in range(first, min(first + SETUP_BATCH, tasks + 1)):
+            spec = NewTask(f"task {n}", f"benchmark task number {n}")
+            if n % block_every == 0 and n > 1:  # blocked by n - 1: in this batch or before it
+                before = n - 1 - first
+                spec = replace(spec, after=(before,)) if before >= 0 else spec
+                spec = spec if before >= 0 else replace(spec, blocked_by=(str(n - 1),))
+            specs.append(spec)
+        for task in board.create_many(specs):
+            blocked_by[task.id] = list(task.blockedBy)
     return blocked_by
 
 
 def worker_main(
-    root: str, worker: str, ready: Queue, go: Event, results: Queue, deadline_s: float
+    root: str,
+    worker: str,
+    ready: Queue,
+    go: Event,
+    results: Queue,
+    deadline_s: float,
+    cap_s: float,
+    profile_dir: str | None = None,
 ) -> None:
-    """Claim, complete, repeat, until nothing is pending or the deadline passes."""
+    """Claim, complete, repeat, until nothing is pending, the deadline or the cap. With
+    `profile_dir`, the claiming loop runs under cProfile (wall time) and its stats go there."""
+    if profile_dir is not None:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.runcall(_work, root, worker, ready, go, results, deadline_s, cap_s)
+        profiler.dump_stats(os.path.join(profile_dir, f"{worker}.prof"))
+        return
+    _work(root, worker, ready, go, results, deadline_s, cap_s)
+
+
+def _work(
+    root: str,
+    worker: str,
+    ready: Queue,
+    go: Event,
+    results: Queue,
+    deadline_s: float,
+    cap_s: float,
+) -> None:
     board = TaskBoard(TeamPaths(Path(root), TEAM))
+    board.list()  # a running teammate has looked at the board before
     result = WorkerResult(worker)
     ready.put(worker)
     if not go.wait(START_TIMEOUT_S):
         raise SystemExit(f"{worker}: no start signal")
     deadline = time.monotonic() + deadline_s
+    cap = time.monotonic() + cap_s
     while True:
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             result.timed_out = True
+            break
+        if now > cap:
+            result.capped = True
             break
         try:
             claim_start = time.monotonic_ns()
@@ -121,6 +184,10 @@ def worker_main(
         result.claims.append(
             Claim(claimed.task.id, worker, claim_start, claim_end, complete_start, complete_end)
         )
+    index = getattr(board, "_index", None)  # the baseline's board has none
+    if index is not None:
+        result.watched = index.watch.available
+        result.full_looks = index.rebuilds
     results.put(result)
 
 
@@ -139,98 +206,264 @@ def blocked_violations(claims: list[Claim], blocked_by: dict[str, list[str]]) ->
     return violations
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--block-every", type=int, default=10, help="every Nth task is blocked")
-    parser.add_argument("--deadline", type=float, default=90.0, help="workers' deadline, s")
-    args = parser.parse_args()
-
+def run_case(
+    tasks: int,
+    workers: int,
+    block_every: int,
+    deadline_s: float,
+    cap_s: float,
+    quiet: bool,
+    profile_dir: str | None = None,
+) -> dict[str, Any]:
+    """One run: the board, the workers, and the figures (printed unless `quiet`)."""
+    say = (lambda *_: None) if quiet else print
     durability = default_durability()
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="swarm-bench-claims-") as root:
         os.environ["CLAUDE_CONFIG_DIR"] = root  # inherited by the spawned processes
         paths = TeamPaths(Path(root), TEAM)
         TeamFile(paths).create(description="claims benchmark")
-        board = TaskBoard(paths)
-        print(f"config root: {root} (temporary)  durability: {durability}")
+        say(f"config root: {root} (temporary)  durability: {durability}")
         setup_start = time.monotonic()
-        blocked_by = make_board(board, args.tasks, args.block_every)
-        print(
-            f"created {args.tasks} tasks ({sum(map(bool, blocked_by.values()))} blocked) "
+        blocked_by = make_board(paths, tasks, block_every)
+        say(
+            f"created {tasks} tasks ({sum(map(bool, blocked_by.values()))} blocked) "
             f"in {time.monotonic() - setup_start:.1f} s"
         )
-        print(f"{args.workers} workers: claim_next, then update(status=completed) ...")
+        say(f"{workers} workers: claim_next, then update(status=completed) ...")
 
         ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-        workers = [
+        processes = [
             ctx.Process(
-                target=worker_main, args=(root, f"worker-{w}", ready, go, results, args.deadline)
+                target=worker_main,
+                args=(root, f"worker-{w}", ready, go, results, deadline_s, cap_s, profile_dir),
             )
-            for w in range(args.workers)
+            for w in range(workers)
         ]
-        for process in workers:
+        for process in processes:
             process.start()
-        if len(collect(ready, args.workers, START_TIMEOUT_S)) < args.workers:
+        if len(collect(ready, workers, START_TIMEOUT_S)) < workers:
             raise SystemExit("not every worker started")
         started_ns = time.monotonic_ns()
         go.set()
-        done: list[WorkerResult] = collect(results, args.workers, args.deadline + 60)
-        for process in workers:
+        done: list[WorkerResult] = collect(results, workers, deadline_s + 60)
+        for process in processes:
             process.join(timeout=10)
             if process.is_alive():
                 process.terminate()
-        if len(done) < args.workers:
-            raise SystemExit(f"only {len(done)} of {args.workers} workers reported")
-        final = {task.id: task for task in board.list(include_internal=True)}
+        if len(done) < workers:
+            raise SystemExit(f"only {len(done)} of {workers} workers reported")
+        final = {task.id: task for task in TaskBoard(paths).list(include_internal=True)}
 
     claims = [claim for result in done for claim in result.claims]
     per_task = Counter(claim.task_id for claim in claims)
-    double_claims = sum(1 for n in per_task.values() if n > 1)
-    unclaimed = sum(
-        1
-        for task_id in blocked_by
-        if task_id not in per_task or task_id not in final or final[task_id].unfinished
-    )
-    violations = blocked_violations(claims, blocked_by)
-    owner_mismatch = sum(
-        1
-        for claim in claims
-        if claim.task_id in final and final[claim.task_id].owner not in (claim.worker, None)
-    )
+    capped = any(result.capped for result in done)
     wall_s = max(max((c.complete_end for c in claims), default=0) - started_ns, 1) / 1e9
-    claims_per_s = len(claims) / wall_s
     claim_next_ms = [ns / 1e6 for result in done for ns in result.claim_next_ns]
-    update_ms = [(c.complete_end - c.complete_start) / 1e6 for c in claims]
+    figures: dict[str, Any] = {
+        "tasks": tasks,
+        "workers": workers,
+        "claims": len(claims),
+        "wall_s": wall_s,
+        "claims_per_s": len(claims) / wall_s,
+        "double_claims": sum(1 for n in per_task.values() if n > 1),
+        # claimed but not completed by its claimer in the files at the end
+        "lost": sum(
+            1
+            for claim in claims
+            if claim.task_id not in final
+            or final[claim.task_id].unfinished
+            or final[claim.task_id].owner not in (claim.worker, None)
+        ),
+        "unclaimed": sum(1 for task_id in blocked_by if task_id not in per_task),
+        "capped": capped,
+        "blocked_violations": blocked_violations(claims, blocked_by),
+        "claim_next_p50_ms": percentile(claim_next_ms, 50) if claim_next_ms else 0.0,
+        "claim_next_p99_ms": percentile(claim_next_ms, 99) if claim_next_ms else 0.0,
+        "errors": [error for result in done for error in result.errors][:5],
+        "timed_out": sum(result.timed_out for result in done),
+        # workers whose index had inotify; without it every refresh looks at every file
+        "watched": sum(1 for result in done if result.watched),
+        "full_looks": sum(result.full_looks for result in done),
+        "durability": durability,
+    }
     per_worker = sorted(len(result.claims) for result in done)
-    errors = [error for result in done for error in result.errors]
     refused = sum((result.refused for result in done), Counter())
-
-    print(f"  {len(claims)} claims in {wall_s:.2f} s")
-    print(f"  claims_per_s       {claims_per_s:8.1f}")
-    print(f"  double_claims      {double_claims:8d}   target 0   {verdict(double_claims == 0)}")
-    print(f"  unclaimed          {unclaimed:8d}")
-    print(f"  blocked_violations {violations:8d}")
-    print(f"  final owner differs from the claimer: {owner_mismatch}")
-    if claim_next_ms and update_ms:
-        print(
-            f"  claim_next(): p50 {percentile(claim_next_ms, 50):.1f} ms, p99 "
-            f"{percentile(claim_next_ms, 99):.1f} ms ({len(claim_next_ms)} calls); "
-            f"update(): p50 {percentile(update_ms, 50):.1f} ms"
-        )
-    print(
+    say(f"  {len(claims)} claims in {wall_s:.2f} s" + ("  (capped)" if capped else ""))
+    say(f"  claims_per_s       {figures['claims_per_s']:8.1f}")
+    say(
+        f"  double_claims      {figures['double_claims']:8d}   target 0   "
+        f"{verdict(figures['double_claims'] == 0)}"
+    )
+    say(f"  unclaimed          {figures['unclaimed']:8d}" + ("  (capped run)" if capped else ""))
+    say(f"  lost               {figures['lost']:8d}   (claimed, not completed by its claimer)")
+    say(f"  blocked_violations {figures['blocked_violations']:8d}")
+    say(
+        f"  claim_next(): p50 {figures['claim_next_p50_ms']:.1f} ms, "
+        f"p99 {figures['claim_next_p99_ms']:.1f} ms ({len(claim_next_ms)} calls)"
+    )
+    say(
         f"  claims per worker: min {per_worker[0]}, max {per_worker[-1]}; "
         f"'nothing to claim' answers {sum(r.nothing_to_claim for r in done)}, "
-        f"refusals {dict(refused) or 0}, timed out {sum(r.timed_out for r in done)}"
+        f"refusals {dict(refused) or 0}, timed out {figures['timed_out']}"
     )
-    print(f"  errors {len(errors)}")
-    for error in errors[:5]:
-        print(f"    {error}")
+    if any(result.watched is not None for result in done):
+        say(
+            f"  board index: inotify in {figures['watched']} of {workers} workers, "
+            f"{figures['full_looks']} looks at every file"
+        )
+    say(f"  errors {len(figures['errors'])}")
+    for error in figures["errors"]:
+        say(f"    {error}")
+    return figures
+
+
+def show_profile(directory: Path) -> None:
+    """The workers' profiles added up: where the wall time of the claiming loops went."""
+    import pstats
+
+    files = sorted(str(p) for p in directory.glob("*.prof"))
+    if files:
+        print(f"profile of {len(files)} workers (wall time, summed), by own time:")
+        pstats.Stats(*files).sort_stats("tottime").print_stats(14)
+
+
+def baseline_tree(ref: str, into: Path) -> Path | None:
+    """`ref`'s ``protocols`` package extracted under `into` (None: no git or no such ref)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", ref, "protocols"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"no baseline: cannot extract {ref}: {exc}")
+        return None
+    return into
+
+
+def run_child(tree: Path, tasks: int, workers: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One cell, run by this script in a child whose `protocols` comes from `tree`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(REPO)]))
+    argv = [sys.executable, str(Path(__file__).resolve()), "--json"]
+    argv += ["--tasks", str(tasks), "--workers", str(workers), "--cap", str(args.cap)]
+    argv += ["--block-every", str(args.block_every), "--deadline", str(args.deadline)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {tasks} tasks, {workers} workers failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """The curves: every cell with this tree and with the baseline, side by side."""
+    with tempfile.TemporaryDirectory(prefix="swarm-bench-baseline-") as tmp:
+        old = baseline_tree(args.baseline_ref, Path(tmp))
+        trees = {"index": REPO} | ({"baseline": old} if old is not None else {})
+        cells: dict[tuple[str, int, int], dict[str, Any]] = {}
+        print(f"claims per second, {args.cap:g} s cap per run, durability {default_durability()}")
+        print(f"baseline: protocols of {args.baseline_ref} (before the index), same script")
+        print(f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'index/s':>9} {'ratio':>6}  checks")
+        for tasks in args.sweep_tasks:
+            for workers in args.sweep_workers:
+                for label in sorted(trees):  # baseline, then index: side by side
+                    cells[(label, tasks, workers)] = run_child(trees[label], tasks, workers, args)
+                new = cells[("index", tasks, workers)]
+                base = cells.get(("baseline", tasks, workers))
+                checks = (
+                    f"double {new['double_claims']}, early {new['blocked_violations']}, "
+                    f"lost {new['lost']}; inotify {new['watched']}/{workers}"
+                    + (", capped" if new["capped"] else "")
+                )
+                base_rate = f"{base['claims_per_s']:11.0f}" if base else f"{'-':>11}"
+                ratio = f"{new['claims_per_s'] / base['claims_per_s']:5.1f}x" if base else "     -"
+                print(
+                    f"{tasks:>6} {workers:>7} {base_rate} {new['claims_per_s']:9.0f} {ratio}  "
+                    f"{checks}",
+                    flush=True,
+                )
+    if args.png:
+        draw(cells, args)
+        print(f"curves: {args.png}")
+    index_cells = [v for (label, _, _), v in cells.items() if label == "index"]
+    at_16 = {
+        t: cells[("index", t, 16)]["claims_per_s"]
+        for t in args.sweep_tasks
+        if 16 in args.sweep_workers
+    }
+    line = {f"claims_per_s_{_short(t)}_16": f"{rate:.0f}" for t, rate in at_16.items()}
+    for t in args.sweep_tasks:
+        if ("baseline", t, 16) in cells:
+            line[f"baseline_{_short(t)}_16"] = f"{cells[('baseline', t, 16)]['claims_per_s']:.0f}"
+    line["min_claims_per_s"] = f"{min(v['claims_per_s'] for v in index_cells):.0f}"
+    for key in ("double_claims", "blocked_violations", "lost"):
+        line[key] = str(sum(v[key] for v in index_cells))
+    line["durability"] = default_durability()
+    print(" ".join(f"{k}={v}" for k, v in line.items()))
+
+
+def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Namespace) -> None:
+    from chart import Series, line_chart
+
+    colours = {1: "#1f77b4", 4: "#2ca02c", 16: "#d62728"}
+    series = []
+    for label, dashed in (("index", False), ("baseline", True)):
+        for workers in args.sweep_workers:
+            points = [
+                (float(t), cells[(label, t, workers)]["claims_per_s"])
+                for t in args.sweep_tasks
+                if (label, t, workers) in cells
+            ]
+            if points:
+                name = f"{'with index' if label == 'index' else 'baseline'}, {workers} w"
+                series.append(Series(name, colours.get(workers, "black"), points, dashed))
+    line_chart(
+        Path(args.png),
+        f"TaskBoard.claim_next + complete: claims/s (durability {default_durability()})",
+        "tasks on the board",
+        "claims/s",
+        series,
+        target=("target 1,000/s", TARGET_PER_S),
+    )
+
+
+def _short(tasks: int) -> str:
+    return f"{tasks // 1000}k" if tasks >= 1000 and tasks % 1000 == 0 else str(tasks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--block-every", type=int, default=10, help="every Nth task is blocked")
+    parser.add_argument("--deadline", type=float, default=90.0, help="workers' deadline, s")
+    parser.add_argument("--cap", type=float, default=1e9, help="stop claiming after this, s")
+    parser.add_argument("--json", action="store_true", help="figures as one JSON line, last")
+    parser.add_argument("--sweep", action="store_true", help="the curves, with the baseline")
+    parser.add_argument("--sweep-tasks", type=int, nargs="+", default=list(SWEEP_TASKS))
+    parser.add_argument("--sweep-workers", type=int, nargs="+", default=list(SWEEP_WORKERS))
+    parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument("--profile", help="profile the workers (wall time) into this directory")
+    parser.add_argument("--png", default=str(REPO / "docs" / "images" / "claims.png"))
+    args = parser.parse_args()
+    if args.sweep:
+        if args.cap == 1e9:
+            args.cap = 8.0
+        sweep(args)
+        return
+    figures = run_case(
+        args.tasks, args.workers, args.block_every, args.deadline, args.cap, args.json, args.profile
+    )
+    if args.profile:
+        show_profile(Path(args.profile))
+    if args.json:
+        print(json.dumps(figures))
+        return
     print(
-        f"claims_per_s={claims_per_s:.0f} double_claims={double_claims} unclaimed={unclaimed} "
-        f"blocked_violations={violations} tasks={args.tasks} workers={args.workers} "
-        f"durability={durability}"
+        f"claims_per_s={figures['claims_per_s']:.0f} double_claims={figures['double_claims']} "
+        f"unclaimed={0 if figures['capped'] else figures['unclaimed']} "
+        f"blocked_violations={figures['blocked_violations']} lost={figures['lost']} "
+        f"tasks={args.tasks} workers={args.workers} durability={figures['durability']}"
     )
 
 

@@ -161,8 +161,15 @@ def _write_all(fd: int, data: bytes, durable: bool) -> None:
         os.fsync(fd)
 
 
-def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None = None) -> None:
+def atomic_write_bytes(
+    target: Path, data: bytes, durability: Durability | None = None, sync_dir: bool = True
+) -> None:
     """Replace `target` with `data` atomically. The caller holds the target's lock.
+
+    With `sync_dir` False the directory is not fsynced after the rename: the caller does it
+    (`fsync_dir`) before it reports the write done, after releasing its locks, so that the
+    slow part of a durable write is not spent holding them. The new file's data is synced
+    before the rename either way, so a crash leaves the old file or the new one, never a torn one.
 
     Just before the rename that commits, the lock is confirmed to still be this process's
     (`FileGuard.confirm`): a holder that was paused long enough for another writer to take the
@@ -176,7 +183,7 @@ def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None 
     try:
         temp_fd = _open_temp_dir(target, target_fd)
         try:
-            _commit(target, data, durable, guard, target_fd, temp_fd)
+            _commit(target, data, durable, guard, target_fd, temp_fd, sync_dir)
         finally:
             os.close(temp_fd)
     finally:
@@ -185,7 +192,13 @@ def atomic_write_bytes(target: Path, data: bytes, durability: Durability | None 
 
 
 def _commit(
-    target: Path, data: bytes, durable: bool, guard: Any, target_fd: int, temp_fd: int
+    target: Path,
+    data: bytes,
+    durable: bool,
+    guard: Any,
+    target_fd: int,
+    temp_fd: int,
+    sync_dir: bool = True,
 ) -> None:
     _remove_orphans(temp_fd, target.name)
     name = f"{target.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
@@ -208,7 +221,7 @@ def _commit(
         raise
     if guard is not None:
         guard.written()
-    if durable:
+    if durable and sync_dir:
         os.fsync(target_fd)
 
 
@@ -232,9 +245,12 @@ def atomic_write_text(target: Path, text: str, durability: Durability | None = N
     atomic_write_bytes(target, text.encode("utf-8"), durability)
 
 
-def write_json(target: Path, value: Any, durability: Durability | None = None) -> None:
-    """Write `value` to `target` in Claude Code's file format, atomically."""
-    atomic_write_text(target, dumps_pretty(value), durability)
+def write_json(
+    target: Path, value: Any, durability: Durability | None = None, sync_dir: bool = True
+) -> None:
+    """Write `value` to `target` in Claude Code's file format, atomically (`sync_dir`: see
+    `atomic_write_bytes`)."""
+    atomic_write_bytes(target, dumps_pretty(value).encode("utf-8"), durability, sync_dir)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -8,7 +8,8 @@
    because its package costs ~12 ms of the 80 ms a ``swarm send`` may take (issue 18);
 2. the proper-lockfile lock Claude Code uses: the *directory* ``X.lock``, made with `mkdir`. A lock
    directory whose mtime is older than 10 s is stale and is removed; a held lock's mtime is
-   refreshed every 5 s by one background thread, so a long hold is not taken for stale.
+   refreshed every 5 s by one background thread (alive only while a lock is held), so a long
+   hold is not taken for stale.
 
 While a swarm process holds ``X.lock`` it records ``pid start inode ctime`` of that directory in
 its flock file. The next swarm process (which then holds the flock) can tell that a leftover
@@ -179,7 +180,7 @@ class FileGuard:
             raise
         self._fd = fd
         self._expected = self._signature()
-        _refresher().add(self.lock_dir)
+        _refresher().add(self)
         _register(self)
 
     def release(self) -> None:
@@ -188,7 +189,7 @@ class FileGuard:
             return
         self._fd = None
         _unregister(self)
-        _refresher().discard(self.lock_dir)
+        _refresher().discard(self)
         try:
             if self.owns_lock_dir():
                 os.rmdir(self._lock_name, dir_fd=self.dir_fd)
@@ -211,6 +212,23 @@ class FileGuard:
         if st is None:
             return False
         return self._made == (st.st_ino, st.st_ctime_ns) and stat.S_ISDIR(st.st_mode)
+
+    def refresh(self) -> None:
+        """Touch the held lock directory (so nobody takes it for stale), and remember its new
+        ctime: touching changes it, and `owns_lock_dir` knows the directory by (inode, ctime)."""
+        fd = self._fd
+        before = self._lstat(self._lock_name) if fd is not None else None
+        if fd is None or before is None or self._made is None or before.st_ino != self._made[0]:
+            return
+        try:
+            safefs.utime(self.lock_dir)
+        except (FileNotFoundError, safefs.LinkRefused):
+            log.warning("held lock %s disappeared (taken for stale?)", self.lock_dir)
+            return
+        st = self._lstat(self._lock_name)
+        if st is not None and self._made is not None and st.st_ino == self._made[0]:
+            self._made = (st.st_ino, st.st_ctime_ns)
+            self._write_record(fd, st.st_ino, st.st_ctime_ns)
 
     def confirm(self) -> None:
         """Raise `LockLost` unless the lock is still ours and the target unchanged since this
@@ -467,40 +485,42 @@ def redo_if_lock_lost(operation: Callable[P, R]) -> Callable[P, R]:
 
 
 class _Refresher:
-    """One daemon thread that keeps the mtime of long-held lock directories fresh."""
+    """One daemon thread that keeps the mtime of long-held lock directories fresh. It runs only
+    while some lock is held (an idle process has no thread waking it), and sleeps until the
+    oldest hold is due."""
 
     def __init__(self, interval: float = REFRESH_S) -> None:
         self.interval = interval
-        self._held: dict[str, float] = {}
-        self._guard = threading.Lock()
+        self._held: dict[FileGuard, float] = {}
+        self._guard = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, lock_dir: str) -> None:
+    def add(self, guard: FileGuard) -> None:
         with self._guard:
-            self._held[lock_dir] = time.monotonic()
-            if self._thread is None or not self._thread.is_alive():
+            self._held[guard] = time.monotonic()
+            if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="swarm-lock-refresher", daemon=True
                 )
                 self._thread.start()
 
-    def discard(self, lock_dir: str) -> None:
+    def discard(self, guard: FileGuard) -> None:
         with self._guard:
-            self._held.pop(lock_dir, None)
+            self._held.pop(guard, None)
 
     def _run(self) -> None:
-        while True:
-            time.sleep(min(1.0, self.interval / 2))
-            now = time.monotonic()
-            with self._guard:  # under the guard, so a released lock is never touched
-                for path, touched in list(self._held.items()):
-                    if now - touched < self.interval:
-                        continue
-                    self._held[path] = now
-                    try:
-                        safefs.utime(path)
-                    except (FileNotFoundError, safefs.LinkRefused):
-                        log.warning("held lock %s disappeared (taken for stale?)", path)
+        with self._guard:  # held while refreshing, so a released lock is never touched
+            while self._held:
+                due = min(self._held.values()) + self.interval - time.monotonic()
+                if due > 0:
+                    self._guard.wait(due)
+                    continue
+                now = time.monotonic()
+                for guard, touched in list(self._held.items()):
+                    if now - touched >= self.interval:
+                        self._held[guard] = now
+                        guard.refresh()
+            self._thread = None
 
 
 _REFRESHER: _Refresher | None = None

@@ -1,43 +1,18 @@
-"""The dependencies between tasks: which tasks are blocked, which can be claimed, and cycles.
+"""The dependencies between tasks: the edges, and cycles.
 
 A task is blocked while a task in its ``blockedBy`` exists and is not completed (a deleted
-blocker no longer blocks). ``blockedBy`` is what decides; ``blocks`` is its mirror, kept for
-Claude Code's readers. Pure functions over a ``{id: Task}`` map read under the list lock.
+blocker no longer blocks; `protocols.task_index` and `TaskBoard._claim_locked` apply this).
+``blockedBy`` is what decides; ``blocks`` is its mirror, kept for Claude Code's readers. Pure
+functions over a ``{id: Task}`` map read under the list lock.
 """
 
 from __future__ import annotations
 
 import graphlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from protocols.errors import InvalidTaskUpdate
 from protocols.task import Task
-
-Lookup = Callable[[str], Task | None]
-
-
-def open_blockers(task: Task, tasks: Mapping[str, Task], lookup: Lookup) -> list[str]:
-    """Ids in `task.blockedBy` whose task exists and is not completed."""
-    open_ids = []
-    for blocker in task.blockedBy:
-        other = tasks.get(blocker) or lookup(blocker)
-        if other is not None and other.status != "completed":
-            open_ids.append(blocker)
-    return open_ids
-
-
-def claimable(tasks: Mapping[str, Task], lookup: Lookup) -> list[Task]:
-    """Pending, unowned, visible, not failed tasks whose blockers are all completed, by id."""
-    found = [
-        t
-        for t in tasks.values()
-        if not t.internal
-        and t.status == "pending"
-        and not t.owner
-        and not t.failed
-        and not open_blockers(t, tasks, lookup)
-    ]
-    return sorted(found, key=lambda t: int(t.id))
 
 
 def check_acyclic(edges: Mapping[str, Iterable[str]]) -> None:

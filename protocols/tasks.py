@@ -13,6 +13,10 @@ side that decides (``blockedBy``) is written first, so a kill between the two fi
 task blocked and only the ``blocks`` mirror short. A dependency that would close a cycle is
 refused, naming the cycle.
 
+Listings and the choice of a claim come from the process's index of the board
+(`protocols.task_index`), kept current from what inotify reports changed; the compare-and-set of
+a claim reads the task and its blockers again from their files.
+
 Lock order is always list lock (``.lock``) before task lock (``<N>.json.lock``), never the reverse,
 so claims, deletes and updates cannot deadlock. A locked operation whose lock was taken while the
 process was paused is done again from a fresh read (`redo_if_lock_lost`), never half-applied.
@@ -31,15 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from protocols import safefs
+from protocols import safefs, task_index
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import (
     Durability,
     atomic_write_text,
+    default_durability,
     dumps_pretty,
     ensure_file,
+    fsync_dir,
     parse_patiently,
     write_json,
 )
@@ -47,7 +53,8 @@ from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
-from protocols.task_graph import check_acyclic, claimable, open_blockers, waits_for
+from protocols.task_graph import check_acyclic, waits_for
+from protocols.task_index import TaskIndex
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
@@ -103,6 +110,7 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
         self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
+        self._index = task_index.shared(str(paths.tasks_dir))
 
     # locks
 
@@ -119,7 +127,7 @@ class TaskBoard:
         return [task_id for task_id, _ in self._task_files()]
 
     def _task_files(self, dir_fd: int | None = None) -> list[tuple[int, str]]:
-        """(id, path) of every ``<N>.json`` by id (plain strings: this runs per claim)."""
+        """(id, path) of every ``<N>.json`` by id (plain strings: this runs per full look)."""
         directory = str(self.paths.tasks_dir)
         try:
             names = os.listdir(dir_fd) if dir_fd is not None else safefs.listdir(directory)
@@ -141,6 +149,18 @@ class TaskBoard:
     def list(self, include_internal: bool = False) -> builtins.list[Task]:
         """Valid tasks by id; ``metadata._internal`` ones only when asked.
 
+        From the process's index of the board (`protocols.task_index`), which re-reads only the
+        files that changed since it was last used: an unchanged board costs one non-blocking
+        read of the process's inotify instance, however long it is (without inotify, a stat of every
+        file)."""
+        with self._index.lock:
+            self._refresh()
+            tasks = self._index.tasks()
+        return tasks if include_internal else [t for t in tasks if not t.internal]
+
+    def _scan(self) -> builtins.list[Task]:
+        """Every valid task (internal ones too), by id, from the files themselves.
+
         The directory is opened once (without following links) and every file is looked at
         relative to it: an unchanged file costs one ``fstatat``, however long the board."""
         try:
@@ -152,7 +172,15 @@ class TaskBoard:
             tasks = [self._read(path, cached_ok=True, dir_fd=dir_fd) for _, path in files]
         finally:
             os.close(dir_fd)
-        return [t for t in tasks if t is not None and (include_internal or not t.internal)]
+        return [t for t in tasks if t is not None]
+
+    def _refresh(self) -> TaskIndex:
+        """The index, brought up to date from the files (hold its lock)."""
+        self._index.refresh(self._read_id, self._scan)
+        return self._index
+
+    def _read_id(self, task_id: str) -> Task | None:
+        return self._read(os.path.join(str(self.paths.tasks_dir), f"{task_id}.json"))
 
     def _read(self, path: str, cached_ok: bool = False, dir_fd: int | None = None) -> Task | None:
         """The task in `path`; None if there is none, or the file is invalid (a warning is
@@ -250,6 +278,10 @@ class TaskBoard:
                 for task_id, spec in zip(ids, specs, strict=True)
             }
             check_acyclic(blockers)
+            blocks: dict[str, builtins.list[str]] = {}  # task -> the tasks of the batch it blocks
+            for task_id in ids:
+                for blocker in blockers[task_id]:
+                    blocks.setdefault(blocker, []).append(task_id)
             tasks = []
             for task_id, spec in zip(ids, specs, strict=True):
                 task = Task(
@@ -258,7 +290,7 @@ class TaskBoard:
                     description=spec.description,
                     activeForm=spec.active_form,
                     status=TaskStatus.PENDING,
-                    blocks=[t for t, theirs in blockers.items() if task_id in theirs],
+                    blocks=_union([], blocks.get(task_id, [])),
                     blockedBy=_union([], blockers[task_id]),
                     metadata=spec.metadata or None,
                     owner=spec.owner,
@@ -409,9 +441,9 @@ class TaskBoard:
         With `start`, the claimed task is set ``in_progress``. With `check_busy`, an agent that
         already owns another unfinished (and not failed) task is refused (``agent_busy``).
         """
-        with self._list_lock():
-            tasks = {t.id: t for t in self.list(include_internal=True)}
-            return self._claim_locked(str(task_id), agent, check_busy, start, tasks)
+        with self._list_lock(), self._index.lock:
+            result = self._claim_locked(str(task_id), agent, check_busy, start, self._refresh())
+        return self._synced(result)
 
     @redo_if_lock_lost
     def claim_next(self, agent: str, start: bool = True) -> ClaimResult | None:
@@ -419,17 +451,32 @@ class TaskBoard:
         there is none.
 
         A first look without the lock finds out whether anything is claimable at all, so idle
-        workers asking again and again take no locks and write nothing.
+        workers asking again and again take no locks and write nothing. (Without inotify that
+        look costs a stat of every file, so it is skipped while the index, even if out of date,
+        has a candidate: the look under the lock decides anyway.) Under the lock the index
+        chooses (lowest id first) and `_claim_locked` decides from the files.
         """
-        if not claimable({t.id: t for t in self.list(include_internal=True)}, self.get):
-            return None
-        with self._list_lock():
-            tasks = {t.id: t for t in self.list(include_internal=True)}
-            for task in claimable(tasks, self.get):
-                result = self._claim_locked(task.id, agent, True, start, tasks)
+        with self._index.lock:
+            index = self._index
+            hopeful = not index.watch.available and next(index.candidates(), None) is not None
+            if not hopeful and next(self._refresh().candidates(), None) is None:
+                return None
+        with self._list_lock(), self._index.lock:
+            index = self._refresh()
+            for task in index.candidates():
+                result = self._claim_locked(task.id, agent, True, start, index)
                 if result.success or result.reason == ClaimFailure.AGENT_BUSY:
-                    return result
-        return None
+                    break
+            else:
+                return None
+        return self._synced(result)
+
+    def _synced(self, result: ClaimResult) -> ClaimResult:
+        """`result`, once the directory entry of a successful claim is on disk too (fsynced
+        after the locks are released, so other claims need not wait for it)."""
+        if result.success and (self.durability or default_durability()) == "power":
+            fsync_dir(self.paths.tasks_dir)
+        return result
 
     @redo_if_lock_lost
     def release_all(self, agent: str) -> builtins.list[Task]:
@@ -452,26 +499,28 @@ class TaskBoard:
     # internals
 
     def _claim_locked(
-        self, task_id: str, agent: str, check_busy: bool, start: bool, tasks: dict[str, Task]
+        self, task_id: str, agent: str, check_busy: bool, start: bool, index: TaskIndex
     ) -> ClaimResult:
-        """The compare-and-set. Holds the list lock; `tasks` was read under it."""
+        """The compare-and-set. Holds the list lock and the index's lock; `index` was refreshed
+        under the list lock. The task, its blockers and the tasks the index says keep `agent`
+        busy are read again from their files: what the index says is only a hint."""
         if not safefs.exists(self.paths.task(task_id)):
+            index.put(task_id, None)
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
         with self._task_lock(task_id):
             task = self.get(task_id)  # re-read under the task's own lock
+            index.put(task_id, task)
             if task is None:
                 return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
             if task.status == "completed":
                 return ClaimResult(False, task, ClaimFailure.ALREADY_RESOLVED)
             if task.owner and task.owner != agent:
                 return ClaimResult(False, task, ClaimFailure.ALREADY_CLAIMED)
-            blockers = open_blockers(task, tasks, self.get)
+            blockers = self._open_blockers(task, index)
             if blockers:
                 return ClaimResult(False, task, ClaimFailure.BLOCKED, blocked_by=blockers)
             if check_busy:
-                busy = [
-                    t.id for t in tasks.values() if t.owner == agent and t.busy and t.id != task_id
-                ]
+                busy = self._busy_with(agent, task_id, index)
                 if busy:
                     return ClaimResult(False, task, ClaimFailure.AGENT_BUSY, busy_with=busy)
             updates: dict[str, Any] = {"owner": agent}
@@ -480,8 +529,32 @@ class TaskBoard:
             if task.failed:  # claimed by name: a deliberate retry
                 updates["metadata"] = _with(task, FAILED, None)
             claimed = task.updated(**updates)
-            self._write(claimed)
+            self._write(claimed, sync_dir=False)  # `_synced` does it, out of the locks
+            index.put(task_id, claimed)
         return ClaimResult(True, claimed)
+
+    def _open_blockers(self, task: Task, index: TaskIndex) -> builtins.list[str]:
+        """`task`'s blockers that exist and are not completed, each read from its file."""
+        open_ids = []
+        for blocker in task.blockedBy:
+            other = self.get(blocker)
+            index.put(blocker, other)
+            if other is not None and other.unfinished:
+                open_ids.append(blocker)
+        return open_ids
+
+    def _busy_with(self, agent: str, task_id: str, index: TaskIndex) -> builtins.list[str]:
+        """Other tasks that keep `agent` busy: those the index names, checked in their files
+        (the index, refreshed under the list lock, knows every owner change made before)."""
+        busy = []
+        for other_id in index.busy_with(agent):
+            if other_id == task_id:
+                continue
+            other = self.get(other_id)
+            index.put(other_id, other)
+            if other is not None and other.owner == agent and other.busy:
+                busy.append(other_id)
+        return busy
 
     @redo_if_lock_lost
     def _rewrite(self, task_id: str, change: Callable[[Task], Task]) -> tuple[Task, Task]:
@@ -492,8 +565,8 @@ class TaskBoard:
                 self._write(after)
         return before, after
 
-    def _write(self, task: Task) -> None:
-        write_json(self.paths.task(task.id), task.to_json_dict(), self.durability)
+    def _write(self, task: Task, sync_dir: bool = True) -> None:
+        write_json(self.paths.task(task.id), task.to_json_dict(), self.durability, sync_dir)
 
     def _highwatermark(self) -> int:
         try:

@@ -1,63 +1,48 @@
-"""Waking a reader when its inbox changes: watchdog (inotify) plus a periodic rescan.
+"""Waking a reader when its inbox changes: inotify, with a safety-net rescan, or stat polling.
 
-`InboxWatcher` watches the directory of one inbox file (the file itself is replaced on every
-write, so its inode changes) and sets an event when anything touches that file name: a rename
-onto it (swarm's atomic writes), a modification or close-after-write (Claude Code's in-place
-writes). inotify can drop events when its queue overflows, so waiters also wake every
-`rescan_s` seconds and look for themselves; nothing depends on an event arriving.
+`InboxWatcher` watches inbox files by name (each file itself, through the process's one inotify
+instance, `protocols.inotify.Notifier`: a write to another member's inbox does not wake this
+reader) and directories for any file written in them (a teammate watches the task board's
+directory this way), and sets an event when one changes. The kernel reports the events it had
+to drop, so nothing depends on a rescan; waiters still look for themselves every `rescan_s`
+seconds (re-arming a watch whose directory was deleted and made again).
 
-When inotify cannot be had (the user's ``fs.inotify.max_user_instances`` or ``max_user_watches``
-is used up by other processes), the watcher says so once (`degraded` holds why) and runs on its
-rescan alone: slower to wake, never dead. Watched directories are made, and checked not to be
+When inotify cannot be had (the user's ``fs.inotify.max_user_instances``, 128 by default, is
+used up: one per process, so more than about 120 swarm processes of one user on a machine, or
+``max_user_watches``), the watcher says so once (`degraded` holds why) and polls instead: every
+`poll_s` seconds (0.5) it compares each watched file's and directory's (inode, size, mtime) with
+what it saw, which costs two ``stat`` calls, and wakes only on a change. It tries to get an
+instance again every `RETRY_INOTIFY_S`. Watched directories are made, and checked not to be
 links, through `protocols.safefs`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
-
-if TYPE_CHECKING:
-    from watchdog.observers.api import BaseObserver
+from protocols.inotify import Notifier
 
 DEFAULT_RESCAN_S = 0.25
+DEGRADED_POLL_S = 0.5
+RETRY_INOTIFY_S = 30.0
 log = logging.getLogger(__name__)
 
+Signature = tuple[int, int, int] | None
 
-class _Handler:
-    """Sets `changed` for events on `names` (or on any file, when `names` is None), and notes
-    the directory in `touched`. watchdog calls `dispatch` for each event: a plain class, so
-    that importing this module does not load watchdog (commands that never wait stay quick)."""
 
-    def __init__(
-        self,
-        directory: Path,
-        names: set[str] | None,
-        changed: threading.Event,
-        touched: set[Path],
-    ) -> None:
-        self.directory = directory
-        self.names = names
-        self.changed = changed
-        self.touched = touched
-
-    def dispatch(self, event: Any) -> None:
-        if self.names is None:
-            self.touched.add(self.directory)
-            self.changed.set()
-            return
-        for path in (event.src_path, getattr(event, "dest_path", "")):
-            if path and os.path.basename(os.fsdecode(path)) in self.names:
-                self.touched.add(self.directory)
-                self.changed.set()
-                return
+def _signature(path: Path) -> Signature:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class InboxWatcher:
@@ -72,50 +57,83 @@ class InboxWatcher:
         *paths: Path,
         directories: tuple[Path, ...] = (),
         rescan_s: float = DEFAULT_RESCAN_S,
+        poll_s: float = DEGRADED_POLL_S,
     ) -> None:
         if not paths and not directories:
             raise ValueError("InboxWatcher needs at least one path or directory")
         self.paths = [Path(p) for p in paths]
         self.directories = [Path(d) for d in directories]
         self.rescan_s = rescan_s
+        self.poll_s = poll_s
         self.changed = threading.Event()
-        self._observer: BaseObserver | None = None
         self.degraded: str | None = None  # why inotify is not used (None: it is)
+        self._notifier: Notifier | None = None
+        self._handles: list[int] = []
         self._touched: set[Path] = set()  # watched directories with events not yet taken
+        self._names: dict[Path, set[str] | None] = {}  # names changed there (None: unknown)
+        self._seen: dict[Path, Signature] = {}  # polling: what each path looked like
+        self._retry_at = 0.0
 
     def start(self) -> InboxWatcher:
-        watched = self._watched()
-        for directory in watched:
+        for directory in {p.parent for p in self.paths} | set(self.directories):
             safefs.makedirs(directory)  # refuses a link in place of a watched directory
         try:
-            self._observer = _observe(watched, self.changed, self._touched)
+            self._subscribe()
         except OSError as exc:  # EMFILE / ENOSPC: inotify instances or watches used up
-            self.degraded = (
-                f"inotify is unavailable ({exc.strerror or exc}); checking every "
-                f"{self.rescan_s:g} s instead (raise fs.inotify.max_user_instances / "
-                "max_user_watches to get millisecond wake-ups back)"
-            )
-            log.warning("%s", self.degraded)
+            self._degrade(exc)
         return self
 
-    def _watched(self) -> dict[Path, set[str] | None]:
-        """Each directory to watch, with the file names that matter there (None: all)."""
-        watched: dict[Path, set[str] | None] = {}
-        for path in self.paths:
-            watched.setdefault(path.parent, set())
-        for path in self.paths:
-            names = watched[path.parent]
-            if names is not None:
-                names.add(path.name)
-        for directory in self.directories:
-            watched[directory] = None
-        return watched
+    def _subscribe(self) -> None:
+        notifier = Notifier.shared()
+        try:
+            for path in self.paths:
+                callback = self._callback(path.parent, {path.name})
+                self._handles.append(notifier.watch_file(str(path), callback))
+            for directory in self.directories:
+                callback = self._callback(directory, None)
+                self._handles.append(notifier.watch_dir(str(directory), callback))
+        except BaseException:
+            self._unsubscribe(notifier)
+            raise
+        self._notifier = notifier
+
+    def _callback(self, directory: Path, names: set[str] | None) -> Callable[[str | None], None]:
+        def changed(name: str | None) -> None:
+            if names is not None and name is not None and name not in names:
+                return
+            self._note(directory, name)
+
+        return changed
+
+    def _note(self, directory: Path, name: str | None) -> None:
+        if name is None:
+            self._names[directory] = None
+        else:
+            known = self._names.setdefault(directory, set())
+            if known is not None:
+                known.add(name)
+        self._touched.add(directory)
+        self.changed.set()
+
+    def _unsubscribe(self, notifier: Notifier) -> None:
+        for handle in self._handles:
+            notifier.unwatch(handle)
+        self._handles.clear()
+
+    def _degrade(self, exc: OSError) -> None:
+        self.degraded = (
+            f"inotify is unavailable ({exc.strerror or exc}); checking every {self.poll_s:g} s "
+            "instead (raise fs.inotify.max_user_instances / max_user_watches for millisecond "
+            "wake-ups)"
+        )
+        log.warning("%s", self.degraded)
+        self._seen = self._signatures()
+        self._retry_at = time.monotonic() + RETRY_INOTIFY_S
 
     def stop(self) -> None:
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-            self._observer = None
+        if self._notifier is not None:
+            self._unsubscribe(self._notifier)
+            self._notifier = None
 
     def __enter__(self) -> InboxWatcher:
         return self.start()
@@ -140,33 +158,54 @@ class InboxWatcher:
             return False
         return True
 
+    def take_changed(self, directory: Path) -> set[str] | None:
+        """The names written in `directory` since the last call (and forget them); None when
+        that is not known (events were lost, or the watcher polls): look at everything."""
+        if self._notifier is None:
+            return None
+        return self._names.pop(Path(directory), set())
+
     def wait(self, timeout: float) -> bool:
-        """Block until the file changes or `min(timeout, rescan_s)` passes. True on a change."""
-        return self.changed.wait(max(0.0, min(timeout, self.rescan_s)))
+        """Block until a watched file changes or `min(timeout, rescan_s)` passes. True on a
+        change."""
+        timeout = max(0.0, min(timeout, self.rescan_s))
+        if self._notifier is None and self.degraded is not None:
+            return self._poll(timeout)
+        if self.changed.wait(timeout):
+            return True
+        if self._notifier is not None:
+            self._notifier.repair()
+        return False
 
+    # without inotify
 
-def _observe(
-    watched: dict[Path, set[str] | None], changed: threading.Event, touched: set[Path]
-) -> BaseObserver:
-    from watchdog.events import FileClosedEvent, FileCreatedEvent, FileMovedEvent
-    from watchdog.observers import Observer
+    def _signatures(self) -> dict[Path, Signature]:
+        return {p: _signature(p) for p in [*self.paths, *self.directories]}
 
-    observer = Observer()
-    try:
-        for directory, names in watched.items():
-            observer.schedule(
-                _Handler(directory, names, changed, touched),  # type: ignore[arg-type]  # duck-typed
-                str(directory),
-                recursive=False,
-                # inotify mask: a rename onto the inbox from .swarm-tmp/ arrives as IN_MOVED_TO
-                # (reported as created, since its IN_MOVED_FROM is in another directory);
-                # Claude Code's in-place writes as IN_CLOSE_WRITE
-                event_filter=[FileCreatedEvent, FileMovedEvent, FileClosedEvent],
-            )
-        observer.daemon = True
-        observer.start()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            observer.stop()
-        raise
-    return observer
+    def _poll(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.changed.wait(max(0.0, min(self.poll_s, deadline - time.monotonic()))):
+                return True
+            now = self._signatures()
+            moved = [p for p, s in now.items() if self._seen.get(p) != s]
+            self._seen = now
+            for path in moved:
+                self._note(path if path in self.directories else path.parent, None)
+            if moved:
+                return True
+            if time.monotonic() >= self._retry_at:
+                self._retry_inotify()
+                if self._notifier is not None:
+                    return True  # look once more: something may have changed meanwhile
+            if time.monotonic() >= deadline:
+                return False
+
+    def _retry_inotify(self) -> None:
+        self._retry_at = time.monotonic() + RETRY_INOTIFY_S
+        try:
+            self._subscribe()
+        except OSError:
+            return
+        log.warning("inotify is available again: millisecond wake-ups are back")
+        self.degraded = None

@@ -83,8 +83,10 @@ from teammate.reporter import StatusReporter
 from teammate.task_worktree import work_in_place
 from teammate.trouble import Trouble, describe
 
-# inotify wakes an idle teammate; this rescan is only the safety net for lost events
-IDLE_RESCAN_S = 1.0
+# inotify wakes an idle teammate (and the kernel says when it dropped events); this rescan is
+# only a safety net, so an idle teammate sleeps. Without inotify the watcher polls by itself.
+IDLE_RESCAN_S = 30.0
+RETRY_S = 1.0  # while something waits in the outbox
 
 
 class Stop(BaseException):
@@ -216,7 +218,7 @@ class Teammate:
                 self.say("working again")
                 self.reporter.set(activity="working again")
             if not busy:
-                watcher.wait(IDLE_RESCAN_S)
+                watcher.wait(RETRY_S if self.outbox else IDLE_RESCAN_S)
 
     def _report_trouble(self, exc: Exception, delay: float, new: bool) -> None:
         problem = describe(exc)

@@ -402,3 +402,44 @@ def claim_actions(
     except Exception:
         answers.append(traceback.format_exc())
     results.put(answers)
+
+
+def claim_and_log(root: str, worker: str, log_path: str, deadline_s: float) -> None:
+    """Claim, check the blockers, complete; until nothing is pending. Every step is a line in
+    `log_path`, written before the next step, so a worker killed with SIGKILL at any moment
+    leaves a log of what it did: ``claimed <id> <monotonic ns>``, ``early <id> <blocker> <status>`` (a blocker
+    not completed right after the claim), ``completed <id>``, and ``done`` or ``timeout``."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def log(line: str) -> None:
+        os.write(fd, (line + "\n").encode())
+
+    try:
+        board = TaskBoard(child_paths(root))
+        deadline = time.monotonic() + deadline_s
+        while True:
+            if time.monotonic() > deadline:
+                log("timeout")
+                return
+            result = board.claim_next(worker)
+            if result is None:
+                if not any(task.status == "pending" for task in board.list()):
+                    log("done")
+                    return
+                time.sleep(0.005 + random.random() * 0.01)  # poll: a blocker is being worked on
+                continue
+            if not result.success or result.task is None:
+                log(f"refused {result.reason}")
+                continue
+            task = result.task
+            log(f"claimed {task.id} {time.monotonic_ns()}")
+            for blocker in task.blockedBy:
+                seen = board.get(blocker)
+                if seen is None or seen.status != "completed":
+                    log(f"early {task.id} {blocker} {seen.status if seen else 'missing'}")
+            board.update(task.id, status="completed")
+            log(f"completed {task.id}")
+    except Exception:
+        log("error " + traceback.format_exc().replace("\n", " | "))
+    finally:
+        os.close(fd)

@@ -32,6 +32,7 @@ from rich.console import Console, Group
 from rich.live import Live
 
 from protocols.errors import ProtocolsError
+from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
@@ -57,6 +58,7 @@ class Dashboard:
         self.controls = Controls(self._answer, self._send)
         self._keys: list[str] = []
         self._lock = threading.Lock()
+        self._mailbox: Mailbox | None = None  # one, so it knows which inboxes it has seen
 
     def run(self, interactive: bool) -> int:
         watcher = InboxWatcher(
@@ -99,7 +101,9 @@ class Dashboard:
 
     def _draw(self) -> Group:
         try:
-            lead_mailbox(self.paths).observe_team()  # before a deleting reader takes it
+            if self._mailbox is None:
+                self._mailbox = lead_mailbox(self.paths)
+            self._mailbox.observe_team()  # before a deleting reader takes it
             self.view = snapshot(self.paths)
             self.problem = ""
         except (ProtocolsError, OSError) as exc:  # a team file being rewritten, or broken

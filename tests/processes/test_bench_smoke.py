@@ -38,6 +38,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             ["rest_requests", "sleepers_left"],
         ),
         ("dashboard.py", ["--members", "3", "--tasks", "20", "--runs", "3"], []),
+        (
+            "idle_cpu.py",
+            ["--counts", "2,3", "--completed", "5", "--seconds", "0.5", "--no-plot"],
+            [],
+        ),
         ("cli_startup.py", ["--runs", "1"], []),
         ("hooks.py", ["--calls", "5"], []),
         ("mcp_startup.py", ["--runs", "1"], []),

@@ -85,15 +85,30 @@ def test_a_guard_cannot_be_acquired_twice(target: Path) -> None:
         guard.acquire()
 
 
-def test_long_holds_refresh_the_lock_mtime(target: Path) -> None:
-    lock_dir = lock_dir_for(target)
-    os.mkdir(lock_dir)
-    old = time.time() - 8
-    os.utime(lock_dir, (old, old))
+def test_long_holds_refresh_the_lock_mtime_and_stay_owned(target: Path) -> None:
+    with FileGuard(target) as guard:
+        lock_dir = lock_dir_for(target)
+        old = time.time() - 8
+        os.utime(lock_dir, (old, old))
+        refresher = _Refresher(interval=0.05)
+        refresher.add(guard)
+        deadline = time.monotonic() + 5
+        while os.stat(lock_dir).st_mtime < time.time() - 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        refresher.discard(guard)
+        assert os.stat(lock_dir).st_mtime > time.time() - 5
+        # touching changed the directory's ctime: the guard still knows it as its own
+        assert guard.owns_lock_dir()
+        guard.confirm()
+    assert not lock_dir.exists()
+
+
+def test_the_refresher_thread_ends_when_no_lock_is_held(target: Path) -> None:
     refresher = _Refresher(interval=0.05)
-    refresher.add(str(lock_dir))
-    deadline = time.monotonic() + 5
-    while os.stat(lock_dir).st_mtime < time.time() - 5 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    refresher.discard(str(lock_dir))
-    assert os.stat(lock_dir).st_mtime > time.time() - 5
+    with FileGuard(target) as guard:
+        refresher.add(guard)
+        thread = refresher._thread
+        assert thread is not None and thread.is_alive()
+        refresher.discard(guard)
+    thread.join(timeout=5)
+    assert not thread.is_alive()  # an idle process has no thread waking it

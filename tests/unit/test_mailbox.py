@@ -187,6 +187,28 @@ def test_what_others_write_is_recorded_by_an_observer(mailbox: Mailbox, paths: T
     assert kept.text == "from Claude Code" and kept.is_read and kept.msg_id == foreign["msg_id"]
 
 
+def test_observing_the_team_reads_only_the_inboxes_that_changed(
+    mailbox: Mailbox, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in mailbox.team.member_names():
+        mailbox.inbox(name).load()  # every inbox exists
+    mailbox.observe_team()
+    looked: list[str] = []
+    real = Mailbox.observe
+
+    def counted(self: Mailbox, agent: str) -> int:
+        looked.append(agent)
+        return real(self, agent)
+
+    monkeypatch.setattr(Mailbox, "observe", counted)
+    assert mailbox.observe_team() == 0
+    assert looked == []  # nothing changed: nothing read
+    foreign = {"from": "bob", "text": "in place", "timestamp": "2026-11-20T10:00:00.000Z"}
+    paths.inbox("alice").write_text(json.dumps([foreign | {"read": False}]))
+    assert mailbox.observe_team() == 1
+    assert looked == ["alice"]
+
+
 def test_one_msg_id_is_delivered_once(mailbox: Mailbox, paths: TeamPaths) -> None:
     entry = {"from": "bob", "text": "retried", "timestamp": "2026-11-20T10:00:00.000Z"}
     entry |= {"msg_id": str(uuid.uuid4()), "read": False}

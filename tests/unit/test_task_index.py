@@ -1,0 +1,246 @@
+"""The board's index (`protocols.task_index`) never answers from a stale picture: a task file
+added, rewritten in place (as Claude Code writes them, even with the same size and mtime),
+removed, or a whole directory replaced behind its back is seen by the next listing and claim.
+Without inotify (no instance free for the process) it looks at every file each time, still
+answers right, and takes an instance when one is free again."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from protocols import dirwatch, task_index
+from protocols.dirwatch import DirWatch
+from protocols.inotify import Notifier
+from protocols.paths import TeamPaths
+from protocols.tasks import ClaimFailure, TaskBoard
+from protocols.team import TeamFile
+
+
+@pytest.fixture
+def board(team: TeamFile) -> TaskBoard:
+    return TaskBoard(team.paths)
+
+
+def needs_inotify() -> None:
+    """Skip unless this process can have an inotify instance now: the machine's user may have
+    used up ``fs.inotify.max_user_instances`` (128 by default) in other processes."""
+    watch = DirWatch("/")
+    if watch.changes() is None and not watch.available:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+
+
+def write_in_place(path: Path, task: dict[str, object], keep_times: bool = False) -> None:
+    """Rewrite a task file the way Claude Code does: truncate and write, same inode."""
+    before = path.stat()
+    with open(path, "r+b") as handle:
+        handle.truncate(0)
+        handle.write(json.dumps(task, indent=2).encode())
+    if keep_times:  # the same mtime, as a rewrite within one tick of the clock would leave
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def raw(paths: TeamPaths, task_id: str) -> dict[str, object]:
+    return dict(json.loads(paths.task(task_id).read_text()))
+
+
+def test_a_task_written_in_place_behind_its_back_is_seen(
+    board: TaskBoard, paths: TeamPaths
+) -> None:
+    first, second = board.create("a"), board.create("b")
+    assert board.claim_next("alice").task.id == first.id  # type: ignore[union-attr]
+    board.update(first.id, status="completed")
+    assert [t.status for t in board.list()] == ["completed", "pending"]
+
+    # Claude Code's lead gives task 2 to bob, in place: bob is busy now
+    write_in_place(paths.task(second.id), {**raw(paths, second.id), "owner": "bob"})
+    assert board.get(second.id).owner == "bob"  # type: ignore[union-attr]
+    assert [t.owner for t in board.list()] == ["alice", "bob"]
+    third = board.create("c")
+    refused = board.claim_next("bob")
+    assert refused is not None and refused.reason == ClaimFailure.AGENT_BUSY
+    assert refused.busy_with == [second.id]
+    assert board.claim_next("carol").task.id == third.id  # type: ignore[union-attr]
+
+
+def test_a_same_size_same_mtime_rewrite_is_still_seen(board: TaskBoard, paths: TeamPaths) -> None:
+    """What a cache keyed on (inode, size, mtime) would miss: inotify reports the write."""
+    needs_inotify()
+    task = board.create("a")
+    board.list()
+    text = raw(paths, task.id)
+    write_in_place(paths.task(task.id), {**text, "status": "completed"}, keep_times=False)
+    board.list()
+    same_size = {**text, "status": "pending", "subject": "aaa"}  # 2 letters less, 2 more
+    assert len(json.dumps(same_size, indent=2)) == paths.task(task.id).stat().st_size
+    write_in_place(paths.task(task.id), same_size, keep_times=True)
+    assert [(t.status, t.subject) for t in board.list()] == [("pending", "aaa")]
+    assert board.claim_next("alice").task.id == task.id  # type: ignore[union-attr]
+
+
+def test_files_added_and_removed_behind_its_back(board: TaskBoard, paths: TeamPaths) -> None:
+    first = board.create("a")
+    board.list()
+    made = {**raw(paths, first.id), "id": "9", "subject": "written by Claude Code"}
+    paths.task("9").write_text(json.dumps(made, indent=2))
+    assert [t.id for t in board.list()] == [first.id, "9"]
+    paths.task(first.id).unlink()
+    assert [t.id for t in board.list()] == ["9"]
+    assert board.claim_next("alice").task.id == "9"  # type: ignore[union-attr]
+    assert board.claim("alice", first.id).reason == ClaimFailure.TASK_NOT_FOUND
+
+
+def test_a_blocker_completed_behind_its_back_unblocks(board: TaskBoard, paths: TeamPaths) -> None:
+    blocker = board.create("a", owner="bob")
+    blocked = board.create("b", blocked_by=[blocker.id])
+    assert board.claim_next("alice") is None
+    write_in_place(paths.task(blocker.id), {**raw(paths, blocker.id), "status": "completed"})
+    assert board.claim_next("alice").task.id == blocked.id  # type: ignore[union-attr]
+
+
+def test_a_replaced_directory_is_read_again(board: TaskBoard, paths: TeamPaths) -> None:
+    board.create("a")
+    board.create("b")
+    rebuilds = board._index.rebuilds
+    assert len(board.list()) == 2
+    saved = paths.tasks_dir.with_name("saved")
+    shutil.copytree(paths.tasks_dir, saved)
+    shutil.rmtree(paths.tasks_dir)
+    assert board.list() == []
+    (saved / "2.json").unlink()
+    saved.rename(paths.tasks_dir)
+    assert [t.subject for t in board.list()] == ["a"]
+    assert board._index.rebuilds > rebuilds
+
+
+def test_boards_of_one_directory_share_one_index(team: TeamFile) -> None:
+    one, two = TaskBoard(team.paths), TaskBoard(team.paths)
+    assert one._index is two._index
+    task = one.create("a")
+    assert two.claim_next("alice").task.id == task.id  # type: ignore[union-attr]
+    assert one.list()[0].owner == "alice"
+
+
+class _Blind(DirWatch):
+    """No inotify: every look is a full one."""
+
+    def changes(self) -> set[str] | None:
+        return None
+
+
+def test_without_inotify_every_file_is_looked_at(
+    paths: TeamPaths, team: TeamFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_index, "DirWatch", _Blind)
+    monkeypatch.setattr(task_index, "_SHARED", type(task_index._SHARED)())
+    board = TaskBoard(paths)
+    first, second = board.create("a"), board.create("b")
+    write_in_place(paths.task(first.id), {**raw(paths, first.id), "owner": "bob"})
+    assert board.claim_next("alice").task.id == second.id  # type: ignore[union-attr]
+    board.create("c")
+    assert board.claim_next("bob").reason == ClaimFailure.AGENT_BUSY  # type: ignore[union-attr]
+    assert board._index.rebuilds >= 3
+
+
+def test_the_watch_reports_names_and_says_when_it_cannot_tell(tmp_path: Path) -> None:
+    needs_inotify()
+    watch = DirWatch(str(tmp_path / "d"))
+    assert watch.changes() is None  # no directory yet
+    (tmp_path / "d").mkdir()
+    assert watch.changes() is None  # watched from now on: the caller looks at everything once
+    assert watch.changes() == set()
+    (tmp_path / "d" / "1.json").write_text("{}")
+    os.mkdir(tmp_path / "d" / "1.json.lock")  # lock directories are not files that changed
+    os.rmdir(tmp_path / "d" / "1.json.lock")
+    assert watch.changes() == {"1.json"}
+    os.replace(tmp_path / "d" / "1.json", tmp_path / "d" / "2.json")
+    assert watch.changes() == {"1.json", "2.json"}
+    shutil.rmtree(tmp_path / "d")
+    assert watch.changes() is None
+
+
+def used_up() -> Notifier:
+    """`Notifier.shared` when the user's inotify instances are all taken."""
+    raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+
+def test_without_an_instance_free_the_board_stats_every_file_then_takes_one_when_it_can(
+    paths: TeamPaths, team: TeamFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs_inotify()  # this process's instance exists: it is handed out again afterwards
+    real = Notifier.shared
+    monkeypatch.setattr(Notifier, "shared", staticmethod(used_up))
+    monkeypatch.setattr(dirwatch, "RETRY_S", 0.0)  # ask for an instance at every look
+    monkeypatch.setattr(task_index, "_SHARED", type(task_index._SHARED)())
+    board = TaskBoard(paths)
+    first, second = board.create("a"), board.create("b")
+    write_in_place(paths.task(first.id), {**raw(paths, first.id), "owner": "bob"})
+    assert board.claim_next("alice").task.id == second.id  # type: ignore[union-attr]
+    assert not board._index.watch.available
+    rebuilds = board._index.rebuilds
+    assert [t.owner for t in board.list()] == ["bob", "alice"]
+    assert board._index.rebuilds > rebuilds  # every look is a full one
+
+    monkeypatch.setattr(Notifier, "shared", real)  # an instance is free again
+    board.list()  # it takes the process's instance and watches: one more full look
+    assert board._index.watch.available
+    rebuilds = board._index.rebuilds
+    write_in_place(paths.task(first.id), {**raw(paths, first.id), "status": "completed"})
+    assert [t.status for t in board.list()] == ["completed", "in_progress"]
+    assert board._index.rebuilds == rebuilds  # from the event, not from a full look
+
+
+def test_a_watch_without_an_instance_asks_again_only_every_retry_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[float] = []
+    clock = [100.0]
+
+    def counted() -> Notifier:
+        asked.append(clock[0])
+        return used_up()
+
+    monkeypatch.setattr(Notifier, "shared", staticmethod(counted))
+    monkeypatch.setattr(dirwatch, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    watch = DirWatch(str(tmp_path))
+    assert watch.changes() is None
+    clock[0] += dirwatch.RETRY_S - 1
+    assert watch.changes() is None
+    assert asked == [100.0] and not watch.available
+    clock[0] += 1
+    assert watch.changes() is None
+    assert asked == [100.0, 100.0 + dirwatch.RETRY_S]
+
+
+def test_a_forked_child_neither_steals_nor_removes_its_parents_watch(tmp_path: Path) -> None:
+    """A child shares its parent's inotify descriptor: reading it or removing a watch on it
+    would take the parent's. The child's copy of a watch looks at everything and takes its own
+    instance instead; closing either copy leaves the parent's watch in place."""
+    needs_inotify()
+    watch = DirWatch(str(tmp_path))
+    watch.changes()
+    assert watch.changes() == set()
+    for use in ("close", "look, then close"):
+        pid = os.fork()
+        if pid == 0:  # the child: never back into pytest
+            code = 1
+            try:
+                if use.startswith("look"):
+                    (tmp_path / "child.json").write_text("{}")
+                    code = 0 if watch.changes() is None else 2
+                else:
+                    code = 0
+                watch.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, use
+        (tmp_path / "1.json").write_text("{}")
+        assert "1.json" in (watch.changes() or set()), use
+    watch.close()
