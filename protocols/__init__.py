@@ -7,12 +7,12 @@ need from the submodules, or the common names from here:
 
 Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
 link), `jsonio` (format, atomic writes), `locks`, `messages` (structured messages), `records`
-(order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the
-file), `inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `task` (one task),
-`task_graph` (dependencies), `tasks` (the board), `permissions`, `correlation` (request ids),
-`pids` (processes by identity), `status` (a teammate's status file), `printable` (text safe for
-a terminal), `clock`, `errors` (the root of every package's errors), `values` (the shared
-enums), `file_cache` (re-reading a file only if it changed).
+(order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the file),
+`inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `task` (task file names, claims),
+`task_model` (one task), `task_graph` (dependencies), `tasks` (the board), `permissions`,
+`correlation` (request ids), `pids` (processes by identity), `status` (a teammate's status file),
+`printable` (text safe for a terminal), `clock`, `errors` (the root of every package's errors),
+`values` (the shared enums), `file_cache` (re-reading a file only if it changed).
 This package imports neither `swarm` nor `teammate`.
 """
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from protocols.names import LEAD_NAME, validate_name
     from protocols.paths import TeamPaths, config_root
     from protocols.permissions import PermissionStore
-    from protocols.task import ClaimFailure, ClaimResult, Task
+    from protocols.task import ClaimFailure, ClaimResult
+    from protocols.task_model import Task
     from protocols.tasks import TaskBoard
     from protocols.team import TeamFile
     from protocols.team_config import Member, TeamConfig
@@ -47,7 +48,7 @@ _HOMES = {
     "PermissionStore": "permissions",
     "ProtocolsError": "errors",
     "StructuredMessage": "messages",
-    "Task": "task",
+    "Task": "task_model",
     "TaskBoard": "tasks",
     "TeamConfig": "team_config",
     "TeamFile": "team",

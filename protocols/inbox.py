@@ -26,7 +26,6 @@ Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -75,6 +74,8 @@ def identity_of(item: dict[str, Any]) -> str:
         if isinstance(given, str) and given:
             return given
     key = f"{item.get('from')}\0{item.get('timestamp')}\0{item.get('text')}"
+    import hashlib  # only for an entry with no id: loads OpenSSL
+
     return "cc-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 

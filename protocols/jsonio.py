@@ -26,7 +26,6 @@ import errno
 import json
 import logging
 import os
-import secrets
 import stat
 import time
 from collections.abc import Callable
@@ -142,7 +141,8 @@ def _remove_orphans(temp_fd: int, target_name: str) -> int:
 
 
 def _open_temp(target: Path, marker: str) -> tuple[int, Path]:
-    name = f"{target.name}{marker}{os.getpid()}-{secrets.token_hex(4)}"
+    # os.urandom(n).hex() is secrets.token_hex(n), without loading hmac and OpenSSL
+    name = f"{target.name}{marker}{os.getpid()}-{os.urandom(4).hex()}"
     path = temp_dir(target) / name
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
@@ -201,7 +201,7 @@ def _commit(
     sync_dir: bool = True,
 ) -> None:
     _remove_orphans(temp_fd, target.name)
-    name = f"{target.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    name = f"{target.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o644, dir_fd=temp_fd)
     try:

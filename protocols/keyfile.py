@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import threading
 from pathlib import Path
@@ -108,7 +107,7 @@ def load_or_create(path: Path) -> LeadSigner:
     made = LeadSigner.generate()
     pem = made.private_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     with safefs.parent_of(path) as (dir_fd, name):
-        temp = f".{name}.{secrets.token_hex(8)}.tmp"
+        temp = f".{name}.{os.urandom(8).hex()}.tmp"  # secrets.token_hex, without OpenSSL
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temp, flags, KEY_FILE_MODE, dir_fd=dir_fd)
         try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import re
 import unicodedata
@@ -133,6 +132,8 @@ def from_b64url(text: str) -> bytes:
 def plan_digest(plan_content: str) -> str:
     """``planDigest``: the SHA-256 of a plan request's ``planContent`` (UTF-8), in hex: what a
     plan approval must echo for a teammate that checks signatures."""
+    import hashlib  # only for a plan: loads OpenSSL
+
     return hashlib.sha256(js_utf8(plan_content)).hexdigest()
 
 

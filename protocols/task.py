@@ -1,4 +1,6 @@
-"""One task of the board (spec section 5): the `Task` record and the outcome of a claim.
+"""One task of the board (spec section 5): the names of task files, the outcome of a claim, and
+Claude Code's texts of a task. The `Task` model itself is `protocols.task_model`, loaded by
+whoever reads tasks: a ``swarm task add`` writes one without loading pydantic.
 
 Key order follows Claude Code: ``id, subject, description, activeForm?, status, blocks,
 blockedBy, metadata?`` at creation; ``owner`` is added later, so it goes at the end.
@@ -18,60 +20,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING
 
-from pydantic import ConfigDict, Field, StringConstraints
-
-from protocols.records import Record
 from protocols.values import TaskStatus
+
+if TYPE_CHECKING:
+    from protocols.task_model import Task
 
 STATUSES: tuple[str, ...] = tuple(TaskStatus)
 TASK_FILE = re.compile(r"^(\d{1,18})\.json$")
 ID_PATTERN = r"^[0-9]{1,18}$"
-TaskId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 FAILED = "failed"  # the metadata key of a failed task
-
-
-class Task(Record):
-    """One task file. Frozen: change a task with `updated` (or `TaskBoard.update`)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    id: TaskId
-    subject: str
-    description: str
-    activeForm: str | None = None
-    status: TaskStatus = TaskStatus.PENDING
-    blocks: list[TaskId] = Field(default_factory=list)
-    blockedBy: list[TaskId] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
-    owner: str | None = None  # added after creation, so it goes at the end
-
-    @property
-    def internal(self) -> bool:
-        return bool((self.metadata or {}).get("_internal"))
-
-    @property
-    def unfinished(self) -> bool:
-        return self.status != TaskStatus.COMPLETED
-
-    @property
-    def failed(self) -> bool:
-        """Its worker failed it (or was denied); it waits for a retry."""
-        return self.unfinished and bool((self.metadata or {}).get(FAILED))
-
-    @property
-    def failure(self) -> str:
-        """Why it failed (empty when it did not)."""
-        mark = (self.metadata or {}).get(FAILED) if self.failed else None
-        if isinstance(mark, dict):
-            return str(mark.get("reason") or "failed")
-        return str(mark) if mark else ""
-
-    @property
-    def busy(self) -> bool:
-        """Whether it keeps its owner busy: unfinished and not failed."""
-        return self.unfinished and not self.failed
 
 
 class ClaimFailure(StrEnum):

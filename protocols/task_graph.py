@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import graphlib
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from protocols.errors import InvalidTaskUpdate
-from protocols.task import Task
+
+if TYPE_CHECKING:
+    from protocols.task_model import Task
 
 
 def check_acyclic(edges: Mapping[str, Iterable[str]]) -> None:

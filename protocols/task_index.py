@@ -26,9 +26,13 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from protocols.dirwatch import DirWatch
-from protocols.task import TASK_FILE, Task
+from protocols.task import TASK_FILE
+
+if TYPE_CHECKING:
+    from protocols.task_model import Task
 
 
 class TaskIndex:

@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from protocols import safefs, task_index
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
@@ -50,15 +48,15 @@ from protocols.jsonio import (
     write_json,
 )
 from protocols.locks import FileGuard, redo_if_lock_lost
-from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
-from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult, Task
+from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_index import TaskIndex
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
     from protocols.mailbox import Mailbox
+    from protocols.task_model import Task
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +225,11 @@ class TaskBoard:
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
+        from protocols.task_model import Task  # reading tasks needs the model; creating does not
+
         try:
             task = Task.from_json_dict(raw)
-        except (ValidationError, TypeError, ValueError) as exc:
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise _Invalid(signature, exc) from None
         if task.id != name.removesuffix(".json"):
             raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
@@ -249,16 +249,42 @@ class TaskBoard:
         """A new pending task, blocked by `blocked_by` from the start (one locked operation:
         no worker can claim it before its blockers are in its file). An `owner` has it from
         the start and is sent a ``task_assignment`` when the board has a mailbox."""
+        from protocols.task_model import Task
+
+        return Task.from_json_dict(
+            self.create_file(subject, description, active_form, metadata, blocked_by, owner)
+        )
+
+    def create_file(
+        self,
+        subject: str,
+        description: str = "",
+        active_form: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        blocked_by: Iterable[str | int] = (),
+        owner: str | None = None,
+    ) -> dict[str, Any]:
+        """`create`, returning the new task's file as written: no model is built unless an
+        owner is told, so ``swarm task add`` loads no pydantic."""
         blockers = tuple(map(str, blocked_by))
         spec = NewTask(subject, description, active_form, metadata, blockers, owner=owner)
-        task = self.create_many([spec])[0]
-        if owner is not None:
-            self._notify_owner(task, actor=None)
-        return task
+        created = self.create_files([spec])[0]
+        if owner is not None and self.mailbox is not None:
+            from protocols.task_model import Task
+
+            self._notify_owner(Task.from_json_dict(created), actor=None)
+        return created
+
+    def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:
+        """`create_files`, as models."""
+        from protocols.task_model import Task
+
+        return [Task.from_json_dict(created) for created in self.create_files(specs)]
 
     @redo_if_lock_lost
-    def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:
-        """Create the tasks of `specs` with their dependencies and owners, under one list lock.
+    def create_files(self, specs: Sequence[NewTask]) -> builtins.list[dict[str, Any]]:
+        """Create the tasks of `specs` with their dependencies and owners, under one list lock;
+        their files as written.
 
         Every blocker must exist (or be in the batch); a batch whose ``after`` links form a
         cycle is refused. Each file is complete when it appears: a worker never sees one of
@@ -268,6 +294,7 @@ class TaskBoard:
             first = max([*self.task_ids(), self._highwatermark()], default=0) + 1
             ids = [str(first + n) for n in range(len(specs))]
             for spec in specs:
+                _check_new(spec)
                 for blocker in spec.blocked_by:
                     self.require(blocker)
                 for index in spec.after:
@@ -282,31 +309,22 @@ class TaskBoard:
             for task_id in ids:
                 for blocker in blockers[task_id]:
                     blocks.setdefault(blocker, []).append(task_id)
-            tasks = []
+            created = []
             for task_id, spec in zip(ids, specs, strict=True):
-                task = Task(
-                    id=task_id,
-                    subject=spec.subject,
-                    description=spec.description,
-                    activeForm=spec.active_form,
-                    status=TaskStatus.PENDING,
-                    blocks=_union([], blocks.get(task_id, [])),
-                    blockedBy=_union([], blockers[task_id]),
-                    metadata=spec.metadata or None,
-                    owner=spec.owner,
-                )
-                path = self.paths.task(task.id)
-                if not ensure_file(path, dumps_pretty(task.to_json_dict()), self.durability):
+                mirror = _union([], blocks.get(task_id, []))
+                item = _new_task_file(task_id, spec, mirror, _union([], blockers[task_id]))
+                path = self.paths.task(task_id)
+                if not ensure_file(path, dumps_pretty(item), self.durability):
                     guard.confirm()  # LockLost (redo) if another took the lock meanwhile
-                    raise ProtocolsError(f"{path} appeared while creating task #{task.id}")
-                tasks.append(task)
+                    raise ProtocolsError(f"{path} appeared while creating task #{task_id}")
+                created.append(item)
             guard.confirm()
             self._set_highwatermark(int(ids[-1]) if ids else 0)
             for task_id in ids:  # the mirror on existing blockers, after the tasks exist
                 for blocker in blockers[task_id]:
                     if blocker not in ids:
                         self._rewrite(blocker, _adding("blocks", task_id))
-        return tasks
+        return created
 
     def update(self, task_id: str | int, *, actor: str | None = None, **fields: Any) -> Task | None:
         """Apply a TaskUpdate: Claude Code's field names, plus ``addBlocks``/``addBlockedBy``.
@@ -327,6 +345,8 @@ class TaskBoard:
         for other in (*add_blocks, *add_blocked_by):
             if other == task_id:
                 raise InvalidTaskUpdate(f"task #{task_id} cannot block or be blocked by itself")
+        from protocols.task_model import Task
+
         known = set(Task.model_fields) - {"id", "metadata"}
         extra = {k: v for k, v in fields.items() if k not in known and k != "metadata"}
         changes = {k: v for k, v in fields.items() if k in known}
@@ -581,6 +601,8 @@ class TaskBoard:
     def _notify_owner(self, task: Task, actor: str | None) -> None:
         if self.mailbox is None or task.owner is None or task.owner == actor:
             return
+        from protocols.messages import TaskAssignment
+
         message = TaskAssignment(
             taskId=task.id,
             subject=task.subject,
@@ -620,6 +642,34 @@ def _with(task: Task, key: str, value: Any) -> dict[str, Any] | None:
     else:
         merged[key] = value
     return merged or None
+
+
+def _check_new(spec: NewTask) -> None:
+    """Refuse what the `Task` model would: a task file is written without building one."""
+    texts = {"subject": spec.subject, "description": spec.description}
+    optional = {"activeForm": spec.active_form, "owner": spec.owner}
+    bad = [k for k, v in texts.items() if not isinstance(v, str)]
+    bad += [k for k, v in optional.items() if v is not None and not isinstance(v, str)]
+    if bad:
+        raise InvalidTaskUpdate(f"a task's {', '.join(bad)} must be text")
+    if spec.metadata is not None and not isinstance(spec.metadata, dict):
+        raise InvalidTaskUpdate("a task's metadata must be an object")
+
+
+def _new_task_file(
+    task_id: str, spec: NewTask, blocks: builtins.list[str], blocked_by: builtins.list[str]
+) -> dict[str, Any]:
+    """A new task's file: `Task`'s keys in its order (Claude Code's), none left null."""
+    item: dict[str, Any] = {"id": task_id, "subject": spec.subject}
+    item["description"] = spec.description
+    if spec.active_form is not None:
+        item["activeForm"] = spec.active_form
+    item.update(status=TaskStatus.PENDING.value, blocks=blocks, blockedBy=blocked_by)
+    if spec.metadata:
+        item["metadata"] = spec.metadata
+    if spec.owner is not None:
+        item["owner"] = spec.owner
+    return item
 
 
 def _union(current: Iterable[str], more: Iterable[str]) -> builtins.list[str]:

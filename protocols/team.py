@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
 from protocols.clock import now_ms
-from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound
+from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
@@ -148,6 +148,14 @@ class TeamFile:
         """Member `name`'s entry (a copy), or None."""
         found = next((e for e in self._entries() if e["name"] == name), None)
         return copy.deepcopy(found)
+
+    def require_entry(self, name: str) -> dict[str, Any]:
+        """Member `name`'s entry (a copy); `UnknownMember` naming the members (and the likely
+        one) if there is none."""
+        found = self.entry(name)
+        if found is None:
+            raise UnknownMember(unknown_member_text(name, self.paths.team, self.member_names()))
+        return found
 
     def member_names(self) -> list[str]:
         """Names of the current members (cheap: no model, no copy)."""

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Container
 
-from protocols.task import Task
+from protocols.task_model import Task
 from protocols.tasks import TaskBoard
 from protocols.watch import InboxWatcher
 

@@ -64,7 +64,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import stop_carriers
 from protocols.printable import printable
-from protocols.task import Task
+from protocols.task_model import Task
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.team_config import Member

@@ -16,7 +16,6 @@ from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
 from swarm.team.actions import add_task, task_lines, update_task
-from teammate.agent.worktree import WorktreeError
 
 
 @click.group()
@@ -54,11 +53,15 @@ def task_add(
     """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
     no idle worker can take it before its blockers complete."""
     paths = paths_for(team)
-    try:
-        created = add_task(paths, subject, description, command, blocked_by, worktree, owner)
-    except WorktreeError as exc:
-        raise SwarmError(f"--worktree: {exc}") from None
-    emit(created.to_json_dict(), as_json, lambda _: created.id)
+    if worktree is not None:
+        from teammate.agent.worktree import WorktreeError, flatten_slug  # only for --worktree
+
+        try:
+            flatten_slug(worktree)
+        except WorktreeError as exc:
+            raise SwarmError(f"--worktree: {exc}") from None
+    created = add_task(paths, subject, description, command, blocked_by, worktree, owner)
+    emit(created, as_json, lambda _: created["id"])
 
 
 @task.command("list")

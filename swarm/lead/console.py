@@ -262,7 +262,7 @@ class Console:
             blocked_by=[i for i in blocked if i],
             owner=options.get("owner"),
         )
-        self.out(printable_line(f"task #{task.id} created: {task.subject}"))
+        self.out(printable_line(f"task #{task['id']} created: {task['subject']}"))
 
     def _spawn(self, rest: str) -> None:
         """``/spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT``."""

@@ -25,7 +25,8 @@ from pydantic import AfterValidator, Field
 
 from protocols.inbox_entry import format_for_model
 from protocols.names import LEAD_NAME, validate_name
-from protocols.task import ClaimFailure, ClaimResult, TaskId, list_line
+from protocols.task import ClaimFailure, ClaimResult, list_line
+from protocols.task_model import TaskId
 from swarm.mcp_server.session import McpSession
 from swarm.views.snapshot import TeamView, snapshot
 from teammate.tools.base import ToolContext, ToolError, tool

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
-from protocols.correlation import shutdown_request_id
-from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.task import Task, list_line
+from protocols.task import list_line
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.errors import SwarmError
-from swarm.team.signatures import lead_mailbox
-from teammate.agent.worktree import flatten_slug
+
+if TYPE_CHECKING:  # adding a task builds no model: `swarm task add` loads no pydantic
+    from protocols.mailbox import Mailbox
+    from protocols.task_model import Task
 
 
 def add_task(
@@ -35,21 +35,23 @@ def add_task(
     blocked_by: Sequence[str] = (),
     worktree: str | None = None,
     owner: str | None = None,
-) -> Task:
+) -> dict[str, Any]:
     """Add a task (blocked from the moment it exists when `blocked_by` names tasks); `command`
     is what a shell worker runs, `worktree` the git worktree it is worked in, `owner` the
-    member it is for (told with a ``task_assignment``)."""
+    member it is for (told with a ``task_assignment``). Returns its file as written."""
     if worktree is not None:
+        from teammate.agent.worktree import flatten_slug
+
         flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
     if owner is not None:
-        TeamFile(paths).load().require(owner)  # a misspelt owner creates nothing
+        TeamFile(paths).require_entry(owner)  # a misspelt owner creates nothing
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
     from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
 
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
-    board = TaskBoard(paths, lead_mailbox(paths) if owner else None)
-    return board.create(
+    board = TaskBoard(paths, _lead_mailbox(paths) if owner else None)
+    return board.create_file(
         subject, description, metadata=metadata or None, blocked_by=blocked_by, owner=owner
     )
 
@@ -57,7 +59,7 @@ def add_task(
 def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task | None:
     """Change a task as the lead (None: it was deleted). Completing it runs the TaskCompleted
     hooks first: one that blocks leaves the task as it was and raises `HookBlocked`."""
-    board = TaskBoard(paths, lead_mailbox(paths))
+    board = TaskBoard(paths, _lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
         from teammate.agent.hooks import before_task_completed, project_hooks
@@ -75,9 +77,19 @@ def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None
     """Ask teammate `name` to shut down (the answer comes to the lead's inbox); the request id."""
     if name == LEAD_NAME:
         raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
-    TeamFile(paths).load().require(name)  # an unknown name: did you mean...
+    TeamFile(paths).require_entry(name)  # an unknown name: did you mean...
+    from protocols.correlation import shutdown_request_id
+    from protocols.messages import ShutdownRequest
+
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()
     )
-    lead_mailbox(paths).send(name, request, sender=LEAD_NAME)
+    _lead_mailbox(paths).send(name, request, sender=LEAD_NAME)
     return request.requestId
+
+
+def _lead_mailbox(paths: TeamPaths) -> Mailbox:
+    """The lead's mailbox, signing when the lead has a key (loaded only when a message goes)."""
+    from swarm.team.signatures import lead_mailbox
+
+    return lead_mailbox(paths)

@@ -32,7 +32,7 @@ from protocols import safefs
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.task import Task
+from protocols.task_model import Task
 from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
 from protocols.team_config import Member

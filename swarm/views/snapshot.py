@@ -24,7 +24,8 @@ from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.status import USAGE_KEYS, SubAgentStatus, read_status
-from protocols.task import STATUSES, Task
+from protocols.task import STATUSES
+from protocols.task_model import Task
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.team_config import Member

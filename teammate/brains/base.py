@@ -20,7 +20,7 @@ from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownRequest
 from protocols.paths import TeamPaths
-from protocols.task import Task
+from protocols.task_model import Task
 from protocols.tasks import TaskBoard
 
 

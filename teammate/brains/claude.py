@@ -28,7 +28,7 @@ from protocols.jsonio import atomic_write_text
 from protocols.messages import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.task import Task
+from protocols.task_model import Task
 from teammate.agent.context import agent_context
 from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
 from teammate.agent.hooks import Hooks

@@ -25,7 +25,7 @@ from typing import Any
 
 from protocols.inbox_entry import InboxEntry
 from protocols.messages import ShutdownRequest
-from protocols.task import Task
+from protocols.task_model import Task
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
 from teammate.brains.base import Outcome, TeamLink

@@ -49,7 +49,7 @@ from procs import (
 from protocols import Mailbox, TaskBoard, TeamFile, TeamPaths
 from protocols.errors import LockTimeout
 from protocols.locks import STALE_S, lock_dir_for
-from protocols.task import Task
+from protocols.task_model import Task
 
 pytestmark = pytest.mark.slow
 

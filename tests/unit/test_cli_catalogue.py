@@ -66,17 +66,23 @@ def test_the_everyday_commands_load_nothing_heavy(argv: list[str], tmp_path: Pat
     assert heavy == [], f"`swarm {' '.join(argv)}` imported {heavy}"
 
 
-# what `swarm send` leaves out besides: the models (pydantic builds them for tens of ms) and
-# filelock's package (its import costs ~12 ms; protocols.locks calls fcntl.flock itself)
+# what `swarm send` and `swarm task add` leave out besides: the models (pydantic builds them for
+# tens of ms) and filelock's package (~12 ms; protocols.locks calls fcntl.flock itself)
 NOT_FOR_A_SEND = ("pydantic", "pydantic_core", "filelock", "protocols.messages")
 
 
 @pytest.mark.parametrize(
     "argv",
-    [["send", "alice", "hello"], ["send", "*", "to everyone"], ["send", "alice", "-"]],
-    ids=["one", "everyone", "stdin"],
+    [
+        ["send", "alice", "hello"],
+        ["send", "*", "to everyone"],
+        ["send", "alice", "-"],
+        ["task", "add", "a task"],
+        ["task", "add", "a task", "--command", "make test", "-d", "what to do"],
+    ],
+    ids=["send", "send to everyone", "send stdin", "task add", "task add --command"],
 )
-def test_a_plain_send_loads_no_model(argv: list[str], tmp_path: Path) -> None:
+def test_send_and_task_add_load_no_model(argv: list[str], tmp_path: Path) -> None:
     loaded = _modules_after(argv, tmp_path)
     found = sorted(
         m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_SEND)

@@ -14,7 +14,8 @@ from protocols.jsonio import dumps_pretty
 from protocols.messages import decode
 from protocols.paths import TeamPaths
 from protocols.permissions import PermissionFileRequest, PermissionStore
-from protocols.tasks import Task, TaskBoard
+from protocols.task_model import Task
+from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from protocols.team_config import TeamConfig
 

@@ -13,6 +13,7 @@ from protocols.errors import InvalidTaskUpdate, TaskNotFound
 from protocols.mailbox import Mailbox
 from protocols.messages import TaskAssignment
 from protocols.paths import TeamPaths
+from protocols.task_model import Task
 from protocols.tasks import ClaimFailure, TaskBoard
 from protocols.team import TeamFile
 
@@ -37,6 +38,42 @@ def test_created_tasks_have_claude_codes_layout(board: TaskBoard, paths: TeamPat
     ]
     assert task.id == "1" and task.status == "pending"
     assert paths.highwatermark.read_text() == "1"
+
+
+def test_create_file_writes_what_the_model_would(board: TaskBoard, paths: TeamPaths) -> None:
+    def check(created: dict[str, object]) -> None:
+        on_disk = json.loads(paths.task(str(created["id"])).read_text())
+        assert created == on_disk and list(created) == list(on_disk)
+        model = Task.model_validate(created).to_json_dict()  # the model's own key order
+        assert model == created and list(model) == list(created)
+
+    check(board.create_file("plain"))
+    check(
+        board.create_file(
+            "full",
+            "d",
+            active_form="doing",
+            metadata={"cmd": "true"},
+            blocked_by=["1"],
+            owner="bob",
+        )
+    )
+    assert json.loads(paths.task("1").read_text())["blocks"] == ["2"]
+    (assignment,) = Mailbox(paths).read_unread("bob")  # an owner is told, as with create
+    assert isinstance(assignment.structured(), TaskAssignment)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"subject": 5}, {"description": None}, {"active_form": ["x"]}, {"owner": 3}, {"metadata": []}],
+)
+def test_a_task_of_the_wrong_types_is_refused_and_nothing_written(
+    board: TaskBoard, paths: TeamPaths, fields: dict[str, object]
+) -> None:
+    args: dict[str, object] = {"subject": "s", **fields}
+    with pytest.raises(InvalidTaskUpdate, match=r"must be (text|an object)"):
+        board.create_file(**args)  # type: ignore[arg-type]
+    assert board.task_ids() == [] and not paths.highwatermark.exists()
 
 
 def test_ids_continue_from_the_highest_file_or_the_highwatermark(cc_root: Path) -> None:
