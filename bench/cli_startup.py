@@ -18,7 +18,7 @@ What it measures
     be compiled again on each run (several ms each).
 
     ``--imports`` also prints, per command, which heavy packages it loaded (libtmux, rich,
-    anthropic, swarm.lead, mcp, watchdog, yaml, cryptography): `send`, `inbox`, `task` and
+    anthropic, swarm.lead, mcp, yaml, cryptography): `send`, `inbox`, `task` and
     `status` must load none of the first four.
 
 Everything runs under a temporary config root (``CLAUDE_CONFIG_DIR`` and ``HOME`` point
@@ -55,7 +55,7 @@ COMMANDS = {
     "swarm status": [SWARM, "status"],
 }
 TARGETS_MS = {"swarm send": 80.0, "swarm task add": 80.0, "swarm --help": 60.0}
-HEAVY = ("libtmux", "rich", "anthropic", "swarm.lead", "mcp", "watchdog", "yaml", "cryptography")
+HEAVY = ("libtmux", "rich", "anthropic", "swarm.lead", "mcp", "yaml", "cryptography")
 LIGHT_COMMANDS = ("swarm send", "swarm task add", "swarm task list", "swarm inbox", "swarm status")
 
 

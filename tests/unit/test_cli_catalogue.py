@@ -22,7 +22,6 @@ HEAVY = (
     "anthropic",
     "mcp",
     "yaml",
-    "watchdog",
     "swarm.lead",
     "swarm.backends.tmux",
     "teammate.brains",
