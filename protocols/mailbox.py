@@ -55,6 +55,41 @@ def new_message_id() -> str:
     return f"msg-{time.time_ns() // 1_000_000}-{secrets.token_hex(6)}"
 
 
+def new_entry(
+    body: str | StructuredMessage,
+    sender: str,
+    summary: str | None = None,
+    color: str | None = None,
+    message_id: str | None = None,
+) -> InboxEntry:
+    """A new unread entry as every store writes it: Claude Code's keys, swarm's ``id`` (the
+    given `message_id`, else a new one) and the ``msg_id`` derived from it."""
+    text = body if isinstance(body, str) else body.encode()
+    swarm_id = message_id or new_message_id()
+    return InboxEntry.model_validate(
+        {
+            "from": sender,
+            "text": text,
+            "summary": summary,
+            "timestamp": now_iso(),
+            "color": color,
+            "msgV": MSG_V,
+            "msg_id": msg_id_for(swarm_id),
+            "type": "message",
+            "read": False,
+            "id": swarm_id,
+        }
+    )
+
+
+def is_structured_text(text: str) -> bool:
+    """Whether `text` is (or tries to be) a structured protocol message."""
+    try:
+        return decode(text) is not None
+    except ValueError:
+        return True
+
+
 class Mailbox:
     """The inboxes of one team, on disk."""
 
@@ -129,7 +164,7 @@ class Mailbox:
         program) is skipped with a warning: everyone else still gets the message.
         """
         text = body if isinstance(body, str) else body.encode()
-        if not isinstance(body, str) or _is_structured(text):
+        if not isinstance(body, str) or is_structured_text(text):
             raise BroadcastRefused(
                 "structured protocol messages cannot be broadcast to '*'; "
                 "send them to one member by name"
@@ -167,22 +202,7 @@ class Mailbox:
         color: str | None,
         message_id: str | None,
     ) -> InboxEntry:
-        text = body if isinstance(body, str) else body.encode()
-        swarm_id = message_id or new_message_id()
-        return InboxEntry.model_validate(
-            {
-                "from": sender,
-                "text": text,
-                "summary": summary,
-                "timestamp": now_iso(),
-                "color": color,
-                "msgV": MSG_V,
-                "msg_id": msg_id_for(swarm_id),
-                "type": "message",
-                "read": False,
-                "id": swarm_id,
-            }
-        )
+        return new_entry(body, sender, summary, color, message_id)
 
     def _signed(self, entry: InboxEntry) -> InboxEntry:
         if self.signer is None:
@@ -402,9 +422,3 @@ class Mailbox:
         self.mark_read(agent, entries)
         return entries
 
-
-def _is_structured(text: str) -> bool:
-    try:
-        return decode(text) is not None
-    except ValueError:
-        return True
