@@ -157,7 +157,8 @@ def release(conn: Conn, team: str, agent: str) -> list[Row]:
     """Return `agent`'s unfinished tasks to pending with no owner, each at a new epoch."""
     found = conn.execute(
         "UPDATE tasks SET owner = NULL, status = 'pending', epoch = epoch + 1, "
-        "claim_token = NULL WHERE team = %s AND owner = %s AND status <> 'completed' "
+        "claim_token = NULL, key_order = (key_order::jsonb - 'owner')::json "
+        "WHERE team = %s AND owner = %s AND status <> 'completed' "
         f"RETURNING {COLUMNS}",
         [team, agent],
     ).fetchall()

@@ -51,6 +51,7 @@ class Database:
         self.application_name = application_name
         self._conn: psycopg.Connection[Any] | None = None
         self._migrated = False
+        self.retries = 0  # units of work done again after a lost connection or a rollback
 
     def __enter__(self) -> Database:
         return self
@@ -117,6 +118,7 @@ class Database:
                         f"({_first_line(exc)}); doing it again is safe"
                     ) from exc
                 log.info("%s: %s; trying again in %.2f s", what, _first_line(exc), pause)
+                self.retries += 1
                 time.sleep(min(pause, max(0.0, deadline - now)))  # back-off before reconnecting
                 pause = min(pause * 2, LONGEST_PAUSE_S)
 

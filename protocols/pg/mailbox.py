@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import psycopg
+from pydantic import ValidationError
 
 from protocols.errors import BroadcastRefused, ProtocolsError
 from protocols.inbox import InboxEntry, msg_id_for
@@ -203,7 +204,7 @@ class PgMailbox:
         rows = self.db.run(
             lambda c: c.execute(query, [self.team, text(agent, "member")]).fetchall()
         )
-        return [_entry(raw, read) for raw, read in rows]
+        return [entry for raw, read in rows if (entry := _entry(raw, read)) is not None]
 
     def read_all(self, agent: str) -> list[InboxEntry]:
         """The live queue: the unread entries, oldest first (read ones are history at once)."""
@@ -319,6 +320,12 @@ class PgMailbox:
 SEND_UNLESS_HISTORY = 200  # read entries `send_unless` looks at, newest first
 
 
-def _entry(raw: dict[str, Any], read: bool) -> InboxEntry:
-    entry = InboxEntry.from_json_dict(raw)
+def _entry(raw: Any, read: bool) -> InboxEntry | None:
+    """The stored entry with its read mark; None (logged) for a row that is not a message
+    (written by another program), as the file store skips such items."""
+    try:
+        entry = InboxEntry.from_json_dict(raw)
+    except (ValidationError, TypeError, ValueError):
+        log.warning("a stored message that is not an inbox entry was skipped: %r", raw)
+        return None
     return entry if entry.read is read else entry.updated(read=read)

@@ -9,6 +9,7 @@ is recorded in ``task_events``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -21,6 +22,7 @@ from protocols.pg.task_rows import (
     Row,
     dependency_edges,
     flags,
+    key_order_after,
     not_found,
     task_id,
 )
@@ -79,23 +81,34 @@ class Change:
         returned = status == "pending" and before.status != "pending"
         new_epoch = before.epoch + 1 if owner != before.owner or returned else before.epoch
         internal, failed = flags(metadata)
+        new = replace(
+            before,
+            subject=self.changes.get("subject", before.subject),
+            description=self.changes.get("description", before.description),
+            active_form=self.changes.get("activeForm", before.active_form),
+            status=status,
+            owner=owner,
+            metadata=metadata or None,
+            epoch=new_epoch,
+        )
         found = conn.execute(
             "UPDATE tasks SET subject = %s, description = %s, active_form = %s, status = %s, "
-            "owner = %s, metadata = %s, internal = %s, failed = %s, epoch = %s, "
+            "owner = %s, metadata = %s, internal = %s, failed = %s, epoch = %s, key_order = %s, "
             "claim_token = CASE WHEN %s THEN claim_token ELSE NULL END, "
             "completed_at = CASE WHEN %s = 'completed' THEN coalesce(completed_at, "
             "clock_timestamp()) ELSE NULL END "
             f"WHERE team = %s AND id = %s RETURNING {COLUMNS}",
             [
-                self.changes.get("subject", before.subject),
-                self.changes.get("description", before.description),
-                self.changes.get("activeForm", before.active_form),
-                status,
-                owner,
-                document(metadata) if metadata else None,
+                new.subject,
+                new.description,
+                new.active_form,
+                new.status,
+                new.owner,
+                None if new.metadata is None else document(new.metadata),
                 internal,
                 failed,
-                new_epoch,
+                new.epoch,
+                document(order) if (order := key_order_after(before, new)) else None,
                 new_epoch == before.epoch,
                 status,
                 team,

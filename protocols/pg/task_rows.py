@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -22,7 +22,7 @@ from protocols.task import FAILED, Task
 Conn = psycopg.Connection[Any]
 
 _ID = re.compile(r"^[0-9]{1,18}$")
-COLUMNS = "id, subject, description, active_form, status, owner, metadata, epoch"
+COLUMNS = "id, subject, description, active_form, status, owner, metadata, epoch, key_order"
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Row:
     owner: str | None
     metadata: dict[str, Any] | None
     epoch: int
+    key_order: list[str] | None
 
 
 def task_id(value: str | int) -> int | None:
@@ -86,8 +87,9 @@ def tasks(conn: Conn, team: str, found: list[Row]) -> list[Task]:
 
 
 def as_task(found: Row, blocked_by: list[str], blocks: list[str]) -> Task:
-    """Claude Code's key order: ``id, subject, description, activeForm?, status, blocks,
-    blockedBy, metadata?, owner?`` (what the file board writes for the same task)."""
+    """The record the file board would hold: Claude Code's key order ``id, subject,
+    description, activeForm?, status, blocks, blockedBy, metadata?, owner?`` at creation; a key
+    added later goes at the end, as when the file is rewritten (`key_order`)."""
     raw: dict[str, Any] = {
         "id": str(found.id),
         "subject": found.subject,
@@ -100,7 +102,20 @@ def as_task(found: Row, blocked_by: list[str], blocks: list[str]) -> Task:
         raw["metadata"] = found.metadata
     if found.owner is not None:
         raw["owner"] = found.owner
+    if found.key_order:
+        ordered = {key: raw[key] for key in found.key_order if key in raw}
+        raw = {**ordered, **{k: v for k, v in raw.items() if k not in ordered}}
     return Task.from_json_dict(raw)
+
+
+def key_order_after(before: Row, after: Row) -> list[str] | None:
+    """The order of `after`'s keys when it is `before` changed: kept keys where they were,
+    new ones at the end. None when that is Claude Code's creation order."""
+    before_keys = list(as_task(before, [], []).to_json_dict())
+    canonical = list(as_task(replace(after, key_order=None), [], []).to_json_dict())
+    kept = [k for k in before_keys if k in canonical]
+    order = kept + [k for k in canonical if k not in before_keys]
+    return None if order == canonical else order
 
 
 def flags(metadata: dict[str, Any] | None) -> tuple[bool, bool]:

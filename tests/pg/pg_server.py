@@ -59,8 +59,14 @@ def _service_user() -> pwd.struct_passwd | None:
         return pwd.getpwnam(SERVICE_USER)
     except KeyError:
         subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin"]
-            + [SERVICE_USER],
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
             check=True,
         )
         return pwd.getpwnam(SERVICE_USER)

@@ -53,6 +53,7 @@ CREATE TABLE tasks (
     epoch        bigint NOT NULL DEFAULT 0,       -- +1 on every claim and every return to pending
     claim_token  text,                            -- the claim_next call that made the current claim
     create_key   text,                            -- makes a retried create idempotent
+    key_order    json,                            -- the record's keys in order; NULL: Claude Code's
     claimed_at   timestamptz,
     completed_at timestamptz,
     PRIMARY KEY (team, id),
