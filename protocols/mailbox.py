@@ -421,4 +421,3 @@ class Mailbox:
         entries = self.wait(agent, timeout, watcher)
         self.mark_read(agent, entries)
         return entries
-
