@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo demo-protocols test test-unit test-fast test-interop lint bench screenshots clean
+.PHONY: install postgresql demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+postgresql:  ## PostgreSQL's server binaries for tests/pg (Debian's package, only when initdb is missing)
+	@bash .ci/install-postgresql
 
 demo: install  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
@@ -26,14 +29,19 @@ demo-protocols: install  ## the files layer alone: worker processes sharing a bo
 TEST_WORKERS ?= 4
 XDIST = -n $(TEST_WORKERS) --dist worksteal
 
-test: install  ## every test (tests/unit, processes, stress, interop), $(TEST_WORKERS) at a time
-	$(PY) -m pytest $(XDIST) tests
+# tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
+# is a failure, not a skip
+test: install postgresql  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
 test-unit: install  ## the in-process tests: seconds
 	$(PY) -m pytest $(XDIST) tests/unit
 
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
 	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/processes
+
+test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg)
+	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg
 
 test-interop: install  ## only the tests next to a real Claude Code, 2.1.88 and 2.1.330 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
@@ -43,7 +51,7 @@ lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swa
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/cli_startup.py --imports
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
@@ -57,6 +65,7 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/interop_inbox.py
 	$(PY) bench/subagents.py
 	$(PY) bench/skills_catalogue.py
+	$(PY) bench/pg_store.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

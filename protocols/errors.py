@@ -66,3 +66,22 @@ class TaskNotFound(ProtocolsError, LookupError):
 
 class InvalidTaskUpdate(ProtocolsError, ValueError):
     """A task update that names a bad status, a self-dependency or a missing task."""
+
+
+class StaleClaim(ProtocolsError):
+    """A task changed by a claimer whose claim is no longer current (the task was claimed
+    again, or returned to pending, since): fencing by the claim's epoch refused the change."""
+
+
+class UnstorableValue(ProtocolsError, ValueError):
+    """A value a store cannot hold (PostgreSQL text cannot hold NUL): nothing was written."""
+
+
+class StoreUnavailable(ProtocolsError):
+    """The store (a PostgreSQL server) could not be reached before the deadline; what was being
+    done may or may not have happened, and doing it again is safe."""
+
+
+class LeaseLost(ProtocolsError):
+    """A member whose lease ran out was declared dead (its tasks were released): it must not
+    go on with the work it held."""

@@ -60,6 +60,52 @@ def new_message_id() -> str:
     return f"msg-{time.time_ns() // 1_000_000}-{os.urandom(6).hex()}"
 
 
+def new_item(
+    body: str | StructuredMessage,
+    sender: str,
+    summary: str | None = None,
+    color: str | None = None,
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    """A new unread entry as every store writes it: Claude Code's keys in `InboxEntry`'s order
+    (none left null), swarm's ``id`` (the given `message_id`, else a new one) and the
+    ``msg_id`` derived from it. No model is built: a plain send loads no pydantic."""
+    text = body if isinstance(body, str) else body.encode()
+    swarm_id = message_id or new_message_id()
+    item: dict[str, Any] = {"from": sender, "text": text}
+    if summary is not None:
+        item["summary"] = summary
+    item["timestamp"] = now_iso()
+    if color is not None:
+        item["color"] = color
+    item.update(read=False, id=swarm_id, msgV=MSG_V, msg_id=msg_id_for(swarm_id), type="message")
+    return item
+
+
+def new_entry(
+    body: str | StructuredMessage,
+    sender: str,
+    summary: str | None = None,
+    color: str | None = None,
+    message_id: str | None = None,
+) -> InboxEntry:
+    """`new_item`, as a model."""
+    return entry_of(new_item(body, sender, summary, color, message_id))
+
+
+def is_structured_text(text: str) -> bool:
+    """Whether `text` is (or tries to be) a structured protocol message: a known type, valid or
+    not."""
+    if not text.lstrip().startswith("{"):
+        return False  # not a JSON object: no need to load the message models
+    from protocols.messages import decode
+
+    try:
+        return decode(text) is not None
+    except ValueError:
+        return True
+
+
 class Mailbox:
     """The inboxes of one team, on disk."""
 
@@ -130,7 +176,7 @@ class Mailbox:
         if to == BROADCAST:
             return self._broadcast(body, sender, summary, color, message_id)
         self._require_members([to])
-        item = self._item(body, sender, summary, color, message_id)
+        item = new_item(body, sender, summary, color, message_id)
         return [self._append(to, item, dedupe=message_id is not None)]
 
     def broadcast(
@@ -161,7 +207,7 @@ class Mailbox:
         message_id: str | None,
     ) -> list[dict[str, Any]]:
         text = body if isinstance(body, str) else body.encode()
-        if not isinstance(body, str) or _is_structured(text):
+        if not isinstance(body, str) or is_structured_text(text):
             raise BroadcastRefused(
                 "structured protocol messages cannot be broadcast to '*'; "
                 "send them to one member by name"
@@ -169,7 +215,7 @@ class Mailbox:
         recipients, skipped = self.broadcast_recipients(sender)
         for name in skipped:
             log.warning("broadcast: skipped member %r: not a usable inbox name", name)
-        item = self._item(text, sender, summary, color, message_id)
+        item = new_item(text, sender, summary, color, message_id)
         written = []
         for name in recipients:
             one_id = f"{item['id']}-{name}"
@@ -190,28 +236,6 @@ class Mailbox:
             if name != sender:
                 recipients.append(name)
         return recipients, skipped
-
-    def _item(
-        self,
-        body: str | StructuredMessage,
-        sender: str,
-        summary: str | None,
-        color: str | None,
-        message_id: str | None,
-    ) -> dict[str, Any]:
-        """A new entry as it is written: `InboxEntry`'s keys in its order, none left null."""
-        text = body if isinstance(body, str) else body.encode()
-        swarm_id = message_id or new_message_id()
-        item: dict[str, Any] = {"from": sender, "text": text}
-        if summary is not None:
-            item["summary"] = summary
-        item["timestamp"] = now_iso()
-        if color is not None:
-            item["color"] = color
-        item.update(
-            read=False, id=swarm_id, msgV=MSG_V, msg_id=msg_id_for(swarm_id), type="message"
-        )
-        return item
 
     def _signed(self, item: dict[str, Any]) -> dict[str, Any]:
         return item if self.signer is None else self.signer.signed(item)
@@ -245,7 +269,7 @@ class Mailbox:
         under the inbox's lock. Returns (the entry written, None) or (None, the conflicting
         item): exactly one of several concurrent senders wins."""
         self._require_members([to])
-        item = self._signed(self._item(body, sender, summary, None, None))
+        item = self._signed(new_item(body, sender, summary, None, None))
         inbox = self.inbox(to)
         with inbox.lock():
             loaded = inbox.load_locked()
@@ -433,15 +457,3 @@ class Mailbox:
         entries = self.wait(agent, timeout, watcher)
         self.mark_read(agent, entries)
         return entries
-
-
-def _is_structured(text: str) -> bool:
-    """Whether `text` is a structured protocol message (one of a known type, valid or not)."""
-    if not text.lstrip().startswith("{"):
-        return False  # not a JSON object: no need to load the message models
-    from protocols.messages import decode
-
-    try:
-        return decode(text) is not None
-    except ValueError:
-        return True

@@ -48,6 +48,9 @@ class ClaimResult:
     reason: ClaimFailure | None = None
     blocked_by: list[str] = field(default_factory=list)
     busy_with: list[str] = field(default_factory=list)
+    # the claim's fencing token on a store that fences (PostgreSQL): changes by the claimer pass
+    # it back, and are refused once the task was claimed again; None on the file board
+    epoch: int | None = None
 
 
 def list_line(task: Task) -> str:

@@ -48,6 +48,17 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ("mcp_startup.py", ["--runs", "1"], []),
         ("mcp_delivery.py", ["--messages", "5", "--warmup", "1"], ["lost"]),
         pytest.param(
+            "pg_store.py",
+            ["--sends", "5", "--messages", "8", "--tasks", "20", "--workers", "2"],
+            ["file_double_claims", "pg_double_claims"],
+            marks=pytest.mark.skipif(
+                not (
+                    shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+                ),
+                reason="needs PostgreSQL's server binaries (make postgresql installs them)",
+            ),
+        ),
+        pytest.param(
             "interop_inbox.py",
             ["--messages", "10", "--rounds", "1"],
             [

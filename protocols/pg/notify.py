@@ -1,0 +1,76 @@
+"""Waking a waiting reader: ``LISTEN``/``NOTIFY`` on one channel per team.
+
+A send notifies the team's channel (`channel`) with the recipient's name, inside its own
+transaction, so the notification goes out when (and only if) the message is committed. A
+`Listener` holds its own connection that does nothing but ``LISTEN``: it listens before the
+reader first looks at its inbox, so a message committed in between is either seen by that look
+or wakes the wait after it. PostgreSQL drops notifications when no connection listens (and a
+listener's connection can be cut), so a waiting reader also looks again every ``rescan_s``
+seconds whatever it heard: the safety net, as the file store's rescan is for inotify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+import psycopg
+
+from protocols.pg.database import Database
+
+log = logging.getLogger(__name__)
+
+
+def channel(team: str) -> str:
+    """The team's channel: an identifier of hex digits whatever the team is called."""
+    return "swarm_" + hashlib.sha256(team.encode("utf-8")).hexdigest()[:32]
+
+
+def notify(conn: psycopg.Connection[Any], team: str, recipient: str) -> None:
+    """Notify `team`'s listeners that `recipient` has mail (sent when the transaction commits)."""
+    conn.execute("SELECT pg_notify(%s, %s)", [channel(team), recipient])
+
+
+class Listener:
+    """A connection listening on one team's channel. Close it when done."""
+
+    def __init__(self, db: Database, team: str) -> None:
+        self.db = db
+        self.channel = channel(team)
+        self._conn: psycopg.Connection[Any] | None = None
+        self._listen()
+
+    def __enter__(self) -> Listener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = self.db.connect()
+            self._conn.execute(f"LISTEN {self.channel}")
+        return self._conn
+
+    def wait(self, names: set[str] | None, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a notification for one of `names` (any, for None).
+
+        True when one came, or when the connection was lost and made again (messages sent
+        meanwhile woke nobody: the caller looks); False at the timeout."""
+        conn = self._listen()
+        try:
+            for note in conn.notifies(timeout=max(timeout, 0.0)):
+                if names is None or note.payload in names:
+                    return True
+            return False
+        except psycopg.OperationalError as exc:
+            log.info("listener on %s lost its connection (%s); listening again", self.channel, exc)
+            self.close()
+            self._listen()
+            return True

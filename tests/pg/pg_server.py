@@ -1,0 +1,167 @@
+"""A temporary PostgreSQL server for the tests and the benchmark: initdb into a fresh directory,
+``pg_ctl start`` listening only on a Unix socket in that directory, stopped and removed after.
+
+PostgreSQL refuses to run as root, so as root the server's files belong to, and its commands run
+as, the system user ``postgres`` (Debian's package creates it; created here with ``useradd`` if
+missing), through ``runuser``. Its superuser is called `SUPERUSER` whoever runs it, and local
+connections are trusted: nothing listens on a network address, and the socket's directory is
+readable by its owner (and root) only.
+
+The binaries are found on ``PATH`` (``initdb``) or under ``/usr/lib/postgresql/<version>/bin``
+(Debian installs them there, off ``PATH``); `find_bin_dir` names what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SUPERUSER = "swarm"
+SERVICE_USER = "postgres"  # who runs the server when we are root
+PORT = 5432  # only names the socket file: nothing listens on TCP
+START_TIMEOUT_S = 60
+
+
+class ServerUnavailable(RuntimeError):
+    """No PostgreSQL binaries here, or the server would not start."""
+
+
+def find_bin_dir() -> Path:
+    """The directory holding ``initdb`` and ``pg_ctl``."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    if versions:
+        return versions[-1].parent
+    raise ServerUnavailable(
+        "no PostgreSQL server binaries (initdb) on PATH or under /usr/lib/postgresql/*/bin; "
+        "install them: apt-get install -y postgresql (make test does this when run as root)"
+    )
+
+
+def _service_user() -> pwd.struct_passwd | None:
+    """The user the server runs as when we are root (created if missing); None otherwise."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
+            check=True,
+        )
+        return pwd.getpwnam(SERVICE_USER)
+
+
+class TemporaryServer:
+    """One PostgreSQL server in a temporary directory. `start`, then `stop` (or use `running`)."""
+
+    def __init__(self, fsync: bool = True) -> None:
+        self.bin_dir = find_bin_dir()
+        self.user = _service_user()
+        self.base = Path(tempfile.mkdtemp(prefix="swarm-pg-"))  # /tmp: reachable by `user`
+        self.data = self.base / "data"
+        self.socket_dir = self.base / "sock"
+        self.log = self.base / "server.log"
+        self.fsync = fsync
+
+    @property
+    def host(self) -> str:
+        return str(self.socket_dir)
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        return f"host={self.host} port={PORT} user={SUPERUSER} dbname={dbname}"
+
+    def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin_dir / argv[0]), *argv[1:]]
+        if self.user is not None:
+            command = ["runuser", "-u", self.user.pw_name, "--", *command]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise ServerUnavailable(
+                f"{' '.join(argv[:2])} failed ({result.returncode}): "
+                f"{result.stderr.strip() or result.stdout.strip()}\n{log}"
+            )
+        return result
+
+    def start(self) -> None:
+        self.socket_dir.mkdir(mode=0o700)
+        if self.user is not None:
+            for path in (self.base, self.socket_dir):
+                os.chown(path, self.user.pw_uid, self.user.pw_gid)
+            self.base.chmod(0o700)
+        self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
+        settings = {
+            "listen_addresses": "''",
+            "unix_socket_directories": f"'{self.socket_dir}'",
+            "port": str(PORT),
+            "fsync": "on" if self.fsync else "off",
+            "synchronous_commit": "on",
+            "max_connections": "200",
+            "shared_buffers": "32MB",
+        }
+        with (self.data / "postgresql.conf").open("a") as conf:
+            conf.write("".join(f"{key} = {value}\n" for key, value in settings.items()))
+        self._pg_ctl("start")
+
+    def _pg_ctl(self, action: str, mode: str = "fast") -> None:
+        argv = ["pg_ctl", action, "-D", str(self.data), "-l", str(self.log), "-w"]
+        argv += ["-t", str(START_TIMEOUT_S)]
+        if action in ("stop", "restart"):
+            argv += ["-m", mode]
+        self._run(*argv)
+
+    def restart(self, mode: str = "fast") -> None:
+        """``pg_ctl restart``: every client connection is cut; `mode` ``immediate`` is a crash
+        (the server recovers from its WAL on start)."""
+        self._pg_ctl("restart", mode)
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._pg_ctl("stop", "immediate")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def version(self) -> str:
+        text = self._run("postgres", "--version").stdout
+        found = re.search(r"\d+(\.\d+)?", text)
+        return found.group(0) if found else text.strip()
+
+    def create_database(self, prefix: str = "db") -> str:
+        """A new empty database; returns its conninfo."""
+        import psycopg  # only code that talks to the server imports the driver
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.conninfo(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.conninfo(name)
+
+
+@contextmanager
+def running(fsync: bool = True) -> Iterator[TemporaryServer]:
+    """A started `TemporaryServer`, stopped and removed on the way out."""
+    server = TemporaryServer(fsync=fsync)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
