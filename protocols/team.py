@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 
-CONFIG = "config.json"  # a TeamFile's cache: the model
+CONFIG = "config.json"  # a TeamFile's cache: the file's JSON text
 ENTRIES = "members"  # and the members' raw entries
 
 # what `TeamFile.entries` checks before it trusts the raw JSON: the keys the model requires, and
@@ -129,10 +129,13 @@ class TeamFile:
         signature = self._signature()
         hit, cached = self._cache.get(CONFIG, signature)
         if hit and cached is not None:
-            return cached.model_copy(deep=True)
-        config = self._read()
+            # a fresh model from the cached text: parsing and validating run in C, several
+            # times faster than a deep copy of the model (200 members: ~60 ms a copy)
+            return self._validated(json.loads(cached))
+        raw = self._read_raw()
+        config = self._validated(raw)
         if signature:
-            self._cache.put(CONFIG, signature, config.model_copy(deep=True))
+            self._cache.put(CONFIG, signature, json.dumps(raw))
         return config
 
     def entries(self) -> list[dict[str, Any]]:
@@ -181,9 +184,11 @@ class TeamFile:
 
     def _read(self) -> TeamConfig:
         """The config as a model (`_read_raw`, validated)."""
+        return self._validated(self._read_raw())
+
+    def _validated(self, raw: Any) -> TeamConfig:
         from protocols.team_config import TeamConfig
 
-        raw = self._read_raw()
         try:
             return TeamConfig.from_json_dict(raw)
         except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
