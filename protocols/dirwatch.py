@@ -13,7 +13,9 @@ file) is the fallback.
 The watch is one more watch on the process's one instance (`protocols.inotify.Notifier`), beside
 the inbox watchers: a directory costs a watch, not an instance. It asks for more kinds of event
 than an inbox watcher (a file modified, removed, its attributes changed), and hears nothing of
-subdirectories (the lock directories ``<N>.json.lock``).
+subdirectories (the lock directories ``<N>.json.lock``). It is a passive subscriber: it reads
+what it heard when asked, so the instance's reader thread is not woken for it (in a process
+that only claims tasks it does not read at all).
 
 Why this can be trusted for a compare-and-set's inputs: the kernel queues the event inside the
 system call that made the change (``write``, ``rename``, ``unlink``, ``open(O_TRUNC)``), before
@@ -123,7 +125,7 @@ class DirWatch:
 
     def _subscribe(self, notifier: Notifier) -> None:
         try:
-            self._handle = notifier.watch_dir(self.path, self._heard.note, EVENTS)
+            self._handle = notifier.watch_dir(self.path, self._heard.note, EVENTS, passive=True)
         except OSError:  # not there yet, a link, or no watches left: asked again next time
             return
         self._finalizer = weakref.finalize(self, notifier.unwatch, self._handle)

@@ -6,6 +6,12 @@ so a process takes one instance (`Notifier.shared`) and puts every watch on it: 
 watchers (`protocols.watch`) and the task board's index (`protocols.dirwatch`) alike. Its
 reader thread blocks in ``poll(2)``: an idle process has no thread waking up.
 
+A *passive* subscriber (the board's index) takes its events only through `sync`, when it looks.
+While every subscriber of the process is passive the reader thread does not read at all: the
+events wait in the kernel's queue for the next `sync` (a queue that overflows meanwhile is
+reported like any other overflow), so a process that claims tasks is not woken for every lock
+directory that every other process makes and removes beside the task files.
+
 Files are watched themselves, not their directory: a teammate hears about its own inbox only,
 not about every other inbox of the team (a broadcast to 200 members wakes each member once, not
 200 times). An atomic write replaces the file (a new inode), which the old inode's watch
@@ -133,6 +139,8 @@ class Notifier:
         self._by_handle: dict[int, _Watch] = {}
         self._next_id = 0
         self._later: Calls = []  # calls noted under the lock, made once it is released
+        self._passive: set[int] = set()  # handles whose events wait for `sync`
+        self._reader_needed = threading.Event()  # set while some subscriber is not passive
         self.broken = 0  # watches whose path is gone (a deleted directory): `repair` retries
         threading.Thread(target=self._read_forever, name="swarm-inotify", daemon=True).start()
 
@@ -148,15 +156,18 @@ class Notifier:
                 self._arm_file(watch)
             return self._subscribe(watch, callback)
 
-    def watch_dir(self, path: str, callback: Callback, events: int = DIR_EVENTS) -> int:
+    def watch_dir(
+        self, path: str, callback: Callback, events: int = DIR_EVENTS, passive: bool = False
+    ) -> int:
         """Call `callback(name)` whenever a file in the directory `path` has one of `events`
         (by default: it appeared or was written; with `IN_ISDIR`, subdirectories too), and
         `callback(None)` when the directory went away, was armed again or events were lost.
-        Raises OSError if the directory cannot be watched (missing, a link, no watches left)."""
+        `passive`: only when some thread calls `sync` (module doc). Raises OSError if the
+        directory cannot be watched (missing, a link, no watches left)."""
         try:
             with self._lock:
                 watch = self._dir(path, must=True)
-                handle = self._subscribe(watch, callback)
+                handle = self._subscribe(watch, callback, passive)
                 watch.events[handle] = events
                 try:
                     self._set_dir_mask(watch)
@@ -208,16 +219,23 @@ class Notifier:
 
     # the watches (under the lock)
 
-    def _subscribe(self, watch: _Watch, callback: Callback) -> int:
+    def _subscribe(self, watch: _Watch, callback: Callback, passive: bool = False) -> int:
         self._next_id += 1
         watch.callbacks[self._next_id] = callback
         self._by_handle[self._next_id] = watch
+        if passive:
+            self._passive.add(self._next_id)
+        else:
+            self._reader_needed.set()
         return self._next_id
 
     def _unsubscribe(self, handle: int) -> None:
         watch = self._by_handle.pop(handle, None)
         if watch is None or watch.callbacks.pop(handle, None) is None:
             return
+        self._passive.discard(handle)
+        if len(self._passive) == len(self._by_handle):  # nobody left who waits for the reader
+            self._reader_needed.clear()
         watch.events.pop(handle, None)
         self._release(watch)
         if watch.callbacks and watch.is_dir:
@@ -366,10 +384,16 @@ class Notifier:
             for callback, name in calls:
                 callback(name)
 
+    @property
+    def reading(self) -> bool:
+        """Whether the reader thread reads as events come (some subscriber is not passive)."""
+        return self._reader_needed.is_set()
+
     def _read_forever(self) -> None:
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
         while True:
+            self._reader_needed.wait()  # only passive subscribers: their `sync` reads
             try:
                 poller.poll()
                 self.sync()

@@ -181,33 +181,51 @@ def test_a_polling_watcher_takes_inotify_once_it_can(
 
 
 ONE_PROCESS = """
+import json
 import os
 import sys
 from pathlib import Path
 
 from protocols.dirwatch import DirWatch
+from protocols.inotify import Notifier
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.watch import InboxWatcher
 
-paths = TeamPaths(Path(sys.argv[1]), "t")
-board = TaskBoard(paths)
-board.create("a")
-board.list()
-with InboxWatcher(paths.inbox("alice"), directories=(paths.tasks_dir,)) as watcher:
-    inboxes = DirWatch(str(paths.inboxes))
-    inboxes.changes()
-    board.list()
-    if watcher.degraded or not (board._index.watch.available and inboxes.available):
-        print("no inotify instance free")
-        sys.exit(0)
+
+def instances():
     links = []
     for fd in os.listdir("/proc/self/fd"):
         try:
             links.append(os.readlink(f"/proc/self/fd/{fd}"))
         except OSError:  # the listing's own descriptor, closed by now
             pass
-    print(links.count("anon_inode:inotify"))
+    return links.count("anon_inode:inotify")
+
+
+paths = TeamPaths(Path(sys.argv[1]), "t")
+board = TaskBoard(paths)
+board.create("a")
+board.list()
+if not board._index.watch.available:
+    print(json.dumps("no inotify instance free"))
+    sys.exit(0)
+seen = {"board only": [instances(), Notifier.shared().reading]}
+with InboxWatcher(paths.inbox("alice"), directories=(paths.tasks_dir,)) as watcher:
+    inboxes = DirWatch(str(paths.inboxes))
+    inboxes.changes()
+    board.create("b")
+    tasks = [t.subject for t in board.list()]
+    if watcher.degraded or not inboxes.available:
+        print(json.dumps("no inotify instance free"))
+        sys.exit(0)
+    seen["and watchers"] = [instances(), Notifier.shared().reading]
+seen["watchers gone"] = [instances(), Notifier.shared().reading]
+seen["tasks"] = tasks
+rebuilds = board._index.rebuilds
+board.create("c")  # heard while nobody reads: the look reads the queue itself
+seen["later"] = [[t.subject for t in board.list()], board._index.rebuilds - rebuilds]
+print(json.dumps(seen))
 """
 
 
@@ -215,7 +233,8 @@ def test_every_watch_of_a_process_is_on_its_one_inotify_instance(
     paths: TeamPaths, config_root: Path
 ) -> None:
     """An inbox watcher, the task board's index and another directory watch: one instance (the
-    user has 128 of them for every process, editors included)."""
+    user has 128 of them for every process, editors included). The reader thread reads only
+    while a watcher waits for it: the board's index reads for itself when it looks."""
     safefs.makedirs(paths.inboxes)
     done = subprocess.run(
         [sys.executable, "-c", ONE_PROCESS, str(config_root)],
@@ -225,9 +244,16 @@ def test_every_watch_of_a_process_is_on_its_one_inotify_instance(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    if done.stdout.strip() == "no inotify instance free":
+    seen = json.loads(done.stdout)
+    if seen == "no inotify instance free":
         pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
-    assert done.stdout.strip() == "1"
+    assert seen == {
+        "board only": [1, False],
+        "and watchers": [1, True],
+        "watchers gone": [1, False],
+        "tasks": ["a", "b"],
+        "later": [["a", "b", "c"], 0],  # from the event, not from a look at every file
+    }
 
 
 def test_a_directory_watch_and_an_inbox_watcher_of_one_directory_hear_their_own_events(
