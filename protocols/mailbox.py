@@ -106,6 +106,28 @@ def is_structured_text(text: str) -> bool:
         return True
 
 
+def first_match(
+    entries: Iterable[InboxEntry],
+    match: Callable[[Any], bool],
+    sender: str | None,
+    agent: str,
+) -> tuple[InboxEntry, Any] | None:
+    """The first of `entries` (from `sender`, if given) holding a structured message that `match`
+    accepts, with that message; a malformed one is logged and skipped (every store's
+    `await_message`)."""
+    for entry in entries:
+        if sender is not None and entry.from_ != sender:
+            continue
+        try:
+            message = entry.structured()
+        except ProtocolsError as exc:
+            log.error("skipping a malformed message in %s's inbox: %s", agent, exc)
+            continue
+        if message is not None and match(message):
+            return entry, message
+    return None
+
+
 class Mailbox:
     """The inboxes of one team, on disk."""
 
@@ -429,18 +451,11 @@ class Mailbox:
         deadline = time.monotonic() + timeout
         while True:
             watcher.clear()
-            for entry in self.read_unread(agent):
-                if sender is not None and entry.from_ != sender:
-                    continue
-                try:
-                    message = entry.structured()
-                except ProtocolsError as exc:
-                    log.error("skipping a malformed message in %s's inbox: %s", agent, exc)
-                    continue
-                if message is not None and match(message):
-                    if mark:
-                        self.mark_read(agent, [entry])
-                    return entry, message
+            found = first_match(self.read_unread(agent), match, sender, agent)
+            if found is not None:
+                if mark:
+                    self.mark_read(agent, [found[0]])
+                return found
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None

@@ -26,10 +26,16 @@ from typing import Any
 import psycopg
 from pydantic import ValidationError
 
-from protocols.errors import BroadcastRefused, ProtocolsError
+from protocols.errors import BroadcastRefused
 from protocols.inbox import msg_id_for
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import BROADCAST, EntrySigner, is_structured_text, new_entry
+from protocols.mailbox import (
+    BROADCAST,
+    EntrySigner,
+    first_match,
+    is_structured_text,
+    new_entry,
+)
 from protocols.messages import StructuredMessage
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
@@ -291,18 +297,11 @@ class PgMailbox:
                 return self.await_message(agent, match, timeout, own, mark, sender)
         deadline = time.monotonic() + timeout
         while True:
-            for entry in self.read_unread(agent):
-                if sender is not None and entry.from_ != sender:
-                    continue
-                try:
-                    message = entry.structured()
-                except ProtocolsError as exc:
-                    log.error("skipping a malformed message in %s's inbox: %s", agent, exc)
-                    continue
-                if message is not None and match(message):
-                    if mark:
-                        self.mark_read(agent, [entry])
-                    return entry, message
+            found = first_match(self.read_unread(agent), match, sender, agent)
+            if found is not None:
+                if mark:
+                    self.mark_read(agent, [found[0]])
+                return found
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
