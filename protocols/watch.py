@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from protocols import safefs
-from protocols.inotify import Notifier
+from protocols.inotify import DIR_EVENTS, IN_ISDIR, Notifier
 
 DEFAULT_RESCAN_S = 0.25
 DEGRADED_POLL_S = 0.5
@@ -49,7 +49,9 @@ class InboxWatcher:
     """Context manager: ``with InboxWatcher(path) as w: w.wait(1.0)``.
 
     `paths` are files to watch by name; `directories` are watched for any file written in them
-    (a teammate watches the task board's directory this way).
+    (a teammate watches the task board's directory this way), and for their subdirectories
+    made or removed unless `subdirectories` is False (the board's lock directories come and go
+    with every claim: no news for an idle teammate).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class InboxWatcher:
         directories: tuple[Path, ...] = (),
         rescan_s: float = DEFAULT_RESCAN_S,
         poll_s: float = DEGRADED_POLL_S,
+        subdirectories: bool = True,
     ) -> None:
         if not paths and not directories:
             raise ValueError("InboxWatcher needs at least one path or directory")
@@ -65,6 +68,7 @@ class InboxWatcher:
         self.directories = [Path(d) for d in directories]
         self.rescan_s = rescan_s
         self.poll_s = poll_s
+        self.subdirectories = subdirectories
         self.changed = threading.Event()
         self.degraded: str | None = None  # why inotify is not used (None: it is)
         self._notifier: Notifier | None = None
@@ -91,7 +95,8 @@ class InboxWatcher:
                 self._handles.append(notifier.watch_file(str(path), callback))
             for directory in self.directories:
                 callback = self._callback(directory, None)
-                self._handles.append(notifier.watch_dir(str(directory), callback))
+                events = DIR_EVENTS if self.subdirectories else DIR_EVENTS & ~IN_ISDIR
+                self._handles.append(notifier.watch_dir(str(directory), callback, events))
         except BaseException:
             self._unsubscribe(notifier)
             raise

@@ -181,6 +181,7 @@ class Teammate:
                     # a raise of its budget wakes it too
                     directories=(self.paths.tasks_dir, budgets_dir(self.paths)),
                     rescan_s=IDLE_RESCAN_S,
+                    subdirectories=False,  # lock directories: every claim makes some
                 ) as watcher:
                     self._watcher = watcher
                     if watcher.degraded:

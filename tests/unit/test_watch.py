@@ -115,6 +115,24 @@ def test_a_directory_reports_which_names_changed(inboxes: Path) -> None:
         assert "alice.json" not in names
 
 
+@pytest.mark.parametrize("subdirectories", [True, False])
+def test_subdirectories_are_news_only_when_asked_for(inboxes: Path, subdirectories: bool) -> None:
+    with InboxWatcher(
+        directories=(inboxes,), rescan_s=60, subdirectories=subdirectories
+    ) as watcher:
+        settled(watcher)
+        watcher.take_changed(inboxes)
+        (inboxes / "bob.json.lock").mkdir()  # a lock directory, as every claim makes
+        replace(inboxes / "bob.json", "[5]")  # inotify keeps order: the mkdir is heard first
+        names: set[str] = set()
+        while "bob.json" not in names:
+            assert watcher.wait(10)
+            changed = watcher.take_changed(inboxes)
+            assert changed is not None
+            names |= changed
+        assert ("bob.json.lock" in names) is subdirectories
+
+
 def test_lost_events_wake_every_watcher_and_say_that_anything_may_have_changed(
     inboxes: Path,
 ) -> None:
