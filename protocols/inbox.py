@@ -328,23 +328,31 @@ class InboxFile:
             if identity in shown:
                 continue
             shown.add(identity)
-            result.append(live.get(identity) or entry.updated(read=True))
+            result.append(live.get(identity) or _marked_read(entry))
         result.extend(e for identity, e in live.items() if identity not in shown)
         return result
 
     def read_archive(self) -> list[InboxEntry]:
-        """The record's entries as written (a message may be there more than once)."""
-        try:
-            lines = safefs.read_bytes(self.archive).splitlines()
-        except FileNotFoundError:
-            return []
-        entries = []
-        for line in lines:
-            try:
-                entries.append(entry_of(json.loads(line)))
-            except (TypeError, ValueError):
-                log.warning("skipping a damaged line in %s", self.archive)
-        return entries
+        """The record's entries as written (a message may be there more than once); parsed
+        once per process, then only what was appended since (`RecordEntries`)."""
+        return RecordEntries.entries(self.archive)
+
+
+def _appended(path: Path, known: tuple[int, int] | None) -> tuple[int, int, list[bytes], bool]:
+    """The complete lines appended to `path` since `known` (inode, offset read): (inode, the new
+    offset, the lines, whether it was read from the start: a file replaced or cut). A line still
+    being written is left for the next call. `FileNotFoundError` if there is no file."""
+    fd = safefs.open_path(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        inode, offset = known if known is not None else (st.st_ino, 0)
+        restarted = known is None or inode != st.st_ino or st.st_size < offset
+        if restarted:
+            offset = 0
+        handle.seek(offset)
+        data = handle.read(st.st_size - offset)
+    end = data.rfind(b"\n") + 1
+    return st.st_ino, offset + end, data[:end].split(b"\n")[:-1], restarted
 
 
 class RecordIndex:
@@ -357,25 +365,52 @@ class RecordIndex:
     @classmethod
     def identities(cls, path: Path) -> set[str]:
         with cls._lock:
+            known = cls._known.get(path)
             try:
-                fd = safefs.open_path(path, os.O_RDONLY)
+                inode, offset, lines, restarted = _appended(path, known and known[:2])
             except FileNotFoundError:
                 cls._known.pop(path, None)
                 return set()
-            with os.fdopen(fd, "rb") as handle:
-                st = os.fstat(handle.fileno())
-                inode, offset, ids = cls._known.get(path, (st.st_ino, 0, set()))
-                if inode != st.st_ino or st.st_size < offset:
-                    offset, ids = 0, set()
-                handle.seek(offset)
-                data = handle.read(st.st_size - offset)
-            end = data.rfind(b"\n") + 1  # a line still being written is read next time
-            for line in data[:end].split(b"\n"):
+            ids = set() if restarted or known is None else known[2]
+            for line in lines:
                 try:
                     item = json.loads(line)
                 except ValueError:
                     continue
                 if isinstance(item, dict):
                     ids.add(identity_of(item))
-            cls._known[path] = (st.st_ino, offset + end, ids)
+            cls._known[path] = (inode, offset, ids)
             return ids
+
+
+class RecordEntries:
+    """The entries of each record file this process has read, kept and read incrementally as
+    `RecordIndex` keeps identities: a ``swarm watch`` redraw or the lead parses only what was
+    appended since its last look, not the whole record (40,000 entries: ~1.7 s a look)."""
+
+    _lock = threading.Lock()
+    _known: dict[Path, tuple[int, int, list[InboxEntry]]] = {}  # path -> (inode, offset, them)
+
+    @classmethod
+    def entries(cls, path: Path) -> list[InboxEntry]:
+        """The entries, oldest first (a copy of the list: the entries themselves are shared)."""
+        with cls._lock:
+            known = cls._known.get(path)
+            try:
+                inode, offset, lines, restarted = _appended(path, known and known[:2])
+            except FileNotFoundError:
+                cls._known.pop(path, None)
+                return []
+            entries = [] if restarted or known is None else known[2]
+            for line in lines:
+                try:
+                    entries.append(entry_of(json.loads(line)))
+                except (TypeError, ValueError):
+                    log.warning("skipping a damaged line in %s", path)
+            cls._known[path] = (inode, offset, entries)
+            return list(entries)
+
+
+def _marked_read(entry: InboxEntry) -> InboxEntry:
+    """`entry` with ``read: true`` (a shallow copy: no validation, cheap for a long record)."""
+    return entry if entry.is_read else entry.model_copy(update={"read": True})

@@ -252,6 +252,8 @@ def decode(text: str) -> StructuredMessage | None:
 
     Raises `MessageValidationError` for a known ``type`` with invalid fields.
     """
+    if not text.lstrip().startswith("{"):
+        return None  # not a JSON object; and a failed json.loads costs an exception
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):

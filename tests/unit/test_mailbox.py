@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from protocols import inbox as inbox_module
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
 from protocols.inbox_entry import format_for_model
 from protocols.locks import lock_dir_for
@@ -329,3 +330,28 @@ def test_unread_messages_are_formatted_for_the_model_like_claude_code(mailbox: M
         '<teammate-message teammate_id="team-lead">\nplain\n</teammate-message>\n\n'
         '<teammate-message teammate_id="bob" color="green" summary="greets">\nhello\n</teammate-message>'
     )
+
+
+def test_the_record_is_parsed_once_then_only_what_was_appended(
+    mailbox: Mailbox, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = paths.inbox_archive("alice")
+    for text in ("one", "two"):
+        mailbox.send("alice", text, sender="bob")
+        mailbox.compact("alice")  # read or not, compaction records it
+    mailbox.mark_read("alice", mailbox.read_unread("alice"))
+    mailbox.compact("alice")
+    assert [e.text for e in mailbox.read_archive("alice")] == ["one", "two"]
+    parsed: list[object] = []
+    real = inbox_module.entry_of
+    monkeypatch.setattr(inbox_module, "entry_of", lambda item: parsed.append(item) or real(item))
+    mailbox.send("alice", "three", sender="bob")
+    with archive.open("ab") as handle:
+        handle.write(b'{"from": "bob", "text": "torn')  # a line still being written
+    assert [e.text for e in mailbox.read_archive("alice")][-1] == "three"
+    assert [item["text"] for item in parsed] == ["three"]  # neither old line parsed again
+    with archive.open("ab") as handle:
+        handle.write(b'", "timestamp": "2026-11-25T00:00:00.000Z"}\n')
+    assert mailbox.read_archive("alice")[-1].text == "torn"
+    archive.write_bytes(archive.read_bytes().splitlines(keepends=True)[0])  # replaced, shorter
+    assert [e.text for e in mailbox.read_archive("alice")] == ["one"]
