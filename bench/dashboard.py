@@ -6,8 +6,9 @@ What it measures
     status file with usage; the board has ``--tasks`` tasks (default 500): one in progress per
     member, a third completed, the rest pending, every 10th blocked by the one before it; the
     lead's inbox has 200 messages (idle notifications and plain ones), most of them read and
-    compacted into the archive, and 3 permission requests waiting. Then, ``--runs`` times each
-    (default 50):
+    compacted into the archive, and 3 permission requests waiting; ``--record N`` puts N more
+    messages in the lead's record and N/10 in each member's (a team that has run for days).
+    Then, ``--runs`` times each (default 50):
 
     * ``swarm status`` in process: `snapshot()` cold (its cache cleared: every file parsed, as
       one `swarm status` does) and `swarm.views.table.render`;
@@ -43,6 +44,8 @@ from benchkit import percentile, verdict
 from rich.console import Console
 
 from protocols.clock import now_iso
+from protocols.inbox import msg_id_for
+from protocols.jsonio import dumps_compact
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
@@ -59,8 +62,9 @@ TEAM = "dashboard"
 TARGET_MS = 100.0
 
 
-def build(root: Path, members: int, tasks: int) -> TeamPaths:
-    """The team described in the module docstring, under `root`."""
+def build(root: Path, members: int, tasks: int, record: int = 0) -> TeamPaths:
+    """The team described in the module docstring, under `root`; with `record`, the lead's
+    record (its inbox's archive) holds that many more messages, and each member's a tenth."""
     paths = TeamPaths(root, TEAM)
     team = TeamFile(paths, durability="process")
     team.create(description="dashboard benchmark", cwd=root)
@@ -117,6 +121,15 @@ def build(root: Path, members: int, tasks: int) -> TeamPaths:
             description="rm -rf build",
             input={"command": "rm -rf build"},
         )
+    for name, count in [(LEAD_NAME, record)] + [(n, record // 10) for n in names]:
+        lines = []
+        for i in range(count):
+            sent = f"msg-bench-{name}-{i}"
+            item = {"from": names[0] if names else LEAD_NAME, "text": f"progress note {i}"}
+            item.update(timestamp=now_iso(), read=True, id=sent, msg_id=msg_id_for(sent))
+            lines.append(dumps_compact(item) + "\n")
+        with open(paths.inbox_archive(name), "a", encoding="utf-8") as archive:
+            archive.writelines(lines)
     return paths
 
 
@@ -152,11 +165,13 @@ def status_command(root: str) -> None:
     )
 
 
-def measure(members: int, tasks: int, runs: int, command_runs: int) -> dict[str, float]:
+def measure(
+    members: int, tasks: int, runs: int, command_runs: int, record: int = 0
+) -> dict[str, float]:
     """The figures of one team size (medians and p95s in ms)."""
     with tempfile.TemporaryDirectory(prefix="swarm-bench-dashboard-") as root:
         os.environ["CLAUDE_CONFIG_DIR"] = root
-        paths = build(Path(root), members, tasks)
+        paths = build(Path(root), members, tasks, record)
         status_ms, _ = timed(lambda: render((clear_cache(), snapshot(paths))[1]), runs)
         command_ms, _ = timed(lambda: status_command(root), command_runs)
         snapshot(paths)  # the dashboard's first frame; a redraw comes after it
@@ -179,6 +194,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=500, help="tasks on the board")
     parser.add_argument("--runs", type=int, default=50, help="timed runs of each")
     parser.add_argument(
+        "--record",
+        type=int,
+        default=0,
+        help="messages already in the lead's record (each member's: a tenth): a long-lived team",
+    )
+    parser.add_argument(
         "--command-runs",
         type=int,
         help="timed `swarm status` processes (default: 10, at most --runs)",
@@ -187,12 +208,15 @@ def main() -> None:
     args.command_runs = args.command_runs or min(10, args.runs)
     sizes = [int(n) for n in args.members.split(",")]
 
-    print(f"{args.tasks} tasks; {args.runs} runs ({args.command_runs} of the command); ms")
+    print(
+        f"{args.tasks} tasks; {args.record} more messages in the lead's record; "
+        f"{args.runs} runs ({args.command_runs} of the command); ms"
+    )
     print(f"{'members':>8} {'status cmd':>18} {'status (in process)':>20} {'watch redraw':>18}")
     print(f"{'':>8} {'median    p95':>18} {'median    p95':>20} {'median    p95':>18}")
     figures = {}
     for members in sizes:
-        got = measure(members, args.tasks, args.runs, args.command_runs)
+        got = measure(members, args.tasks, args.runs, args.command_runs, args.record)
         figures[members] = got
         print(
             f"{members:>8} {got['status_cmd_median_ms']:9.1f} {got['status_cmd_p95_ms']:7.1f}"
@@ -202,6 +226,7 @@ def main() -> None:
     ok = all(got["redraw_p95_ms"] < TARGET_MS for got in figures.values())
     print(f"  a watch redraw (snapshot + a 120x40 frame) p95 < {TARGET_MS:.0f} ms: {verdict(ok)}")
     pairs = [f"members={','.join(map(str, sizes))}", f"tasks={args.tasks}", f"runs={args.runs}"]
+    pairs.append(f"record={args.record}")
     for members, got in figures.items():
         pairs += [f"{key}_{members}={value:.2f}" for key, value in got.items()]
     pairs += [f"target_ms={TARGET_MS:.0f}", f"verdict={verdict(ok)}"]

@@ -392,6 +392,12 @@ class RecordEntries:
     _known: dict[Path, tuple[int, int, list[InboxEntry]]] = {}  # path -> (inode, offset, them)
 
     @classmethod
+    def forget(cls) -> None:
+        """Drop every record read: the next look parses each one whole (a cold start)."""
+        with cls._lock:
+            cls._known.clear()
+
+    @classmethod
     def entries(cls, path: Path) -> list[InboxEntry]:
         """The entries, oldest first (a copy of the list: the entries themselves are shared)."""
         with cls._lock:

@@ -19,6 +19,7 @@ from typing import Any
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
+from protocols.inbox import RecordEntries
 from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
@@ -253,6 +254,7 @@ def _readers(paths: TeamPaths) -> tuple[TeamFile, TaskBoard]:
 def clear_cache() -> None:
     """Forget the parsed files: the next snapshot reads everything again."""
     _READERS.clear()
+    RecordEntries.forget()
 
 
 def to_json(view: TeamView) -> dict[str, Any]:
