@@ -52,6 +52,7 @@ bench: install  ## the benchmarks of docs/protocols.md; each ends with a key=val
 	$(PY) bench/spawn.py
 	$(PY) bench/idle_cpu.py
 	$(PY) bench/idle_requests.py
+	$(PY) bench/wake_to_request.py
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/interop_inbox.py

@@ -1,0 +1,252 @@
+"""Wake-up to model request: a message written into an idle Claude teammate's inbox, to that
+teammate's next model request; a swarm teammate and a real Claude Code side by side.
+
+What it measures
+    One team, one run. Its members: an idle swarm Claude teammate (``python -m teammate --model
+    sonnet``, the real `anthropic` SDK) and an idle real Claude Code teammate per version
+    (2.1.88 and 2.1.330, installed from npm into .cache/, run offline in tmux panes on a private
+    server, started with ``swarm spawn --teammate-command``). Every model is the test suite's
+    local Messages API server (``tests/messages_api.py``, with ``keep_alive``: HTTP/1.1 as the
+    real API speaks it), which notes the monotonic time each request arrives, per agent. Each
+    round writes one message into one teammate's inbox the way ``swarm send`` does
+    (`Mailbox.post`), takes the time once the write has returned, and waits for the first
+    request of that agent whose newest message holds the round's token: the figure is that
+    request's arrival minus the write's end. Then it waits for the teammate's
+    ``idle_notification`` and leaves it idle for a random gap (``--gap`` seconds on average,
+    0.5x to 1.5x: Claude Code polls its inbox every 1 s, so the phase must vary) before the
+    next round. The swarm rounds (``--rounds``) and the Claude Code rounds (``--cc-rounds`` per
+    version) are interleaved, so both sides see the same load.
+
+Figures
+    median, p90 and max per side, in ms, and Claude Code's median over swarm's (target: 100x
+    the 2.1.88 median). The load average is printed at the start and the end: the machine is
+    shared, and only the side-by-side ratio means much on it.
+
+Everything runs under a temporary config root and HOME; nothing leaves this machine
+(``--claude-code none`` measures swarm alone, with no tmux, node or npm needed). The last line
+printed is one line of ``key=value`` pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchkit import percentile, start_claude_teammate, verdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import claude_code
+from claude_code import MODEL, reacting
+from helpers import wait_for
+from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
+
+from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
+
+TEAM = "wake"
+SWARM = "mate"
+TARGET_RATIO = 100.0
+START_S = 120.0  # a Claude Code's first start, on a loaded machine
+TURN_S = 60.0
+PROMPT = "You are idle; answer each message."
+
+
+@dataclass
+class Member:
+    """One idle teammate being measured."""
+
+    name: str
+    label: str
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=30, help="swarm rounds")
+    parser.add_argument("--cc-rounds", type=int, default=10, help="rounds per Claude Code")
+    parser.add_argument("--gap", type=float, default=1.0, help="mean idle gap between rounds, s")
+    parser.add_argument(
+        "--claude-code",
+        choices=[*claude_code.VERSIONS, "all", "none"],
+        default="all",
+        help="which Claude Code to run next to swarm's teammate",
+    )
+    args = parser.parse_args()
+    versions = {"all": claude_code.VERSIONS, "none": ()}.get(args.claude_code, (args.claude_code,))
+    programs: dict[str, Path] = {}
+    for version in versions:
+        try:
+            programs[version] = claude_code.install(version)
+        except claude_code.Unavailable as exc:
+            print(f"wake_to_request: Claude Code {version} skipped: {exc}")
+    if programs and shutil.which("tmux") is None:
+        print("wake_to_request: Claude Code skipped: tmux is not installed")
+        programs = {}
+    load_before = os.getloadavg()
+    members = run(programs, args)
+    load_after = os.getloadavg()
+    return report(members, args, load_before, load_after)
+
+
+def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
+    root = Path(tempfile.mkdtemp(prefix="swarm-bench-wake-"))
+    config, home, work = root / "config", root / "home", root / "work"
+    for directory in (config, home, work):
+        directory.mkdir()
+    socket = f"swarm-bench-wake-{os.getpid()}"
+    os.environ.update(CLAUDE_CONFIG_DIR=str(config), HOME=str(home))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # else each start compiles every module
+    env = {**os.environ, "SWARM_TEAM": TEAM, "SWARM_TMUX_SOCKET": socket}
+    swarm_member = Member(SWARM, "swarm teammate")
+    cc_members = [Member(f"cc-{v.replace('.', '-')}", f"Claude Code {v}") for v in programs]
+    members = [swarm_member, *cc_members]
+    scripts: dict[str, Any] = {SWARM: lambda body: Turn.text("Noted.")}
+    scripts.update({m.name: reacting([]) for m in cc_members})
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        paths = TeamPaths.for_team(TEAM)
+        TeamFile(paths).create(description="wake-up to model request", cwd=work)
+        TeamFile(paths).add_member(SWARM, cwd=work)
+        claude_code.trust(config, work)
+        (home / ".claude.json").write_text((config / ".claude.json").read_text())
+        mailbox = Mailbox(paths)
+        with MessagesAPI(by_agent(scripts), keep_alive=True) as api:
+            proc = start_claude_teammate(SWARM, TEAM, str(config), work, api.url_for(SWARM))
+            mailbox.post(SWARM, PROMPT, sender=LEAD_NAME)
+            for member, program in zip(cc_members, programs.values(), strict=True):
+                spawn_claude_code(member.name, program, work, api, env)
+            for member in members:
+                wait_for(
+                    lambda m=member: idle_count(mailbox, m.name) >= 1,  # type: ignore[misc]
+                    f"{member.label} to go idle after its prompt",
+                    START_S,
+                )
+            for round_no, member in enumerate(schedule(swarm_member, cc_members, args)):
+                time.sleep(args.gap * random.uniform(0.5, 1.5))  # idle, on purpose
+                member.latencies_ms.append(one_round(api, mailbox, member, round_no))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+    return members
+
+
+def spawn_claude_code(
+    name: str, program: Path, work: Path, api: MessagesAPI, env: dict[str, str]
+) -> None:
+    """A Claude Code teammate in a tmux pane (``swarm spawn --teammate-command``), offline."""
+    argv = [sys.executable, "-m", "swarm", "spawn", name, "-p", PROMPT]
+    argv += ["--model", MODEL, "--teammate-command", claude_code.command(program)]
+    argv += ["--backend", "tmux", "--permission-mode", "acceptEdits", "--cwd", str(work)]
+    spawn_env = {**env, "ANTHROPIC_BASE_URL": api.url_for(name)}
+    spawn_env["ANTHROPIC_API_KEY"] = claude_code.API_KEY
+    done = subprocess.run(argv, env=spawn_env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"wake_to_request: swarm spawn {name} failed:\n{done.stderr}")
+
+
+def schedule(swarm: Member, cc: list[Member], args: argparse.Namespace) -> list[Member]:
+    """Every swarm round, with the Claude Code rounds spread evenly between them."""
+    order: list[Member] = [swarm] * args.rounds
+    extra = [m for _ in range(args.cc_rounds) for m in cc]
+    for i, member in enumerate(extra):
+        order.insert(round((i + 0.5) * len(order) / len(extra)) + i, member)
+    return order
+
+
+def one_round(api: MessagesAPI, mailbox: Mailbox, member: Member, round_no: int) -> float:
+    """Write one message to `member`, wait for its request and its return to idle; the ms
+    from the write's end to the request's arrival."""
+    token = f"wake-{round_no}-{random.getrandbits(32):08x}"
+    idle_before = idle_count(mailbox, member.name)
+    seen = len(api.arrivals)
+    mailbox.post(member.name, f"Ping {token}: say noted.", sender=LEAD_NAME, summary="ping")
+    written = time.monotonic()
+
+    def arrival() -> float | None:
+        for at, body in api.arrivals[seen:]:
+            if body.get(AGENT_KEY) == member.name and token in json.dumps(body["messages"][-1]):
+                return at
+        return None
+
+    arrived = wait_for(arrival, f"{member.label}'s request for {token}", TURN_S)
+    wait_for(
+        lambda: idle_count(mailbox, member.name) > idle_before,
+        f"{member.label} idle after {token}",
+        TURN_S,
+    )
+    return (arrived - written) * 1000
+
+
+def idle_count(mailbox: Mailbox, name: str) -> int:
+    """How many idle notifications `name` has sent the lead (raw entries: no model parsed)."""
+    items = mailbox.inbox(LEAD_NAME).peek().items
+    return sum(
+        1
+        for item in items
+        if isinstance(item, dict)
+        and item.get("from") == name
+        and '"idle_notification"' in str(item.get("text", ""))
+    )
+
+
+def report(
+    members: list[Member],
+    args: argparse.Namespace,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+) -> int:
+    def loads(values: tuple[float, float, float]) -> str:
+        return " ".join(f"{v:.2f}" for v in values)
+
+    print(
+        f"wake-up -> next model request, ms ({os.cpu_count()} cores; load average "
+        f"{loads(load_before)} before, {loads(load_after)} after)"
+    )
+    figures: dict[str, Any] = {}
+    swarm_median = percentile(members[0].latencies_ms, 50)
+    for member in members:
+        values = member.latencies_ms
+        median, p90, top = percentile(values, 50), percentile(values, 90), max(values)
+        ratio = median / swarm_median if swarm_median > 0 else float("inf")
+        extra = "" if member is members[0] else f"   {ratio:6.1f}x swarm's median"
+        print(
+            f"  {member.label:22} n={len(values):3}  median {median:8.1f}  p90 {p90:8.1f}  "
+            f"max {top:8.1f}{extra}"
+        )
+        tag = "swarm" if member is members[0] else member.name.replace("cc-", "v").replace("-", "_")
+        figures.update(
+            {f"{tag}_median_ms": f"{median:.1f}", f"{tag}_p90_ms": f"{p90:.1f}"}
+            | {f"{tag}_max_ms": f"{top:.1f}", f"{tag}_n": len(values)}
+        )
+        if member is not members[0]:
+            figures[f"{tag}_ratio"] = f"{ratio:.1f}"
+    baseline = next((m for m in members[1:] if m.name == "cc-2-1-88"), None)
+    if baseline is not None:
+        ratio = percentile(baseline.latencies_ms, 50) / swarm_median
+        print(
+            f"  target: swarm >= {TARGET_RATIO:g}x faster than Claude Code 2.1.88 (median): "
+            f"{ratio:.1f}x   {verdict(ratio >= TARGET_RATIO)}"
+        )
+    figures["load"] = f"{load_before[0]:.2f}"
+    print(" ".join(f"{k}={v}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
