@@ -16,6 +16,8 @@ What it measures
     (``--gap`` seconds on average, 0.5x to 1.5x: Claude Code polls its inbox every 1 s, so the
     phase must vary) before the next round. The swarm rounds (``--rounds``) and the Claude
     Code rounds (``--cc-rounds`` per version) are interleaved, so both sides see the same load.
+    ``--also-swarm LABEL=PYTHON`` adds a swarm teammate run by another checkout's Python (its
+    venv's ``python``): before and after a change, in the same run.
 
 Figures
     median, p90 and max per side, in ms, from the write's commit and from its end, and Claude
@@ -84,6 +86,14 @@ def main() -> int:
     parser.add_argument("--cc-rounds", type=int, default=10, help="rounds per Claude Code")
     parser.add_argument("--gap", type=float, default=1.0, help="mean idle gap between rounds, s")
     parser.add_argument(
+        "--also-swarm",
+        metavar="LABEL=PYTHON",
+        type=lambda text: tuple(text.split("=", 1)),
+        action="append",
+        default=[],
+        help="one more swarm teammate, run by PYTHON (another checkout's venv: before/after)",
+    )
+    parser.add_argument(
         "--claude-code",
         choices=[*claude_code.VERSIONS, "all", "none"],
         default="all",
@@ -115,22 +125,28 @@ def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
     os.environ.update(CLAUDE_CONFIG_DIR=str(config), HOME=str(home))
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # else each start compiles every module
     env = {**os.environ, "SWARM_TEAM": TEAM, "SWARM_TMUX_SOCKET": socket}
-    swarm_member = Member(SWARM, "swarm teammate")
+    pythons = {SWARM: sys.executable} | {f"{SWARM}-{k}": v for k, v in args.also_swarm}
+    swarm_members = [Member(SWARM, "swarm teammate")]
+    swarm_members += [
+        Member(n, f"swarm ({n.removeprefix(SWARM + '-')})") for n in list(pythons)[1:]
+    ]
     cc_members = [Member(f"cc-{v.replace('.', '-')}", f"Claude Code {v}") for v in programs]
-    members = [swarm_member, *cc_members]
-    scripts: dict[str, Any] = {SWARM: lambda body: Turn.text("Noted.")}
+    members = [*swarm_members, *cc_members]
+    scripts: dict[str, Any] = {m.name: lambda body: Turn.text("Noted.") for m in swarm_members}
     scripts.update({m.name: reacting([]) for m in cc_members})
-    proc: subprocess.Popen[bytes] | None = None
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         paths = TeamPaths.for_team(TEAM)
         TeamFile(paths).create(description="wake-up to model request", cwd=work)
-        TeamFile(paths).add_member(SWARM, cwd=work)
         claude_code.trust(config, work)
         (home / ".claude.json").write_text((config / ".claude.json").read_text())
         mailbox = Mailbox(paths)
         with MessagesAPI(by_agent(scripts), keep_alive=True) as api:
-            proc = start_claude_teammate(SWARM, TEAM, str(config), work, api.url_for(SWARM))
-            mailbox.post(SWARM, PROMPT, sender=LEAD_NAME)
+            for name, python in pythons.items():
+                TeamFile(paths).add_member(name, cwd=work)
+                url = api.url_for(name)
+                procs.append(start_claude_teammate(name, TEAM, str(config), work, url, python))
+                mailbox.post(name, PROMPT, sender=LEAD_NAME)
             for member, program in zip(cc_members, programs.values(), strict=True):
                 spawn_claude_code(member.name, program, work, api, env)
             for member in members:
@@ -139,13 +155,13 @@ def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
                     f"{member.label} to go idle after its prompt",
                     START_S,
                 )
-            for round_no, member in enumerate(schedule(swarm_member, cc_members, args)):
+            for round_no, member in enumerate(schedule(swarm_members, cc_members, args)):
                 time.sleep(args.gap * random.uniform(0.5, 1.5))  # idle, on purpose
                 start, end = one_round(api, mailbox, member, round_no)
                 member.latencies_ms.append(start)
                 member.after_write_ms.append(end)
     finally:
-        if proc is not None:
+        for proc in procs:
             proc.terminate()
             try:
                 proc.wait(30)
@@ -170,9 +186,12 @@ def spawn_claude_code(
         raise SystemExit(f"wake_to_request: swarm spawn {name} failed:\n{done.stderr}")
 
 
-def schedule(swarm: Member, cc: list[Member], args: argparse.Namespace) -> list[Member]:
-    """Every swarm round, with the Claude Code rounds spread evenly between them."""
-    order: list[Member] = [swarm] * args.rounds
+def schedule(swarm: list[Member], cc: list[Member], args: argparse.Namespace) -> list[Member]:
+    """Every swarm round (the swarm teammates taking turns first), with the Claude Code rounds
+    spread evenly between them."""
+    order: list[Member] = [
+        m for r in range(args.rounds) for m in (swarm if r % 2 == 0 else swarm[::-1])
+    ]
     extra = [m for _ in range(args.cc_rounds) for m in cc]
     for i, member in enumerate(extra):
         order.insert(round((i + 0.5) * len(order) / len(extra)) + i, member)
@@ -251,6 +270,11 @@ def report(
     def stats(values: list[float]) -> tuple[float, float, float]:
         return percentile(values, 50), percentile(values, 90), max(values)
 
+    def tag(member: Member) -> str:
+        if member.name.startswith("cc-"):
+            return member.name.replace("cc-", "v").replace("-", "_")
+        return "swarm" + member.name.removeprefix(SWARM).replace("-", "_")
+
     print(
         f"message written -> that teammate's next model request, ms ({os.cpu_count()} cores; "
         f"load average {loads(load_before)} before, {loads(load_after)} after)"
@@ -258,32 +282,29 @@ def report(
     heading = ("from the write's commit (rename)", "from the write's end")
     print(f"  {'':28}  {heading[0]:^30}  {heading[1]:^30}")
     figures: dict[str, Any] = {}
-    swarm_median = percentile(members[0].latencies_ms, 50)
     for member in members:
         median, p90, top = stats(member.latencies_ms)
         end_median, end_p90, end_top = stats(member.after_write_ms)
-        ratio = median / swarm_median if swarm_median > 0 else float("inf")
-        extra = "" if member is members[0] else f"  {ratio:6.1f}x swarm's median"
         print(
             f"  {member.label:22} n={len(member.latencies_ms):3}  median {median:6.1f} "
             f"p90 {p90:6.1f} max {top:6.1f}  median {end_median:6.1f} p90 {end_p90:6.1f} "
-            f"max {end_top:6.1f}{extra}"
+            f"max {end_top:6.1f}"
         )
-        tag = "swarm" if member is members[0] else member.name.replace("cc-", "v").replace("-", "_")
         figures.update(
-            {f"{tag}_median_ms": f"{median:.1f}", f"{tag}_p90_ms": f"{p90:.1f}"}
-            | {f"{tag}_max_ms": f"{top:.1f}", f"{tag}_after_write_median_ms": f"{end_median:.1f}"}
-            | {f"{tag}_n": len(member.latencies_ms)}
+            {f"{tag(member)}_median_ms": f"{median:.1f}", f"{tag(member)}_p90_ms": f"{p90:.1f}"}
+            | {f"{tag(member)}_max_ms": f"{top:.1f}"}
+            | {f"{tag(member)}_after_write_median_ms": f"{end_median:.1f}"}
+            | {f"{tag(member)}_n": len(member.latencies_ms)}
         )
-        if member is not members[0]:
-            figures[f"{tag}_ratio"] = f"{ratio:.1f}"
-    baseline = next((m for m in members[1:] if m.name == "cc-2-1-88"), None)
-    if baseline is not None:
-        ratio = percentile(baseline.latencies_ms, 50) / swarm_median
-        print(
-            f"  target: swarm >= {TARGET_RATIO:g}x faster than Claude Code 2.1.88 (medians from "
-            f"the commit): {ratio:.1f}x   {verdict(ratio >= TARGET_RATIO)}"
-        )
+    for cc in (m for m in members if m.name.startswith("cc-")):
+        for mate in (m for m in members if not m.name.startswith("cc-")):
+            ratio = percentile(cc.latencies_ms, 50) / percentile(mate.latencies_ms, 50)
+            target = f"target >= {TARGET_RATIO:g}x  {verdict(ratio >= TARGET_RATIO)}"
+            print(
+                f"  {cc.label} median / {mate.label} median: {ratio:6.1f}x"
+                f"{'   ' + target if cc.name == 'cc-2-1-88' else ''}"
+            )
+            figures[f"{tag(cc)}_over_{tag(mate)}"] = f"{ratio:.1f}"
     figures["load"] = f"{load_before[0]:.2f}"
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
     return 0
