@@ -24,8 +24,8 @@ marked with ``cache_control`` is ``cache_read_input_tokens``, what the new break
 `Turn.error` makes the server answer with that HTTP status instead (429, 529, 500 ...), to test
 retries.
 
-`arrivals` holds, for each ``/v1/messages`` request, the `time.monotonic` at which its handling
-began (its headers read) next to its recorded body: a benchmark in the same process compares it
+`arrivals` holds, for each ``/v1/messages`` request, the `time.monotonic` at which it had
+arrived whole (headers and body read) next to its recorded body: a benchmark in the same process compares it
 with its own clock. With ``keep_alive=True`` the server speaks HTTP/1.1 and keeps connections
 open between requests (streams are sent chunked), as the real API does; by default it answers
 in HTTP/1.0 and closes each connection.
@@ -140,13 +140,13 @@ class MessagesAPI:
         return f"{self.url}/agent/{agent}"
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        arrived = time.monotonic()
         path = handler.path.split("?")[0]
         agent = re.match(r"/agent/([^/]+)(/.*)", path)
         if agent:
             path = agent[2]
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length)
+        arrived = time.monotonic()  # the whole request is here (headers and body)
         if path == "/v1/messages/count_tokens":
             _send_json(handler, 200, {"input_tokens": len(raw) // 4})
             return
