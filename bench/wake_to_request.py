@@ -147,14 +147,13 @@ def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
                 url = api.url_for(name)
                 procs.append(start_claude_teammate(name, TEAM, str(config), work, url, python))
                 mailbox.post(name, PROMPT, sender=LEAD_NAME)
+            # one Claude Code at a time, each idle before the next is added: a starting Claude
+            # Code rewrites config.json in place and can drop a member added meanwhile
             for member, program in zip(cc_members, programs.values(), strict=True):
                 spawn_claude_code(member.name, program, work, api, env)
-            for member in members:
-                wait_for(
-                    lambda m=member: idle_count(mailbox, m.name) >= 1,  # type: ignore[misc]
-                    f"{member.label} to go idle after its prompt",
-                    START_S,
-                )
+                wait_idle(mailbox, member)
+            for member in swarm_members:
+                wait_idle(mailbox, member)
             for round_no, member in enumerate(schedule(swarm_members, cc_members, args)):
                 time.sleep(args.gap * random.uniform(0.5, 1.5))  # idle, on purpose
                 start, end = one_round(api, mailbox, member, round_no)
@@ -244,6 +243,15 @@ def commit_clock(name: str) -> Iterator[list[float]]:
         os.replace = real
     if not noted:
         raise SystemExit(f"wake_to_request: no rename of {name} seen (has the write changed?)")
+
+
+def wait_idle(mailbox: Mailbox, member: Member) -> None:
+    """Until `member` has told the lead it is idle after its prompt."""
+    wait_for(
+        lambda: idle_count(mailbox, member.name) >= 1,
+        f"{member.label} to go idle after its prompt",
+        START_S,
+    )
 
 
 def idle_count(mailbox: Mailbox, name: str) -> int:
