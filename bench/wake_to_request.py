@@ -61,6 +61,7 @@ from helpers import wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
+from protocols.pids import pid_alive
 
 TEAM = "wake"
 SWARM = "mate"
@@ -166,9 +167,23 @@ def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        stop_panes(socket)
         shutil.rmtree(root, ignore_errors=True)
     return members
+
+
+def stop_panes(socket: str) -> None:
+    """Kill the private tmux server, and wait for the programs in its panes to exit (Claude
+    Code writes a backup of its settings as it exits: into the config root, were it removed)."""
+    listed = subprocess.run(
+        ["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_pid}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    for pid in (int(p) for p in listed if p.isdigit()):
+        wait_for(lambda pid=pid: not pid_alive(pid), f"pane process {pid} to exit", TURN_S)
 
 
 def spawn_claude_code(
