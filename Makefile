@@ -60,6 +60,7 @@ bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends wit
 	$(PY) bench/spawn.py
 	$(PY) bench/idle_cpu.py
 	$(PY) bench/idle_requests.py
+	$(PY) bench/wake_to_request.py
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/interop_inbox.py

@@ -44,13 +44,14 @@ def lead_messages(mailbox: Any, kind: type) -> list[Any]:
 
 
 def start_claude_teammate(
-    name: str, team: str, root: str, workdir: Any, api_url: str
+    name: str, team: str, root: str, workdir: Any, api_url: str, python: str = sys.executable
 ) -> subprocess.Popen[bytes]:
-    """A real Claude teammate process talking to the local Messages API server at `api_url`;
-    its output goes to ``<root>/<name>.log``."""
+    """A real Claude teammate process talking to the local Messages API server at `api_url`
+    (run by `python`: another checkout's, to compare); its output goes to
+    ``<root>/<name>.log``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(CLAUDE_CONFIG_DIR=root, ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="bench")
-    argv = [sys.executable, "-m", "teammate", "--agent-id", f"{name}@{team}", "--agent-name", name]
+    argv = [python, "-m", "teammate", "--agent-id", f"{name}@{team}", "--agent-name", name]
     argv += ["--team-name", team, "--model", "sonnet"]
     with open(os.path.join(root, f"{name}.log"), "w") as log:
         return subprocess.Popen(argv, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -176,16 +176,23 @@ class Budget:
             self.on_change()
         return reason
 
-    def gate(self, wait: Callable[[float], None]) -> None:
+    def gate(
+        self, wait: Callable[[float], None], before_wait: Callable[[], None] | None = None
+    ) -> bool:
         """Before a model request: return when it may be made; while over budget, `wait` (or the
-        main thread's `waiter`) and look again. Whatever `wait` raises (a shutdown, a stop)
-        ends the wait."""
+        main thread's `waiter`) and look again, calling `before_wait` once first. Whatever
+        `wait` raises (a shutdown, a stop) ends the wait. True if it waited."""
+        waited = False
         while not self.settle():
+            if not waited and before_wait is not None:
+                before_wait()
+            waited = True
             mine = self.waiter is not None and self.waiter_thread == threading.get_ident()
             if mine and self.waiter is not None:
                 self.waiter(WAIT_S)
             else:
                 wait(WAIT_S)
+        return waited
 
     def _warnings(self) -> list[str]:
         """Under the lock: the 80% notices due, once for each limit."""

@@ -50,9 +50,13 @@ class StatusReporter:
         activity: str | None = None,
         task: str | None = None,
         clear_task: bool = False,
+        write: bool = True,
     ) -> None:
+        """Change the status and write the file; with `write` false the change is only made in
+        memory, for the next write (a `set()` with no change writes it: a turn's bookkeeping
+        after its model request, `teammate.runtime`)."""
         with self._lock:
-            self._set(state, activity, task, clear_task)
+            self._set(state, activity, task, clear_task, write)
 
     def _set(
         self,
@@ -60,6 +64,7 @@ class StatusReporter:
         activity: str | None,
         task: str | None,
         clear_task: bool,
+        write: bool = True,
     ) -> None:
         if state is not None:
             self.status.state = state
@@ -67,7 +72,8 @@ class StatusReporter:
             self.status.activity = activity[:200]
         if task is not None or clear_task:
             self.status.currentTask = task
-        self._write()
+        if write:
+            self._write()
 
     def model_call(
         self,

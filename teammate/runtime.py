@@ -382,11 +382,12 @@ class Teammate:
         self._tell_lead(note, summary)
 
     def _respond(self, plain: list[InboxEntry]) -> Outcome | None:
-        """Let the brain answer plain messages; they are marked read once it has."""
+        """Let the brain answer plain messages; they are marked read once it has (a crash
+        before that leaves them unread: they are answered again, never lost). The model request
+        goes first: ``isActive`` and the status file follow it (`_start_turn`)."""
         self._in_flight.update(entry.identity for entry in plain)
-        self._set_active(True)
         why = f"answering {plain[-1].from_}" if plain else "taking up a sub-agent's result"
-        self.reporter.set(MemberState.WORKING, why)
+        self._start_turn(MemberState.WORKING, why)
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
@@ -530,8 +531,7 @@ class Teammate:
         """Work on `task`, then record the outcome (`_record`). The work is done once: if its
         outcome cannot be written yet (a full disk, a lock held too long), it is kept and written
         on a later pass, never redone."""
-        self._set_active(True)
-        self.reporter.set(MemberState.WORKING, f"#{task.id}: {task.subject}", task=task.id)
+        self._start_turn(MemberState.WORKING, f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
         try:
             outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
@@ -631,6 +631,24 @@ class Teammate:
             self._send(LEAD_NAME, text, summary=summary or None)
         except Exception as exc:  # the lead's inbox may be what is broken
             self.say(f"could not tell the lead: {describe(exc)}")
+
+    def _start_turn(self, state: MemberState, why: str, task: str | None = None) -> None:
+        """A turn starts: the status says so at once in memory; ``isActive`` in config.json
+        and the status file are written once the brain's model request has been sent (each
+        costs a lock, a rewrite or an fsync: several ms the request would wait for), or now
+        for a brain that makes none. Only people and the lead read them; nothing waits on
+        them, and a failure to write them never fails the turn."""
+        self.reporter.set(state, why, task=task, write=False)
+
+        def bookkeeping() -> None:
+            try:
+                self._set_active(True)
+            except Exception as exc:  # config.json unreadable or locked too long
+                self.say(f"could not mark itself active: {describe(exc)}")
+            self.reporter.set()
+
+        if not self.brain.defer(bookkeeping):
+            bookkeeping()
 
     def _set_active(self, active: bool) -> None:
         with contextlib.suppress(UnknownMember, ProtocolsError):

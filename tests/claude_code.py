@@ -11,7 +11,7 @@ install raises RuntimeError (the tests fail: it is never a skip).
 `trust()` writes ``$CLAUDE_CONFIG_DIR/.claude.json`` (Claude Code reads it there, not in
 ``$HOME``, when ``CLAUDE_CONFIG_DIR`` is set): onboarding done, the test's API key approved
 (Claude Code otherwise asks whether to use a key found in the environment), the working
-directories trusted.
+directories trusted, 2.1.330's offer of its fullscreen renderer already seen.
 
 `command()` is the ``--teammate-command`` (or ``CLAUDE_CODE_TEAMMATE_COMMAND`` target) that
 starts it with everything optional off: no auto-update check (its ``npm view`` would reach the
@@ -127,6 +127,9 @@ def trust(config_root: Path, *cwds: Path) -> None:
         "theme": "dark",
         "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
         "projects": {str(cwd): {"hasTrustDialogAccepted": True} for cwd in cwds},
+        # 2.1.330 may offer its fullscreen renderer after a turn: a dialog that holds the
+        # next turn until someone answers it; it is offered a few times, so say it was
+        "fullscreenUpsellSeenCount": 100,
     }
     (config_root / ".claude.json").write_text(json.dumps(state, indent=2))
 

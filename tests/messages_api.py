@@ -24,6 +24,12 @@ marked with ``cache_control`` is ``cache_read_input_tokens``, what the new break
 `Turn.error` makes the server answer with that HTTP status instead (429, 529, 500 ...), to test
 retries.
 
+`arrivals` holds, for each ``/v1/messages`` request, the `time.monotonic` at which it had
+arrived whole (headers and body read) next to its recorded body: a benchmark in the same process compares it
+with its own clock. With ``keep_alive=True`` the server speaks HTTP/1.1 and keeps connections
+open between requests (streams are sent chunked), as the real API does; by default it answers
+in HTTP/1.0 and closes each connection.
+
     with MessagesAPI([Turn.text("hello")]) as api:
         client = anthropic.Anthropic(api_key="test", base_url=api.url)
 """
@@ -35,6 +41,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -59,13 +66,16 @@ class MessagesAPI:
         model: str = "claude-stub",
         cache: PromptCache | None = None,
         concurrent: bool = False,
+        keep_alive: bool = False,
     ) -> None:
         self.script = script
+        self.keep_alive = keep_alive
         self.concurrent = concurrent
         self.model = model
         self.cache = cache
         self.requests: list[dict[str, Any]] = []
         self.raw_bodies: list[bytes] = []  # each /v1/messages body as it arrived, in order
+        self.arrivals: list[tuple[float, dict[str, Any]]] = []  # (monotonic time, body)
         self._turns = iter(script) if isinstance(script, list) else None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -80,6 +90,10 @@ class MessagesAPI:
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if api.keep_alive else "HTTP/1.0"
+            # a kept connection's small writes would otherwise wait on delayed ACKs (40 ms)
+            disable_nagle_algorithm = api.keep_alive
+
             def do_POST(self) -> None:
                 api._handle(self)
 
@@ -132,6 +146,7 @@ class MessagesAPI:
             path = agent[2]
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length)
+        arrived = time.monotonic()  # the whole request is here (headers and body)
         if path == "/v1/messages/count_tokens":
             _send_json(handler, 200, {"input_tokens": len(raw) // 4})
             return
@@ -147,6 +162,8 @@ class MessagesAPI:
         body = json.loads(raw or b"{}")
         if agent:
             body[AGENT_KEY] = agent[1]
+        with self._lock:
+            self.arrivals.append((arrived, body))
         turn = self._next_turn(body)
         if turn.error is not None:
             kinds = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}
@@ -174,7 +191,7 @@ class MessagesAPI:
             "usage": usage,
         }
         if body.get("stream"):
-            _send_stream(handler, message)
+            _send_stream(handler, message, chunked=self.keep_alive)
         else:
             _send_json(handler, 200, message)
 
@@ -251,16 +268,23 @@ def _send_json(
     handler.wfile.write(data)
 
 
-def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> None:
+def _send_stream(
+    handler: BaseHTTPRequestHandler, message: dict[str, Any], chunked: bool = False
+) -> None:
+    """The message as server-sent events; `chunked`: in HTTP/1.1 chunks, so that the
+    connection stays open after the stream (an HTTP/1.0 stream ends when it closes)."""
     handler.send_response(200)
     handler.send_header("content-type", "text/event-stream")
     handler.send_header("cache-control", "no-cache")
+    if chunked:
+        handler.send_header("transfer-encoding", "chunked")
     handler.end_headers()
 
     def event(name: str, data: dict[str, Any]) -> None:
-        handler.wfile.write(
-            f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
-        )
+        payload = f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+        if chunked:
+            payload = b"%x\r\n%s\r\n" % (len(payload), payload)
+        handler.wfile.write(payload)
 
     usage = message["usage"]
     start = {
@@ -302,6 +326,8 @@ def _send_stream(handler: BaseHTTPRequestHandler, message: dict[str, Any]) -> No
         },
     )
     event("message_stop", {})
+    if chunked:
+        handler.wfile.write(b"0\r\n\r\n")
     handler.wfile.flush()
 
 

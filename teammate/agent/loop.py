@@ -8,6 +8,14 @@ arrived meanwhile appended as ``<teammate-message>`` blocks; until ``end_turn`` 
 
 Requests mark the stable prefix for prompt caching (the tools and the system prompt) and the
 end of the conversation so far, so turn N reads everything turn N-1 sent from the cache.
+
+The request goes first (issue 19): a run's first request is built from what is in memory (the
+tools' schemas are made once), and what only records the turn waits until it has been sent:
+the transcript lines of the new prompt and the request (`Transcript.hold`), and the caller's
+bookkeeping handed to `defer` (a teammate's status file and ``isActive``). They are written as
+soon as the model has the request (`ModelRequest.on_sent`), or when the call fails, when the
+run ends without a request, or before an over-budget wait. Nothing the agent acknowledges
+depends on them: a teammate marks a message read only after the run that answers it.
 Retries: the SDK retries 429/529/5xx twice, quickly; on top of that a bounded number of slower
 retries for an overloaded API, waited out through the team link (`TeamLink.pause`), which keeps
 answering the inbox, so a teammate whose model is failing still obeys a shutdown at once.
@@ -28,7 +36,6 @@ answering ``{"continue": false}`` ends the turn: the calls after it are not run.
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
@@ -116,6 +123,7 @@ class AgentLoop:
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
         self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
+        self._deferred: list[Callable[[], None]] = []  # bookkeeping for after the request
 
     # the loop
 
@@ -124,11 +132,24 @@ class AgentLoop:
         message the conversation already ends with, as a fork child's does) and loop until the
         model ends its turn. Raises `LoopCancelled` once `cancelled` is set. What a loaded
         skill allowed, and its hooks, are taken back at the run's end."""
+        self.transcript.hold()  # the prompt's lines are written once the request has left
         try:
             return self._run(prompt)
         finally:  # a loaded skill is no longer active
+            self.settle()
             self.policy.end_grants()
             self.hooks.end_temporary()
+
+    def defer(self, work: Callable[[], None]) -> None:
+        """Run `work` once the next model request has been sent (or the run ends without one):
+        bookkeeping that must not delay the request."""
+        self._deferred.append(work)
+
+    def settle(self) -> None:
+        """Write the held transcript lines and run the deferred bookkeeping, in order."""
+        self.transcript.release()
+        while self._deferred:
+            self._deferred.pop(0)()
 
     def _run(self, prompt: str | None) -> LoopResult:
         if prompt is not None:
@@ -219,31 +240,44 @@ class AgentLoop:
     # model calls
 
     def request(self) -> ModelRequest:
-        """The next request: tools and system marked for caching, and the conversation's end."""
-        tools = [t.schema() for t in self.all_tools().values()]
+        """The next request: tools and system marked for caching, and the conversation's end.
+        It shares the conversation's blocks (only the marked ones are copies): a model must not
+        change it, nor keep it past the call (`ScriptedModel` keeps a deep copy)."""
+        tools = [t.api_schema for t in self.all_tools().values()]
         if tools:
-            tools[-1]["cache_control"] = CACHE
+            tools[-1] = {**tools[-1], "cache_control": CACHE}
         system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
-        messages = copy.deepcopy(self.messages)
+        messages = list(self.messages)
         if messages and messages[-1]["content"]:
-            messages[-1]["content"][-1]["cache_control"] = CACHE
+            last = messages[-1]
+            marked = {**last["content"][-1], "cache_control": CACHE}
+            messages[-1] = {**last, "content": [*last["content"][:-1], marked]}
         return ModelRequest(
-            system=system, tools=tools, messages=messages, thinking_budget=self.thinking_budget
+            system=system,
+            tools=tools,
+            messages=messages,
+            thinking_budget=self.thinking_budget,
+            on_sent=self.settle,
         )
+
+    def _prepared(self) -> tuple[ModelRequest, int]:
+        request = self.request()
+        return request, estimate_tokens(request)
 
     def _call(self) -> ModelReply:
         retries = 0
         trims = 0
-        if estimate_tokens(self.request()) > self.context_tokens:
-            self._trim(self.context_tokens)
+        request, size = self._prepared()
+        if size > self.context_tokens and self._trim(self.context_tokens):
+            request, size = self._prepared()
         while True:
-            self._pass_budget()
-            request = self.request()
-            size = estimate_tokens(request)
+            if self._pass_budget():
+                request, size = self._prepared()  # after a wait: the tools may have changed
             self.transcript.record("request", messages=len(request.messages), tokens=size)
             try:
                 reply = self.model.complete(request)
             except ModelError as exc:
+                self.settle()
                 self.transcript.record("error", error=str(exc), status=exc.status)
                 if self.reporter:
                     self.reporter.model_call(None)
@@ -253,14 +287,17 @@ class AgentLoop:
                     # and keep to that from now on
                     self.context_tokens = min(self.context_tokens, int(size * 0.6))
                     if self._trim(self.context_tokens):
+                        request, size = self._prepared()
                         continue
                 if exc.retryable and retries < self.overload_retries:
                     retries += 1
                     delay = self.retry_delay_s * 2 ** (retries - 1)
                     self.say(f"model API unavailable ({exc}); retrying in {delay:g} s")
                     self._wait(delay, "model unavailable")
+                    request, size = self._prepared()
                     continue
                 raise
+            self.settle()  # a model that does not call on_sent
             self.transcript.record(
                 "response",
                 content=reply.content,
@@ -271,14 +308,15 @@ class AgentLoop:
                 self.reporter.model_call(reply.usage, model=self.model.name)
             return reply
 
-    def _pass_budget(self) -> None:
+    def _pass_budget(self) -> bool:
         """Before a model request: wait here while the agent is over budget (`teammate.budget`);
-        a sub-agent's wait ends when it is stopped."""
+        a sub-agent's wait ends when it is stopped. True if it waited (the deferred
+        bookkeeping is done before the wait: a held agent shows as working)."""
         budget = self.reporter.budget if self.reporter is not None else None
         if budget is None:
-            return
+            return False
         self._check_cancelled()
-        budget.gate(self._budget_wait)
+        return budget.gate(self._budget_wait, before_wait=self.settle)
 
     def _budget_wait(self, seconds: float) -> None:
         if self.cancelled is None:

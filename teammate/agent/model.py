@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from protocols.errors import Error
@@ -27,6 +27,11 @@ from protocols.prices import resolve_model as resolve_model
 from teammate.agent.script import Turn
 
 DEFAULT_MAX_TOKENS = 16_000
+# how long an idle connection to the API is kept for the next request (the SDK's default, 5 s,
+# is shorter than a teammate idles: each wake-up paid a new TCP and TLS handshake); the SDK's
+# TCP keep-alive probes (after 60 s) keep it open through NATs, and a connection the server
+# closed meanwhile is seen at once and replaced (or the request retried)
+KEEPALIVE_S = 300.0
 
 
 def has_api_key(environ: Mapping[str, str] | None = None) -> bool:
@@ -71,6 +76,9 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int | None = None  # extended thinking, from an agent's ``effort``
+    # called once the request has been sent (the caller's bookkeeping waits for it; a model
+    # that never calls it leaves that to the caller, after the call)
+    on_sent: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -123,8 +131,19 @@ class ClaudeModel:
 
         self.name = resolve_model(model)
         self._anthropic = anthropic
+        limits = anthropic.DEFAULT_CONNECTION_LIMITS
         try:
-            self._client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout_s)
+            self._client = anthropic.Anthropic(
+                max_retries=max_retries,
+                timeout=timeout_s,
+                http_client=anthropic.DefaultHttpxClient(
+                    limits=type(limits)(
+                        max_connections=limits.max_connections,
+                        max_keepalive_connections=limits.max_keepalive_connections,
+                        keepalive_expiry=KEEPALIVE_S,
+                    )
+                ),
+            )
         except anthropic.AnthropicError as exc:
             raise ModelError(f"cannot create the Anthropic client: {exc}") from None
 
@@ -150,6 +169,8 @@ class ClaudeModel:
                 messages=request.messages,  # type: ignore[arg-type]
                 **options,
             ) as stream:
+                if request.on_sent is not None:  # sent, and the API has begun to answer
+                    request.on_sent()
                 message = stream.get_final_message()
         except anthropic.APIStatusError as exc:
             raise error_for_status(exc.status_code, _error_text(exc)) from None
@@ -184,7 +205,10 @@ class ScriptedModel:
         return self  # one script: a sub-agent plays the turns that come next
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
+        # the agent loop's request shares its conversation's blocks, which change later
+        self.requests.append(copy.deepcopy(replace(request, on_sent=None)))
+        if request.on_sent is not None:
+            request.on_sent()
         turn = next(self._turns, None)
         if turn is None:
             turn = Turn.text("(the script has no more turns)")

@@ -11,12 +11,18 @@ Append-only, one whole line per event (`protocols.jsonio.append_durably`, withou
 reader (``tail -f``) never sees half an event, a killed teammate loses at most the line being
 written, and a torn last line is cut off before the next one is appended. The file is opened
 without following links (`protocols.safefs`).
+
+`hold` keeps the lines recorded from then on in memory until `release` appends them, in order,
+in one write: the agent loop holds a run's first lines (the prompt, the request) until the
+request has been sent. Held lines die with the process; so does the request they describe,
+unsent (the message it answers is still unread in the inbox).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +34,8 @@ from protocols.jsonio import append_durably
 class Transcript:
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self._held: list[bytes] | None = None  # lines waiting for `release` (None: not held)
+        self._lock = threading.Lock()  # MCP servers' states are recorded from another thread
         if path is not None:
             # a directory that cannot be made shows as records that cannot be written
             with contextlib.suppress(OSError):
@@ -43,8 +51,29 @@ class Transcript:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (from a hostile message): escape it
             data = (json.dumps(event, ensure_ascii=True, default=str) + "\n").encode("ascii")
-        with contextlib.suppress(OSError):
-            append_durably(self.path, data, "process")
+        with self._lock:
+            if self._held is not None:
+                self._held.append(data)
+                return
+            self._append(data)
+
+    def hold(self) -> None:
+        """Keep what is recorded from now on in memory, until `release`."""
+        with self._lock:
+            if self._held is None:
+                self._held = []
+
+    def release(self) -> None:
+        """Write what was held (one append), and record directly again."""
+        with self._lock:
+            held, self._held = self._held, None
+            if held:
+                self._append(b"".join(held))
+
+    def _append(self, data: bytes) -> None:
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                append_durably(self.path, data, "process")
 
 
 def add_message(messages: list[dict[str, Any]], role: str, content: list[dict[str, Any]]) -> None:

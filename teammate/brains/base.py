@@ -12,6 +12,7 @@ the messages that arrived meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -136,6 +137,12 @@ class Brain(Protocol):
     def move_to(self, cwd: Path, confined: bool) -> None:
         """Work in `cwd` from now on (a task's worktree, and back); `confined` keeps file tools
         inside it."""
+        ...
+
+    def defer(self, work: Callable[[], None]) -> bool:
+        """Run `work` (the runtime's bookkeeping for a turn that starts) once this brain's first
+        model request has been sent, so it does not delay it; False: the brain makes no such
+        request (the runtime runs `work` itself, at once)."""
         ...
 
     def before_idle(self, link: TeamLink) -> Outcome | None:

@@ -197,10 +197,13 @@ class ClaudeBrain:
     # the Brain interface
 
     def respond(self, entries: list[InboxEntry], link: TeamLink) -> Outcome | None:
-        self.begin()
-        # no entries: a turn for what background sub-agents reported (the loop adds it)
-        prompt = self._with_initial(format_for_model(entries)) if entries else None
-        result = self._run(prompt, link)
+        try:
+            self.begin()
+            # no entries: a turn for what background sub-agents reported (the loop adds it)
+            prompt = self._with_initial(format_for_model(entries)) if entries else None
+            result = self._run(prompt, link)
+        finally:  # whatever was deferred is done by now, request or not
+            self.loop.settle()
         if isinstance(result, Outcome):
             return result
         if result.stop == "max_turns":
@@ -208,15 +211,18 @@ class ClaudeBrain:
         return None
 
     def work(self, task: Task, link: TeamLink) -> Outcome:
-        self.begin()
-        prompt = self._with_initial(
-            f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
-            f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
-            f"{task.id!r}, status completed) and tell {LEAD_NAME} the result with SendMessage. "
-            "If you cannot finish it, tell the lead why and leave it in progress.\n"
-            f"Working directory for this task: {self.ctx.cwd}"
-        )
-        result = self._run(prompt, link)
+        try:
+            self.begin()
+            prompt = self._with_initial(
+                f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
+                f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
+                f"{task.id!r}, status completed) and tell {LEAD_NAME} the result with "
+                "SendMessage. If you cannot finish it, tell the lead why and leave it in "
+                f"progress.\nWorking directory for this task: {self.ctx.cwd}"
+            )
+            result = self._run(prompt, link)
+        finally:  # whatever was deferred is done by now, request or not
+            self.loop.settle()
         if isinstance(result, Outcome):
             return result
         now = link.board.get(task.id)
@@ -236,6 +242,10 @@ class ClaudeBrain:
 
     def notices_waiting(self) -> bool:
         return self.subagents.notices_waiting()
+
+    def defer(self, work: Callable[[], None]) -> bool:
+        self.loop.defer(work)  # after its first request has left (`AgentLoop.settle`)
+        return True
 
     def before_idle(self, link: TeamLink) -> Outcome | None:
         """Run the TeammateIdle hooks; while one blocks (a bounded number of times), work on

@@ -19,7 +19,7 @@ no TaskCompleted hook blocks; else the task stays in progress with the hook's re
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +176,9 @@ class ShellBrain:
 
     def notices_waiting(self) -> bool:
         return False  # it runs no sub-agents
+
+    def defer(self, work: Callable[[], None]) -> bool:
+        return False  # no model request to wait for: the runtime does it at once
 
     def before_idle(self, link: TeamLink) -> Outcome | None:
         """A shell worker has no model to send back to work: TeammateIdle is not run."""

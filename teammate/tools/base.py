@@ -13,6 +13,7 @@ exception, into an ``is_error`` tool result: a tool never crashes the teammate).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,6 +93,12 @@ class Tool:
     @property
     def read_only(self) -> bool:
         return self.kind in ("read",)
+
+    @functools.cached_property
+    def api_schema(self) -> dict[str, Any]:
+        """`schema()` made once (pydantic takes ~0.4 ms a tool to make it: the agent loop
+        sends every tool with every request). Shared: read it, never change it."""
+        return self.schema()
 
     def schema(self) -> dict[str, Any]:
         """The tool definition for the Messages API (`name`, `description`, `input_schema`)."""

@@ -30,6 +30,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             ["double_claims", "unclaimed", "blocked_violations"],
         ),
         ("idle_requests.py", ["--seconds", "2"], ["idle_requests"]),
+        (
+            "wake_to_request.py",
+            ["--claude-code", "none", "--rounds", "3", "--gap", "0.1"],
+            [],
+        ),
         ("prompt_cache.py", [], []),
         ("skills_catalogue.py", ["--skills", "3", "--body-lines", "2"], []),
         (
@@ -71,6 +76,18 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
                     "tight_swarm_lost",
                 )
             ],
+            marks=[
+                pytest.mark.interop,
+                pytest.mark.skipif(
+                    not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
+                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.330) and tmux",
+                ),
+            ],
+        ),
+        pytest.param(
+            "wake_to_request.py",
+            ["--rounds", "2", "--cc-rounds", "1", "--gap", "0.3"],
+            [],
             marks=[
                 pytest.mark.interop,
                 pytest.mark.skipif(
