@@ -250,6 +250,9 @@ def test_tasks_are_shared_with_a_claude_code_teammate(
         Turn.tool("SendMessage", {"to": "team-lead", "message": "board done", "summary": "done"}),
     ]
     rules: list[Rule] = [("Work the board", lambda _: list(work_the_board))]
+    # carol joins before bob starts: 2.1.88 rewrites config.json in place, without a lock, as
+    # its turns end, and drops a member added meanwhile (docs/interop.md)
+    TeamFile(team).add_member("carol", cwd=work)
     with MessagesAPI(by_agent({"bob": reacting(rules)})) as api:
         spawn_claude_code("bob", api, claude, work, "Work the board.")
         wait_for(
@@ -275,7 +278,6 @@ def test_tasks_are_shared_with_a_claude_code_teammate(
         "Documenting",
     )
     # task #2 is now claimable through swarm; task #3 takes swarm's fields and keeps Claude Code's
-    TeamFile(team).add_member("carol", cwd=work)
     claim = swarm("task", "claim", "2", "--as", "carol")
     assert claim.returncode == 0, claim.stdout + claim.stderr
     assert swarm("task", "update", "3", "--owner", "bob").returncode == 0
