@@ -36,7 +36,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,8 @@ class Teammate:
         self.board_watch = BoardWatch(self.board, self.name, lambda: self._watcher, clock)
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
+        # plain messages handed to the brain between two model turns: read once the turn ends
+        self._arrived: list[InboxEntry] = []
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
         self.trouble = Trouble()
         self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
@@ -274,6 +276,8 @@ class Teammate:
         except Exception as exc:  # a bad hook never stops the teammate
             self.say(f"TeammateIdle hook failed: {describe(exc)}")
             return None
+        finally:
+            self._turn_ended()
 
     # messages
 
@@ -393,18 +397,26 @@ class Teammate:
         except Interrupted:
             return None
         finally:
-            self._in_flight.clear()
-            self.mailbox.mark_read(self.name, plain)
+            self._turn_ended(plain)
+
+    def _turn_ended(self, answered: Sequence[InboxEntry] = ()) -> None:
+        """The brain's turn is over: what it answered, and what it was handed between two of
+        its model requests (`between_turns`), is in its conversation now, so it is marked read.
+        A crash before this leaves them unread: taken up again after a restart, never lost."""
+        arrived, self._arrived = self._arrived, []
+        self._in_flight.clear()
+        self.mailbox.mark_read(self.name, [*answered, *arrived])
 
     def between_turns(self) -> list[InboxEntry]:
         """For the brain, between two model turns: protocol messages are handled here; the
-        plain ones are returned (marked read); an approved shutdown raises `Interrupted`."""
+        plain ones are returned, and marked read when the turn ends (`_turn_ended`); an
+        approved shutdown raises `Interrupted`."""
         self._inbox_seen = None
         plain = self.handle_messages(self._unread())
         if self.stopped:
             raise Interrupted("shutdown approved")
-        if plain:
-            self.mailbox.mark_read(self.name, plain)
+        self._in_flight.update(entry.identity for entry in plain)  # not handed over twice
+        self._arrived.extend(plain)
         return plain
 
     def pause(self, seconds: float, why: str) -> None:
@@ -539,6 +551,8 @@ class Teammate:
             return
         except Exception as exc:  # a task must not take the teammate with it
             outcome = Outcome("failed", f"#{task.id} failed: {describe(exc)}")
+        finally:
+            self._turn_ended()
         if self.stopped:
             return
         self._unrecorded[task.id] = (task, outcome)

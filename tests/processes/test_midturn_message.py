@@ -1,0 +1,91 @@
+"""A message that arrives while a Claude teammate is in a turn is handed to the model between
+two of its requests, and marked read only when that turn has ended, as the turn's own message
+is. With real processes: the teammate is killed with SIGKILL while the request carrying the
+message is at the model, and the message is still unread; restarted with its conversation, the
+teammate takes it up, and only then is it read."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from typing import Any
+
+from helpers import swarm, wait_for
+from messages_api import MessagesAPI, Turn
+
+from protocols.mailbox import Mailbox
+from protocols.messages import IdleNotification
+from protocols.paths import TeamPaths
+from protocols.team import TeamFile
+from swarm.team.members import member_pid
+
+START = "START-19c2: list the tasks."
+MIDTURN = "MIDTURN-5b7e: also check the docs."
+
+
+def idle_notes(paths: TeamPaths) -> int:
+    return sum(
+        1
+        for e in Mailbox(paths).read_all("team-lead")
+        if isinstance(e.structured(), IdleNotification) and e.from_ == "alice"
+    )
+
+
+def test_a_message_taken_up_mid_turn_is_still_unread_when_the_teammate_dies(
+    paths: TeamPaths, workdir: Any
+) -> None:
+    team = TeamFile(paths)
+    team.create(description="mid-turn", cwd=workdir)
+    mailbox = Mailbox(paths)
+    held = threading.Event()  # the request carrying MIDTURN reached the model
+    release = threading.Event()
+    carried: list[int] = []  # one entry per request whose last message carries MIDTURN
+    sent: list[Any] = []  # MIDTURN is sent once, during the first turn
+
+    def play(body: dict[str, Any]) -> Turn:
+        last = json.dumps(body["messages"][-1], ensure_ascii=False)
+        if MIDTURN in last:
+            carried.append(len(carried))
+            if len(carried) == 1:
+                held.set()
+                release.wait(120)  # the teammate is killed meanwhile
+                return Turn.text("too late")
+            return Turn.text("docs checked")
+        if START in last and not sent:
+            # arrives while the turn goes on: the teammate hands it over after the tool call
+            sent.append(mailbox.send("alice", MIDTURN, sender="team-lead", summary="the docs"))
+            return Turn.tool("TaskList", {})
+        return Turn.text("ready")
+
+    env = {"ANTHROPIC_API_KEY": "test-key"}
+    try:
+        with MessagesAPI(play, concurrent=True) as api:
+            env["ANTHROPIC_BASE_URL"] = api.url
+            spawn = ["spawn", "alice", "--model", "sonnet", "--backend", "subprocess"]
+            spawn += ["--cwd", str(workdir)]
+            result = swarm(*spawn, "-p", "Say you are ready.", env=env)
+            assert result.returncode == 0, result.stderr
+            wait_for(lambda: idle_notes(paths) >= 1, "alice idle after her prompt")
+
+            mailbox.send("alice", START, sender="team-lead", summary="start")
+            wait_for(held.is_set, "the request carrying the mid-turn message at the model")
+            member = team.load().member("alice")
+            pid = member_pid(member) if member is not None else None
+            assert pid
+            os.kill(pid, signal.SIGKILL)  # the message is in a request; the turn has not ended
+            wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
+
+            unread = [e.text for e in mailbox.read_unread("alice")]
+            assert MIDTURN in unread, unread  # not lost: answered again after a restart
+
+            restarted = swarm("restart", "alice", "--resume", env=env)
+            assert restarted.returncode == 0, restarted.stderr
+            wait_for(lambda: len(carried) >= 2, "the restarted alice taking up the message")
+            wait_for(lambda: not mailbox.read_unread("alice"), "every message read once answered")
+    finally:
+        release.set()
+        swarm("shutdown", "alice", "--force", "--wait", "5")
+    history = [(e.text, e.read) for e in mailbox.peek_all("alice") if e.text == MIDTURN]
+    assert history == [(MIDTURN, True)]
