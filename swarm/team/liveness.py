@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
 
 
-def entry_of(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
+def member_entry(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
     """The member's entry as config.json has it: a `Member`'s, or the raw entry itself
     (`protocols.team.TeamFile.entries`, which `swarm send` reads without loading the models)."""
     return member if isinstance(member, Mapping) else member.to_json_dict()
@@ -31,7 +31,7 @@ def entry_of(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
 
 def member_identity(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
     """The member's process as its entry records it (None: no process recorded yet)."""
-    return ProcessIdentity.from_value(dict(entry_of(member)))
+    return ProcessIdentity.from_value(dict(member_entry(member)))
 
 
 def member_pid(member: Member | Mapping[str, Any]) -> int | None:
@@ -41,17 +41,17 @@ def member_pid(member: Member | Mapping[str, Any]) -> int | None:
 
 def spawner_of(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
     """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
-    return ProcessIdentity.from_value(entry_of(member).get("spawnedBy"))
+    return ProcessIdentity.from_value(member_entry(member).get("spawnedBy"))
 
 
 def is_mcp(member: Member | Mapping[str, Any]) -> bool:
     """Whether the member is an MCP session (its recorded process is a shared server's)."""
-    return entry_of(member).get("backendType") == MCP_BACKEND
+    return member_entry(member).get("backendType") == MCP_BACKEND
 
 
 def member_state(member: Member | Mapping[str, Any]) -> MemberState:
     """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
-    entry = entry_of(member)
+    entry = member_entry(member)
     if entry.get("name") == LEAD_NAME:
         return MemberState.LEAD
     identity = member_identity(entry)
