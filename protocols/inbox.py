@@ -31,9 +31,10 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from protocols import safefs
 from protocols.clock import now_ms
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
 MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
@@ -338,49 +340,70 @@ class InboxFile:
         return RecordEntries.entries(self.archive)
 
 
-def _appended(path: Path, known: tuple[int, int] | None) -> tuple[int, int, list[bytes], bool]:
-    """The complete lines appended to `path` since `known` (inode, offset read): (inode, the new
-    offset, the lines, whether it was read from the start: a file replaced or cut). A line still
-    being written is left for the next call. `FileNotFoundError` if there is no file."""
-    fd = safefs.open_path(path, os.O_RDONLY)
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        inode, offset = known if known is not None else (st.st_ino, 0)
-        restarted = known is None or inode != st.st_ino or st.st_size < offset
-        if restarted:
-            offset = 0
-        handle.seek(offset)
-        data = handle.read(st.st_size - offset)
-    end = data.rfind(b"\n") + 1
-    return st.st_ino, offset + end, data[:end].split(b"\n")[:-1], restarted
+class _RecordFold(Generic[S]):
+    """What this process made of each record file, brought up to date by reading only the
+    complete lines appended since its last look (a file replaced or cut is read again whole;
+    a line still being written is read next time)."""
+
+    def __init__(self, empty: Callable[[], S], add: Callable[[S, bytes, Path], None]) -> None:
+        self._empty = empty
+        self._add = add
+        self._lock = threading.Lock()
+        self._known: dict[Path, tuple[int, int, S]] = {}  # path -> (inode, offset read, state)
+
+    def get(self, path: Path) -> S | None:
+        """The state of `path` now (None: there is no such file)."""
+        with self._lock:
+            known = self._known.get(path)
+            try:
+                fd = safefs.open_path(path, os.O_RDONLY)
+            except FileNotFoundError:
+                self._known.pop(path, None)
+                return None
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                fresh = known is None or known[0] != st.st_ino or st.st_size < known[1]
+                offset = 0 if fresh or known is None else known[1]
+                handle.seek(offset)
+                data = handle.read(st.st_size - offset)
+            state = self._empty() if fresh or known is None else known[2]
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].split(b"\n")[:-1]:
+                self._add(state, line, path)
+            self._known[path] = (st.st_ino, offset + end, state)
+            return state
+
+    def forget(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+def _add_identity(ids: set[str], line: bytes, path: Path) -> None:
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(item, dict):
+        ids.add(identity_of(item))
+
+
+def _add_entry(entries: list[InboxEntry], line: bytes, path: Path) -> None:
+    try:
+        entries.append(entry_of(json.loads(line)))
+    except (TypeError, ValueError):
+        log.warning("skipping a damaged line in %s", path)
 
 
 class RecordIndex:
     """The identities in each record file this process has looked at, read incrementally: each
-    call reads only what was appended since the last (a file replaced or cut is read again)."""
+    call reads only what was appended since the last."""
 
-    _lock = threading.Lock()
-    _known: dict[Path, tuple[int, int, set[str]]] = {}  # path -> (inode, offset read, ids)
+    _fold: _RecordFold[set[str]] = _RecordFold(set, _add_identity)
 
     @classmethod
     def identities(cls, path: Path) -> set[str]:
-        with cls._lock:
-            known = cls._known.get(path)
-            try:
-                inode, offset, lines, restarted = _appended(path, known and known[:2])
-            except FileNotFoundError:
-                cls._known.pop(path, None)
-                return set()
-            ids = set() if restarted or known is None else known[2]
-            for line in lines:
-                try:
-                    item = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(item, dict):
-                    ids.add(identity_of(item))
-            cls._known[path] = (inode, offset, ids)
-            return ids
+        found = cls._fold.get(path)
+        return found if found is not None else set()
 
 
 class RecordEntries:
@@ -388,33 +411,17 @@ class RecordEntries:
     `RecordIndex` keeps identities: a ``swarm watch`` redraw or the lead parses only what was
     appended since its last look, not the whole record (40,000 entries: ~1.7 s a look)."""
 
-    _lock = threading.Lock()
-    _known: dict[Path, tuple[int, int, list[InboxEntry]]] = {}  # path -> (inode, offset, them)
+    _fold: _RecordFold[list[InboxEntry]] = _RecordFold(list, _add_entry)
 
     @classmethod
     def forget(cls) -> None:
         """Drop every record read: the next look parses each one whole (a cold start)."""
-        with cls._lock:
-            cls._known.clear()
+        cls._fold.forget()
 
     @classmethod
     def entries(cls, path: Path) -> list[InboxEntry]:
         """The entries, oldest first (a copy of the list: the entries themselves are shared)."""
-        with cls._lock:
-            known = cls._known.get(path)
-            try:
-                inode, offset, lines, restarted = _appended(path, known and known[:2])
-            except FileNotFoundError:
-                cls._known.pop(path, None)
-                return []
-            entries = [] if restarted or known is None else known[2]
-            for line in lines:
-                try:
-                    entries.append(entry_of(json.loads(line)))
-                except (TypeError, ValueError):
-                    log.warning("skipping a damaged line in %s", path)
-            cls._known[path] = (inode, offset, entries)
-            return list(entries)
+        return list(cls._fold.get(path) or [])
 
 
 def _marked_read(entry: InboxEntry) -> InboxEntry:

@@ -1,8 +1,9 @@
-"""A Claude teammate sends its model request before it writes anything about the turn
-(``isActive``, its status file, its transcript: `teammate.agent.loop`), and marks the message
-read only once the turn that answers it has ended. With real processes: the teammate is killed
-with SIGKILL while its request for a message is at the model (the local Messages API server
-holds the answer back), and the message is still unread; the teammate restarted with its
+"""A Claude teammate sends its model request before it writes anything about the turn (``isActive``,
+its status file, its transcript: `teammate.agent.loop`), and marks the message read only once the
+turn that answers it has ended; a message that arrives mid-turn is handed to the model between
+two of its requests and read when that turn ends, too. With real processes: the teammate is
+killed with SIGKILL while its request for a message is at the model (the local Messages API
+server holds the answer back), and the message is still unread; the teammate restarted with its
 conversation answers it, and only then is it read. Nothing is lost at the worst moment."""
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from protocols.team import TeamFile
 from swarm.team.members import member_pid
 
 PING = "PING-7f3a: what is the answer?"
+START = "START-19c2: list the tasks."
+MIDTURN = "MIDTURN-5b7e: also check the docs."
 
 
 def idle_notes(paths: TeamPaths) -> int:
@@ -31,6 +34,13 @@ def idle_notes(paths: TeamPaths) -> int:
         for e in Mailbox(paths).read_all("team-lead")
         if isinstance(e.structured(), IdleNotification) and e.from_ == "alice"
     )
+
+
+def kill_alice(team: TeamFile) -> None:
+    member = team.load().member("alice")
+    pid = member_pid(member) if member is not None else None
+    assert pid
+    os.kill(pid, signal.SIGKILL)
 
 
 def test_a_teammate_killed_while_its_request_is_out_answers_the_message_again(
@@ -66,10 +76,7 @@ def test_a_teammate_killed_while_its_request_is_out_answers_the_message_again(
 
             mailbox.send("alice", PING, sender="team-lead", summary="ping")
             wait_for(held.is_set, "alice's request for the message at the model")
-            member = team.load().member("alice")
-            pid = member_pid(member) if member is not None else None
-            assert pid
-            os.kill(pid, signal.SIGKILL)  # the request is out; its turn has not ended
+            kill_alice(team)  # the request is out; its turn has not ended
             wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
 
             # not lost: still unread, for whoever takes the name next
@@ -85,3 +92,58 @@ def test_a_teammate_killed_while_its_request_is_out_answers_the_message_again(
     # answered once by each instance: delivered at least once, never dropped
     assert len(asked) == 2
     assert [(e.text, e.read) for e in mailbox.peek_all("alice") if e.text == PING] == [(PING, True)]
+
+
+def test_a_message_taken_up_mid_turn_is_still_unread_when_the_teammate_dies(
+    paths: TeamPaths, workdir: Any
+) -> None:
+    team = TeamFile(paths)
+    team.create(description="mid-turn", cwd=workdir)
+    mailbox = Mailbox(paths)
+    held = threading.Event()  # the request carrying MIDTURN reached the model
+    release = threading.Event()
+    carried: list[int] = []  # one entry per request whose last message carries MIDTURN
+    sent: list[Any] = []  # MIDTURN is sent once, during the first turn
+
+    def play(body: dict[str, Any]) -> Turn:
+        last = json.dumps(body["messages"][-1], ensure_ascii=False)
+        if MIDTURN in last:
+            carried.append(len(carried))
+            if len(carried) == 1:
+                held.set()
+                release.wait(120)  # the teammate is killed meanwhile
+                return Turn.text("too late")
+            return Turn.text("docs checked")
+        if START in last and not sent:
+            # arrives while the turn goes on: the teammate hands it over after the tool call
+            sent.append(mailbox.send("alice", MIDTURN, sender="team-lead", summary="the docs"))
+            return Turn.tool("TaskList", {})
+        return Turn.text("ready")
+
+    env = {"ANTHROPIC_API_KEY": "test-key"}
+    try:
+        with MessagesAPI(play, concurrent=True) as api:
+            env["ANTHROPIC_BASE_URL"] = api.url
+            spawn = ["spawn", "alice", "--model", "sonnet", "--backend", "subprocess"]
+            spawn += ["--cwd", str(workdir)]
+            result = swarm(*spawn, "-p", "Say you are ready.", env=env)
+            assert result.returncode == 0, result.stderr
+            wait_for(lambda: idle_notes(paths) >= 1, "alice idle after her prompt")
+
+            mailbox.send("alice", START, sender="team-lead", summary="start")
+            wait_for(held.is_set, "the request carrying the mid-turn message at the model")
+            kill_alice(team)  # the message is in a request; the turn has not ended
+            wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
+
+            unread = [e.text for e in mailbox.read_unread("alice")]
+            assert MIDTURN in unread, unread  # not lost: answered again after a restart
+
+            restarted = swarm("restart", "alice", "--resume", env=env)
+            assert restarted.returncode == 0, restarted.stderr
+            wait_for(lambda: len(carried) >= 2, "the restarted alice taking up the message")
+            wait_for(lambda: not mailbox.read_unread("alice"), "every message read once answered")
+    finally:
+        release.set()
+        swarm("shutdown", "alice", "--force", "--wait", "5")
+    history = [(e.text, e.read) for e in mailbox.peek_all("alice") if e.text == MIDTURN]
+    assert history == [(MIDTURN, True)]
