@@ -57,12 +57,52 @@ class PermissionFileRequest(Record):
     permissionUpdates: list[Any] | None = None
 
 
-class PermissionStore:
+class RequestWriter:
+    """`new_request` for every store of permission requests: the request is built here, and
+    the store's own `write_pending` keeps it (`PermissionStore`, the PostgreSQL store's)."""
+
+    team_name: str
+
+    def write_pending(self, request: PermissionFileRequest) -> PermissionFileRequest:
+        raise NotImplementedError
+
+    def new_request(
+        self,
+        *,
+        worker_name: str,
+        tool_name: str,
+        tool_use_id: str,
+        description: str,
+        input: dict[str, Any],
+        worker_color: str | None = None,
+        suggestions: list[Any] | None = None,
+    ) -> PermissionFileRequest:
+        """Write a new pending request for `worker_name` and return it."""
+        return self.write_pending(
+            PermissionFileRequest(
+                id=permission_request_id(),
+                workerId=f"{worker_name}@{self.team_name}",
+                workerName=worker_name,
+                workerColor=worker_color,
+                teamName=self.team_name,
+                toolName=tool_name,
+                toolUseId=tool_use_id,
+                description=description,
+                input=input,
+                permissionSuggestions=suggestions or [],
+                status="pending",
+                createdAt=now_ms(),
+            )
+        )
+
+
+class PermissionStore(RequestWriter):
     """The ``permissions/pending`` and ``permissions/resolved`` directories of one team."""
 
     def __init__(self, paths: TeamPaths, durability: Durability | None = None) -> None:
         self.paths = paths
         self.durability = durability
+        self.team_name = paths.team
 
     def _lock(self) -> FileGuard:
         target = self.paths.permissions_pending / ".lock"
@@ -80,35 +120,6 @@ class PermissionStore:
                 self.durability,
             )
         return request
-
-    def new_request(
-        self,
-        *,
-        worker_name: str,
-        tool_name: str,
-        tool_use_id: str,
-        description: str,
-        input: dict[str, Any],
-        worker_color: str | None = None,
-        suggestions: list[Any] | None = None,
-    ) -> PermissionFileRequest:
-        """Write a new pending request for `worker_name` and return it."""
-        return self.write_pending(
-            PermissionFileRequest(
-                id=permission_request_id(),
-                workerId=f"{worker_name}@{self.paths.team}",
-                workerName=worker_name,
-                workerColor=worker_color,
-                teamName=self.paths.team,
-                toolName=tool_name,
-                toolUseId=tool_use_id,
-                description=description,
-                input=input,
-                permissionSuggestions=suggestions or [],
-                status="pending",
-                createdAt=now_ms(),
-            )
-        )
 
     def pending(self) -> list[PermissionFileRequest]:
         return self._read_dir(self.paths.permissions_pending)

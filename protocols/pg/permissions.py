@@ -13,21 +13,21 @@ from typing import Any
 import psycopg
 
 from protocols.clock import now_ms
-from protocols.correlation import permission_request_id
 from protocols.errors import ProtocolsError
-from protocols.permissions import RESOLUTION_TTL_MS, PermissionFileRequest
+from protocols.permissions import RESOLUTION_TTL_MS, PermissionFileRequest, RequestWriter
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 
 Conn = psycopg.Connection[Any]
 
 
-class PgPermissionStore:
+class PgPermissionStore(RequestWriter):
     """One team's permission requests, in the store at `db`."""
 
     def __init__(self, db: Database, team: str) -> None:
         self.db = db
         self.team = text(team, "team name")
+        self.team_name = self.team
 
     def write_pending(self, request: PermissionFileRequest) -> PermissionFileRequest:
         self.db.run(
@@ -39,35 +39,6 @@ class PgPermissionStore:
             "write permission request",
         )
         return request
-
-    def new_request(
-        self,
-        *,
-        worker_name: str,
-        tool_name: str,
-        tool_use_id: str,
-        description: str,
-        input: dict[str, Any],
-        worker_color: str | None = None,
-        suggestions: list[Any] | None = None,
-    ) -> PermissionFileRequest:
-        """Write a new pending request for `worker_name` and return it."""
-        return self.write_pending(
-            PermissionFileRequest(
-                id=permission_request_id(),
-                workerId=f"{worker_name}@{self.team}",
-                workerName=worker_name,
-                workerColor=worker_color,
-                teamName=self.team,
-                toolName=tool_name,
-                toolUseId=tool_use_id,
-                description=description,
-                input=input,
-                permissionSuggestions=suggestions or [],
-                status="pending",
-                createdAt=now_ms(),
-            )
-        )
 
     def _select(self, where: str, params: list[Any]) -> list[PermissionFileRequest]:
         found = self.db.run(
