@@ -140,6 +140,7 @@ def test_attach_follows_a_subprocess_teammates_log_until_ctrl_c(
         if follower.poll() is None:
             follower.kill()
             follower.wait(10)
+        swarm("shutdown", "ann", "--force", "--wait", "5")  # a teammate outlives its test else
 
 
 def test_attach_refuses_a_dead_member_and_names_the_likely_one(team: TeamFile) -> None:
