@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocols import safefs, task_index
 from protocols.clock import now_iso
@@ -599,21 +599,33 @@ class TaskBoard:
             atomic_write_text(self.paths.highwatermark, str(value), self.durability)
 
     def _notify_owner(self, task: Task, actor: str | None) -> None:
-        if self.mailbox is None or task.owner is None or task.owner == actor:
-            return
-        from protocols.messages import TaskAssignment
+        notify_owner(self.mailbox, task, actor)
 
-        message = TaskAssignment(
-            taskId=task.id,
-            subject=task.subject,
-            description=task.description,
-            assignedBy=actor or "team-lead",
-            timestamp=now_iso(),
-        )
-        try:
-            self.mailbox.send(task.owner, message, sender=actor or "team-lead")
-        except ProtocolsError as exc:
-            log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
+
+class Sender(Protocol):
+    """What telling an owner needs of a store's mailbox."""
+
+    def send(self, to: str, body: Any, *, sender: str) -> object: ...
+
+
+def notify_owner(mailbox: Sender | None, task: Task, actor: str | None) -> None:
+    """Tell `task`'s owner it is theirs (a ``task_assignment``), unless they assigned it to
+    themselves; a failure to send is logged, never raised (every store's board)."""
+    if mailbox is None or task.owner is None or task.owner == actor:
+        return
+    from protocols.messages import TaskAssignment
+
+    message = TaskAssignment(
+        taskId=task.id,
+        subject=task.subject,
+        description=task.description,
+        assignedBy=actor or "team-lead",
+        timestamp=now_iso(),
+    )
+    try:
+        mailbox.send(task.owner, message, sender=actor or "team-lead")
+    except ProtocolsError as exc:
+        log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
 
 
 def _open_task(path: str, name: str, dir_fd: int | None) -> int:

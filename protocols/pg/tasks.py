@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from protocols.clock import now_iso
-from protocols.errors import InvalidTaskUpdate, ProtocolsError
-from protocols.messages import TaskAssignment
+from protocols.errors import InvalidTaskUpdate
 from protocols.pg import claims
 from protocols.pg.columns import document, optional_text, text
 from protocols.pg.database import Database
@@ -41,7 +40,7 @@ from protocols.pg.task_rows import (
 from protocols.task import FAILED, ClaimResult
 from protocols.task_graph import check_acyclic
 from protocols.task_model import Task
-from protocols.tasks import NewTask
+from protocols.tasks import NewTask, notify_owner
 
 if TYPE_CHECKING:
     from protocols.pg.mailbox import PgMailbox
@@ -278,19 +277,7 @@ class PgTaskBoard:
         )
 
     def _notify_owner(self, task: Task, actor: str | None) -> None:
-        if self.mailbox is None or task.owner is None or task.owner == actor:
-            return
-        message = TaskAssignment(
-            taskId=task.id,
-            subject=task.subject,
-            description=task.description,
-            assignedBy=actor or "team-lead",
-            timestamp=now_iso(),
-        )
-        try:
-            self.mailbox.send(task.owner, message, sender=actor or "team-lead")
-        except ProtocolsError as exc:
-            log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
+        notify_owner(self.mailbox, task, actor)
 
 
 def _number(value: str | int) -> int | None:
