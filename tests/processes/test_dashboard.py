@@ -100,14 +100,23 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         assert not (work / "notes.md").exists()
         subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
         wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
+        # each wait checks one captured screen whole: tmux may capture a half-drawn frame
         wait_for(
-            lambda: "notes.md written" in on_screen(tmux_socket),
-            "alice's message on screen",
+            lambda: (
+                "notes.md written" in (shown := on_screen(tmux_socket))
+                and "approved perm-" in shown
+            ),
+            "alice's message on screen, and the approval",
             timeout=30,
         )
-        assert "approved perm-" in on_screen(tmux_socket)
-        wait_for(lambda: "idle" in row(on_screen(tmux_socket), "alice "), "alice idle", timeout=30)
-        assert "nothing is waiting" in on_screen(tmux_socket)
+        wait_for(
+            lambda: (
+                "idle" in row(shown := on_screen(tmux_socket), "alice ")
+                and "nothing is waiting" in shown
+            ),
+            "alice idle, nothing waiting",
+            timeout=30,
+        )
 
         # s: a message typed in the dashboard reaches bob's inbox (unicode and shell characters kept)
         keys(tmux_socket, "s", "bob", "Enter", "héllo $(whoami) 'quoted'", "Enter")
@@ -189,16 +198,25 @@ def test_the_keys_check_names_ask_reasons_and_undo(tmux_socket: str, config_root
 
     # s: a misspelt name is caught before the message is asked for; nothing is sent
     keys(tmux_socket, "s", "bbo", "Enter")
-    wait_for(lambda: "did you mean 'bob'?" in on_screen(tmux_socket), "the name checked")
-    assert "send to: bbo" in on_screen(tmux_socket)
+    wait_for(
+        lambda: (
+            "did you mean 'bob'?" in (shown := on_screen(tmux_socket)) and "send to: bbo" in shown
+        ),
+        "the name checked",
+    )
     keys(tmux_socket, "Escape")
     wait_for(lambda: "not sent" in on_screen(tmux_socket), "the message dropped")
     assert not Mailbox(paths).read_unread("bob")
 
     # a, then u within the second: nothing is written, the request still waits
     keys(tmux_socket, "au")
-    wait_for(lambda: "undone: perm-" in on_screen(tmux_socket), "the approval undone")
-    assert "waiting for you (3)" in on_screen(tmux_socket)
+    # (one captured screen checked whole: tmux may be captured while a frame is half drawn)
+    wait_for(
+        lambda: (
+            "undone: perm-" in (shown := on_screen(tmux_socket)) and "waiting for you (3)" in shown
+        ),
+        "the approval undone, the request still waiting",
+    )
     assert not responses(paths, "alice")
 
     # d asks for a reason (typed with a backspace and shell characters), which the deny carries
@@ -211,8 +229,14 @@ def test_the_keys_check_names_ask_reasons_and_undo(tmux_socket: str, config_root
     wait_for(lambda: "waiting for you (2)" in on_screen(tmux_socket), "alice's request gone")
     keys(tmux_socket, "a")
     wait_for(lambda: "approved perm-" in on_screen(tmux_socket), "the approval")
-    wait_for(lambda: "waiting for you (1)" in on_screen(tmux_socket), "bob's request gone")
-    assert "press u" not in on_screen(tmux_socket)
+    wait_for(
+        lambda: (
+            "waiting for you (1)" in (shown := on_screen(tmux_socket))
+            and "approved perm-" in shown
+            and "press u" not in shown
+        ),
+        "bob's request gone and the undo offer with it",
+    )
     (approved,) = responses(paths, "bob")
     assert approved.approved
 
