@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from protocols import safefs
 from protocols.clock import now_ms
-from protocols.errors import ProtocolsError
+from protocols.errors import LockLost, ProtocolsError
 from protocols.file_cache import Signature, signature_of
 from protocols.jsonio import (
     Durability,
@@ -48,8 +48,10 @@ from protocols.jsonio import (
     dumps_pretty,
     ensure_file,
     parse_patiently,
+    sync_file,
 )
-from protocols.locks import FileGuard, note_written
+from protocols.locks import REDO_ATTEMPTS, FileGuard, note_written
+from protocols.spool import Spool, Waiting
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
@@ -58,6 +60,7 @@ log = logging.getLogger(__name__)
 S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
+COMMIT_ROUNDS = 4  # a group commit takes what was spooled meanwhile this many times at most
 MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
 # swarm's msg_id is a UUID derived from its own id, so a send repeated with the same id (a retry
 # after a failure) carries the same msg_id, and the two ids never disagree
@@ -231,23 +234,116 @@ class InboxFile:
         with self.lock():
             return self.load_locked()
 
-    def append_locked(self, loaded: Loaded, item: dict[str, Any], compact_after: int) -> None:
-        """Add `item` at the end, then to the record (call with the lock held)."""
+    def append_locked(
+        self,
+        loaded: Loaded,
+        items: list[dict[str, Any]],
+        compact_after: int,
+        rendered: list[str] | None = None,
+    ) -> None:
+        """Add `items` at the end, then to the record (call with the lock held). `rendered`:
+        the items as `dumps_pretty(item, level=1)` already, if the caller has them."""
+        if not items:
+            return
         if sum(1 for i in loaded.items if is_read(i)) > compact_after >= 0:
-            loaded.items.append(item)
+            loaded.items.extend(items)
             self.store_locked(loaded, compact_after)
             return
         body = loaded.text.rstrip()
-        entry = dumps_pretty(item, level=1)
+        if rendered is None:
+            rendered = [dumps_pretty(item, level=1) for item in items]
+        added = ",\n  ".join(rendered)
         if loaded.items and body.endswith("]"):
-            text = body[:-1].rstrip() + ",\n  " + entry + "\n]"
+            text = body[:-1].rstrip() + ",\n  " + added + "\n]"
         else:
-            text = "[\n  " + entry + "\n]"
+            text = "[\n  " + added + "\n]"
         atomic_write_text(self.path, text, self.durability)
+        loaded.items.extend(items)
+        loaded.text = text
         try:
-            self.record_locked([*loaded.items, item])
+            # not synced here: the entries are durable in the inbox, and a line lost to a power
+            # cut is recorded again by the next holder; compaction syncs the record first
+            self.record_locked(loaded.items, sync=False)
         except (OSError, ProtocolsError) as exc:  # delivered: the next writer records it
             log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
+
+    # group commit (protocols.spool)
+
+    @property
+    def spool(self) -> Spool:
+        return Spool(self.path)
+
+    def deliver(self, item: dict[str, Any], compact_after: int) -> None:
+        """Put `item` in the inbox durably, sharing one lock hold and one write with whatever
+        other writers spooled meanwhile (`protocols.spool`). Returns once `item` is committed,
+        by this process or by another; an item whose identity the inbox already holds (a retry)
+        is not written again.
+
+        A writer that finds the lock free commits at once (its own item after whatever waits in
+        the spool); one that finds it taken spools its item and waits, and is usually carried
+        by the holder's next round. Raises `LockTimeout` if the lock stayed taken: the item is
+        then taken back out of the spool, so nothing is written (unless a holder that had
+        already read the spool, and then stalled past the timeout, commits it after all: a
+        retry with the same id is still stored once)."""
+        if not safefs.exists(self.path):
+            safefs.makedir_in(self.path.parent)  # never the team's folder: see `lock`
+        for attempt in range(1, REDO_ATTEMPTS + 1):
+            try:
+                self._deliver_once(item, compact_after)
+                return
+            except LockLost as exc:  # nothing of this attempt was committed
+                if attempt == REDO_ATTEMPTS:
+                    raise
+                log.warning("%s; doing it again (attempt %d)", exc, attempt + 1)
+
+    def _deliver_once(self, item: dict[str, Any], compact_after: int) -> None:
+        ensure_file(self.path, "[]", self.durability)  # the lock target must exist
+        guard = FileGuard(self.path, timeout=self.lock_timeout)
+        carried = _Carried(self.spool, item)
+        try:
+            if not guard.acquire_unless(carried.done, on_busy=carried.spool_it):
+                return  # another writer's commit carried it
+        except BaseException:
+            carried.withdraw()  # not acknowledged: not left to be delivered later either
+            raise
+        finally:
+            carried.close()
+        try:
+            loaded = self.load_locked()
+            self.commit_spool_locked(loaded, compact_after, carried.own())
+            # entries spooled while that commit was being written go in further rounds under
+            # the same hold: fewer hand-overs of the lock when many write at once
+            for _ in range(COMMIT_ROUNDS - 1):
+                if not self.commit_spool_locked(loaded, compact_after):
+                    break
+        finally:
+            guard.release()
+
+    def commit_spool_locked(
+        self, loaded: Loaded, compact_after: int, own: list[dict[str, Any]] | None = None
+    ) -> int:
+        """Move every spooled entry, then `own`, into the inbox in one write, then the spooled
+        ones out of the spool (call with the lock held). Entries whose identity the inbox or its
+        record holds already (a commit that died before cleaning up, a retried send) are
+        dropped. Returns how many entries were taken (added, or dropped as already there)."""
+        spool = self.spool
+        pending = spool.pending()
+        taken = [(p.item, p.text) for p in pending]
+        taken += [(item, dumps_pretty(item, level=1)) for item in own or ()]
+        if not taken:
+            return 0
+        known = {identity_of(i) for i in loaded.items if isinstance(i, dict)}
+        recorded = self.recorded()
+        fresh, rendered = [], []
+        for item, text in taken:
+            identity = identity_of(item)
+            if identity not in known and identity not in recorded:
+                known.add(identity)
+                fresh.append(item)
+                rendered.append(text)
+        self.append_locked(loaded, fresh, compact_after, rendered)
+        spool.remove([p.name for p in pending])
+        return len(taken)
 
     def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
         """Write `loaded.items` back (call with the lock held), compacting read entries first.
@@ -262,11 +358,13 @@ class InboxFile:
         if compact_after >= 0 and len(read) > compact_after:
             if not reads_on_disk:
                 atomic_write_text(self.path, dumps_pretty(items), self.durability)
-            self.record_locked(items)
+            self.record_locked(items, sync=True)  # what leaves the inbox is on disk in the record
             items = [i for i in items if not is_read(i)]
-            atomic_write_text(self.path, dumps_pretty(items), self.durability)
+            loaded.items, loaded.text = items, dumps_pretty(items)
+            atomic_write_text(self.path, loaded.text, self.durability)
             return
-        atomic_write_text(self.path, dumps_pretty(items), self.durability)
+        loaded.text = dumps_pretty(items)
+        atomic_write_text(self.path, loaded.text, self.durability)
         self.record_locked(items)
 
     def recorded(self) -> set[str]:
@@ -287,13 +385,18 @@ class InboxFile:
                 fresh.append(item)
         return fresh
 
-    def record_locked(self, items: list[Any]) -> int:
+    def record_locked(self, items: list[Any], sync: bool = True) -> int:
         """Append to the record the messages among `items` it does not hold yet (call with the
-        inbox's lock held: the record has one writer at a time). Returns how many."""
+        inbox's lock held: the record has one writer at a time). Returns how many.
+
+        With `sync` (the default) the record is synced before this returns, earlier appends
+        made without it included: call it so before anything leaves the live inbox."""
         fresh = self.unrecorded(items)
         if fresh:
             lines = "".join(dumps_compact(i) + "\n" for i in fresh)
-            append_durably(self.archive, lines.encode("utf-8"), self.durability)
+            append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=sync)
+        elif sync:
+            sync_file(self.archive, self.durability)
         return len(fresh)
 
     def archive_tail(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> list[dict[str, Any]]:
@@ -338,6 +441,37 @@ class InboxFile:
         """The record's entries as written (a message may be there more than once); parsed
         once per process, then only what was appended since (`RecordEntries`)."""
         return RecordEntries.entries(self.archive)
+
+
+class _Carried:
+    """One writer's item in a group commit: spooled only if the lock was taken when it came
+    (`spool_it`), and then waited on (`done`) until the holder commits it."""
+
+    def __init__(self, spool: Spool, item: dict[str, Any]) -> None:
+        self.spool = spool
+        self.item = item
+        self.name: str | None = None
+        self._waiting: Waiting | None = None
+
+    def spool_it(self) -> None:
+        self._waiting = self.spool.put(self.item)
+        self.name = self._waiting.name
+
+    def done(self) -> bool:
+        return self._waiting is not None and self._waiting.done()
+
+    def own(self) -> list[dict[str, Any]]:
+        """What the lock holder must add itself besides the spool: the item, unless spooled."""
+        return [self.item] if self.name is None else []
+
+    def withdraw(self) -> None:
+        if self.name is not None:
+            self.spool.remove([self.name])
+
+    def close(self) -> None:
+        if self._waiting is not None:
+            self._waiting.close()
+            self._waiting = None
 
 
 class _RecordFold(Generic[S]):

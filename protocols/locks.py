@@ -63,6 +63,7 @@ REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
 _MAX_BACKOFF_S = 0.002
+_COMMIT_S = 0.001  # about what one durable inbox commit takes
 _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
@@ -159,6 +160,20 @@ class FileGuard:
         return self._dir_fd
 
     def acquire(self) -> None:
+        self.acquire_unless(None)
+
+    def acquire_unless(
+        self, done: Callable[[], bool] | None, on_busy: Callable[[], None] | None = None
+    ) -> bool:
+        """Take the lock, unless `done()` turns true while waiting for swarm's own lock, or
+        right after it was taken following a wait (before Claude Code's is made): then nothing
+        is held and False is returned. `on_busy()` is called once, before waiting, if another
+        swarm process holds the lock at the first try.
+
+        For a group commit (`protocols.spool`): a writer that finds the lock taken spools its
+        entry (`on_busy`), and if the holder commits it meanwhile (`done`) it needs no lock and
+        no write of its own.
+        """
         if self._fd is not None:
             raise RuntimeError(f"{self.target} is already locked by this FileGuard")
         deadline = time.monotonic() + self.timeout
@@ -166,7 +181,18 @@ class FileGuard:
         try:
             fd = self._open_flock_file()
             try:
-                self._take_flock(fd, deadline)
+                waited = not _try_flock(fd)
+                if waited and on_busy is not None:
+                    on_busy()
+                if waited and not self._take_flock(fd, deadline, done):
+                    os.close(fd)
+                    self._close_dirs()
+                    return False
+                if waited and done is not None and done():
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                    self._close_dirs()
+                    return False
                 try:
                     self._make_lock_dir(fd, deadline)
                 except BaseException:
@@ -182,6 +208,7 @@ class FileGuard:
         self._expected = self._signature()
         _refresher().add(self)
         _register(self)
+        return True
 
     def release(self) -> None:
         fd = self._fd
@@ -290,9 +317,14 @@ class FileGuard:
                 raise safefs.LinkRefused(self.flock_path) from None
             raise
 
-    def _take_flock(self, fd: int, deadline: float) -> None:
-        delay = 0.0002
+    def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
+        """Wait for the kernel lock; False if `done()` turned true first (not taken). A writer
+        waiting to be carried by a group commit (`done` given) first sleeps about as long as
+        one commit takes, rather than asking several times during it."""
+        delay = 0.0002 if done is None else _COMMIT_S
         while not _try_flock(fd):
+            if done is not None and done():
+                return False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockTimeout(
@@ -301,6 +333,7 @@ class FileGuard:
                 )
             time.sleep(min(delay * (0.5 + random.random()), remaining))
             delay = min(delay * 1.5, _MAX_BACKOFF_S)
+        return True
 
     def _make_lock_dir(self, fd: int, deadline: float) -> None:
         # read before our own attempts overwrite it: it may name a dead holder's directory

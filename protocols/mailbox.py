@@ -199,7 +199,7 @@ class Mailbox:
             return self._broadcast(body, sender, summary, color, message_id)
         self._require_members([to])
         item = new_item(body, sender, summary, color, message_id)
-        return [self._append(to, item, dedupe=message_id is not None)]
+        return [self._append(to, item)]
 
     def broadcast(
         self,
@@ -242,7 +242,7 @@ class Mailbox:
         for name in recipients:
             one_id = f"{item['id']}-{name}"
             one = {**item, "id": one_id, "msg_id": msg_id_for(one_id)}
-            written.append(self._append(name, one, dedupe=message_id is not None))
+            written.append(self._append(name, one))
         return written
 
     def broadcast_recipients(self, sender: str) -> tuple[list[str], list[str]]:
@@ -262,18 +262,11 @@ class Mailbox:
     def _signed(self, item: dict[str, Any]) -> dict[str, Any]:
         return item if self.signer is None else self.signer.signed(item)
 
-    @redo_if_lock_lost
-    def _append(self, to: str, item: dict[str, Any], dedupe: bool) -> dict[str, Any]:
+    def _append(self, to: str, item: dict[str, Any]) -> dict[str, Any]:
+        """Deliver `item` to `to`'s inbox, group-committed with concurrent senders
+        (`protocols.spool`); one identity is stored once, so a retry is harmless."""
         item = self._signed(item)
-        inbox = self.inbox(to)
-        with inbox.lock():
-            loaded = inbox.load_locked()
-            if dedupe and (
-                any(isinstance(i, dict) and i.get("id") == item["id"] for i in loaded.items)
-                or identity_of(item) in inbox.recorded()
-            ):
-                return item
-            inbox.append_locked(loaded, item, self.compact_after)
+        self.inbox(to).deliver(item, self.compact_after)
         return item
 
     @redo_if_lock_lost
@@ -298,7 +291,7 @@ class Mailbox:
             for existing in [*inbox.archive_tail(), *loaded.items]:
                 if isinstance(existing, dict) and conflict(existing):
                     return None, existing
-            inbox.append_locked(loaded, item, self.compact_after)
+            inbox.append_locked(loaded, [item], self.compact_after)
         return entry_of(item), None
 
     def _require_members(self, names: Sequence[str]) -> None:

@@ -28,10 +28,11 @@ def test_every_error_class_of_the_three_packages_derives_from_the_root() -> None
                 own = inspect.isclass(value) and value.__module__ == module.__name__
                 if own and issubclass(value, Exception) and not issubclass(value, Error):
                     strays.append(f"{module.__name__}.{name}")
-    # not errors anyone reports: the markers of a task file being read, and the signals that
-    # an approved shutdown ends the work and that TaskStop ends a sub-agent (an `Error` would
-    # become a tool's error result)
+    # not errors anyone reports: the markers of a task file being read and of a value the fast
+    # JSON writer leaves to json.dumps, and the signals that an approved shutdown ends the work
+    # and that TaskStop ends a sub-agent (an `Error` would become a tool's error result)
     assert strays == [
+        "protocols.jsonio._NotPlain",
         "protocols.tasks._Invalid",
         "protocols.tasks._Torn",
         "teammate.agent.loop.LoopCancelled",

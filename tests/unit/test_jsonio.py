@@ -53,6 +53,27 @@ def test_indenting_as_nested_keeps_the_value(value: object) -> None:
     assert json.loads(dumps_pretty(value, level=3)) == value
 
 
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4)
+        | st.dictionaries(st.text() | st.integers(), inner, max_size=4),
+        max_leaves=20,
+    ),
+    st.integers(min_value=0, max_value=3),
+)
+def test_the_fast_pretty_writer_is_byte_for_byte_json_dumps(value: object, level: int) -> None:
+    """`dumps_pretty` writes strings, ints, lists and dicts itself; what it leaves to
+    json.dumps (floats, keys that are not strings, lone surrogates) must not show."""
+    expected = json.dumps(value, indent=2, separators=(",", ": "), ensure_ascii=False)
+    try:
+        expected.encode("utf-8")
+    except UnicodeEncodeError:
+        expected = json.dumps(value, indent=2, separators=(",", ": "), ensure_ascii=True)
+    expected = expected.replace("\n", "\n" + "  " * level)
+    assert dumps_pretty(value, level) == expected
+
+
 def test_lone_surrogates_are_escaped_so_the_file_is_valid_utf8() -> None:
     text = dumps_pretty({"t": "a\ud800b"})
     assert "\\ud800" in text

@@ -1,0 +1,225 @@
+"""The send spool of one inbox: many writers, one lock hold and one fsync (group commit, issue 19).
+
+A swarm sender that finds an inbox's lock free writes the inbox itself, as before. One that
+finds it taken does not queue up for a write of its own: it drops its entry into the inbox's
+spool, ``inboxes/.swarm-spool/<agent>.json/``, as one small file (`Spool.put`), and waits. The
+lock holder, before it lets go, moves *every* spooled entry into the inbox in one durable write
+(`protocols.inbox.InboxFile.commit_spool_locked`), a few rounds while more arrive, and only
+then removes their spool files. A waiting sender whose file is gone was carried by that commit:
+its message is in the inbox, on disk, and its send is done without a write of its own. With
+eight writers the inbox is rewritten once per batch instead of once per message.
+
+What stays true:
+
+- **Acknowledged means committed.** A send returns only once its entry is in the inbox file and
+  that write was synced (spool files are removed after the commit, never before).
+- **Claude Code sees no difference.** Its readers and writers only know the inbox file and its
+  ``.lock`` directory; the commit takes that lock like any write. A spool file is never read by
+  Claude Code, and is in a hidden folder that inbox watchers do not look into.
+- **Nothing twice.** A committer killed after its inbox write but before removing the spool
+  files leaves entries that are in the inbox already; the next commit skips every spooled entry
+  whose identity the inbox or its record holds.
+- **A writer killed after `put`** leaves its entry in the spool, unacknowledged; the next commit
+  to that inbox delivers it (as a send whose reply was lost). A writer that gives up (its lock
+  wait timed out) takes its entry back first.
+- **Half-written and hostile files.** An entry file is written under its final name in one
+  ``write``; one that does not parse is left alone for `WRITING_S` (its writer may be writing
+  it), then refused like any hostile file (a planted link, a directory, JSON that is not an
+  object, a name that is not an entry's): moved to ``<spool>/.refused-<name>`` with an error
+  logged, never delivered, never fatal.
+- Entries are committed in the order they were spooled (names start with the time in ns), so
+  one sender's messages keep their order: each send waits for its commit before the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols import safefs
+from protocols.jsonio import dumps_pretty
+
+log = logging.getLogger(__name__)
+
+SPOOL_DIR = ".swarm-spool"
+ENTRY_SUFFIX = ".json"
+REFUSED_PREFIX = ".refused-"
+WRITING_S = 10.0  # an entry file that does not parse and is younger may still be being written
+
+
+class Spool:
+    """The spool of the inbox file `inbox` (which need not exist yet)."""
+
+    def __init__(self, inbox: Path) -> None:
+        self.inbox = inbox
+        self.path = inbox.parent / SPOOL_DIR / inbox.name
+
+    def put(self, item: dict[str, Any]) -> Waiting:
+        """Spool one entry; what to ask whether it still waits. Not synced: the commit that
+        carries it into the inbox is. Written straight under its final name with one
+        ``write``: a committer that reads it before it is whole finds no JSON object (no
+        strict prefix of one parses) and leaves it for the next round."""
+        data = dumps_pretty(item, level=1).encode("utf-8")  # as the inbox will hold it
+        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{ENTRY_SUFFIX}"
+        fd = self._open_dir(create=True)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            out = os.open(name, flags, 0o644, dir_fd=fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view) :]
+            except BaseException:
+                os.close(out)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd)
+                raise
+            os.close(out)
+        except BaseException:
+            os.close(fd)
+            raise
+        return Waiting(fd, name)
+
+    def pending(self) -> list[Spooled]:
+        """The spooled entries, oldest first. Call with the inbox's lock held: the names are
+        then removed with `remove` once their commit is durable."""
+        try:
+            fd = self._open_dir()
+        except FileNotFoundError:
+            return []
+        try:
+            found = []
+            for name in sorted(os.listdir(fd)):
+                if name.startswith(REFUSED_PREFIX):
+                    continue
+                if name.startswith(".") or not name.endswith(ENTRY_SUFFIX):
+                    _refuse(fd, name, self.path, "not a spooled entry's name")
+                    continue
+                spooled = _read_entry(fd, name, self.path)
+                if spooled is not None:
+                    found.append(spooled)
+            return found
+        finally:
+            os.close(fd)
+
+    def remove(self, names: list[str]) -> None:
+        """Remove committed entries (call only after the inbox write that carries them)."""
+        if not names:
+            return
+        try:
+            fd = self._open_dir()
+        except FileNotFoundError:
+            return
+        try:
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def _open_dir(self, create: bool = False) -> int:
+        """The spool folder, opened without following a link; made on `create` (the inboxes
+        folder must exist: a deleted team is never made again by a late writer)."""
+        try:
+            return safefs.open_dir(self.path)
+        except FileNotFoundError:
+            if not create:
+                raise
+        spools = self.path.parent
+        if not safefs.exists(spools):
+            safefs.makedir_in(spools)
+        safefs.makedir_in(self.path)
+        return safefs.open_dir(self.path)
+
+
+@dataclass(frozen=True)
+class Spooled:
+    """One spooled entry: its file's name, the entry, and its text as the inbox holds it."""
+
+    name: str
+    item: dict[str, Any]
+    text: str
+
+
+def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
+    """The entry in spool file `name`, or None (refused and moved aside, or not whole yet)."""
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return None  # committed and removed by a holder that lost its lock meanwhile
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        _refuse(fd, name, where, "a symbolic link")
+        return None
+    try:
+        with os.fdopen(handle, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:  # a directory planted under an entry's name
+        _refuse(fd, name, where, f"unreadable ({exc.strerror})")
+        return None
+    try:
+        text = data.decode("utf-8")
+        item = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        if _young(fd, name):
+            return None  # its writer may be writing it still: the next round takes it
+        _refuse(fd, name, where, "not JSON")
+        return None
+    if not isinstance(item, dict):
+        _refuse(fd, name, where, "not a JSON object")
+        return None
+    return Spooled(name, item, text.strip())  # one JSON object: splicing it keeps the array valid
+
+
+def _refuse(fd: int, name: str, where: Path, why: str) -> None:
+    log.error("%s/%s: %s; moved aside, not delivered", where, name, why)
+    with contextlib.suppress(OSError):
+        os.rename(name, REFUSED_PREFIX + name, src_dir_fd=fd, dst_dir_fd=fd)
+
+
+def _young(fd: int, name: str) -> bool:
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    return st.st_mtime >= time.time() - WRITING_S
+
+
+class Waiting:
+    """An entry just spooled, asked about again and again while its writer waits for the lock:
+    does it still wait? (No: it was committed.) It keeps the spool folder open, so each
+    question is one ``stat``; close it when done."""
+
+    def __init__(self, fd: int, name: str) -> None:
+        self.name = name
+        self._fd: int | None = fd
+
+    def __enter__(self) -> Waiting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __call__(self) -> bool:
+        """True while the entry is still in the spool."""
+        try:
+            os.stat(self.name, dir_fd=self._fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def done(self) -> bool:
+        return not self()
