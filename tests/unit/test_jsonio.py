@@ -56,8 +56,10 @@ def test_indenting_as_nested_keeps_the_value(value: object) -> None:
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(st.text() | st.integers(), inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.text() | st.integers(), inner, max_size=4)
+        ),
         max_leaves=20,
     ),
     st.integers(min_value=0, max_value=3),
