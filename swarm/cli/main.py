@@ -15,6 +15,7 @@ import click
 
 from protocols.errors import Error
 from protocols.printable import printable
+from swarm.cli.common import store_option
 
 # each command's module is imported only when that command runs, so `swarm send` does not load
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
@@ -193,6 +194,7 @@ def _cut(summary: str, limit: int) -> str:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="show tracebacks")
+@store_option
 @click.version_option(package_name="swarm", message="swarm %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

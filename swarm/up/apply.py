@@ -26,8 +26,8 @@ from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
+from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, PermissionMode
 from swarm.backends import Spawned
@@ -163,7 +163,7 @@ def bring_up(
             f"team {plan.team!r} already exists at {paths.team_dir}; run `swarm down "
             f"{plan.team}` first (it stops its members and deletes it), or rename the team"
         )
-    TeamFile(paths).create(description=plan.description, cwd=plan.cwd)
+    open_store(paths).team_file().create(description=plan.description, cwd=plan.cwd)
     started: list[Member] = []
     try:
         _create_tasks(paths, plan, say)
@@ -196,7 +196,7 @@ def check_members(plan: UpPlan, environ: Mapping[str, str], root: Path | None = 
 def team_json(paths: TeamPaths) -> dict[str, Any]:
     """What `swarm up --json` prints once the team is up: its members' processes, its tasks."""
     members = []
-    for member in TeamFile(paths).load().members:
+    for member in open_store(paths).team_file().load().members:
         if member.name == LEAD_NAME:
             continue
         extra = member.model_extra or {}
@@ -212,7 +212,7 @@ def team_json(paths: TeamPaths) -> dict[str, Any]:
         )
     tasks = [
         {"id": t.id, "subject": t.subject, "created": True, "status": str(t.status)}
-        for t in TaskBoard(paths).list()
+        for t in open_store(paths).task_board().list()
     ]
     return {"team": paths.team, "resumed": False, "members": members, "tasks": tasks}
 
@@ -220,7 +220,7 @@ def team_json(paths: TeamPaths) -> dict[str, Any]:
 def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> None:
     """Every task with its links and owner, in one locked operation (a task may wait for one
     further down the file): none is ever on the board unblocked before its blockers are."""
-    board = TaskBoard(paths)  # no mailbox: owners are not running yet to be told
+    board = open_store(paths).task_board()  # no mailbox: owners are not running yet to be told
     specs = [
         NewTask(t.subject, t.description, metadata=t.metadata, after=t.blocked_by, owner=t.owner)
         for t in plan.tasks
@@ -269,7 +269,7 @@ def _undo(paths: TeamPaths, started: list[Member]) -> None:
 def bring_down(paths: TeamPaths, wait_s: float = 30.0) -> list[Departure]:
     """Ask every live member to shut down, all at once; whoever refuses or has not answered
     within `wait_s` seconds is stopped. Then delete the team's files."""
-    members = [m for m in TeamFile(paths).load().members if m.name != LEAD_NAME]
+    members = [m for m in open_store(paths).team_file().load().members if m.name != LEAD_NAME]
     live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
 
     def shut_down(name: str) -> Departure:
