@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from protocols import safefs
 from protocols.errors import InvalidSetting
@@ -92,25 +92,24 @@ def check_url(url: str, where: str = "--store") -> str:
 
 
 def redacted(url: str) -> str:
-    """`url` without a password (in the user part or as ``password=`` in the query)."""
+    """`url` without a password (in the user part, or ``password=`` in the query); the rest as
+    it was written."""
     try:
         parts = urlsplit(url)
-        host = parts.hostname
-        port = parts.port
     except ValueError:
         return "<an unreadable URL>"
-    netloc = parts.netloc
-    if parts.password is not None or "@" in netloc:
-        user = parts.username or ""
-        where = (f"[{host}]" if host and ":" in host else host or "") + (
-            f":{port}" if port is not None else ""
-        )
-        netloc = f"{user}@{where}" if user else where
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.split(':', 1)[0]}@{hostport}" if at else parts.netloc
     query = "&".join(
-        f"{k}={v}" if k != "password" else "password=***"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        "password=***" if pair.split("=", 1)[0] == "password" else pair
+        for pair in parts.query.split("&")
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # by hand: urlunsplit drops an empty host's "//" (postgresql:///db?host=/run/socket)
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if parts.query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
 
 
 def is_store_url(value: str | None) -> bool:
@@ -169,8 +168,9 @@ def locate(
     env: dict[str, str] | None = None,
     task_list: str | None = None,
 ) -> TeamPaths:
-    """The team's paths, with the store it lives in (module doc)."""
-    paths = TeamPaths.for_team(team, root if root is not None else config_root(env), task_list)
+    """The team's paths, with the store it lives in (module doc); `env` stands for the
+    environment's ``$SWARM_STORE``."""
+    paths = TeamPaths.for_team(team, root if root is not None else config_root(), task_list)
     found = store_url(team, paths.root, url, env)
     return TeamPaths(paths.root, paths.team, paths.task_list, found) if found else paths
 
