@@ -26,7 +26,7 @@ from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
-from protocols.store import open_store
+from protocols.store import check_url, locate, open_store, redacted, write_pointer
 from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, PermissionMode
@@ -79,9 +79,13 @@ class UpPlan:
     members: tuple[MemberPlan, ...]
     tasks: tuple[TaskPlan, ...]
     lead: dict[str, Any] | None  # swarm-lead.json; None when the file has no lead section
+    store: str | None = None  # the team file's `store:` URL; None: files (or $SWARM_STORE)
 
     def to_json(self) -> dict[str, Any]:
         value = _jsonable(dataclasses.asdict(self))
+        store = value.pop("store")
+        if store is not None:
+            value["store"] = redacted(store)
         for member in value["members"]:  # a member's spec fields beside its name and prompt
             member.update(member.pop("spec"))
         return value
@@ -141,7 +145,10 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
         for key, value in (("maxCostUsd", spec.lead.max_cost), ("maxTokens", spec.lead.max_tokens)):
             if value is not None:
                 lead[key] = value
-    return UpPlan(spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead)
+    store = check_url(spec.store, where="store:") if spec.store is not None else None
+    return UpPlan(
+        spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead, store
+    )
 
 
 def bring_up(
@@ -157,13 +164,16 @@ def bring_up(
     if isinstance(plan, TeamSpec):
         plan = plan_up(plan)
     check_members(plan, os.environ if env is None else env, root)
-    paths = TeamPaths.for_team(plan.team, root)
-    if safefs.exists(paths.config):
+    paths = locate(plan.team, root, plan.store)
+    if open_store(paths).team_exists():
+        where = redacted(paths.store) if paths.store else paths.team_dir
         raise UpError(
-            f"team {plan.team!r} already exists at {paths.team_dir}; run `swarm down "
+            f"team {plan.team!r} already exists at {where}; run `swarm down "
             f"{plan.team}` first (it stops its members and deletes it), or rename the team"
         )
     open_store(paths).team_file().create(description=plan.description, cwd=plan.cwd)
+    if paths.store is not None:
+        write_pointer(paths)  # `swarm down TEAM` and the others find it here
     started: list[Member] = []
     try:
         _create_tasks(paths, plan, say)

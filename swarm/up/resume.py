@@ -32,7 +32,7 @@ from protocols import safefs
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store import locate, open_store
 from protocols.task_model import Task
 from protocols.tasks import NewTask
 from protocols.team_config import Member
@@ -142,8 +142,8 @@ def resume_up(
 ) -> Resumed:
     """Bring the existing team of `plan` back (module doc); `say` gets one line per task and
     per member."""
-    paths = TeamPaths.for_team(plan.team, root)
-    if not safefs.exists(paths.config):
+    paths = locate(plan.team, root, plan.store)
+    if not open_store(paths).team_exists():
         raise UpError(
             f"team {plan.team!r} does not exist at {paths.team_dir}, so there is nothing to "
             f"resume; start it with `swarm up {plan.source or 'FILE'}` (without --resume)"

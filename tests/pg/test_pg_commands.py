@@ -223,3 +223,25 @@ def test_a_bad_store_url_is_a_clear_error_without_its_password(
         assert says in result.stderr and "postgresql://" in result.stderr
         assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
     assert not (config_root / "teams" / "t").exists()
+
+
+def test_swarm_up_with_store_brings_a_team_file_up_on_postgresql(
+    url: str, db: Database, home: Path, config_root: Path
+) -> None:
+    (home / "team.yaml").write_text(
+        "team: t\n"
+        f"store: '{url}'\n"
+        "members:\n"
+        "  - {name: cal, prompt: Work the board.}\n"
+        "tasks:\n"
+        "  - {subject: note the run, command: 'echo run >> runs.txt'}\n"
+    )
+    ok(swarm("up", "team.yaml", "--backend", "subprocess", cwd=home, team=None))
+    try:
+        done = swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S), cwd=home)
+        assert done.stdout.startswith("met: all 1 tasks completed"), (done.stdout, done.stderr)
+        assert [m.name for m in PgTeamFile(db, "t").load().members] == ["team-lead", "cal"]
+        assert (home / "runs.txt").read_text() == "run\n"
+    finally:
+        ok(swarm("down", "t", cwd=home, team=None))
+    assert not PgTeamFile(db, "t").exists()
