@@ -10,7 +10,8 @@ link), `jsonio` (format, atomic writes), `locks`, `messages` (structured message
 (order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the file),
 `inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify
 instance), `task` (task file names, claims), `task_model` (one task), `task_graph` (dependencies),
-`tasks` (the board), `task_index` (the board in memory), `dirwatch` (which names in a directory
+`tasks` (the board), `store` (which store a team lives in: files or PostgreSQL, `open_store`),
+`task_index` (the board in memory), `dirwatch` (which names in a directory
 changed), `permissions`, `correlation` (request ids), `signing` and `keyfile` (lead signatures),
 `pids` (processes by identity), `status` (a teammate's status file), `prices` and `budget` (model
 prices, a member's budget file), `printable` (text safe for a terminal), `clock`, `errors` (the root

@@ -9,7 +9,7 @@ name into paths; nothing else in the package joins path strings by hand.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocols.names import checked_component
@@ -33,6 +33,9 @@ class TeamPaths:
     # the task list the team works, when it is not the team's name: Claude Code's
     # CLAUDE_CODE_TASK_LIST_ID (a session team's lead may keep its list under another id)
     task_list: str | None = None
+    # the PostgreSQL store holding the team's state (a URL: `protocols.store`), None for these
+    # files; never shown (it may hold a password)
+    store: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         checked_component(self.team, "team name")
@@ -43,9 +46,14 @@ class TeamPaths:
 
     @classmethod
     def for_team(
-        cls, team: str, root: Path | None = None, task_list: str | None = None
+        cls,
+        team: str,
+        root: Path | None = None,
+        task_list: str | None = None,
+        store: str | None = None,
     ) -> TeamPaths:
-        return cls(Path(root) if root is not None else config_root(), team, task_list or None)
+        where = Path(root) if root is not None else config_root()
+        return cls(where, team, task_list or None, store or None)
 
     @property
     def team_dir(self) -> Path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -35,6 +35,9 @@ from protocols.records import Record
 log = logging.getLogger(__name__)
 
 RESOLUTION_TTL_MS = 60 * 60 * 1000
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox
 
 
 class PermissionFileRequest(Record):
@@ -212,7 +215,7 @@ def _file(directory: Path, request_id: str) -> Path:
 
 
 def request_permission(
-    mailbox: Mailbox,
+    mailbox: AnyMailbox,
     *,
     worker: str,
     tool_name: str,

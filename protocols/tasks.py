@@ -55,7 +55,6 @@ from protocols.task_index import TaskIndex
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
-    from protocols.mailbox import Mailbox
     from protocols.task_model import Task
 
 log = logging.getLogger(__name__)
@@ -98,7 +97,7 @@ class TaskBoard:
     def __init__(
         self,
         paths: TeamPaths,
-        mailbox: Mailbox | None = None,
+        mailbox: Sender | None = None,
         durability: Durability | None = None,
         lock_timeout: float | None = None,
     ) -> None:

@@ -13,10 +13,15 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Container
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from protocols.task import ClaimResult
 from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.watch import InboxWatcher
+
+if TYPE_CHECKING:
+    from protocols.store import AnyTaskBoard
+
 
 BOARD_RESCAN_S = 600.0
 
@@ -26,10 +31,11 @@ class BoardWatch:
 
     def __init__(
         self,
-        board: TaskBoard,
+        board: AnyTaskBoard,
         name: str,
-        watcher: Callable[[], InboxWatcher | None],
+        watcher: Callable[[], Any],
         clock: Callable[[], float] = time.monotonic,
+        tasks_dir: Path | None = None,
     ) -> None:
         self.board = board
         self.name = name
@@ -37,6 +43,8 @@ class BoardWatch:
         self._clock = clock  # when to look again (a seam for tests)
         self._checked = 0.0
         self._mtime: int | None = None
+        self._epochs: dict[str, int] = {}  # a fencing store's epoch of each claim it holds
+        self.tasks_dir = tasks_dir
 
     def next_task(self, force: bool, skip: Container[str] = ()) -> Task | None:
         """A task claimed for this teammate, looked for only when the board changed or `force`
@@ -51,9 +59,9 @@ class BoardWatch:
         watcher = self._watcher()
         degraded = watcher is None or watcher.degraded is not None
         every = BOARD_RESCAN_S / 10 if degraded else BOARD_RESCAN_S
-        touched = watcher is not None and watcher.take_touched(self.board.paths.tasks_dir)
+        touched = watcher is not None and watcher.take_touched(self.tasks_dir)
         try:
-            mtime: int | None = os.stat(self.board.paths.tasks_dir).st_mtime_ns
+            mtime: int | None = os.stat(self.tasks_dir).st_mtime_ns if self.tasks_dir else None
         except OSError:
             mtime = None
         moved, self._mtime = mtime != self._mtime, mtime
@@ -66,6 +74,20 @@ class BoardWatch:
                 continue
             claim = self.board.claim(task.id, self.name, check_busy=False)
             if claim.success:
-                return claim.task
+                return self._held(claim)
         following = self.board.claim_next(self.name)
-        return following.task if following is not None and following.success else None
+        return self._held(following) if following is not None and following.success else None
+
+    def _held(self, claim: ClaimResult) -> Task | None:
+        if claim.task is not None and claim.epoch is not None:
+            self._epochs[claim.task.id] = claim.epoch
+        return claim.task
+
+    def fence(self, task_id: str) -> dict[str, int]:
+        """What a change of `task_id` passes to be fenced by its claim (``epoch``), on a store
+        that fences; nothing on files."""
+        epoch = self._epochs.get(task_id)
+        return {} if epoch is None else {"epoch": epoch}
+
+    def forget(self, task_id: str) -> None:
+        self._epochs.pop(task_id, None)

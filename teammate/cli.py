@@ -22,13 +22,12 @@ from pathlib import Path
 from protocols.budget import Limits
 from protocols.clock import now_iso
 from protocols.errors import Error, ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
 from protocols.printable import printable
-from protocols.team import TeamFile
+from protocols.store import locate, open_store
 from protocols.values import MemberState, ModelKind, PermissionMode
 from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.agent.fork import fork_enabled
@@ -70,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swarm-teammate: {exc}", file=sys.stderr)
         return 2
     try:  # a Claude Code lead names the task list its teammates share (2.1.178 and later)
-        paths = TeamPaths.for_team(options.team_name, task_list=os.environ.get(TASK_LIST_ID))
+        paths = locate(options.team_name, task_list=os.environ.get(TASK_LIST_ID))
     except ProtocolsError as exc:
         print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
         return 2
@@ -216,14 +215,16 @@ def _budget(options: TeammateOptions, paths: TeamPaths) -> Budget:
 def _tell_lead(paths: TeamPaths, name: str, color: str | None, text: str) -> None:
     """A plain message to the lead (an MCP server failed); never fails the caller."""
     try:
-        Mailbox(paths).send(LEAD_NAME, text, sender=name, summary="MCP server failed", color=color)
+        open_store(paths).mailbox().send(
+            LEAD_NAME, text, sender=name, summary="MCP server failed", color=color
+        )
     except ProtocolsError as exc:
         print(f"swarm-teammate: could not tell the lead: {exc}", file=sys.stderr)
 
 
 def _in_worktree(paths: TeamPaths, name: str) -> bool:
     try:
-        member = TeamFile(paths).load().member(name)
+        member = open_store(paths).team_file().load().member(name)
     except ProtocolsError:
         return False
     return bool(member is not None and member.worktreePath)
@@ -249,6 +250,6 @@ def _report_failure(paths: TeamPaths, name: str, color: str | None, reason: str)
         from_=name, timestamp=now_iso(), idleReason="failed", failureReason=reason
     )
     try:
-        Mailbox(paths).send(LEAD_NAME, note, sender=name, color=color)
+        open_store(paths).mailbox().send(LEAD_NAME, note, sender=name, color=color)
     except ProtocolsError as exc:
         print(f"swarm-teammate: could not tell the lead: {exc}", file=sys.stderr)

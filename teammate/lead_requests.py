@@ -15,12 +15,11 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
 from protocols.correlation import is_stale, plan_approval_request_id
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.messages import (
     PermissionResponse,
     PlanApprovalRequest,
@@ -32,9 +31,12 @@ from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
 from protocols.signing import plan_digest
 from protocols.values import MemberState
-from protocols.watch import InboxWatcher
 from teammate.brains.base import Approval, Interrupted, PlanVerdict
 from teammate.reporter import StatusReporter
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox
+
 
 # Claude Code's words for an approval that does not name the plan it approves
 PLAN_DIGEST_MISMATCH = (
@@ -55,12 +57,12 @@ class LeadRequests:
         name: str,
         color: str | None,
         paths: TeamPaths,
-        mailbox: Mailbox,
+        mailbox: AnyMailbox,
         reporter: StatusReporter,
         say: Callable[[str], None],
         send: Callable[[str, Any], None],
         answer_shutdown: Callable[[InboxEntry, ShutdownRequest], bool],
-        watcher: Callable[[], InboxWatcher | None],
+        watcher: Callable[[], Any],  # the store's: InboxWatcher or PgWatcher
         joined_at: Callable[[], int],
         timeout_s: float,
         trusted: Callable[[InboxEntry], bool] = lambda entry: True,

@@ -12,15 +12,18 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from protocols.errors import Error, ProtocolsError, TeamNotFound
 from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, new_token
-from protocols.team import TeamFile
 from protocols.team_config import Member
 from protocols.values import MemberState
 from teammate.outbox import ENVIRONMENT_ERRORS
 from teammate.reporter import StatusReporter
 from teammate.trouble import Trouble, describe
+
+if TYPE_CHECKING:
+    from protocols.store import AnyTeamFile
 
 
 class NotAMember(Error):
@@ -28,7 +31,7 @@ class NotAMember(Error):
 
 
 def await_membership(
-    team: TeamFile,
+    team: AnyTeamFile,
     name: str,
     trouble: Trouble,
     say: Callable[[str], None],
@@ -49,17 +52,17 @@ def await_membership(
             time.sleep(delay)
 
 
-def require_member(team: TeamFile, name: str) -> Member:
+def require_member(team: AnyTeamFile, name: str) -> Member:
     member = team.load().member(name)
     if member is None:
         raise NotAMember(
-            f"{name!r} is not a member of team {team.paths.team!r}; "
+            f"{name!r} is not a member of team {team.name!r}; "
             "add it to the team (swarm spawn does) before starting the process"
         )
     return member
 
 
-def join(team: TeamFile, member: Member, trouble: Trouble, say: Callable[[str], None]) -> str:
+def join(team: AnyTeamFile, member: Member, trouble: Trouble, say: Callable[[str], None]) -> str:
     """Record this process in `member`'s entry and mark it active; returns the process token
     (also set in this process's environment, so the commands it starts carry it)."""
     recorded = (member.model_extra or {}).get("processToken")

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import LockLost, LockTimeout, UnknownMember
-from protocols.mailbox import Mailbox, new_message_id
+from protocols.mailbox import new_message_id
 from teammate.trouble import Trouble, describe
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox
+
 
 # failures of the surroundings, not of a message: retried after a back-off, never set aside
 ENVIRONMENT_ERRORS = (OSError, LockTimeout, LockLost)
@@ -24,7 +28,7 @@ Report = Callable[[Exception, float, bool], None]  # (error, retry delay, first 
 
 class Outbox:
     def __init__(
-        self, mailbox: Mailbox, sender: str, color: str | None, say: Callable[[str], None]
+        self, mailbox: AnyMailbox, sender: str, color: str | None, say: Callable[[str], None]
     ) -> None:
         self.mailbox = mailbox
         self.sender = sender

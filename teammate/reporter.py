@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from protocols.status import (
     AgentStatus,
@@ -22,6 +23,7 @@ from protocols.status import (
     keep_recent,
     write_status,
 )
+from protocols.store import open_store
 from protocols.values import MemberState
 from teammate.agent.model import Usage
 from teammate.budget import Budget
@@ -127,8 +129,11 @@ class StatusReporter:
             self.status.budget = self.budget.status()
         if self.paths is not None:
             # the status file is for people watching; never stop work over it
-            with contextlib.suppress(OSError):
-                write_status(self.paths, self.status)
+            with contextlib.suppress(OSError, ProtocolsError):
+                if self.paths.store is None:
+                    write_status(self.paths, self.status)
+                else:  # PostgreSQL (`protocols.store`)
+                    open_store(self.paths).write_status(self.status)
 
 
 def tool_activity(name: str, tool_input: dict[str, Any]) -> str:

@@ -45,6 +45,7 @@ from protocols.clock import now_iso
 from protocols.correlation import is_stale
 from protocols.errors import (
     ProtocolsError,
+    StaleClaim,
     UnknownMember,
 )
 from protocols.inbox_entry import InboxEntry
@@ -64,12 +65,10 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import stop_carriers
 from protocols.printable import printable
+from protocols.store import open_store
 from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
 from protocols.team_config import Member
 from protocols.values import MemberState
-from protocols.watch import InboxWatcher
 from teammate.board_watch import BoardWatch
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.budget import Notices
@@ -122,14 +121,17 @@ class Teammate:
         self.reporter = reporter or StatusReporter(None, self.name, options.spec.model)
         self.paths = paths
         self.lead_check = LeadCheck(options.lead_verify_key)  # the lead's signatures
-        self.mailbox = Mailbox(paths, on_read=self.lead_check.spend)
-        self.board = TaskBoard(paths, self.mailbox)
-        self.team = TeamFile(paths)
+        self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store`)
+        self.mailbox = self.store.mailbox(on_read=self.lead_check.spend)
+        self.board = self.store.task_board(self.mailbox)
+        self.team = self.store.team_file()
         self._say = say
         self.member: Member | None = None
         self.stopped = False
-        self._watcher: InboxWatcher | None = None
-        self.board_watch = BoardWatch(self.board, self.name, lambda: self._watcher, clock)
+        self._watcher: Any = None  # the store's watcher: InboxWatcher, or PgWatcher
+        self.board_watch = BoardWatch(
+            self.board, self.name, lambda: self._watcher, clock, paths.tasks_dir
+        )
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
         # plain messages handed to the brain between two model turns: read once the turn ends
@@ -178,13 +180,16 @@ class Teammate:
             # a pane closed under it (a Claude Code lead cleaning up its panes as it exits)
             previous_hup = signal.signal(signal.SIGHUP, _raise_stop)
             try:
-                with InboxWatcher(
-                    self.paths.inbox(self.name),
-                    # a raise of its budget wakes it too
-                    directories=(self.paths.tasks_dir, budgets_dir(self.paths)),
-                    rescan_s=IDLE_RESCAN_S,
-                    subdirectories=False,  # lock directories: every claim makes some
-                ) as watcher:
+                with (
+                    self.store.keep_alive(self.name, self.say),  # its lease, on PostgreSQL
+                    self.store.watcher(
+                        [self.name],
+                        board=True,
+                        directories=(budgets_dir(self.paths),),  # a raise of its budget
+                        rescan_s=IDLE_RESCAN_S,
+                        subdirectories=False,  # lock directories: every claim makes some
+                    ) as watcher,
+                ):
                     self._watcher = watcher
                     if watcher.degraded:
                         self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
@@ -205,10 +210,10 @@ class Teammate:
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
 
-    def _loop(self, watcher: InboxWatcher) -> None:
+    def _loop(self, watcher: Any) -> None:
         while not self.stopped:
             watcher.clear()
-            if not os.path.exists(self.paths.config):
+            if not self._team_exists():
                 raise TeamGone(f"team {self.paths.team!r} is gone (its lead ended the session)")
             try:
                 busy = self.step()
@@ -281,8 +286,17 @@ class Teammate:
 
     # messages
 
+    def _team_exists(self) -> bool:
+        if isinstance(self.mailbox, Mailbox):
+            return os.path.exists(self.paths.config)
+        return self.store.team_exists()
+
     def _unread(self) -> list[InboxEntry]:
         """Unread entries not already being answered; the file is only re-read once it changed."""
+        if not isinstance(self.mailbox, Mailbox):  # PostgreSQL: the live queue is small
+            fresh = self.mailbox.read_unread(self.name)
+            unread = [entry for entry in fresh if entry.identity not in self._in_flight]
+            return [self.lead_check.checked(entry) for entry in unread]
         inbox = self.mailbox.inbox(self.name)
         signature = inbox.signature()
         if signature is not None and signature == self._inbox_seen:
@@ -565,23 +579,39 @@ class Teammate:
 
     def _record(self, task_id: str) -> None:
         task, outcome = self._unrecorded[task_id]
-        if outcome.status == "resolved" and not outcome.completed_by_brain:
-            self.board.update(task.id, actor=self.name, status="completed", **outcome.metadata)
-        elif outcome.status != "resolved" and self.board.get(task.id) is not None:
-            if outcome.metadata:
-                self.board.update(task.id, actor=self.name, **outcome.metadata)
-            current = self.board.get(task.id)
-            if current is not None and current.unfinished and current.owner == self.name:
-                self.board.fail(task.id, outcome.summary, self.name)
-        elif outcome.metadata and self.board.get(task.id) is not None:
-            self.board.update(task.id, actor=self.name, **outcome.metadata)
+        try:
+            self._write_outcome(task, outcome)
+        except StaleClaim as exc:  # its lease ran out meanwhile: the task is another's now
+            del self._unrecorded[task_id]
+            self.board_watch.forget(task.id)
+            self.say(f"#{task.id}: not recorded: {exc}")
+            self._tell_lead(f"{self.name}: #{task.id} was done, but {exc}", "a stale claim")
+            return
         del self._unrecorded[task_id]
+        self.board_watch.forget(task.id)
         self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
         if outcome.report:
             self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
         self._before_idle()
         if not self.stopped:
             self._send_idle(task, outcome)
+
+    def _write_outcome(self, task: Task, outcome: Outcome) -> None:
+        """The outcome on the board; on a store that fences (PostgreSQL), under the claim's
+        epoch, so a claim lost meanwhile refuses it (`StaleClaim`)."""
+        fence = self.board_watch.fence(task.id)
+        if outcome.status == "resolved" and not outcome.completed_by_brain:
+            self.board.update(
+                task.id, actor=self.name, status="completed", **fence, **outcome.metadata
+            )
+        elif outcome.status != "resolved" and self.board.get(task.id) is not None:
+            if outcome.metadata:
+                self.board.update(task.id, actor=self.name, **fence, **outcome.metadata)
+            current = self.board.get(task.id)
+            if current is not None and current.unfinished and current.owner == self.name:
+                self.board.fail(task.id, outcome.summary, self.name)
+        elif outcome.metadata and self.board.get(task.id) is not None:
+            self.board.update(task.id, actor=self.name, **fence, **outcome.metadata)
 
     # what the brain uses (`teammate.brains.base.TeamLink`)
 

@@ -12,6 +12,8 @@ store class        file counterpart              module
 `PgTaskBoard`      `protocols.tasks.TaskBoard`   tasks.py (claims.py, task_rows.py)
 `PgPermissionStore` `PermissionStore`            permissions.py
 `Leases`           a member's pid, for liveness  leases.py
+`PgStore`          `protocols.store.FileStore`   store.py (`protocols.store.open_store` builds it)
+`PgWatcher`        `InboxWatcher`                watch.py
 =================  ============================  ==========================================
 """
 

@@ -27,6 +27,7 @@ from protocols.pg import claims
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.mailbox import append_entry
+from protocols.pg.notify import TASKS, notify
 
 Conn = psycopg.Connection[Any]
 
@@ -99,6 +100,8 @@ class Leases:
                 [document({**data, "isActive": False}), self.team, name],
             )
             released = [str(r.id) for r in claims.release(conn, self.team, name)]
+            if released:
+                notify(conn, self.team, TASKS)  # idle members may take them now
             note = TeammateTerminated(
                 message=f"{name} has stopped (its lease ran out); tasks returned to pending: "
                 f"{', '.join('#' + i for i in released) or 'none'}"

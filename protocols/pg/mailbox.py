@@ -41,6 +41,7 @@ from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import Listener, notify
 from protocols.pg.team import require_member, roster
+from protocols.pg.watch import PgWatcher
 from protocols.watch import DEFAULT_RESCAN_S
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,22 @@ class PgMailbox:
             return [entry]
 
         return self.db.run(work, f"send to {to!r}")
+
+    def post(
+        self,
+        to: str,
+        body: str | StructuredMessage,
+        *,
+        sender: str,
+        summary: str | None = None,
+        color: str | None = None,
+        message_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """`send`, returning the entries stored as JSON documents (`Mailbox.post`'s answer)."""
+        entries = self.send(
+            to, body, sender=sender, summary=summary, color=color, message_id=message_id
+        )
+        return [e.to_json_dict() for e in entries]
 
     def broadcast(
         self,
@@ -229,6 +246,13 @@ class PgMailbox:
         """Every message `agent` was ever sent, each once, oldest first."""
         return self._select(agent, "all")
 
+    def observe(self, agent: str) -> int:
+        """Nothing to record: no reader deletes a stored message (`Mailbox.observe`)."""
+        return 0
+
+    def observe_team(self) -> int:
+        return 0
+
     def compact(self, agent: str, keep_read: int = 0) -> None:
         """Nothing to do: read entries leave the live queue as they are marked."""
 
@@ -257,7 +281,7 @@ class PgMailbox:
         self,
         agent: str,
         timeout: float,
-        listener: Listener | None = None,
+        listener: Listener | PgWatcher | None = None,
         until: Callable[[], bool] | None = None,
     ) -> list[InboxEntry]:
         """Unread entries as soon as there are any, or [] after `timeout` seconds.
@@ -266,6 +290,8 @@ class PgMailbox:
         it heard. Pass a `listener` to keep one connection across many waits. `until` ends the
         wait early, with [], once it returns True (looked at on every wake-up).
         """
+        if isinstance(listener, PgWatcher):
+            listener = listener.listener
         if listener is None:
             with self.listener() as own:
                 return self.wait(agent, timeout, own, until)
@@ -286,12 +312,14 @@ class PgMailbox:
         agent: str,
         match: Callable[[Any], bool],
         timeout: float,
-        listener: Listener | None = None,
+        listener: Listener | PgWatcher | None = None,
         mark: bool = True,
         sender: str | None = None,
     ) -> tuple[InboxEntry, Any] | None:
         """The first unread structured message that `match` accepts (from `sender`, if given);
         with `mark`, only that entry is marked read. None after `timeout` seconds."""
+        if isinstance(listener, PgWatcher):
+            listener = listener.listener
         if listener is None:
             with self.listener() as own:
                 return self.await_message(agent, match, timeout, own, mark, sender)
@@ -308,7 +336,7 @@ class PgMailbox:
             listener.wait({agent}, min(remaining, self.rescan_s))
 
     def receive(
-        self, agent: str, timeout: float, listener: Listener | None = None
+        self, agent: str, timeout: float, listener: Listener | PgWatcher | None = None
     ) -> list[InboxEntry]:
         """Wait for unread entries, mark them read and return them (at least once: a crash
         between the two leaves them unread)."""

@@ -18,6 +18,9 @@ from typing import Any
 import psycopg
 
 from protocols.pg.database import Database
+from protocols.store import STATUS, TASKS
+
+__all__ = ["STATUS", "TASKS", "Listener", "channel", "notify"]
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +66,27 @@ class Listener:
 
         True when one came, or when the connection was lost and made again (messages sent
         meanwhile woke nobody: the caller looks); False at the timeout."""
+        heard = self.heard(names, timeout)
+        return heard is None or bool(heard)
+
+    def heard(self, names: set[str] | None, timeout: float) -> set[str] | None:
+        """The payloads among `names` (any, for None) heard within `timeout` seconds: once one
+        came, the others already waiting too. Empty at the timeout; None when the connection
+        was lost and made again (what was sent meanwhile woke nobody: the caller looks)."""
         conn = self._listen()
+        found: set[str] = set()
         try:
             for note in conn.notifies(timeout=max(timeout, 0.0)):
                 if names is None or note.payload in names:
-                    return True
-            return False
+                    found.add(note.payload)
+                    break
+            if found:  # what else is queued already, without waiting
+                for note in conn.notifies(timeout=0.0):
+                    if names is None or note.payload in names:
+                        found.add(note.payload)
+            return found
         except psycopg.OperationalError as exc:
             log.info("listener on %s lost its connection (%s); listening again", self.channel, exc)
             self.close()
             self._listen()
-            return True
+            return None

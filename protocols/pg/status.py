@@ -3,17 +3,25 @@ one row per member holding its `AgentStatus` document."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
+
 from protocols.clock import now_iso
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
+from protocols.pg.notify import STATUS, notify
 from protocols.status import AgentStatus
+
+Conn = psycopg.Connection[Any]
 
 
 def write_status(db: Database, team: str, status: AgentStatus) -> None:
     """Replace `status.name`'s status (its ``updatedAt`` set to now)."""
     status.updatedAt = now_iso()
-    db.run(
-        lambda c: c.execute(
+
+    def work(conn: Conn) -> None:
+        conn.execute(
             "INSERT INTO member_status (team, name, status) VALUES (%s, %s, %s) "
             "ON CONFLICT (team, name) DO UPDATE SET status = excluded.status, updated_at = now()",
             [
@@ -21,9 +29,10 @@ def write_status(db: Database, team: str, status: AgentStatus) -> None:
                 text(status.name, "member name"),
                 document(status.to_json_dict()),
             ],
-        ),
-        "write status",
-    )
+        )
+        notify(conn, team, STATUS)  # `swarm wait --idle` wakes
+
+    db.run(work, "write status")
 
 
 def read_status(db: Database, team: str, name: str) -> AgentStatus | None:

@@ -24,6 +24,7 @@ from protocols.errors import InvalidTaskUpdate
 from protocols.pg import claims
 from protocols.pg.columns import document, optional_text, text
 from protocols.pg.database import Database
+from protocols.pg.notify import TASKS, notify
 from protocols.pg.task_changes import Change, add_links, link, union
 from protocols.pg.task_rows import (
     COLUMNS,
@@ -110,6 +111,19 @@ class PgTaskBoard:
             self._notify_owner(task, actor=None)
         return task
 
+    def create_file(
+        self,
+        subject: str,
+        description: str = "",
+        active_form: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        blocked_by: Iterable[str | int] = (),
+        owner: str | None = None,
+    ) -> dict[str, Any]:
+        """`create`, as the task's JSON document (`TaskBoard.create_file`'s answer)."""
+        task = self.create(subject, description, active_form, metadata, blocked_by, owner)
+        return task.to_json_dict()
+
     def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:
         """Create the tasks of `specs` with their dependencies and owners, in one transaction."""
         if not specs:
@@ -170,6 +184,7 @@ class PgTaskBoard:
                     ],
                 )
             link(conn, self.team, [(t, b) for t, bs in blockers.items() for b in bs])
+            notify(conn, self.team, TASKS)  # idle workers look at the board
             return tasks(conn, self.team, rows(conn, self.team, ids))
 
         return self.db.run(work, "create tasks")
@@ -208,6 +223,7 @@ class PgTaskBoard:
             if change.links:
                 add_links(conn, self.team, before.id, change.add_blocks, change.add_blocked_by)
             after = change.apply(conn, self.team, before, actor)
+            notify(conn, self.team, TASKS)
             return before, tasks(conn, self.team, [after])[0]
 
         before, task = self.db.run(work, f"update task #{task_id}")
@@ -239,15 +255,16 @@ class PgTaskBoard:
         number = _number(task_id)
         if number is None:
             return False
-        return self.db.run(
-            lambda c: (
-                c.execute(
-                    "DELETE FROM tasks WHERE team = %s AND id = %s", [self.team, number]
-                ).rowcount
-                > 0
-            ),
-            "delete task",
-        )
+
+        def work(conn: Conn) -> bool:
+            found = conn.execute(
+                "DELETE FROM tasks WHERE team = %s AND id = %s", [self.team, number]
+            ).rowcount
+            if found:
+                notify(conn, self.team, TASKS)
+            return found > 0
+
+        return self.db.run(work, "delete task")
 
     # claiming
 
@@ -272,9 +289,14 @@ class PgTaskBoard:
 
     def release_all(self, agent: str) -> builtins.list[Task]:
         """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns them."""
-        return self.db.run(
-            lambda c: tasks(c, self.team, claims.release(c, self.team, agent)), "release"
-        )
+
+        def work(conn: Conn) -> builtins.list[Task]:
+            released = claims.release(conn, self.team, agent)
+            if released:
+                notify(conn, self.team, TASKS)
+            return tasks(conn, self.team, released)
+
+        return self.db.run(work, "release")
 
     def _notify_owner(self, task: Task, actor: str | None) -> None:
         notify_owner(self.mailbox, task, actor)

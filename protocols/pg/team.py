@@ -105,6 +105,24 @@ class PgTeamFile:
     def load(self) -> TeamConfig:
         return self.db.run(lambda c: _load(c, self.team), "load team")
 
+    def entries(self) -> list[dict[str, Any]]:
+        """The members' entries as config.json would have them."""
+        return [m.to_json_dict() for m in self.load().members]
+
+    def entry(self, name: str) -> dict[str, Any] | None:
+        """Member `name`'s entry, or None."""
+        found = self.load().member(name)
+        return found.to_json_dict() if found is not None else None
+
+    def require_entry(self, name: str) -> dict[str, Any]:
+        """Member `name`'s entry; `UnknownMember` naming the members if there is none."""
+        config = self.load()
+        found = config.member(name)
+        if found is None:
+            names = [m.name for m in config.members]
+            raise UnknownMember(unknown_member_text(name, self.team, names))
+        return found.to_json_dict()
+
     def member_names(self) -> list[str]:
         return self.db.run(lambda c: roster(c, self.team), "member names")
 

@@ -17,10 +17,39 @@ from protocols.errors import TeamNotFound
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable, printable_json
+from protocols.store import check_url, locate, open_store, redacted
 from swarm.cli.completion import complete_team
+
+STORE_KEY = "swarm.store"  # where `--store` leaves its URL for `paths_for` (click's ctx.meta)
+
+
+def store_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL``: the team's PostgreSQL store (`protocols.store`), for this command."""
+    return click.option(
+        "--store",
+        metavar="URL",
+        expose_value=False,
+        callback=_remember_store,
+        help=(
+            "the team's PostgreSQL store, postgresql://[user[:password]@][host][:port]/dbname "
+            "(default: $SWARM_STORE, else the store the team was created in here, else files)"
+        ),
+    )(function)
+
+
+def _remember_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[STORE_KEY] = check_url(value)
+
+
+def given_store() -> str | None:
+    """The URL of ``--store`` (this command's, or ``swarm --store``'s), if one was given."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(STORE_KEY) if ctx is not None else None
 
 
 def team_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    function = store_option(function)
     return click.option(
         "--team",
         "-t",
@@ -49,7 +78,7 @@ def team_argument(function: Callable[..., Any]) -> Callable[..., Any]:
     the function gets ``name`` and ``team``, and calls `pick_team` with them."""
     function = click.option(
         "--team", "-t", envvar="SWARM_TEAM", help="the team (default: TEAM, else $SWARM_TEAM)"
-    )(function)
+    )(store_option(function))
     return click.argument("name", required=False, metavar="[TEAM]", shell_complete=complete_team)(
         function
     )
@@ -73,6 +102,7 @@ def pick_team(positional: str | None, option: str | None) -> str:
 
 def member_team_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``--team`` for commands that need a team only when given a member's NAME."""
+    function = store_option(function)
     return click.option(
         "--team",
         "-t",
@@ -87,7 +117,17 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
-    paths = TeamPaths(config_root(), team)
+    """The team's paths, with the store it lives in (`protocols.store.locate`); with
+    `must_exist`, `TeamNotFound` for a team that is not there."""
+    paths = locate(team, config_root(), given_store())
+    if paths.store is not None:
+        if must_exist and not open_store(paths).team_exists():
+            where = redacted(paths.store)
+            raise TeamNotFound(
+                f"team {team!r} not found in the PostgreSQL store {where}; create it with "
+                f"swarm team create {team} --store URL"
+            )
+        return paths
     if must_exist and not safefs.exists(paths.config):
         try:
             teams = safefs.listdir(paths.root / "teams")

@@ -46,10 +46,10 @@ def member_names(ctx: click.Context) -> list[str]:
     team = _team_of(ctx)
     if team is None:
         return []
-    from protocols.team import TeamFile
+    from protocols.store import locate, open_store
 
     try:
-        return TeamFile(TeamPaths(config_root(), team)).member_names()
+        return open_store(locate(team)).team_file().member_names()
     except (OSError, Error, ValueError):
         return []
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from protocols import safefs
 from protocols.budget import Limits
-from protocols.team import TeamFile
+from protocols.store import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
 from swarm.lead.agent import LeadAgent
@@ -87,13 +87,13 @@ def lead(
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
-    if not TeamFile(paths).exists():
+    if not open_store(paths).team_file().exists():
         if not create:
             raise SwarmError(
                 f"team {team!r} not found under {paths.root}; `swarm lead --team {team} "
                 "--create` makes it (`swarm team list` shows the teams there are)"
             )
-        TeamFile(paths).create(description="led from swarm lead", cwd=directory)
+        open_store(paths).team_file().create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
     model = settings.get("model") or model

@@ -12,7 +12,7 @@ import click
 
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import Member
 from protocols.values import PermissionMode
 from swarm.backends.base import Spawned
@@ -222,7 +222,7 @@ def shutdown(
     """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped.
     Exits 1 when it is still running (it refused, or did not answer in time)."""
     paths = paths_for(team)
-    TeamFile(paths).load().require(name)  # a misspelt name asks nobody
+    open_store(paths).team_file().load().require(name)  # a misspelt name asks nobody
     if name == LEAD_NAME:
         raise click.UsageError("team-lead is the lead, not a teammate: `swarm down` ends a team")
     click.echo(

@@ -193,6 +193,13 @@ def _cut(summary: str, limit: int) -> str:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="show tracebacks")
+@click.option(
+    "--store",
+    metavar="URL",
+    expose_value=False,
+    callback=lambda ctx, param, value: _remember_store(ctx, value),
+    help="the team's PostgreSQL store, for any command (as each command's --store)",
+)
 @click.version_option(package_name="swarm", message="swarm %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -207,6 +214,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
       swarm status
     """
     ctx.obj = {"debug": debug}
+
+
+def _remember_store(ctx: click.Context, value: str | None) -> None:
+    if value is not None:  # imported only then: `swarm --help` loads no command's helpers
+        from swarm.cli.common import STORE_KEY, check_url
+
+        ctx.meta[STORE_KEY] = check_url(value)
 
 
 def main(argv: list[str] | None = None) -> int:

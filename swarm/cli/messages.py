@@ -8,11 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_json, printable_line
-from protocols.team import TeamFile
-from protocols.watch import InboxWatcher
+from protocols.store import open_store
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member, complete_recipient
 from swarm.team.sending import dead_members, send_text
@@ -20,6 +18,8 @@ from swarm.team.signatures import lead_mailbox
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
+    from protocols.paths import TeamPaths
+    from protocols.store import AnyMailbox
 
 
 @click.command()
@@ -118,9 +118,9 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
     --unread shows only what is waiting in the live inbox."""
     paths = paths_for(team)
     mailbox = lead_mailbox(paths)
-    TeamFile(paths).load().require(name)
+    open_store(paths).team_file().load().require(name)
     if follow:
-        _follow(mailbox, name, as_json, mark_read)
+        _follow(paths, mailbox, name, as_json, mark_read)
         return
     entries = mailbox.read_unread(name) if unread else mailbox.peek_all(name)
     _show_entries(entries, as_json)
@@ -128,10 +128,12 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
         mailbox.mark_read(name, entries)
 
 
-def _follow(mailbox: Mailbox, name: str, as_json: bool, mark_read: bool) -> None:
+def _follow(
+    paths: TeamPaths, mailbox: AnyMailbox, name: str, as_json: bool, mark_read: bool
+) -> None:
     """Print unread messages as they arrive (JSON: one object per line) until interrupted."""
     shown: set[str] = set()
-    with InboxWatcher(mailbox.paths.inbox(name)) as watcher:
+    with open_store(paths).watcher([name]) as watcher:
         while True:
             watcher.clear()
             fresh = [e for e in mailbox.read_unread(name) if e.identity not in shown]

@@ -9,9 +9,8 @@ from typing import Any
 import click
 
 from protocols.printable import printable, printable_line
+from protocols.store import open_store
 from protocols.task import list_line
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
@@ -71,7 +70,7 @@ def task_list(as_json: bool, team: str) -> None:
     """List tasks (Claude Code's TaskList format)."""
     paths = paths_for(team)
     text = "\n".join(task_lines(paths)) or "No tasks found"
-    emit([t.to_json_dict() for t in TaskBoard(paths).list()], as_json, lambda _: text)
+    emit([t.to_json_dict() for t in open_store(paths).task_board().list()], as_json, lambda _: text)
 
 
 @task.command("show")
@@ -80,7 +79,7 @@ def task_list(as_json: bool, team: str) -> None:
 @team_option
 def task_show(task_id: str, as_json: bool, team: str) -> None:
     """Show one task."""
-    t = TaskBoard(paths_for(team)).require(task_id).to_json_dict()
+    t = open_store(paths_for(team)).task_board().require(task_id).to_json_dict()
     emit(
         t,
         as_json,
@@ -132,7 +131,7 @@ def task_update(
         raise click.UsageError("--owner and --no-owner exclude each other")
     paths = paths_for(team)
     if owner:
-        TeamFile(paths).load().require(owner)
+        open_store(paths).team_file().load().require(owner)
     changes: dict[str, Any] = {}
     if status:
         changes["status"] = status
@@ -164,8 +163,8 @@ def task_claim(task_id: str, agent: str, as_json: bool, team: str) -> None:
     """Claim a task for a member; on failure prints the reason word and exits 1 (with --json:
     ``{"claimed": false, "reason": ...}`` on stdout)."""
     paths = paths_for(team)
-    TeamFile(paths).load().require(agent)
-    result = TaskBoard(paths).claim(task_id, agent)
+    open_store(paths).team_file().load().require(agent)
+    result = open_store(paths).task_board().claim(task_id, agent)
     if not result.success or result.task is None:
         if as_json:
             emit({"id": task_id, "claimed": False, "reason": str(result.reason)}, True, str)
@@ -187,7 +186,7 @@ def task_claim(task_id: str, agent: str, as_json: bool, team: str) -> None:
 def task_retry(task_id: str, as_json: bool, team: str) -> None:
     """Put a failed (or stuck) task back on the board: pending, no owner, its failure cleared;
     an idle worker claims it as usual. What waits for it stays blocked until it completes."""
-    board = TaskBoard(paths_for(team))
+    board = open_store(paths_for(team)).task_board()
     before = board.require(task_id)
     if before.status == "completed":
         raise SwarmError(f"task #{task_id} is completed; there is nothing to retry")

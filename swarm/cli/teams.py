@@ -9,7 +9,7 @@ import click
 from protocols.names import validate_name
 from protocols.paths import config_root
 from protocols.printable import printable, printable_line
-from protocols.team import TeamFile
+from protocols.store import open_store, write_pointer
 from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
 from swarm.team.lifecycle import delete_team
 from swarm.views.teams import describe, list_teams
@@ -33,15 +33,30 @@ def team() -> None:
 def team_create(
     name: str | None, team: str | None, description: str | None, cwd: Path, as_json: bool
 ) -> None:
-    """Create team TEAM with its lead member `team-lead`."""
+    """Create team TEAM with its lead member `team-lead`.
+
+    \b
+    With --store URL (or $SWARM_STORE) the team lives in that PostgreSQL database, for a team
+    that spans machines; this machine remembers it in teams/TEAM/swarm-store.json (the URL
+    without its password), so later commands here find it without --store.
+      swarm team create shop --store postgresql://swarm@db.example/swarm"""
     name = pick_team(name, team)
     validate_name(name, "team name")
     paths = paths_for(name, must_exist=False)
-    config = TeamFile(paths).create(description=description, cwd=cwd)
+    store = open_store(paths)
+    config = store.team_file().create(description=description, cwd=cwd)
+    value = {"team": name, "config": str(paths.config), "leadAgentId": config.leadAgentId}
+    if paths.store is not None:
+        write_pointer(paths)
+        value = {"team": name, "store": store.where(), "leadAgentId": config.leadAgentId}
     emit(
-        {"team": name, "config": str(paths.config), "leadAgentId": config.leadAgentId},
+        value,
         as_json,
-        lambda _: f"created team {name!r}; use --team {name} or export SWARM_TEAM={name}",
+        lambda _: (
+            f"created team {name!r}"
+            + (f" in {store.where()}" if paths.store else "")
+            + f"; use --team {name} or export SWARM_TEAM={name}"
+        ),
     )
 
 
@@ -70,7 +85,7 @@ def team_list(as_json: bool) -> None:
 @team_argument
 def team_show(name: str | None, team: str | None, as_json: bool) -> None:
     """Show team TEAM's config (default: --team, else $SWARM_TEAM)."""
-    config = TeamFile(paths_for(pick_team(name, team))).load()
+    config = open_store(paths_for(pick_team(name, team))).team_file().load()
     emit(
         config.to_json_dict(),
         as_json,

@@ -4,7 +4,6 @@ arrives (`swarm.team.waiting`), woken by inotify; the exit code says how it ende
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -46,24 +45,17 @@ def wait(
     if len(asked) != 1:
         raise click.UsageError("give exactly one of --task, --all-tasks, --idle, --message")
     paths = paths_for(team)
-    watched: tuple[Path, ...]
-    folders: tuple[Path, ...]
     if task_id is not None:
-        check = waiting.task_done(paths, task_id)
-        watched, folders = (), (paths.tasks_dir,)
+        check, watched = waiting.task_done(paths, task_id), waiting.Watched(board=True)
     elif all_tasks:
-        check, watched, folders = waiting.all_done(paths), (), (paths.tasks_dir,)
+        check, watched = waiting.all_done(paths), waiting.Watched(board=True)
     elif idle is not None:
-        check = waiting.member_idle(paths, idle)
-        watched, folders = (paths.config,), (paths.agents_dir,)
+        check, watched = waiting.member_idle(paths, idle), waiting.Watched(members=True)
     else:
         assert message is not None
-        check, watched, folders = (
-            waiting.unread_message(paths, message),
-            (paths.inbox(message),),
-            (),
-        )
-    outcome = waiting.wait_until(check, watched, folders, timeout)
+        check = waiting.unread_message(paths, message)
+        watched = waiting.Watched(inboxes=(message,))
+    outcome = waiting.wait_until(check, paths, watched, timeout)
     value = {
         "outcome": outcome.state,
         "detail": outcome.detail,

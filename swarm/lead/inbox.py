@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from protocols.errors import ProtocolsError
 from protocols.inbox_entry import InboxEntry
+from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
     ShutdownApproved,
@@ -32,8 +33,7 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.watch import InboxWatcher
 from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
@@ -95,16 +95,22 @@ class Leader:
     def __init__(self, paths: TeamPaths, auto: AutoPolicy | None = None) -> None:
         self.paths = paths
         self.mailbox = lead_mailbox(paths)
-        self.team = TeamFile(paths)
-        self.board = TaskBoard(paths)
+        self.team = open_store(paths).team_file()
+        self.board = open_store(paths).task_board()
         self.auto = auto
         # every inbox: what members send each other is recorded before a Claude Code reader
         # (2.1.160 and later) deletes it (`Mailbox.observe_team`)
-        self.watcher = InboxWatcher(paths.inbox(LEAD_NAME), directories=(paths.inboxes,))
+        store = open_store(paths)
+        self.watcher: Any = (
+            InboxWatcher(paths.inbox(LEAD_NAME), directories=(paths.inboxes,))
+            if store.kind == "files"
+            else store.watcher([LEAD_NAME])  # PostgreSQL: its notifications
+        )
         self._reaped_at = 0.0
 
     def __enter__(self) -> Leader:
-        self.mailbox.inbox(LEAD_NAME)  # the watched file exists from now on
+        if isinstance(self.mailbox, Mailbox):
+            self.mailbox.inbox(LEAD_NAME)  # the watched file exists from now on
         self.watcher.start()
         return self
 

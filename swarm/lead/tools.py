@@ -21,16 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnBackend
 from swarm.team.approvals import answer
@@ -42,6 +40,9 @@ from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import ToolContext, ToolError, tool
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox, AnyTaskBoard
 
 
 @dataclass
@@ -65,12 +66,12 @@ class LeadLink:
     _busy: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
-    def mailbox(self) -> Mailbox:
+    def mailbox(self) -> AnyMailbox:
         return lead_mailbox(self.paths)
 
     @property
-    def board(self) -> TaskBoard:
-        return TaskBoard(self.paths, lead_mailbox(self.paths))
+    def board(self) -> AnyTaskBoard:
+        return open_store(self.paths).task_board(lead_mailbox(self.paths))
 
     def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
         return Approval(False, "the lead agent has no one to ask; its tools never need it")
@@ -146,7 +147,7 @@ def team_create(
             f"this session leads team {link.paths.team!r}; start `swarm lead --team "
             f"{team_name}` to lead another"
         )
-    team = TeamFile(link.paths)
+    team = open_store(link.paths).team_file()
     if not link.paths.config.exists():
         team.create(description=description or "", cwd=link.cwd)
     return json.dumps(

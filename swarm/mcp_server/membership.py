@@ -21,8 +21,7 @@ from protocols.errors import MemberExists, ProtocolsError
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import Member, TeamConfig
 from protocols.values import MemberState
 from swarm.errors import SwarmError
@@ -41,7 +40,7 @@ def join(paths: TeamPaths, name: str, session_id: str, cwd: Path) -> Member:
     if name == LEAD_NAME:
         raise NameTaken(f"{LEAD_NAME!r} is the lead's name: join as the lead to act for it")
     validate_name(name, "member name")
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     here = {**ProcessIdentity.mine().to_value(), "isActive": False, SESSION_KEY: session_id}
     try:
         return team.add_member(name, agent_type=None, cwd=cwd, backend_type=MCP_BACKEND, **here)
@@ -80,14 +79,14 @@ def leave(paths: TeamPaths, name: str, session_id: str) -> list[str]:
     """The session `session_id` of member `name` ended: its unfinished tasks go back to
     pending, it is marked inactive with no process. Returns the ids of the released tasks.
     Safe to call twice, and when the member was removed meanwhile (then it changes nothing)."""
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     try:
         member = team.load().member(name)
     except ProtocolsError:
         return []
     if member is None or (member.model_extra or {}).get(SESSION_KEY) != session_id:
         return []  # removed, or another session holds the name now: not ours to change
-    released = [t.id for t in TaskBoard(paths).release_all(name)]
+    released = [t.id for t in open_store(paths).task_board().release_all(name)]
 
     def gone(config: TeamConfig) -> TeamConfig:
         current = config.member(name)
@@ -103,5 +102,5 @@ def leave(paths: TeamPaths, name: str, session_id: str) -> list[str]:
 def still_member(paths: TeamPaths, name: str, session_id: str) -> bool:
     """Whether `name` is still the member this session joined as (not removed by the lead,
     `swarm reap` or `swarm shutdown --force`)."""
-    member = TeamFile(paths).load().member(name)
+    member = open_store(paths).team_file().load().member(name)
     return member is not None and (member.model_extra or {}).get(SESSION_KEY) == session_id

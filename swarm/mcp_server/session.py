@@ -28,16 +28,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.values import MemberState
-from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
 from swarm.mcp_server import membership
 from swarm.team.members import MCP_BACKEND
@@ -46,6 +43,9 @@ from teammate.agent.hooks import Hooks, project_hooks
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox, AnyTaskBoard
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class McpSession:
                 raise ToolError(
                     f"lead: true goes with the lead's name, {LEAD_NAME!r}, and only with it"
                 )
-            team = TeamFile(self.paths)
+            team = open_store(self.paths).team_file()
             if lead:
                 team.load()  # the team must exist; the lead's entry is left as it is
                 self.member, self.is_lead = LEAD_NAME, True
@@ -171,13 +171,19 @@ class McpSession:
     # the TeamLink
 
     @property
-    def mailbox(self) -> Mailbox:
+    def mailbox(self) -> AnyMailbox:
         # the lead's entries are signed, so teammates with a verify key obey an MCP lead too
-        return lead_mailbox(self.paths) if self.member == LEAD_NAME else Mailbox(self.paths)
+        return (
+            lead_mailbox(self.paths)
+            if self.member == LEAD_NAME
+            else open_store(self.paths).mailbox()
+        )
 
     @property
-    def board(self) -> TaskBoard:
-        return TaskBoard(self.paths, self.mailbox)  # an owner change tells the new owner
+    def board(self) -> AnyTaskBoard:
+        return open_store(self.paths).task_board(
+            self.mailbox
+        )  # an owner change tells the new owner
 
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.color)
@@ -213,8 +219,8 @@ class McpSession:
         def give_up() -> bool:
             return self.closed.is_set() or (cancelled is not None and cancelled())
 
-        with InboxWatcher(self.paths.inbox(name)) as watcher:
-            return mailbox.wait(name, wait_s, watcher, until=give_up)
+        with open_store(self.paths).watcher([name]) as watcher:
+            return mailbox.wait(name, wait_s, watcher, until=give_up)  # type: ignore[arg-type]
 
     def mark_read(self, entries: list[InboxEntry]) -> None:
         if self.closed.is_set():

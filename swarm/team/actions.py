@@ -17,13 +17,12 @@ from protocols.clock import now_iso
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
+from protocols.store import open_store
 from protocols.task import list_line
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
 from swarm.errors import SwarmError
 
 if TYPE_CHECKING:  # adding a task builds no model: `swarm task add` loads no pydantic
-    from protocols.mailbox import Mailbox
+    from protocols.store import AnyMailbox
     from protocols.task_model import Task
 
 
@@ -44,13 +43,13 @@ def add_task(
 
         flatten_slug(worktree)  # refuse a bad name now, not when a teammate claims it
     if owner is not None:
-        TeamFile(paths).require_entry(owner)  # a misspelt owner creates nothing
+        open_store(paths).team_file().require_entry(owner)  # a misspelt owner creates nothing
     metadata = {k: v for k, v in (("command", command), ("worktree", worktree)) if v}
     from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
 
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
-    board = TaskBoard(paths, _lead_mailbox(paths) if owner else None)
+    board = open_store(paths).task_board(_lead_mailbox(paths) if owner else None)
     return board.create_file(
         subject, description, metadata=metadata or None, blocked_by=blocked_by, owner=owner
     )
@@ -59,7 +58,7 @@ def add_task(
 def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task | None:
     """Change a task as the lead (None: it was deleted). Completing it runs the TaskCompleted
     hooks first: one that blocks leaves the task as it was and raises `HookBlocked`."""
-    board = TaskBoard(paths, _lead_mailbox(paths))
+    board = open_store(paths).task_board(_lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
         from teammate.agent.hooks import before_task_completed, project_hooks
@@ -70,14 +69,14 @@ def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task
 
 def task_lines(paths: TeamPaths) -> list[str]:
     """The board in Claude Code's TaskList format, one escaped line per task."""
-    return [printable_line(list_line(task)) for task in TaskBoard(paths).list()]
+    return [printable_line(list_line(task)) for task in open_store(paths).task_board().list()]
 
 
 def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None) -> str:
     """Ask teammate `name` to shut down (the answer comes to the lead's inbox); the request id."""
     if name == LEAD_NAME:
         raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
-    TeamFile(paths).require_entry(name)  # an unknown name: did you mean...
+    open_store(paths).team_file().require_entry(name)  # an unknown name: did you mean...
     from protocols.correlation import shutdown_request_id
     from protocols.messages import ShutdownRequest
 
@@ -88,7 +87,7 @@ def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None
     return request.requestId
 
 
-def _lead_mailbox(paths: TeamPaths) -> Mailbox:
+def _lead_mailbox(paths: TeamPaths) -> AnyMailbox:
     """The lead's mailbox, signing when the lead has a key (loaded only when a message goes)."""
     from swarm.team.signatures import lead_mailbox
 

@@ -42,9 +42,10 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
-from protocols.permissions import PermissionStore, permission_response
+from protocols.permissions import permission_response
 from protocols.signing import plan_digest
 from protocols.status import subagent_label
+from protocols.store import open_store
 from protocols.values import PermissionMode
 from swarm.team.signatures import lead_mailbox, lead_wrote
 
@@ -178,7 +179,7 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
     locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
     mailbox = lead_mailbox(paths)
     lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
-    joined = {m.name: m.joinedAt for m in mailbox.team.load().members}
+    joined = {m.name: m.joinedAt for m in open_store(paths).team_file().load().members}
     asked = []
     for entry, message in structured(lead):
         if not isinstance(message, REQUEST_TYPES) or not genuine(entry, message):
@@ -195,7 +196,7 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
         pending = describe_request(entry, message)
         if pending.id not in answered:
             found.setdefault(pending.id, pending)
-    for record in PermissionStore(paths).pending():
+    for record in open_store(paths).permissions().pending():
         if record.workerName not in joined:
             continue  # its worker left: closed when it did
         found.setdefault(
@@ -252,7 +253,7 @@ def answer(
     verdict = "approved" if approve else "denied"
     if pending.kind == "file":
         try:
-            PermissionStore(paths).resolve(
+            open_store(paths).permissions().resolve(
                 request_id,
                 approved=approve,
                 resolved_by=f"{LEAD_NAME} ({by})",
@@ -338,12 +339,12 @@ def _told(item: dict[str, Any]) -> str:
 def _not_pending(paths: TeamPaths, request_id: str) -> ProtocolsError:
     """Why `request_id` cannot be answered: answered already (by whom), or unknown."""
     mailbox = lead_mailbox(paths)
-    for name in mailbox.team.member_names():
+    for name in open_store(paths).team_file().member_names():
         for entry in mailbox.peek_all(name):
             if _answers(entry.to_json_dict(), request_id):
                 told = _told(entry.to_json_dict())
                 return AlreadyAnswered(f"request {request_id} was already answered ({told})")
-    done = PermissionStore(paths).poll(request_id) if _file_id(request_id) else None
+    done = open_store(paths).permissions().poll(request_id) if _file_id(request_id) else None
     if done is not None:
         who = done.resolvedBy or "someone"
         return AlreadyAnswered(
@@ -372,7 +373,7 @@ def close_requests(paths: TeamPaths, name: str, why: str) -> list[Pending]:
     mailbox = lead_mailbox(paths)
     entries = [p.entry for p in mine if p.entry is not None]
     mailbox.mark_read(LEAD_NAME, entries)
-    store = PermissionStore(paths)
+    store = open_store(paths).permissions()
     for p in mine:
         if p.kind == "file":
             with contextlib.suppress(ProtocolsError):

@@ -26,7 +26,7 @@ from typing import Any
 from protocols import safefs
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.liveness import is_mcp, member_state
@@ -59,7 +59,7 @@ class AttachTarget:
 
 def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> AttachTarget:
     """Where member `name` can be watched, and how, seen from a process with `environ`."""
-    config = TeamFile(paths).load()
+    config = open_store(paths).team_file().load()
     if name == LEAD_NAME:
         raise SwarmError(
             f"{LEAD_NAME!r} is the lead, not a teammate: it has no pane or log of swarm's; "

@@ -21,8 +21,7 @@ from protocols.budget import BudgetFile, Limits, read_budget, update_budget
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import Member
 from protocols.values import ModelKind
 from swarm.errors import SwarmError
@@ -96,7 +95,7 @@ class BudgetView:
 
 def show_budget(paths: TeamPaths, name: str) -> BudgetView:
     """`name`'s limits and spend (`UnknownMember`, with a likely name, if there is no such)."""
-    member = TeamFile(paths).load().require(name)
+    member = open_store(paths).team_file().load().require(name)
     return _view(paths, member, current_limits(paths, member))
 
 
@@ -104,8 +103,10 @@ def change_budget(
     paths: TeamPaths, name: str, cost: Change | None, tokens: Change | None
 ) -> BudgetView:
     """Raise or set `name`'s limits for the instance running now; the new view."""
-    member = TeamFile(paths).load().require(name)
-    status = read_status(paths, name)  # a teammate swarm did not start names its model there
+    member = open_store(paths).team_file().load().require(name)
+    status = open_store(paths).read_status(
+        name
+    )  # a teammate swarm did not start names its model there
     model = member.model or (status.model if status is not None else "")
     if ModelKind.of(model) == ModelKind.SHELL:
         raise BudgetError(f"{name} is a shell worker: it makes no model calls, so it has no budget")
@@ -144,7 +145,7 @@ def current_limits(paths: TeamPaths, member: Member) -> Limits:
     spec = MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
     if spec is not None:
         return Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens)
-    status = read_status(paths, member.name)
+    status = open_store(paths).read_status(member.name)
     if status is not None and status.budget is not None:
         return Limits(maxCostUsd=status.budget.maxCostUsd, maxTokens=status.budget.maxTokens)
     return Limits()
@@ -165,7 +166,7 @@ def check_priced(root: Path, model: str) -> None:
 
 
 def _view(paths: TeamPaths, member: Member, limits: Limits) -> BudgetView:
-    status = read_status(paths, member.name)
+    status = open_store(paths).read_status(member.name)
     spent = status.budget if status is not None else None
     over = spent is not None and spent.over
     if over and spent is not None:  # the teammate says it is stopped: is it still, now?
@@ -199,6 +200,6 @@ def lead_budget(paths: TeamPaths, model: str, limits: Limits, say: Callable[[str
         over=lambda reason: say(f"lead: the lead agent stopped, {reason}"),
         back=lambda text: say(f"lead: {text}"),
     )
-    lead = TeamFile(paths).load().member(LEAD_NAME)
+    lead = open_store(paths).team_file().load().member(LEAD_NAME)
     budget.joined_at = lead.joinedAt if lead is not None else None
     return budget

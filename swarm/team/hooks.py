@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.store import open_store
 from swarm.errors import SwarmError
 from swarm.team.members import member_spec
 from teammate.agent.definitions import from_flag_json, load_agent
@@ -28,7 +28,7 @@ def hooks_in_force(
     if name is not None:
         if paths is None:
             raise SwarmError("a member's hooks need its team: give --team (or set SWARM_TEAM)")
-        member = TeamFile(paths).load().require(name)
+        member = open_store(paths).team_file().load().require(name)
         spec = member_spec(member)
         cwd = cwd or Path(member.worktreePath or member.cwd or ".")
         agent_type = (spec.agent_type if spec else None) or member.agentType

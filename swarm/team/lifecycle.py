@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocols import safefs
 from protocols.errors import ProtocolsError
@@ -24,9 +25,7 @@ from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, new_token
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import STORE_ENV, open_store, redacted
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, TaskStatus
 from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
@@ -43,6 +42,9 @@ from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, check_limits, command_line
 from teammate.permissions.policy import rule_or_command_pattern
+
+if TYPE_CHECKING:
+    from protocols.store import AnyTeamFile
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def spawn_member(
     chosen = backend or choose_backend(
         spec.backend, environ, socket_name=environ.get("SWARM_TMUX_SOCKET") or None
     )
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     token = new_token()
     # a bad key file is refused before anything starts
     lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
@@ -172,6 +174,9 @@ def spawn_member(
             lead_verify_key=lead_verify_key,
         )
         env_vars = {"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV}
+        if paths.store is not None:  # a PostgreSQL team: the teammate finds it by this; never
+            # a password on a command line (libpq's PGPASSWORD or ~/.pgpass give it one)
+            env_vars[STORE_ENV] = redacted(paths.store)
         request = SpawnRequest(name, paths.team, argv, directory, env_vars, paths.log(name), token)
         spawned = chosen.spawn(request)
     except BaseException:
@@ -216,7 +221,7 @@ def _with_worktree(spec: MemberSpec, name: str, agent_type: str) -> MemberSpec:
     return dataclasses.replace(spec, worktree=worktree, agents=agents)
 
 
-def _record_process(team: TeamFile, name: str, spawned: Spawned) -> Member:
+def _record_process(team: AnyTeamFile, name: str, spawned: Spawned) -> Member:
     """Write where the member's process is (pane, backend, pid and start time, tmux socket)."""
     return team.update_member(
         name,
@@ -287,7 +292,7 @@ def await_start(
     to start (a slow machine): it is not an error."""
 
     def joined() -> bool:
-        status = read_status(paths, member.name)
+        status = open_store(paths).read_status(member.name)
         return status is not None and status.pid == spawned.pid and status.state.live
 
     def exited() -> bool:
@@ -305,7 +310,7 @@ def await_start(
 
 def start_failure(paths: TeamPaths, name: str, spawned: Spawned) -> str:
     """Why a teammate stopped at start: its status file, else the end of its log."""
-    status = read_status(paths, name)
+    status = open_store(paths).read_status(name)
     if status is not None and status.pid == spawned.pid and status.state == MemberState.FAILED:
         return status.activity or "it reported a failure"
     with contextlib.suppress(OSError):
@@ -328,11 +333,11 @@ def request_shutdown(
     forged approval from another member cannot stop it. The result lists every task of
     `name`'s that went back to pending, whether the teammate released it or the lead did.
     """
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     if name == LEAD_NAME:
         raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
     member = team.load().require(name)  # an unknown name: did you mean...
-    board = TaskBoard(paths)
+    board = open_store(paths).task_board()
     held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
     if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
         released = finish_shutdown(paths, member, approved=False)
@@ -380,8 +385,8 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     run twice (the CLI and `swarm lead` may both see the approval); returns released task ids."""
     _wait_for_exit(member, 5.0 if approved else 0.0)
     stop_member(paths, member)
-    released = [t.id for t in TaskBoard(paths).release_all(member.name)]
-    team = TeamFile(paths)
+    released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
+    team = open_store(paths).team_file()
     if team.load().member(member.name) is not None:
         with contextlib.suppress(ProtocolsError):
             close_requests(paths, member.name, "it shut down")
@@ -395,7 +400,7 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     `force`, which shuts them down first (the protocol, then stopping those that do not go)."""
     live = [
         m
-        for m in TeamFile(paths).load().members
+        for m in open_store(paths).team_file().load().members
         if member_state(m) in (MemberState.WORKING, MemberState.IDLE)
     ]
     if live and not force:
@@ -406,10 +411,14 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     results = [
         request_shutdown(paths, m.name, "the team is being deleted", 10.0, True) for m in live
     ]
-    for member in TeamFile(paths).load().members:  # dead or starting: what they left running
+    for member in (
+        open_store(paths).team_file().load().members
+    ):  # dead or starting: what they left running
         if member.name != LEAD_NAME:
             stop_member(paths, member)
-    safefs.rmtree(paths.team_dir)
+    store = open_store(paths)
+    store.delete_team()  # PostgreSQL: the team's rows; files: the directories below
+    safefs.rmtree(paths.team_dir, missing_ok=store.kind != "files")  # its pointer file, logs
     with contextlib.suppress(OSError):
         safefs.rmtree(paths.tasks_dir, missing_ok=True)
     return results

@@ -23,8 +23,7 @@ from protocols.messages import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, stop_processes
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.backends import Spawned, choose_backend
@@ -78,7 +77,7 @@ def reap(paths: TeamPaths) -> list[Reaped]:
     """
     return [
         reap_member(paths, member)
-        for member in TeamFile(paths).load().members
+        for member in open_store(paths).team_file().load().members
         if member_state(member) == MemberState.DEAD
     ]
 
@@ -86,9 +85,9 @@ def reap(paths: TeamPaths) -> list[Reaped]:
 def reap_member(paths: TeamPaths, member: Member) -> Reaped:
     """`reap` for one member known to be dead."""
     stop_leftovers(member)
-    released = [t.id for t in TaskBoard(paths).release_all(member.name)]
+    released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
     close_requests(paths, member.name, "its process is gone")
-    TeamFile(paths).remove_member(member.name)
+    open_store(paths).team_file().remove_member(member.name)
     release(paths, member)  # its worktree: removed if unchanged, else reported
     pid = member_pid(member)
     gone = f"pid {pid} is gone" if pid else "it never started"

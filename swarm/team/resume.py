@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
@@ -65,7 +65,7 @@ def prepare_resume(paths: TeamPaths, name: str, spec: MemberSpec) -> int:
 
 def clear_dead(paths: TeamPaths, name: str) -> None:
     """Reap the entry for `name` if its process is gone; refuse if it still runs."""
-    member = TeamFile(paths).load().member(name)
+    member = open_store(paths).team_file().load().member(name)
     if member is None:
         return
     if member_state(member) != MemberState.DEAD:
@@ -93,7 +93,7 @@ def restart_member(
     restarted, when resuming)."""
     from swarm.team.lifecycle import request_shutdown, spawn_member  # lifecycle imports us
 
-    member = TeamFile(paths).load().require(name)
+    member = open_store(paths).team_file().load().require(name)
     spec = member_spec(member)
     if spec is None:
         raise SwarmError(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.liveness import member_state
@@ -25,7 +25,7 @@ def send_text(
     """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
     the names it went to, and those a broadcast skipped (a name that cannot be an inbox).
     Nobody to send to is an error."""
-    member = TeamFile(paths).entry(sender)
+    member = open_store(paths).team_file().entry(sender)
     color = member.get("color") if member else None
     mailbox = lead_mailbox(paths)
     written = mailbox.post(to, text, sender=sender, summary=summary, color=color)
@@ -36,6 +36,6 @@ def send_text(
 
 def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
     """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     entries = [team.entry(name) for name in names]
     return [e["name"] for e in entries if e is not None and member_state(e) == MemberState.DEAD]

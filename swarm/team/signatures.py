@@ -18,11 +18,15 @@ import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols import keyfile
-from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
+from protocols.store import open_store
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox
+
 
 VARIABLE = "SWARM_LEAD_SIGNATURES"
 _OFF = {"0", "off", "false", "no"}
@@ -40,9 +44,9 @@ def lead_signer(paths: TeamPaths) -> keyfile.KeyFileSigner | None:
     return keyfile.KeyFileSigner(paths.lead_key) if signatures_on() else None
 
 
-def lead_mailbox(paths: TeamPaths) -> Mailbox:
+def lead_mailbox(paths: TeamPaths) -> AnyMailbox:
     """The team's mailbox as swarm's lead processes use it: lead entries signed."""
-    return Mailbox(paths, signer=lead_signer(paths))
+    return open_store(paths).mailbox(signer=lead_signer(paths))
 
 
 def verify_key(paths: TeamPaths, environ: Mapping[str, str] | None = None) -> str | None:

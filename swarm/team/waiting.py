@@ -1,6 +1,7 @@
-"""Waiting for something to happen in a team, woken by inotify (`protocols.watch`), never by a
-sleep loop: a task to be completed, every task to be completed, a member to be idle, or a new
-message in an inbox. What `swarm wait` runs, for scripts and agents that would otherwise poll.
+"""Waiting for something to happen in a team, woken by inotify (`protocols.watch`) or, on a
+PostgreSQL team, by its notifications (`protocols.pg.watch`), never by a sleep loop: a task to
+be completed, every task to be completed, a member to be idle, or a new message in an inbox.
+What `swarm wait` runs, for scripts and agents that would otherwise poll.
 
 Each condition is checked when a watched file changes and at each rescan (the watcher's safety
 net), until it holds, fails for good (a failed task, a dead member), or the time is up.
@@ -11,14 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import STATUS, open_store
 from protocols.values import MemberState, TaskStatus
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
@@ -37,26 +36,48 @@ class Outcome:
 Check = Callable[[], Outcome | None]  # None: not yet
 
 
-def wait_until(
-    check: Check, watched: tuple[Path, ...], folders: tuple[Path, ...], timeout: float
-) -> Outcome:
-    """Run `check` now and on every change of `watched` files or in `folders`, until it says
-    something or `timeout` seconds pass."""
+@dataclass(frozen=True)
+class Watched:
+    """What wakes a wait: these members' inboxes, the task board, the members (the team file
+    and their status)."""
+
+    inboxes: tuple[str, ...] = ()
+    board: bool = False
+    members: bool = False
+
+
+def watcher(paths: TeamPaths, watched: Watched) -> Any:
+    """A watcher of `watched` in the team's store: inotify on files, LISTEN on PostgreSQL."""
+    store = open_store(paths)
+    if store.kind == "files":
+        files = tuple(paths.inbox(n) for n in watched.inboxes)
+        files += (paths.config,) if watched.members else ()
+        folders = ((paths.tasks_dir,) if watched.board else ()) + (
+            (paths.agents_dir,) if watched.members else ()
+        )
+        return InboxWatcher(*files, directories=folders)
+    status = [STATUS] if watched.members else []
+    return store.watcher(inboxes=[*watched.inboxes, *status], board=watched.board)
+
+
+def wait_until(check: Check, paths: TeamPaths, watched: Watched, timeout: float) -> Outcome:
+    """Run `check` now and on every change of what is `watched`, until it says something or
+    `timeout` seconds pass."""
     deadline = time.monotonic() + timeout
-    with InboxWatcher(*watched, directories=folders) as watcher:
+    with watcher(paths, watched) as waker:
         while True:
-            watcher.clear()
+            waker.clear()
             found = check()
             if found is not None:
                 return found
             left = deadline - time.monotonic()
             if left <= 0:
                 return Outcome(TIMED_OUT, f"not within {timeout:g} s")
-            watcher.wait(left)
+            waker.wait(left)
 
 
 def task_done(paths: TeamPaths, task_id: str) -> Check:
-    board = TaskBoard(paths)
+    board = open_store(paths).task_board()
     if board.get(task_id) is None:
         raise SwarmError(f"no task #{task_id} in team {paths.team!r}")
 
@@ -74,7 +95,7 @@ def task_done(paths: TeamPaths, task_id: str) -> Check:
 
 
 def all_done(paths: TeamPaths) -> Check:
-    board = TaskBoard(paths)
+    board = open_store(paths).task_board()
 
     def check() -> Outcome | None:
         tasks = board.list()
@@ -89,7 +110,7 @@ def all_done(paths: TeamPaths) -> Check:
 
 
 def member_idle(paths: TeamPaths, name: str) -> Check:
-    team = TeamFile(paths)
+    team = open_store(paths).team_file()
     team.load().require(name)
 
     def check() -> Outcome | None:
@@ -98,7 +119,7 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
             return Outcome(FAILED, f"{name} left the team")
         if member_state(member) == MemberState.DEAD:
             return Outcome(FAILED, f"{name} is dead (its process is gone)")
-        status = read_status(paths, name)
+        status = open_store(paths).read_status(name)
         if status is not None and status.state == MemberState.IDLE:
             return Outcome(MET, f"{name} is idle")
         return None
@@ -108,11 +129,14 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
 
 def unread_message(paths: TeamPaths, name: str) -> Check:
     """An unread message in `name`'s inbox (at once if one is there already)."""
-    TeamFile(paths).load().require(name)
-    mailbox = Mailbox(paths)
+    open_store(paths).team_file().load().require(name)
+    mailbox = open_store(paths).mailbox()
 
     def check() -> Outcome | None:
-        unread = tuple(e for e in mailbox.inbox(name).peek().entries() if not e.read)
+        if isinstance(mailbox, Mailbox):  # a look without the inbox's lock
+            unread = tuple(e for e in mailbox.inbox(name).peek().entries() if not e.read)
+        else:
+            unread = tuple(mailbox.read_unread(name))
         if unread:
             return Outcome(MET, f"{len(unread)} unread message(s) for {name}", unread)
         return None

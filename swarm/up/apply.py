@@ -26,8 +26,8 @@ from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.store import check_url, locate, open_store, redacted, write_pointer
+from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind, PermissionMode
 from swarm.backends import Spawned
@@ -79,9 +79,13 @@ class UpPlan:
     members: tuple[MemberPlan, ...]
     tasks: tuple[TaskPlan, ...]
     lead: dict[str, Any] | None  # swarm-lead.json; None when the file has no lead section
+    store: str | None = None  # the team file's `store:` URL; None: files (or $SWARM_STORE)
 
     def to_json(self) -> dict[str, Any]:
         value = _jsonable(dataclasses.asdict(self))
+        store = value.pop("store")
+        if store is not None:
+            value["store"] = redacted(store)
         for member in value["members"]:  # a member's spec fields beside its name and prompt
             member.update(member.pop("spec"))
         return value
@@ -141,7 +145,10 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
         for key, value in (("maxCostUsd", spec.lead.max_cost), ("maxTokens", spec.lead.max_tokens)):
             if value is not None:
                 lead[key] = value
-    return UpPlan(spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead)
+    store = check_url(spec.store, where="store:") if spec.store is not None else None
+    return UpPlan(
+        spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead, store
+    )
 
 
 def bring_up(
@@ -157,13 +164,16 @@ def bring_up(
     if isinstance(plan, TeamSpec):
         plan = plan_up(plan)
     check_members(plan, os.environ if env is None else env, root)
-    paths = TeamPaths.for_team(plan.team, root)
-    if safefs.exists(paths.config):
+    paths = locate(plan.team, root, plan.store)
+    if open_store(paths).team_exists():
+        where = redacted(paths.store) if paths.store else paths.team_dir
         raise UpError(
-            f"team {plan.team!r} already exists at {paths.team_dir}; run `swarm down "
+            f"team {plan.team!r} already exists at {where}; run `swarm down "
             f"{plan.team}` first (it stops its members and deletes it), or rename the team"
         )
-    TeamFile(paths).create(description=plan.description, cwd=plan.cwd)
+    open_store(paths).team_file().create(description=plan.description, cwd=plan.cwd)
+    if paths.store is not None:
+        write_pointer(paths)  # `swarm down TEAM` and the others find it here
     started: list[Member] = []
     try:
         _create_tasks(paths, plan, say)
@@ -196,7 +206,7 @@ def check_members(plan: UpPlan, environ: Mapping[str, str], root: Path | None = 
 def team_json(paths: TeamPaths) -> dict[str, Any]:
     """What `swarm up --json` prints once the team is up: its members' processes, its tasks."""
     members = []
-    for member in TeamFile(paths).load().members:
+    for member in open_store(paths).team_file().load().members:
         if member.name == LEAD_NAME:
             continue
         extra = member.model_extra or {}
@@ -212,7 +222,7 @@ def team_json(paths: TeamPaths) -> dict[str, Any]:
         )
     tasks = [
         {"id": t.id, "subject": t.subject, "created": True, "status": str(t.status)}
-        for t in TaskBoard(paths).list()
+        for t in open_store(paths).task_board().list()
     ]
     return {"team": paths.team, "resumed": False, "members": members, "tasks": tasks}
 
@@ -220,7 +230,7 @@ def team_json(paths: TeamPaths) -> dict[str, Any]:
 def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> None:
     """Every task with its links and owner, in one locked operation (a task may wait for one
     further down the file): none is ever on the board unblocked before its blockers are."""
-    board = TaskBoard(paths)  # no mailbox: owners are not running yet to be told
+    board = open_store(paths).task_board()  # no mailbox: owners are not running yet to be told
     specs = [
         NewTask(t.subject, t.description, metadata=t.metadata, after=t.blocked_by, owner=t.owner)
         for t in plan.tasks
@@ -269,7 +279,7 @@ def _undo(paths: TeamPaths, started: list[Member]) -> None:
 def bring_down(paths: TeamPaths, wait_s: float = 30.0) -> list[Departure]:
     """Ask every live member to shut down, all at once; whoever refuses or has not answered
     within `wait_s` seconds is stopped. Then delete the team's files."""
-    members = [m for m in TeamFile(paths).load().members if m.name != LEAD_NAME]
+    members = [m for m in open_store(paths).team_file().load().members if m.name != LEAD_NAME]
     live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
 
     def shut_down(name: str) -> Departure:

@@ -32,9 +32,9 @@ from protocols import safefs
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.store import locate, open_store
 from protocols.task_model import Task
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import Spawned
@@ -142,8 +142,8 @@ def resume_up(
 ) -> Resumed:
     """Bring the existing team of `plan` back (module doc); `say` gets one line per task and
     per member."""
-    paths = TeamPaths.for_team(plan.team, root)
-    if not safefs.exists(paths.config):
+    paths = locate(plan.team, root, plan.store)
+    if not open_store(paths).team_exists():
         raise UpError(
             f"team {plan.team!r} does not exist at {paths.team_dir}, so there is nothing to "
             f"resume; start it with `swarm up {plan.source or 'FILE'}` (without --resume)"
@@ -157,7 +157,7 @@ def resume_up(
 
 
 def _place_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> list[PlacedTask]:
-    board = TaskBoard(paths)
+    board = open_store(paths).task_board()
     found = match_tasks(plan.tasks, board.list())
     missing = [i for i, task in enumerate(found) if task is None]
     batch = {index: n for n, index in enumerate(missing)}  # file index -> index in the batch
@@ -194,7 +194,7 @@ def _place_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> 
 def _revive(
     paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None, say: Callable[[str], None]
 ) -> Revival:
-    member = TeamFile(paths).load().member(plan.name)
+    member = open_store(paths).team_file().load().member(plan.name)
     held = _held(paths, plan.name)
     if member is not None and member_state(member) != MemberState.DEAD:
         pid = member_pid(member)
@@ -232,7 +232,7 @@ def _resuming(spec: MemberSpec, resume: bool) -> MemberSpec:
 
 
 def _held(paths: TeamPaths, name: str) -> list[str]:
-    return [t.id for t in TaskBoard(paths).list() if t.owner == name and t.unfinished]
+    return [t.id for t in open_store(paths).task_board().list() if t.owner == name and t.unfinished]
 
 
 def _first_message(paths: TeamPaths, member: Member, plan: MemberPlan) -> str:
@@ -251,7 +251,7 @@ def _clear_dead_keeping_tasks(paths: TeamPaths, member: Member) -> None:
     for the new instance (unlike `swarm.team.members.reap_member`)."""
     stop_leftovers(member)
     close_requests(paths, member.name, "its process is gone")
-    TeamFile(paths).remove_member(member.name)
+    open_store(paths).team_file().remove_member(member.name)
 
 
 def _where(spawned: Spawned) -> str:

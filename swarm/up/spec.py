@@ -160,6 +160,8 @@ class LeadSpec(_Spec):
 class TeamSpec(_Spec):
     team: TeamName
     description: str | None = None
+    # a PostgreSQL URL (`protocols.store`): the team lives there; checked when the file loads
+    store: str | None = None
     defaults: Defaults = Field(default_factory=Defaults)
     members: Annotated[list[MemberSpec], Field(min_length=1)]
     tasks: list[TaskSpec] = Field(default_factory=list)

@@ -12,7 +12,7 @@ from typing import Any
 
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.team import TeamFile
+from protocols.store import open_store
 from swarm.team.members import member_spec
 from teammate.agent.context import MEMORY_DIRS, claude_md_files, memory_dir
 from teammate.agent.definitions import load_agent
@@ -22,7 +22,7 @@ from teammate.agent.skills import discover
 
 def member_config(paths: TeamPaths, name: str) -> dict[str, Any]:
     """`effective_config` for member `name`, as its entry says it was started."""
-    member = TeamFile(paths).load().require(name)
+    member = open_store(paths).team_file().load().require(name)
     spec = member_spec(member)
     cwd = Path(member.cwd) if member.cwd else Path.cwd()
     settings = Path(spec.settings) if spec is not None and spec.settings else None

@@ -26,13 +26,12 @@ import termios
 import threading
 import tty
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
@@ -42,6 +41,9 @@ from swarm.team.signatures import lead_mailbox
 from swarm.views.dashboard_frame import frame
 from swarm.views.dashboard_keys import Controls, split_keys
 from swarm.views.snapshot import RequestView, TeamView, snapshot
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox
 
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 ONCE_WIDTH = 120  # `--once` into a pipe, with no --width and no $COLUMNS
@@ -58,7 +60,7 @@ class Dashboard:
         self.controls = Controls(self._answer, self._send)
         self._keys: list[str] = []
         self._lock = threading.Lock()
-        self._mailbox: Mailbox | None = None  # one, so it knows which inboxes it has seen
+        self._mailbox: AnyMailbox | None = None  # one, so it knows which inboxes it has seen
 
     def run(self, interactive: bool) -> int:
         watcher = InboxWatcher(

@@ -29,12 +29,10 @@ from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json_text, printable_line
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
 
@@ -188,7 +186,7 @@ def find_subagent(paths: TeamPaths, name: str, key: str) -> str:
     known = subagent_ids(paths, name)
     if key in known:
         return key
-    status = read_status(paths, name)
+    status = open_store(paths).read_status(name)
     entries = status.subagents if status is not None else []
     named = [e.agentId for e in entries if e.name == key and e.agentId in known]
     if named:
@@ -224,7 +222,7 @@ class ProcessLog(RawTranscript):
         self.tail = FileTail(log_path(paths, name))
         if self.tail.path.exists():
             return
-        config = TeamFile(paths).load()
+        config = open_store(paths).team_file().load()
         member = config.member(name)
         if member is not None and member.tmuxPaneId not in ("", "in-process"):
             socket = (member.model_extra or {}).get("tmuxSocket")
@@ -241,7 +239,7 @@ class ActivityLog:
     def __init__(self, paths: TeamPaths, name: str) -> None:
         self.paths = paths
         self.name = name
-        self.mailbox = Mailbox(paths)
+        self.mailbox = open_store(paths).mailbox()
         self.transcript = FileTail(paths.transcript(name))
         self.tool_names: dict[str, str] = {}
         self.seen: set[str] = set()
@@ -251,7 +249,7 @@ class ActivityLog:
         if safefs.exists(self.transcript.path) and safefs.stat_of(self.transcript.path).st_size:
             return
         log = log_path(paths, name)
-        config = TeamFile(paths).load()
+        config = open_store(paths).team_file().load()
         if config.member(name) is None and not safefs.exists(log):
             raise SwarmError(
                 f"no transcript or log for {name} in team {paths.team!r}"

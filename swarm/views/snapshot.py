@@ -14,21 +14,19 @@ Its strings are as the files hold them (a teammate may have written them): `stat
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
 from protocols.inbox import RecordEntries
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.status import USAGE_KEYS, SubAgentStatus, read_status
+from protocols.status import USAGE_KEYS, SubAgentStatus
+from protocols.store import open_store
 from protocols.task import STATUSES
 from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
 from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
@@ -37,10 +35,14 @@ from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
 from swarm.views.request_text import PLAN_KIND, target
 
+if TYPE_CHECKING:
+    from protocols.store import AnyTaskBoard, AnyTeamFile
+
+
 TEXT_MAX = 120
 PARSE_RETRY_S = 0.2  # an inbox being written in place (Claude Code) is re-read this long
 READERS_KEPT = 8
-_READERS: dict[TeamPaths, tuple[TeamFile, TaskBoard]] = {}
+_READERS: dict[TeamPaths, tuple[AnyTeamFile, AnyTaskBoard]] = {}
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
     }
     prices = load_prices(paths.root)
     views = [_member_view(paths, m, tasks["in_progress"], prices, now) for m in config.members]
-    lead = Mailbox(paths).peek_all(LEAD_NAME)
+    lead = open_store(paths).mailbox().peek_all(LEAD_NAME)
     last = lead[max(0, len(lead) - messages) :]
     colors = {m.name: m.color for m in config.members}
     costs = [m.cost_usd for m in views if m.cost_usd is not None]
@@ -183,7 +185,7 @@ def _member_view(
 ) -> MemberView:
     """One member: its roster state (``waiting`` when its status file says so), current task,
     activity, usage and cost."""
-    status = read_status(paths, member.name)
+    status = open_store(paths).read_status(member.name)
     state = member_state(member)
     waiting = status is not None and status.state == MemberState.WAITING
     if waiting and state in (MemberState.WORKING, MemberState.IDLE):
@@ -241,10 +243,13 @@ def _subagent_view(
     )
 
 
-def _readers(paths: TeamPaths) -> tuple[TeamFile, TaskBoard]:
+def _readers(paths: TeamPaths) -> tuple[AnyTeamFile, AnyTaskBoard]:
     """The team file and board readers of `paths`, kept between snapshots: each re-parses only
     the files that changed since (a redraw of `swarm watch` stats the tasks, parses none)."""
-    readers = _READERS.pop(paths, None) or (TeamFile(paths), TaskBoard(paths))
+    readers = _READERS.pop(paths, None) or (
+        open_store(paths).team_file(),
+        open_store(paths).task_board(),
+    )
     _READERS[paths] = readers  # most recently used last
     while len(_READERS) > READERS_KEPT:
         _READERS.pop(next(iter(_READERS)))

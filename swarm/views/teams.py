@@ -18,7 +18,7 @@ from protocols import safefs
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from protocols.pids import start_time
-from protocols.team import TeamFile
+from protocols.store import open_store
 from protocols.team_config import TeamConfig
 
 SESSION_PREFIX = "session-"
@@ -51,7 +51,7 @@ def list_teams(root: Path, skipped: Callable[[str, str], None]) -> list[TeamRow]
             paths = TeamPaths(root, name)
             if not safefs.exists(paths.config):
                 continue
-            config = TeamFile(paths).load()
+            config = open_store(paths).team_file().load()
         except ProtocolsError as exc:
             skipped(name, str(exc))
             continue

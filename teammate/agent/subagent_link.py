@@ -10,10 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.status import SubAgentStatus
-from protocols.tasks import TaskBoard
 from teammate.agent.model import Usage
 from teammate.agent.subagent_run import SubAgentRun
 from teammate.brains.base import Approval, PlanVerdict, TeamLink
@@ -21,6 +19,7 @@ from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 
 if TYPE_CHECKING:
+    from protocols.store import AnyMailbox, AnyTaskBoard
     from teammate.agent.subagents import SubAgents
 
 
@@ -45,11 +44,11 @@ class SubAgentLink:
         return self._parent().paths
 
     @property
-    def mailbox(self) -> Mailbox:
+    def mailbox(self) -> AnyMailbox:
         return self._parent().mailbox
 
     @property
-    def board(self) -> TaskBoard:
+    def board(self) -> AnyTaskBoard:
         return self._parent().board
 
     def ask_permission(

@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
 from protocols.messages import ShutdownRequest
 from protocols.paths import TeamPaths
 from protocols.task_model import Task
-from protocols.tasks import TaskBoard
+
+if TYPE_CHECKING:
+    from protocols.store import AnyMailbox, AnyTaskBoard
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,10 @@ class TeamLink(Protocol):
     def paths(self) -> TeamPaths: ...
 
     @property
-    def mailbox(self) -> Mailbox: ...
+    def mailbox(self) -> AnyMailbox: ...
 
     @property
-    def board(self) -> TaskBoard: ...
+    def board(self) -> AnyTaskBoard: ...
 
     def ask_permission(
         self,

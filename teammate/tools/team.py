@@ -18,6 +18,7 @@ from protocols.errors import ProtocolsError, UnknownMember
 from protocols.messages import PlanApprovalRequest, PlanApprovalResponse, ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.signing import plan_digest
+from protocols.store import open_store
 from protocols.task import describe, list_line
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
@@ -154,7 +155,9 @@ def _plan_digest(link: Any, request_id: str) -> str | None:
 def _send_text(link: Any, to: str, text: str, summary: str) -> str:
     if to == "*":
         entries = link.mailbox.broadcast(text, sender=link.name, summary=summary, color=link.color)
-        recipients = [n for n in link.mailbox.team.member_names() if n != link.name]
+        recipients = [
+            n for n in open_store(link.paths).team_file().member_names() if n != link.name
+        ]
         if not entries:
             return _result(
                 message="No teammates to broadcast to (you are the only team member)", recipients=[]
@@ -171,7 +174,9 @@ def _send(link: Any, to: str, body: Any, summary: str | None = None) -> None:
     try:
         link.mailbox.send(to, body, sender=link.name, summary=summary, color=link.color)
     except UnknownMember:
-        names = ", ".join(n for n in link.mailbox.team.member_names() if n != link.name)
+        names = ", ".join(
+            n for n in open_store(link.paths).team_file().member_names() if n != link.name
+        )
         raise ToolError(
             f"no teammate named {to!r} in this team; members: {names or 'none'}"
         ) from None
@@ -254,7 +259,8 @@ def task_update(
             before_task_completed(ctx.hooks, current, ctx.link().name, ctx.link().paths.team)
         except HookBlocked as exc:
             raise ToolError(f"Task #{taskId} was not marked completed: {exc}") from None
-    board.update(taskId, actor=ctx.link().name, **fields)
+    changes: dict[str, Any] = dict(fields)
+    board.update(taskId, actor=ctx.link().name, **changes)
     text = f"Updated task #{taskId} {', '.join(fields)}"
     if status == "completed":
         text += (

@@ -51,7 +51,7 @@ CASES = [
     ("team: Shop\nmembers: [{name: a, prompt: p}]\n", "1: team: invalid team name 'Shop'"),
     (
         HEAD + "colour: red\n",
-        "5: colour: unknown key; expected one of team, description, defaults, members, tasks, lead, budget",
+        "5: colour: unknown key; expected one of team, description, store, defaults, members, tasks, lead, budget",
     ),
     (
         HEAD + "    colour: red\n",
@@ -195,11 +195,11 @@ def test_each_problem_names_the_file_line_key_path_and_what_was_expected(
         ("team: shop\nmembers: [\n", ":3:1: not valid YAML:"),
         (
             "",
-            ": expected a mapping with the keys team, description, defaults, members, tasks, lead, budget, got an empty file",
+            ": expected a mapping with the keys team, description, store, defaults, members, tasks, lead, budget, got an empty file",
         ),
         (
             "- a\n- b\n",
-            ": expected a mapping with the keys team, description, defaults, members, tasks, lead, budget, got a list",
+            ": expected a mapping with the keys team, description, store, defaults, members, tasks, lead, budget, got a list",
         ),
     ],
 )

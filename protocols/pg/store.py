@@ -1,0 +1,160 @@
+"""`PgStore`: a team in PostgreSQL, handing out the same parts as `protocols.store.FileStore`.
+
+Built by `protocols.store.open_store` for paths whose ``store`` is a PostgreSQL URL. A process
+keeps one `Database` per URL and thread (a connection is not shared between threads), opened at
+its first use, so the many short-lived store objects of one command share one connection.
+A member keeps its lease while it runs (`keep_alive`: a thread with a connection of its own that
+heartbeats, and sweeps the team's expired leases, every third of the lease); waiting is on the
+team's ``LISTEN`` channel (`PgWatcher`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from protocols.errors import Error, LeaseLost
+from protocols.mailbox import EntrySigner
+from protocols.paths import TeamPaths
+from protocols.pg import status as pg_status
+from protocols.pg.database import Database
+from protocols.pg.leases import DEFAULT_LEASE_S, Leases
+from protocols.pg.mailbox import PgMailbox
+from protocols.pg.permissions import PgPermissionStore
+from protocols.pg.tasks import PgTaskBoard
+from protocols.pg.team import PgTeamFile
+from protocols.pg.watch import PgWatcher
+from protocols.status import AgentStatus
+from protocols.store import BadStoreUrl, redacted
+
+log = logging.getLogger(__name__)
+
+_local = threading.local()
+
+
+def database(url: str) -> Database:
+    """This thread's `Database` for `url` (opened on first use)."""
+    cache: dict[str, Database] = _local.__dict__.setdefault("databases", {})
+    found = cache.get(url)
+    if found is None:
+        found = cache[url] = Database(url)
+    return found
+
+
+def check_conninfo(url: str) -> None:
+    """`BadStoreUrl` for a URL libpq would refuse (an unknown parameter, a bad value)."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadStoreUrl(f"the store URL {redacted(url)!r} is refused by libpq: {first}") from None
+
+
+class PgStore:
+    """One team in the PostgreSQL store at `paths.store`."""
+
+    kind = "postgresql"
+
+    def __init__(self, paths: TeamPaths) -> None:
+        assert paths.store is not None
+        check_conninfo(paths.store)
+        self.paths = paths
+        self.url = paths.store
+        self.team = paths.team
+
+    @property
+    def db(self) -> Database:
+        return database(self.url)
+
+    def where(self) -> str:
+        return redacted(self.url)
+
+    def team_exists(self) -> bool:
+        return self.team_file().exists()
+
+    def team_file(self) -> PgTeamFile:
+        return PgTeamFile(self.db, self.team)
+
+    def mailbox(
+        self,
+        signer: EntrySigner | None = None,
+        on_read: Callable[[set[str]], None] | None = None,
+    ) -> PgMailbox:
+        return PgMailbox(self.db, self.team, signer=signer, on_read=on_read)
+
+    def task_board(self, mailbox: Any = None) -> PgTaskBoard:
+        return PgTaskBoard(self.db, self.team, mailbox)
+
+    def permissions(self) -> PgPermissionStore:
+        return PgPermissionStore(self.db, self.team)
+
+    def read_status(self, name: str) -> AgentStatus | None:
+        return pg_status.read_status(self.db, self.team, name)
+
+    def write_status(self, status: AgentStatus) -> None:
+        pg_status.write_status(self.db, self.team, status)
+
+    def watcher(
+        self,
+        inboxes: Sequence[str] = (),
+        board: bool = False,
+        directories: Sequence[Path] = (),
+        rescan_s: float | None = None,
+        subdirectories: bool = True,
+    ) -> PgWatcher:
+        """A watcher of these members' inboxes (and the task board, with `board`) on the team's
+        channel. Local `directories` are not watched: the rescan looks at them."""
+        return PgWatcher(Database(self.url), self.team, inboxes, board, rescan_s)
+
+    def keep_alive(
+        self, name: str, say: Callable[[str], None] | None = None
+    ) -> contextlib.AbstractContextManager[object]:
+        """Heartbeat `name`'s lease while the block runs (module doc)."""
+        return _heartbeating(self.url, self.team, name, say)
+
+    def delete_team(self) -> bool:
+        """Delete the team's rows (messages, tasks, requests, status); False if it had none."""
+        return self.team_file().delete()
+
+
+@contextlib.contextmanager
+def _heartbeating(
+    url: str,
+    team: str,
+    name: str,
+    say: Callable[[str], None] | None,
+    lease_s: float = DEFAULT_LEASE_S,
+) -> Iterator[object]:
+    stop = threading.Event()
+    Leases(database(url), team).heartbeat(name, lease_s)  # held before any work starts
+
+    def beat() -> None:
+        db = Database(url)  # this thread's own connection
+        leases = Leases(db, team)
+        try:
+            while not stop.wait(lease_s / 3):
+                try:
+                    leases.heartbeat(name, lease_s)
+                    leases.sweep()  # any live member returns the tasks of the dead
+                except LeaseLost as exc:
+                    if say is not None:
+                        say(f"{exc}")
+                    return
+                except Error as exc:  # the server is away: the next beat tries again
+                    log.warning("heartbeat of %s: %s", name, exc)
+        finally:
+            db.close()
+
+    thread = threading.Thread(target=beat, name=f"lease-{name}", daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(timeout=5)
