@@ -69,6 +69,7 @@ from protocols.store import open_store
 from protocols.task_model import Task
 from protocols.team_config import Member
 from protocols.values import MemberState
+from teammate.activity import Activity
 from teammate.board_watch import BoardWatch
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
 from teammate.budget import Notices
@@ -119,6 +120,7 @@ class Teammate:
         self.color = options.color
         self.brain = brain
         self.reporter = reporter or StatusReporter(None, self.name, options.spec.model)
+        self.activity = Activity(self._set_active)
         self.paths = paths
         self.lead_check = LeadCheck(options.lead_verify_key)  # the lead's signatures
         self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store`)
@@ -206,7 +208,7 @@ class Teammate:
                 self.brain.stop()  # its background sub-agents, its MCP servers
                 stop_carriers(self.token)  # commands it started and left running
                 with contextlib.suppress(Exception):
-                    self._set_active(False)
+                    self.activity.end()
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
 
@@ -659,7 +661,7 @@ class Teammate:
             failureReason=broke or reason,
         )
         self._send(LEAD_NAME, note)
-        self._set_active(False)
+        self.activity.end()
         self.reporter.set(
             MemberState.FAILED if failed and task is None else MemberState.IDLE,
             broke or (outcome.summary if outcome else "idle"),
@@ -685,20 +687,23 @@ class Teammate:
         self.reporter.set(state, why, task=task, write=False)
 
         def bookkeeping() -> None:
-            try:
-                self._set_active(True)
-            except Exception as exc:  # config.json unreadable or locked too long
-                self.say(f"could not mark itself active: {describe(exc)}")
+            self.activity.begin()  # isActive, if the turn lasts (`teammate.activity`)
             self.reporter.set()
 
         if not self.brain.defer(bookkeeping):
             bookkeeping()
 
     def _set_active(self, active: bool) -> None:
-        with contextlib.suppress(UnknownMember, ProtocolsError):
+        """``isActive`` in config.json, written only if it changes; never raises (only people
+        and the lead read it, and a failure to write it must not fail a turn)."""
+        try:
             current = self._current_member()
             if current is not None and current.isActive is not active:
                 self.team.update_member(self.name, isActive=active)
+        except (UnknownMember, ProtocolsError):
+            pass
+        except Exception as exc:  # config.json unreadable, or locked too long
+            self.say(f"could not mark itself {'active' if active else 'idle'}: {describe(exc)}")
 
     def _set_mode(self, mode: str) -> None:
         self.brain.set_mode(mode)
