@@ -32,7 +32,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
-COMMIT_ROUNDS = 4  # a group commit takes what was spooled meanwhile this many times at most
+COMMIT_ROUNDS = 2  # a hold commits what was spooled, then once more what came meanwhile
 MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
 # swarm's msg_id is a UUID derived from its own id, so a send repeated with the same id (a retry
 # after a failure) carries the same msg_id, and the two ids never disagree
@@ -103,6 +103,16 @@ class Loaded:
     items: list[Any]
     text: str
     signature: Signature | None
+    _ids: list[str | None] = field(default_factory=list, repr=False)
+
+    def identities(self) -> list[str | None]:
+        """Each item's identity (None for an item that is not an object), worked out once:
+        items appended since the last call are added (a commit's rounds only append)."""
+        ids, items = self._ids, self.items
+        if len(ids) > len(items):  # the list was replaced by a shorter one (compacted)
+            ids.clear()
+        ids.extend(identity_of(i) if isinstance(i, dict) else None for i in items[len(ids) :])
+        return ids
 
     def entries(self) -> list[InboxEntry]:
         """The items that are valid messages (others are logged and kept in the file)."""
@@ -151,6 +161,7 @@ class InboxFile:
         self.durability = durability
         self.lock_timeout = lock_timeout
         self.parse_retry_s = parse_retry_s
+        self._spool: Spool | None = None
 
     def lock(self) -> FileGuard:
         # the inboxes folder is made if missing (Claude Code makes it on its first message), but
@@ -263,7 +274,7 @@ class InboxFile:
         try:
             # not synced here: the entries are durable in the inbox, and a line lost to a power
             # cut is recorded again by the next holder; compaction syncs the record first
-            self.record_locked(loaded.items, sync=False)
+            self.record_locked(loaded.items, sync=False, identities=loaded.identities())
         except (OSError, ProtocolsError) as exc:  # delivered: the next writer records it
             log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
 
@@ -271,7 +282,9 @@ class InboxFile:
 
     @property
     def spool(self) -> Spool:
-        return Spool(self.path)
+        if self._spool is None:
+            self._spool = Spool(self.path)
+        return self._spool
 
     def deliver(self, item: dict[str, Any], compact_after: int) -> None:
         """Put `item` in the inbox durably, sharing one lock hold and one write with whatever
@@ -285,19 +298,21 @@ class InboxFile:
         then taken back out of the spool, so nothing is written (unless a holder that had
         already read the spool, and then stalled past the timeout, commits it after all: a
         retry with the same id is still stored once)."""
-        if not safefs.exists(self.path):
+        exists = safefs.exists(self.path)
+        if not exists:
             safefs.makedir_in(self.path.parent)  # never the team's folder: see `lock`
         for attempt in range(1, REDO_ATTEMPTS + 1):
             try:
-                self._deliver_once(item, compact_after)
+                self._deliver_once(item, compact_after, exists)
                 return
             except LockLost as exc:  # nothing of this attempt was committed
                 if attempt == REDO_ATTEMPTS:
                     raise
                 log.warning("%s; doing it again (attempt %d)", exc, attempt + 1)
 
-    def _deliver_once(self, item: dict[str, Any], compact_after: int) -> None:
-        ensure_file(self.path, "[]", self.durability)  # the lock target must exist
+    def _deliver_once(self, item: dict[str, Any], compact_after: int, exists: bool) -> None:
+        if not exists:
+            ensure_file(self.path, "[]", self.durability)  # the lock target must exist
         guard = FileGuard(self.path, timeout=self.lock_timeout)
         carried = _Carried(self.spool, item)
         try:
@@ -332,7 +347,7 @@ class InboxFile:
         taken += [(item, dumps_pretty(item, level=1)) for item in own or ()]
         if not taken:
             return 0
-        known = {identity_of(i) for i in loaded.items if isinstance(i, dict)}
+        known = set(loaded.identities())
         recorded = self.recorded()
         fresh, rendered = [], []
         for item, text in taken:
@@ -371,27 +386,33 @@ class InboxFile:
         """The identities of the messages in the record (read only: do not change the set)."""
         return RecordIndex.identities(self.archive)
 
-    def unrecorded(self, items: list[Any]) -> list[dict[str, Any]]:
-        """The messages among `items` that the record does not hold yet, each once."""
+    def unrecorded(
+        self, items: list[Any], identities: list[str | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """The messages among `items` that the record does not hold yet, each once
+        (`identities`: theirs, if the caller has them, `Loaded.identities`)."""
         known = self.recorded()
         fresh: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for item in items:
-            if not isinstance(item, dict):
+        if identities is None:
+            identities = [identity_of(i) if isinstance(i, dict) else None for i in items]
+        for item, identity in zip(items, identities, strict=True):
+            if identity is None:
                 continue
-            identity = identity_of(item)
             if identity not in known and identity not in seen:
                 seen.add(identity)
                 fresh.append(item)
         return fresh
 
-    def record_locked(self, items: list[Any], sync: bool = True) -> int:
+    def record_locked(
+        self, items: list[Any], sync: bool = True, identities: list[str | None] | None = None
+    ) -> int:
         """Append to the record the messages among `items` it does not hold yet (call with the
         inbox's lock held: the record has one writer at a time). Returns how many.
 
         With `sync` (the default) the record is synced before this returns, earlier appends
         made without it included: call it so before anything leaves the live inbox."""
-        fresh = self.unrecorded(items)
+        fresh = self.unrecorded(items, identities)
         if fresh:
             lines = "".join(dumps_compact(i) + "\n" for i in fresh)
             append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=sync)
