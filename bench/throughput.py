@@ -24,6 +24,7 @@ is one line of ``key=value`` pairs.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import multiprocessing as mp
 import os
@@ -36,6 +37,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 
 from benchkit import collect, percentile, verdict
+from chart import Series, line_chart
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.jsonio import default_durability
@@ -43,7 +45,8 @@ from protocols.watch import InboxWatcher
 
 TEAM = "bench"
 READER = "alice"
-TARGET_MSGS_PER_S = 500.0
+TARGET_MSGS_PER_S = 2000.0  # issue 19: 8 writers, durable
+TARGET_SWEEP_PER_S = 2000.0
 TARGET_INBOX_BYTES = 256 * 1024
 START_TIMEOUT_S = 60.0
 
@@ -134,15 +137,31 @@ def reader_main(
     results.put(result)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--writers", type=int, default=8)
-    parser.add_argument("--messages", type=int, default=1250, help="messages per writer")
-    parser.add_argument("--deadline", type=float, default=90.0, help="overall deadline, s")
-    args = parser.parse_args()
-    total = args.writers * args.messages
+@dataclass
+class Run:
+    """One run's figures."""
 
-    durability = default_durability()
+    writers: int
+    messages: int
+    msgs_per_s: float
+    lost: int
+    duplicated: int
+    unexpected: int
+    errors: list[str]
+    send_ms: list[float]
+    inbox_bytes: int
+    live_entries: int
+    archive_lines: int
+    batches: int
+    mark_read_s: float
+    wall_s: float
+    writers_s: float
+    timed_out: bool
+
+
+def run_swarm(writers_count: int, messages: int, deadline: float) -> Run:
+    """`writers_count` writer processes and one reader on one inbox, in a fresh config root."""
+    total = writers_count * messages
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="swarm-bench-throughput-") as root:
         os.environ["CLAUDE_CONFIG_DIR"] = root  # inherited by the spawned processes
@@ -150,33 +169,26 @@ def main() -> None:
         team = TeamFile(paths)
         team.create(description="throughput benchmark")
         team.add_member(READER)
-        print(f"config root: {root} (temporary)  durability: {durability}")
-        print(
-            f"{args.writers} writers x {args.messages} messages = {total} to one inbox, "
-            "one reader (wait + mark_read) ..."
-        )
-
         ready, results, writer_results = ctx.Queue(), ctx.Queue(), ctx.Queue()
         go, writers_done = ctx.Event(), ctx.Event()
         reader = ctx.Process(
-            target=reader_main,
-            args=(root, total, ready, go, writers_done, results, args.deadline),
+            target=reader_main, args=(root, total, ready, go, writers_done, results, deadline)
         )
         writers = [
             ctx.Process(
                 target=writer_main,
-                args=(root, w, args.messages, ready, go, writer_results, args.deadline),
+                args=(root, w, messages, ready, go, writer_results, deadline),
             )
-            for w in range(args.writers)
+            for w in range(writers_count)
         ]
         for process in (reader, *writers):
             process.start()
-        if len(collect(ready, args.writers + 1, START_TIMEOUT_S)) < args.writers + 1:
+        if len(collect(ready, writers_count + 1, START_TIMEOUT_S)) < writers_count + 1:
             raise SystemExit("not every process started")
 
         started_ns = time.monotonic_ns()
         go.set()
-        done: list[WriterResult] = collect(writer_results, args.writers, args.deadline + 30)
+        done: list[WriterResult] = collect(writer_results, writers_count, deadline + 30)
         writers_finished_ns = time.monotonic_ns()
         writers_done.set()
         got: list[ReaderResult] = collect(results, 1, 30)
@@ -184,62 +196,192 @@ def main() -> None:
             process.join(timeout=10)
             if process.is_alive():
                 process.terminate()
-        if len(done) < args.writers or not got:
-            raise SystemExit(f"{len(done)}/{args.writers} writers, {len(got)}/1 reader reported")
+        if len(done) < writers_count or not got:
+            raise SystemExit(f"{len(done)}/{writers_count} writers, {len(got)}/1 reader reported")
         received = got[0]
-
         inbox_bytes = paths.inbox(READER).stat().st_size
         live = json.loads(paths.inbox(READER).read_text(encoding="utf-8"))
         archive = paths.inbox_archive(READER)
         archive_lines = archive.read_bytes().count(b"\n") if archive.exists() else 0
 
     acked = {text for result in done for text in result.acked}
-    errors = [error for result in done for error in result.errors]
-    send_ms = [ns / 1e6 for result in done for ns in result.send_ns]
-    lost = len(acked - received.counts.keys())
-    duplicated = sum(n - 1 for n in received.counts.values() if n > 1)
-    unexpected = len(received.counts.keys() - acked)
-    delivered = len(received.counts)
     wall_s = max(received.last_receipt_ns - started_ns, 1) / 1e9
-    msgs_per_s = delivered / wall_s
-    writers_s = (writers_finished_ns - started_ns) / 1e9
+    return Run(
+        writers=writers_count,
+        messages=total,
+        msgs_per_s=len(received.counts) / wall_s,
+        lost=len(acked - received.counts.keys()),
+        duplicated=sum(n - 1 for n in received.counts.values() if n > 1),
+        unexpected=len(received.counts.keys() - acked),
+        errors=[error for result in done for error in result.errors],
+        send_ms=[ns / 1e6 for result in done for ns in result.send_ns],
+        inbox_bytes=inbox_bytes,
+        live_entries=len(live),
+        archive_lines=archive_lines,
+        batches=received.batches,
+        mark_read_s=received.mark_read_ns / 1e9,
+        wall_s=wall_s,
+        writers_s=(writers_finished_ns - started_ns) / 1e9,
+        timed_out=received.timed_out,
+    )
 
-    timed_out = ", reader TIMED OUT" if received.timed_out else ""
+
+def append_main(path: str, writer: int, count: int, ready: Queue, go: Event, done: Queue) -> None:
+    """The baseline writer: append one line per message to one shared file, under a kernel
+    lock, fsynced before the next (what any durable log does)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    ready.put(writer)
+    go.wait(START_TIMEOUT_S)
+    for seq in range(count):
+        line = json.dumps({"from": f"writer-{writer}", "text": message_text(writer, seq)})
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.write(fd, line.encode() + b"\n")
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    done.put(writer)
+
+
+def run_append(writers_count: int, messages: int) -> float:
+    """Lines per second of `writers_count` processes appending to one fsynced file."""
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="swarm-bench-append-") as root:
+        path = str(Path(root) / "log.jsonl")
+        ready, done, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+        procs = [
+            ctx.Process(target=append_main, args=(path, w, messages, ready, go, done))
+            for w in range(writers_count)
+        ]
+        for process in procs:
+            process.start()
+        collect(ready, writers_count, START_TIMEOUT_S)
+        started = time.monotonic()
+        go.set()
+        collect(done, writers_count, 300)
+        elapsed = time.monotonic() - started
+        for process in procs:
+            process.join(timeout=10)
+        lines = Path(path).read_bytes().count(b"\n")
+    return lines / elapsed
+
+
+def report(run: Run) -> None:
+    timed_out = ", reader TIMED OUT" if run.timed_out else ""
+    delivered = run.messages - run.lost
     print(
-        f"  delivered {delivered} of {total} in {wall_s:.2f} s "
-        f"(writers done after {writers_s:.2f} s{timed_out})"
+        f"  delivered {delivered} of {run.messages} in {run.wall_s:.2f} s "
+        f"(writers done after {run.writers_s:.2f} s{timed_out})"
     )
     print(
-        f"  msgs_per_s {msgs_per_s:10.0f}   target > {TARGET_MSGS_PER_S:g}   "
-        f"{verdict(msgs_per_s > TARGET_MSGS_PER_S)}"
+        f"  msgs_per_s {run.msgs_per_s:10.0f}   target > {TARGET_MSGS_PER_S:g}   "
+        f"{verdict(run.msgs_per_s > TARGET_MSGS_PER_S)}"
     )
-    print(f"  lost       {lost:10d}   target 0     {verdict(lost == 0)}")
-    print(f"  duplicated {duplicated:10d}   target 0     {verdict(duplicated == 0)}")
+    print(f"  lost       {run.lost:10d}   target 0     {verdict(run.lost == 0)}")
+    print(f"  duplicated {run.duplicated:10d}   target 0     {verdict(run.duplicated == 0)}")
     print(
-        f"  inbox_bytes {inbox_bytes:9d}   target < {TARGET_INBOX_BYTES}   "
-        f"{verdict(inbox_bytes < TARGET_INBOX_BYTES)}"
+        f"  inbox_bytes {run.inbox_bytes:9d}   target < {TARGET_INBOX_BYTES}   "
+        f"{verdict(run.inbox_bytes < TARGET_INBOX_BYTES)}"
     )
     print(
-        f"  archive lines {archive_lines}, live entries {len(live)} "
-        f"(sum {archive_lines + len(live)}, acknowledged sends {len(acked)})"
+        f"  archive lines {run.archive_lines}, live entries {run.live_entries} "
+        f"(sum {run.archive_lines + run.live_entries}, acknowledged sends "
+        f"{run.messages - len(run.errors)})"
     )
-    print(f"  send errors {len(errors)}, received but never acknowledged {unexpected}")
-    for error in errors[:5]:
+    print(f"  send errors {len(run.errors)}, received but never acknowledged {run.unexpected}")
+    for error in run.errors[:5]:
         print(f"    {error}")
-    if send_ms:
+    if run.send_ms:
         print(
-            f"  send() call: p50 {percentile(send_ms, 50):.2f} ms, p99 "
-            f"{percentile(send_ms, 99):.2f} ms, max {max(send_ms):.1f} ms"
+            f"  send() call: p50 {percentile(run.send_ms, 50):.2f} ms, p99 "
+            f"{percentile(run.send_ms, 99):.2f} ms, max {max(run.send_ms):.1f} ms"
         )
-    if received.batches:
+    if run.batches:
         print(
-            f"  reader: {received.batches} wake-ups, {delivered / received.batches:.1f} "
-            f"messages each; mark_read took {received.mark_read_ns / 1e9:.2f} s in all"
+            f"  reader: {run.batches} wake-ups, {delivered / run.batches:.1f} "
+            f"messages each; mark_read took {run.mark_read_s:.2f} s in all"
         )
+
+
+def sweep(counts: list[int], messages: int, deadline: float, png: Path | None) -> None:
+    """msgs/s against writers, swarm beside a plain fsynced append in the same run."""
+    rows = []
+    for count in counts:
+        per_writer = max(1, messages // count)
+        run = run_swarm(count, per_writer, deadline)
+        append = run_append(count, per_writer)
+        rows.append((count, run, append))
+        print(
+            f"  {count:3d} writers: swarm {run.msgs_per_s:7.0f} msgs/s (lost {run.lost}, "
+            f"duplicated {run.duplicated}); plain append {append:7.0f} lines/s",
+            flush=True,
+        )
+    print("\nwriters | swarm msgs/s  lost  duplicated | plain fsynced append lines/s")
+    for count, run, append in rows:
+        print(
+            f"{count:7d} | {run.msgs_per_s:12.0f}  {run.lost:4d}  {run.duplicated:10d} | "
+            f"{append:12.0f}"
+        )
+    if png is not None:
+        line_chart(
+            png,
+            f"durable sends into one inbox (durability {default_durability()})",
+            "writer processes",
+            "messages/s",
+            [
+                Series(
+                    "swarm inbox (group commit)", "#1f77b4", [(c, r.msgs_per_s) for c, r, _ in rows]
+                ),
+                Series(
+                    "plain fsynced append", "#7f7f7f", [(c, a) for c, _, a in rows], dashed=True
+                ),
+            ],
+            target=("target 2,000/s", TARGET_SWEEP_PER_S),
+        )
+        print(f"chart: {png}")
+    figures = " ".join(
+        f"msgs_per_s_{c}={r.msgs_per_s:.0f} append_per_s_{c}={a:.0f}" for c, r, a in rows
+    )
+    ok = all(r.lost == 0 and r.duplicated == 0 for _, r, _ in rows)
+    print(f"{figures} lost_or_duplicated={'none' if ok else 'SOME'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--messages", type=int, default=1250, help="messages per writer")
+    parser.add_argument("--deadline", type=float, default=90.0, help="overall deadline, s")
+    parser.add_argument(
+        "--sweep",
+        default="",
+        help="writer counts, e.g. 1,4,16,64: msgs/s for each beside a plain fsynced append "
+        "(--messages is then the total per run)",
+    )
+    parser.add_argument("--png", type=Path, default=Path("docs/images/throughput.png"))
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args()
+    durability = default_durability()
+    print(f"durability: {durability}")
+    if args.sweep:
+        counts = [int(c) for c in args.sweep.split(",")]
+        sweep(counts, args.messages, args.deadline, None if args.no_plot else args.png)
+        return
+    total = args.writers * args.messages
     print(
-        f"msgs_per_s={msgs_per_s:.0f} lost={lost} duplicated={duplicated} "
-        f"inbox_bytes={inbox_bytes} archive_lines={archive_lines} messages={total} "
-        f"writers={args.writers} durability={durability}"
+        f"{args.writers} writers x {args.messages} messages = {total} to one inbox, "
+        "one reader (wait + mark_read) ..."
+    )
+    run = run_swarm(args.writers, args.messages, args.deadline)
+    append = run_append(args.writers, args.messages)
+    report(run)
+    print(
+        f"  baseline, same run: {args.writers} processes appending fsynced lines to one file: "
+        f"{append:.0f} lines/s"
+    )
+    print(
+        f"msgs_per_s={run.msgs_per_s:.0f} lost={run.lost} duplicated={run.duplicated} "
+        f"inbox_bytes={run.inbox_bytes} archive_lines={run.archive_lines} messages={total} "
+        f"writers={args.writers} append_per_s={append:.0f} durability={durability}"
     )
 
 
