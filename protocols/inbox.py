@@ -298,55 +298,86 @@ class InboxFile:
         then taken back out of the spool, so nothing is written (unless a holder that had
         already read the spool, and then stalled past the timeout, commits it after all: a
         retry with the same id is still stored once)."""
+        self._group_commit(_Carried(self.spool, item=item), compact_after)
+
+    def mark_read(self, wanted: set[str], compact_after: int) -> int:
+        """Set ``read`` on the unread entries whose identity is in `wanted`, group-committed
+        like `deliver`: a reader that finds the lock taken by writers spools its marks and is
+        carried by the holder's next write, rather than waiting out a stream of writers while
+        its inbox grows. Returns how many entries this call marked (when carried: how many of
+        `wanted` are not unread in the inbox now: read, or moved to the record)."""
+        marked = self._group_commit(_Carried(self.spool, marks=wanted), compact_after)
+        if marked is None:  # carried by another holder
+            loaded = self.try_load()
+            items = loaded.items if loaded is not None else []
+            unread = {identity_of(i) for i in items if isinstance(i, dict) and not is_read(i)}
+            return len(wanted - unread)
+        return marked
+
+    def _group_commit(self, carried: _Carried, compact_after: int) -> int | None:
         exists = safefs.exists(self.path)
         if not exists:
             safefs.makedir_in(self.path.parent)  # never the team's folder: see `lock`
         for attempt in range(1, REDO_ATTEMPTS + 1):
             try:
-                self._deliver_once(item, compact_after, exists)
-                return
+                return self._commit_once(carried, compact_after, exists)
             except LockLost as exc:  # nothing of this attempt was committed
                 if attempt == REDO_ATTEMPTS:
                     raise
                 log.warning("%s; doing it again (attempt %d)", exc, attempt + 1)
+        raise AssertionError("unreachable")
 
-    def _deliver_once(self, item: dict[str, Any], compact_after: int, exists: bool) -> None:
+    def _commit_once(self, carried: _Carried, compact_after: int, exists: bool) -> int | None:
+        """One attempt: None if another holder's commit carried it, else how many entries its
+        own read marks marked."""
         if not exists:
             ensure_file(self.path, "[]", self.durability)  # the lock target must exist
         guard = FileGuard(self.path, timeout=self.lock_timeout)
-        carried = _Carried(self.spool, item)
         try:
             if not guard.acquire_unless(carried.done, on_busy=carried.spool_it):
-                return  # another writer's commit carried it
+                return None  # another writer's commit carried it
         except BaseException:
-            carried.withdraw()  # not acknowledged: not left to be delivered later either
+            carried.withdraw()  # not acknowledged: not left to be committed later either
             raise
         finally:
             carried.close()
         try:
             loaded = self.load_locked()
-            self.commit_spool_locked(loaded, compact_after, carried.own())
-            # entries spooled while that commit was being written go in further rounds under
-            # the same hold: fewer hand-overs of the lock when many write at once
+            done = self.commit_spool_locked(loaded, compact_after, *carried.own())
+            # what was spooled while that commit was being written goes in one more round
+            # under the same hold: fewer hand-overs of the lock when many write at once
             for _ in range(COMMIT_ROUNDS - 1):
-                if not self.commit_spool_locked(loaded, compact_after):
+                if not self.commit_spool_locked(loaded, compact_after).taken:
                     break
+            return done.marked
         finally:
             guard.release()
 
     def commit_spool_locked(
-        self, loaded: Loaded, compact_after: int, own: list[dict[str, Any]] | None = None
-    ) -> int:
-        """Move every spooled entry, then `own`, into the inbox in one write, then the spooled
-        ones out of the spool (call with the lock held). Entries whose identity the inbox or its
-        record holds already (a commit that died before cleaning up, a retried send) are
-        dropped. Returns how many entries were taken (added, or dropped as already there)."""
+        self,
+        loaded: Loaded,
+        compact_after: int,
+        own: list[dict[str, Any]] | None = None,
+        own_marks: set[str] | None = None,
+    ) -> Committed:
+        """Move every spooled entry, then `own`, into the inbox, and apply every spooled read
+        mark and `own_marks`, in one write; then remove what was taken from the spool (call
+        with the lock held). Entries whose identity the inbox or its record holds already (a
+        commit that died before cleaning up, a retried send) are dropped. With no read marks the
+        entries are spliced in (`append_locked`); with marks the file is written whole and
+        compacted as `store_locked` does."""
         spool = self.spool
         pending = spool.pending()
-        taken = [(p.item, p.text) for p in pending]
+        marks: set[str] = set()
+        taken: list[tuple[dict[str, Any], str]] = []
+        for spooled in pending:
+            if spooled.item is None:
+                marks |= spooled.marks
+            else:
+                taken.append((spooled.item, spooled.text))
         taken += [(item, dumps_pretty(item, level=1)) for item in own or ()]
-        if not taken:
-            return 0
+        if not taken and not marks and own_marks is None:
+            return Committed(0, 0)
         known = set(loaded.identities())
         recorded = self.recorded()
         fresh, rendered = [], []
@@ -356,9 +387,30 @@ class InboxFile:
                 known.add(identity)
                 fresh.append(item)
                 rendered.append(text)
-        self.append_locked(loaded, fresh, compact_after, rendered)
+        marked = 0
+        if marks or own_marks:
+            loaded.items.extend(fresh)
+            changed = bool(fresh)
+            for item, item_id in zip(loaded.items, loaded.identities(), strict=True):
+                if item_id is None or is_read(item):
+                    continue
+                if own_marks is not None and item_id in own_marks:
+                    item["read"] = True  # every copy of a msg_id: it is delivered once
+                    marked += 1
+                    changed = True
+                elif item_id in marks:
+                    item["read"] = True
+                    changed = True
+            if changed:
+                self.store_locked(loaded, compact_after, reads_on_disk=False)
+            else:
+                self.record_locked(loaded.items)
+        elif fresh:
+            self.append_locked(loaded, fresh, compact_after, rendered)
+        elif own_marks is not None:
+            self.record_locked(loaded.items)  # a reader with nothing to mark still records
         spool.remove([p.name for p in pending])
-        return len(taken)
+        return Committed(len(pending) + len(own or ()), marked)
 
     def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
         """Write `loaded.items` back (call with the lock held), compacting read entries first.
@@ -464,26 +516,47 @@ class InboxFile:
         return RecordEntries.entries(self.archive)
 
 
-class _Carried:
-    """One writer's item in a group commit: spooled only if the lock was taken when it came
-    (`spool_it`), and then waited on (`done`) until the holder commits it."""
+@dataclass(frozen=True)
+class Committed:
+    """What one commit round took: spooled files and own entries, and own read marks set."""
 
-    def __init__(self, spool: Spool, item: dict[str, Any]) -> None:
+    taken: int
+    marked: int
+
+
+class _Carried:
+    """One writer's item, or one reader's read marks, in a group commit: spooled only if the
+    lock was taken when it came (`spool_it`), and then waited on (`done`) until the holder
+    commits it."""
+
+    def __init__(
+        self,
+        spool: Spool,
+        item: dict[str, Any] | None = None,
+        marks: set[str] | None = None,
+    ) -> None:
         self.spool = spool
         self.item = item
+        self.marks = marks
         self.name: str | None = None
         self._waiting: Waiting | None = None
 
     def spool_it(self) -> None:
-        self._waiting = self.spool.put(self.item)
+        if self.item is not None:
+            self._waiting = self.spool.put(self.item)
+        else:
+            self._waiting = self.spool.put_marks(self.marks or set())
         self.name = self._waiting.name
 
     def done(self) -> bool:
         return self._waiting is not None and self._waiting.done()
 
-    def own(self) -> list[dict[str, Any]]:
-        """What the lock holder must add itself besides the spool: the item, unless spooled."""
-        return [self.item] if self.name is None else []
+    def own(self) -> tuple[list[dict[str, Any]], set[str] | None]:
+        """What the lock holder applies as its own besides the spool: its item unless it was
+        spooled (it is in the spool then), and its marks either way (setting ``read`` twice
+        changes nothing, and they are counted as this call's)."""
+        item = [self.item] if self.item is not None and self.name is None else []
+        return item, self.marks
 
     def withdraw(self) -> None:
         if self.name is not None:

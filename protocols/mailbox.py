@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
 from protocols.file_cache import Signature
-from protocols.inbox import MSG_V, InboxFile, entry_of, identity_of, is_read, msg_id_for
+from protocols.inbox import MSG_V, InboxFile, entry_of, msg_id_for
 from protocols.jsonio import Durability
 from protocols.locks import redo_if_lock_lost
 from protocols.names import checked_component
@@ -379,21 +379,9 @@ class Mailbox:
             self.on_read(wanted)
         return marked
 
-    @redo_if_lock_lost
     def _mark_read(self, agent: str, wanted: set[str]) -> int:
-        inbox = self.inbox(agent)
-        with inbox.lock():
-            loaded = inbox.load_locked()
-            marked = 0
-            for item in loaded.items:
-                if isinstance(item, dict) and not is_read(item) and identity_of(item) in wanted:
-                    item["read"] = True  # every copy of a msg_id: it is delivered once
-                    marked += 1
-            if marked:
-                inbox.store_locked(loaded, self.compact_after, reads_on_disk=False)
-            else:
-                inbox.record_locked(loaded.items)
-        return marked
+        """Group-committed with the inbox's writers (`InboxFile.mark_read`)."""
+        return self.inbox(agent).mark_read(wanted, self.compact_after)
 
     @redo_if_lock_lost
     def compact(self, agent: str, keep_read: int = 0) -> None:

@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 SPOOL_DIR = ".swarm-spool"
 ENTRY_SUFFIX = ".json"
+MARKS_SUFFIX = ".read"
 REFUSED_PREFIX = ".refused-"
 WRITING_S = 10.0  # an entry file that does not parse and is younger may still be being written
 
@@ -67,7 +68,15 @@ class Spool:
         ``write``: a committer that reads it before it is whole finds no JSON object (no
         strict prefix of one parses) and leaves it for the next round."""
         data = dumps_pretty(item, level=1).encode("utf-8")  # as the inbox will hold it
-        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{ENTRY_SUFFIX}"
+        return self._put(data, ENTRY_SUFFIX)
+
+    def put_marks(self, identities: set[str]) -> Waiting:
+        """Spool a reader's read marks (the identities it has read): the holder sets ``read``
+        on those entries in its next write, as `Mailbox.mark_read` would."""
+        return self._put(json.dumps(sorted(identities)).encode("utf-8"), MARKS_SUFFIX)
+
+    def _put(self, data: bytes, suffix: str) -> Waiting:
+        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{suffix}"
         fd = self._open_dir(create=True)
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -99,7 +108,7 @@ class Spool:
             for name in sorted(os.listdir(fd)):
                 if name.startswith(REFUSED_PREFIX):
                     continue
-                if name.startswith(".") or not name.endswith(ENTRY_SUFFIX):
+                if name.startswith(".") or not name.endswith((ENTRY_SUFFIX, MARKS_SUFFIX)):
                     _refuse(fd, name, self.path, "not a spooled entry's name")
                     continue
                 spooled = _read_entry(fd, name, self.path)
@@ -141,11 +150,13 @@ class Spool:
 
 @dataclass(frozen=True)
 class Spooled:
-    """One spooled entry: its file's name, the entry, and its text as the inbox holds it."""
+    """One spooled file: its name, and either an entry (the item, and its text as the inbox
+    holds it) or a reader's read marks (`marks`, identities; `item` is then None)."""
 
     name: str
-    item: dict[str, Any]
+    item: dict[str, Any] | None
     text: str
+    marks: frozenset[str] = frozenset()
 
 
 def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
@@ -173,6 +184,11 @@ def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
             return None  # its writer may be writing it still: the next round takes it
         _refuse(fd, name, where, "not JSON")
         return None
+    if name.endswith(MARKS_SUFFIX):
+        if not isinstance(item, list) or not all(isinstance(i, str) for i in item):
+            _refuse(fd, name, where, "read marks that are not a list of identities")
+            return None
+        return Spooled(name, None, "", frozenset(item))
     if not isinstance(item, dict):
         _refuse(fd, name, where, "not a JSON object")
         return None

@@ -1,14 +1,16 @@
 """Group commit under kill -9: several writers race into one inbox, so most sends go through the
 spool (`protocols.spool`), and all of them are killed at random moments, in the middle of
-spooling, waiting, committing for others, or compacting.
+spooling entries or read marks, waiting, committing for others, or compacting.
 
 After each round, with real processes and real files: the inbox and its record parse; no id is
 in either twice; every acknowledged send is stored; and the next send carries whatever the dead
-writers left in the spool into the inbox exactly once, leaving the spool empty.
+writers left in the spool into the inbox exactly once, leaving at most a file one of them was
+killed while writing (it does not parse, and is left alone until it is old).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -81,7 +83,7 @@ def test_writers_killed_while_group_committing_lose_and_duplicate_nothing(
     next_writer = Mailbox(paths, lock_timeout=NEXT_WRITER_LOCK_TIMEOUT_S)
     acknowledged: set[str] = set()
     probes: set[str] = set()
-    left_in_spool = 0
+    left_in_spool = half_written = 0
 
     for round_no in range(ROUNDS):
         where = f"round {round_no} (seed {seed})"
@@ -101,7 +103,13 @@ def test_writers_killed_while_group_committing_lose_and_duplicate_nothing(
         probe = f"probe-{round_no}"
         next_writer.send("alice", "after the kills", sender="team-lead", message_id=probe)
         probes.add(probe)
-        assert spooled(paths, "alice") == [], f"{where}: the spool was not emptied"
+        # all that may stay is a file a writer was killed while writing (it does not parse;
+        # it is left alone for a while, then moved aside)
+        spool_dir = Spool(paths.inbox("alice")).path
+        for name in spooled(paths, "alice"):
+            with pytest.raises(ValueError):
+                json.loads((spool_dir / name).read_bytes() or b"")
+            half_written += 1
         assert not lock_dir_for(paths.inbox("alice")).exists(), where
         live = Counter(i["id"] for i in live_items(paths, "alice"))
         recorded = Counter(i["id"] for i in archive_items(paths, "alice"))
@@ -114,7 +122,8 @@ def test_writers_killed_while_group_committing_lose_and_duplicate_nothing(
     assert acknowledged | probes <= set(stored)
     print(
         f"seed {seed}: {len(acknowledged)} acknowledged sends in {ROUNDS} rounds of {WRITERS} "
-        f"writers; {len(stored)} stored; the kills left entries in the spool {left_in_spool} times"
+        f"writers; {len(stored)} stored; the kills left entries in the spool {left_in_spool} "
+        f"times, a file cut short by a kill {half_written} times"
     )
     # the kills did land while entries were spooled: otherwise this proved little about recovery
     assert left_in_spool > 0

@@ -98,7 +98,7 @@ def _hold_and_commit(root: str, ready: Event, go: Event, taken: Queue[int]) -> N
     with inbox.lock():
         ready.set()
         go.wait(30)
-        taken.put(inbox.commit_spool_locked(inbox.load_locked(), 32))
+        taken.put(inbox.commit_spool_locked(inbox.load_locked(), 32).taken)
 
 
 def test_a_writer_that_finds_the_lock_taken_is_carried_by_the_holder(
