@@ -64,6 +64,10 @@ DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
 _MAX_BACKOFF_S = 0.002
 _COMMIT_S = 0.001  # about what one durable inbox commit takes
+# a writer waiting to be carried asks less and less often: with hundreds waiting on one inbox
+# (every teammate answering the lead at once), asking every 2 ms would take the CPU the holder
+# needs to carry them
+_MAX_CARRIED_BACKOFF_S = 0.01
 _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
@@ -332,7 +336,7 @@ class FileGuard:
                     "(another swarm process holds it); nothing was written"
                 )
             time.sleep(min(delay * (0.5 + random.random()), remaining))
-            delay = min(delay * 1.5, _MAX_BACKOFF_S)
+            delay = min(delay * 1.5, _MAX_BACKOFF_S if done is None else _MAX_CARRIED_BACKOFF_S)
         return True
 
     def _make_lock_dir(self, fd: int, deadline: float) -> None:
