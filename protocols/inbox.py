@@ -379,7 +379,13 @@ class InboxFile:
         if not taken and not marks and own_marks is None:
             return Committed(0, 0)
         known = set(loaded.identities())
-        recorded = self.recorded()
+        try:
+            recorded = self.recorded()
+        except (OSError, ProtocolsError) as exc:  # a planted link, say: deliver all the same
+            log.error(
+                "%s: the record could not be read (%s); not checked for repeats", self.archive, exc
+            )
+            recorded = set()
         fresh, rendered = [], []
         for item, text in taken:
             identity = identity_of(item)
