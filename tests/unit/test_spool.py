@@ -6,6 +6,7 @@ not do)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -14,6 +15,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -90,6 +92,23 @@ def _hold_kernel_lock(target: str, ready: Event, release: Event) -> None:
     release.wait(30)
 
 
+@contextlib.contextmanager
+def another_process_holding(target: Path) -> Iterator[None]:
+    """Inside: another process holds swarm's kernel lock of `target`."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(
+        target=_hold_kernel_lock, args=(str(flock_path_for(target)), ready, release)
+    )
+    holder.start()
+    try:
+        assert ready.wait(30), "the other process did not take the lock"
+        yield
+    finally:
+        release.set()
+        holder.join(30)
+
+
 def _hold_and_commit(root: str, ready: Event, go: Event, taken: Queue[int]) -> None:
     """Another swarm writer: holds alice's inbox lock until `go`, then commits the spool as a
     holder's next round does, and lets go."""
@@ -135,21 +154,10 @@ def test_a_writer_that_finds_the_lock_taken_is_carried_by_the_holder(
 def test_a_send_that_times_out_takes_its_entry_back(paths: TeamPaths, team: TeamFile) -> None:
     mailbox = Mailbox(paths, lock_timeout=0.2)
     mailbox.send("alice", "before", sender="bob")
-    inbox = paths.inbox("alice")
-    ctx = multiprocessing.get_context("spawn")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(
-        target=_hold_kernel_lock, args=(str(flock_path_for(inbox)), ready, release)
-    )
-    holder.start()
-    try:
-        assert ready.wait(30)
+    with another_process_holding(paths.inbox("alice")):
         with pytest.raises(LockTimeout):
             mailbox.send("alice", "refused", sender="bob")
         assert names_in(spool_of(paths)) == []  # not left to be delivered later
-    finally:
-        release.set()
-        holder.join(30)
     mailbox.send("alice", "after", sender="bob")
     assert texts(paths) == ["before", "after"]
 
@@ -233,17 +241,7 @@ def test_acquire_unless_takes_a_free_lock_and_calls_on_busy_only_when_taken(
     assert guard.acquire_unless(lambda: True, on_busy=lambda: busy.append(1))
     assert busy == [] and lock_dir_for(target).is_dir()
     guard.release()
-    ctx = multiprocessing.get_context("spawn")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(
-        target=_hold_kernel_lock, args=(str(flock_path_for(target)), ready, release)
-    )
-    holder.start()
-    try:
-        assert ready.wait(30)
+    with another_process_holding(target):
         again = FileGuard(target, timeout=5)
         assert not again.acquire_unless(lambda: True, on_busy=lambda: busy.append(1))
         assert busy == [1] and not again.held and not lock_dir_for(target).exists()
-    finally:
-        release.set()
-        holder.join(30)
