@@ -48,6 +48,19 @@ def names_in(spool: Spool) -> list[str]:
     return sorted(os.listdir(spool.path)) if spool.path.exists() else []
 
 
+def whole_entries(spool: Spool) -> list[str]:
+    """Spooled entries whose writer has finished writing them (a file is there, empty, between
+    its creation and its one write)."""
+    whole = []
+    for name in names_in(spool):
+        try:
+            json.loads((spool.path / name).read_bytes())
+        except (OSError, ValueError):
+            continue
+        whole.append(name)
+    return whole
+
+
 def test_a_send_commits_what_waits_in_the_spool_first_then_its_own(
     mailbox: Mailbox, paths: TeamPaths
 ) -> None:
@@ -137,9 +150,9 @@ def test_a_writer_that_finds_the_lock_taken_is_carried_by_the_holder(
         sender.start()
         spool = spool_of(paths)
         deadline = time.monotonic() + 30
-        while not names_in(spool) and time.monotonic() < deadline:
+        while not whole_entries(spool) and time.monotonic() < deadline:
             time.sleep(0.001)
-        assert names_in(spool), "the waiting writer did not spool its entry"
+        assert whole_entries(spool), "the waiting writer did not spool its entry"
         assert not sent, "the send returned before its entry was committed"
         go.set()
         assert taken.get(timeout=30) == 1  # the holder's commit took the waiting entry
