@@ -570,7 +570,14 @@ def test_a_claude_code_session_team_ends_with_its_lead(
             print("TREE", sorted(str(p) for p in paths.team_dir.rglob("*")))
             raise
         wait_for(lambda: not pid_alive(kim_pid), "kim's process ended", START_S)
-        held = json.loads(task.read_text())  # the task list stays
+        # the task list stays, its task handed back (the lead's clean-up may finish a moment
+        # after the teammate's process is gone)
+        wait_for(
+            lambda: json.loads(task.read_text()).get("status") == "pending",
+            "#1 handed back (pending)",
+            20,
+        )
+        held = json.loads(task.read_text())
         assert held["status"] == "pending" and "owner" not in held, held
         assert not paths.team_dir.exists(), "a stopping teammate made the team again"
 
