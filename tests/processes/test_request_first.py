@@ -36,11 +36,22 @@ def idle_notes(paths: TeamPaths) -> int:
     )
 
 
+def start_alice(paths: TeamPaths, workdir: Any, env: dict[str, str]) -> None:
+    """Spawn alice, a Claude teammate, as a subprocess; return once her first turn is over."""
+    spawn = ["spawn", "alice", "--model", "sonnet", "--backend", "subprocess"]
+    spawn += ["--cwd", str(workdir)]
+    result = swarm(*spawn, "-p", "Say you are ready.", env=env)
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: idle_notes(paths) >= 1, "alice idle after her prompt")
+
+
 def kill_alice(team: TeamFile) -> None:
+    """SIGKILL alice; return once `swarm status` sees her dead."""
     member = team.load().member("alice")
     pid = member_pid(member) if member is not None else None
     assert pid
     os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
 
 
 def test_a_teammate_killed_while_its_request_is_out_answers_the_message_again(
@@ -68,16 +79,11 @@ def test_a_teammate_killed_while_its_request_is_out_answers_the_message_again(
     try:
         with MessagesAPI(play, concurrent=True) as api:
             env["ANTHROPIC_BASE_URL"] = api.url
-            spawn = ["spawn", "alice", "--model", "sonnet", "--backend", "subprocess"]
-            spawn += ["--cwd", str(workdir)]
-            result = swarm(*spawn, "-p", "Say you are ready.", env=env)
-            assert result.returncode == 0, result.stderr
-            wait_for(lambda: idle_notes(paths) >= 1, "alice idle after her prompt")
+            start_alice(paths, workdir, env)
 
             mailbox.send("alice", PING, sender="team-lead", summary="ping")
             wait_for(held.is_set, "alice's request for the message at the model")
             kill_alice(team)  # the request is out; its turn has not ended
-            wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
 
             # not lost: still unread, for whoever takes the name next
             assert [e.text for e in mailbox.read_unread("alice")] == [PING]
@@ -124,16 +130,11 @@ def test_a_message_taken_up_mid_turn_is_still_unread_when_the_teammate_dies(
     try:
         with MessagesAPI(play, concurrent=True) as api:
             env["ANTHROPIC_BASE_URL"] = api.url
-            spawn = ["spawn", "alice", "--model", "sonnet", "--backend", "subprocess"]
-            spawn += ["--cwd", str(workdir)]
-            result = swarm(*spawn, "-p", "Say you are ready.", env=env)
-            assert result.returncode == 0, result.stderr
-            wait_for(lambda: idle_notes(paths) >= 1, "alice idle after her prompt")
+            start_alice(paths, workdir, env)
 
             mailbox.send("alice", START, sender="team-lead", summary="start")
             wait_for(held.is_set, "the request carrying the mid-turn message at the model")
             kill_alice(team)  # the message is in a request; the turn has not ended
-            wait_for(lambda: '"dead"' in swarm("status", "--json").stdout, "alice dead")
 
             unread = [e.text for e in mailbox.read_unread("alice")]
             assert MIDTURN in unread, unread  # not lost: answered again after a restart
