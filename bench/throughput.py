@@ -24,13 +24,16 @@ is one line of ``key=value`` pairs.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import fcntl
 import json
 import multiprocessing as mp
 import os
+import pstats
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
@@ -44,6 +47,7 @@ from protocols.jsonio import default_durability
 from protocols.watch import InboxWatcher
 
 TEAM = "bench"
+PROFILE_ENV = "SWARM_BENCH_PROFILE"  # a directory: each process's profile goes there
 READER = "alice"
 WARM_UP = "warm-up"  # each writer's first send goes here, before the clock starts
 TARGET_MSGS_PER_S = 2000.0  # issue 19: 8 writers, durable
@@ -73,7 +77,32 @@ def message_text(writer: int, seq: int) -> str:
     return f"w{writer}-{seq:05d}"
 
 
-def writer_main(
+def profiled(target: Callable[..., None], name: str) -> Callable[..., None]:
+    """`target`, run under cProfile into ``$SWARM_BENCH_PROFILE/<name>-<pid>.prof`` when that is
+    set (``--profile DIR``), else `target` itself."""
+    where = os.environ.get(PROFILE_ENV)
+    if not where:
+        return target
+
+    def run(*args: object) -> None:
+        profile = cProfile.Profile()
+        try:
+            profile.runcall(target, *args)
+        finally:
+            profile.dump_stats(os.path.join(where, f"{name}-{os.getpid()}.prof"))
+
+    return run
+
+
+def writer_main(*args: object) -> None:
+    profiled(_writer_main, "writer")(*args)
+
+
+def reader_main(*args: object) -> None:
+    profiled(_reader_main, "reader")(*args)
+
+
+def _writer_main(
     root: str, writer: int, count: int, ready: Queue, go: Event, results: Queue, deadline_s: float
 ) -> None:
     """Send `count` messages to the reader; report which ones `send` acknowledged."""
@@ -103,7 +132,7 @@ def writer_main(
     results.put(result)
 
 
-def reader_main(
+def _reader_main(
     root: str,
     expected: int,
     ready: Queue,
@@ -362,11 +391,20 @@ def main() -> None:
         help="writer counts, e.g. 1,4,16,64: msgs/s for each beside a plain fsynced append "
         "(--messages is then the total per run)",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="profile every writer and the reader (cProfile) into this directory and print "
+        "where the writers' time went, summed over them",
+    )
     parser.add_argument("--png", type=Path, default=Path("docs/images/throughput.png"))
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
     durability = default_durability()
     print(f"durability: {durability}")
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        os.environ[PROFILE_ENV] = str(args.profile.resolve())  # inherited by the processes
     if args.sweep:
         counts = [int(c) for c in args.sweep.split(",")]
         sweep(counts, args.messages, args.deadline, None if args.no_plot else args.png)
@@ -388,6 +426,18 @@ def main() -> None:
         f"inbox_bytes={run.inbox_bytes} archive_lines={run.archive_lines} messages={total} "
         f"writers={args.writers} append_per_s={append:.0f} durability={durability}"
     )
+    if args.profile:
+        print_profile(args.profile, total)
+
+
+def print_profile(where: Path, messages: int) -> None:
+    """The writers' profiles summed: the functions that took the most time, per message."""
+    files = sorted(str(f) for f in where.glob("writer-*.prof"))
+    if not files:
+        return
+    stats = pstats.Stats(*files)
+    print(f"\nwhere the writers' time went ({len(files)} profiles, {messages} messages):")
+    stats.sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ need from the submodules, or the common names from here:
     from protocols import TeamPaths, TeamFile, Mailbox, TaskBoard
 
 Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
-link), `jsonio` (format, atomic writes), `locks`, `messages` (structured messages), `records`
+link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait
+woken by the release), `messages` (structured messages), `records`
 (order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the file), `spool`
 (an inbox's group commit), `inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `inotify`
 (the process's one inotify instance), `task` (task file names, claims), `task_model` (one task),

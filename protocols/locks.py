@@ -28,7 +28,9 @@ the operation is redone from a fresh read (`redo_if_lock_lost`). Release never r
 directory that is not its own.
 
 Waiting uses jittered exponential backoff (0.2 ms up to 2 ms) on one open descriptor: a retry
-costs one system call, so many waiters do not eat the CPU the holder needs.
+costs one system call, so many waiters do not eat the CPU the holder needs. A writer waiting to
+be carried by a group commit (`acquire_unless`) does not poll: it blocks in the kernel and is
+woken when the holder lets go (`protocols.flock_wait`).
 
 A lock that cannot be taken before the deadline raises `LockTimeout`: the caller's write does not
 happen and the caller is told. Nothing is silently dropped.
@@ -54,6 +56,7 @@ from typing import ParamSpec, TypeVar
 from protocols import safefs
 from protocols.errors import InvalidSetting, LockLost, LockTimeout
 from protocols.file_cache import Signature, signature_of
+from protocols.flock_wait import wait_for_flock
 from protocols.pids import ProcessIdentity, start_time
 
 log = logging.getLogger(__name__)
@@ -63,11 +66,6 @@ REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
 _MAX_BACKOFF_S = 0.002
-_COMMIT_S = 0.001  # about what one durable inbox commit takes
-# a writer waiting to be carried asks less and less often: with hundreds waiting on one inbox
-# (every teammate answering the lead at once), asking every 2 ms would take the CPU the holder
-# needs to carry them
-_MAX_CARRIED_BACKOFF_S = 0.01
 _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
@@ -323,21 +321,27 @@ class FileGuard:
 
     def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
         """Wait for the kernel lock; False if `done()` turned true first (not taken). A writer
-        waiting to be carried by a group commit (`done` given) first sleeps about as long as
-        one commit takes, rather than asking several times during it."""
-        delay = 0.0002 if done is None else _COMMIT_S
+        waiting to be carried by a group commit (`done` given) blocks in the kernel
+        (`protocols.flock_wait`) and is woken the moment the holder lets go; others poll."""
+        if done is not None:
+            taken = wait_for_flock(fd, deadline, done)
+            if taken is None:
+                raise self._timed_out()
+            return taken
+        delay = 0.0002
         while not _try_flock(fd):
-            if done is not None and done():
-                return False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LockTimeout(
-                    f"could not lock {self.target} within {self.timeout:g} s "
-                    "(another swarm process holds it); nothing was written"
-                )
+                raise self._timed_out()
             time.sleep(min(delay * (0.5 + random.random()), remaining))
-            delay = min(delay * 1.5, _MAX_BACKOFF_S if done is None else _MAX_CARRIED_BACKOFF_S)
+            delay = min(delay * 1.5, _MAX_BACKOFF_S)
         return True
+
+    def _timed_out(self) -> LockTimeout:
+        return LockTimeout(
+            f"could not lock {self.target} within {self.timeout:g} s "
+            "(another swarm process holds it); nothing was written"
+        )
 
     def _make_lock_dir(self, fd: int, deadline: float) -> None:
         # read before our own attempts overwrite it: it may name a dead holder's directory

@@ -1,0 +1,125 @@
+"""Waiting for a kernel lock without polling (`protocols.flock_wait`), against a real holder in
+another process (flock locks belong to an open file: the holder is a separate process, as the
+other writers of an inbox are)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import wait_for
+
+from protocols.flock_wait import wait_for_flock
+
+HOLD = (
+    "import fcntl, os, sys\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+    "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+
+
+@pytest.fixture
+def lock_file(tmp_path: Path) -> Path:
+    return tmp_path / "inbox.json.flock"
+
+
+@pytest.fixture
+def holder(lock_file: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the lock until its stdin gets a line."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline() == "held\n"
+    yield process
+    process.kill()
+    process.wait(10)
+
+
+def release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("go\n")
+    holder.stdin.flush()
+
+
+def free(lock_file: Path) -> bool:
+    """Whether a third open of the file can take the lock (it is let go at once)."""
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def open_lock(lock_file: Path) -> int:
+    return os.open(lock_file, os.O_RDWR | os.O_CREAT)
+
+
+def test_the_waiter_takes_the_lock_when_the_holder_lets_go(
+    lock_file: Path, holder: subprocess.Popen[str]
+) -> None:
+    fd = open_lock(lock_file)
+    got: list[bool | None] = []
+    waiting = threading.Thread(
+        target=lambda: got.append(wait_for_flock(fd, time.monotonic() + 30, lambda: False))
+    )
+    waiting.start()
+    assert not free(lock_file)
+    release(holder)
+    waiting.join(30)
+    assert got == [True]
+    assert not free(lock_file), "the waiter holds it now"
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    assert free(lock_file)
+    os.close(fd)
+
+
+def test_a_waiter_that_is_done_leaves_without_the_lock_and_never_takes_it_later(
+    lock_file: Path, holder: subprocess.Popen[str]
+) -> None:
+    fd = open_lock(lock_file)
+    carried = threading.Event()
+    got: list[bool | None] = []
+    waiting = threading.Thread(
+        target=lambda: got.append(wait_for_flock(fd, time.monotonic() + 30, carried.is_set))
+    )
+    waiting.start()
+    carried.set()
+    waiting.join(30)
+    assert got == [False]
+    release(holder)
+    # the helper thread still blocked in the kernel gets it now, and must let it go at once
+    wait_for(lambda: free(lock_file), "the abandoned wait to let the lock go")
+    os.close(fd)
+
+
+def test_the_deadline_ends_the_wait_with_nothing_held(
+    lock_file: Path, holder: subprocess.Popen[str]
+) -> None:
+    fd = open_lock(lock_file)
+    assert wait_for_flock(fd, time.monotonic() + 0.1, lambda: False) is None
+    os.close(fd)  # the caller closes its descriptor, as FileGuard does on a timeout
+    release(holder)
+    wait_for(lambda: free(lock_file), "the timed-out wait to let the lock go")
+
+
+def test_a_free_lock_is_taken_at_once(lock_file: Path) -> None:
+    fd = open_lock(lock_file)
+    assert wait_for_flock(fd, time.monotonic() + 5, lambda: False) is True
+    assert not free(lock_file)
+    os.close(fd)
+    assert free(lock_file)
