@@ -5,7 +5,8 @@ Claude Code speaks only files. `Bridge` keeps a file team under this host's conf
 team in PostgreSQL, so a Claude Code lead or teammate living on this host works in a team that
 spans machines:
 
-- the roster goes from the store into ``config.json`` (the store is its truth);
+- the roster goes from the store into ``config.json`` (the store is its truth), but for the
+  ``isActive`` Claude Code writes into a local member's entry, carried to the store;
 - messages, both ways, each once by its identity (`protocols.bridge.inboxes`): for the members
   that live on this host (`local`, named by whoever starts the bridge) their inbox files and
   their inboxes in the store are one inbox; every other member's inbox file is where a local

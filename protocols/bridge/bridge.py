@@ -18,6 +18,7 @@ from protocols.paths import TeamPaths
 from protocols.pg.store import PgStore
 from protocols.pg.watch import PgWatcher
 from protocols.team import TeamFile
+from protocols.team_config import TeamConfig
 from protocols.watch import InboxWatcher
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class Bridge:
                 self._unknown.add(name)
                 log.warning("bridge: %r is not a member of team %r (yet)", name, config.name)
         team = TeamFile(self.files)
+        if team.exists():
+            config = self._carry_activity(team, config)
         wanted = config.to_json_dict()
         if not team.exists():
             safefs.makedirs(self.files.inboxes)
@@ -88,6 +91,19 @@ class Bridge:
             return names, False
         team.update(lambda _: config)
         return names, True
+
+    def _carry_activity(self, team: TeamFile, config: TeamConfig) -> TeamConfig:
+        """A local member's ``isActive``, which Claude Code writes into config.json at each
+        turn's start and end, onto its record in the store; the store's config after it."""
+        changed = False
+        for name in self.local:
+            here, there = team.entry(name), config.member(name)
+            if here is None or there is None or "isActive" not in here:
+                continue
+            if here["isActive"] != there.isActive:
+                self.store.team_file().update_member(name, isActive=here["isActive"])
+                changed = True
+        return self.store.team_file().load() if changed else config
 
     def run(self, on_pass: Callable[[Passed], None] | None = None) -> None:
         """Pass after pass until `stop`: at once, then on every change either side reports,

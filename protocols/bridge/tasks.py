@@ -82,6 +82,8 @@ class TaskSync:
         changed = 0
         for task_id in sorted(set(files) | set(store) | set(base), key=int):
             f, p, b = files.get(task_id), store.get(task_id), base.get(task_id)
+            if f is None and safefs.exists(self.paths.task(task_id)):
+                continue  # there but unreadable (being written in place): not a deletion
             try:
                 if f == p:
                     pass

@@ -193,3 +193,27 @@ def test_a_torn_state_file_starts_afresh_without_duplicating(
     (files_of(paths).team_dir / "swarm-bridge.json").write_text(dumps_pretty({"x": 1})[:3])
     bridge(paths).sync()
     assert [t.subject for t in PgTaskBoard(db, "t").list()] == ["one"]
+
+
+def test_a_task_file_being_written_in_place_is_not_taken_for_a_deletion(
+    paths: TeamPaths, db: Database
+) -> None:
+    store = PgTaskBoard(db, "t")
+    task = store.create("kept")
+    bridge(paths).sync()
+    files_of(paths).task(task.id).write_text('{"id": "1", "subj')  # Claude Code mid-write
+    bridge(paths).sync()
+    assert store.get(task.id) is not None
+
+
+def test_a_local_members_activity_reaches_the_store(paths: TeamPaths, pg_team: PgTeamFile) -> None:
+    bridge(paths).sync()
+    config = json.loads(files_of(paths).config.read_text())
+    for member in config["members"]:
+        if member["name"] in ("alice", "bob"):
+            member["isActive"] = False  # what Claude Code writes when its turn ends
+    files_of(paths).config.write_text(json.dumps(config, indent=2))
+    bridge(paths).sync()
+    alice, bob = pg_team.load().member("alice"), pg_team.load().member("bob")
+    assert alice is not None and alice.isActive is False
+    assert bob is not None and bob.isActive is not False  # bob does not live here
