@@ -124,11 +124,13 @@ class PgTaskBoard:
         task = self.create(subject, description, active_form, metadata, blocked_by, owner)
         return task.to_json_dict()
 
-    def create_many(self, specs: Sequence[NewTask]) -> builtins.list[Task]:
-        """Create the tasks of `specs` with their dependencies and owners, in one transaction."""
+    def create_many(self, specs: Sequence[NewTask], key: str | None = None) -> builtins.list[Task]:
+        """Create the tasks of `specs` with their dependencies and owners, in one transaction.
+        A `key` of the caller's own (letters, digits, ``-``) makes the creation one however
+        often it is called: a call whose key was used hands back the tasks it made."""
         if not specs:
             return []
-        key = secrets.token_hex(8)
+        key = key or secrets.token_hex(8)
         for spec in specs:
             text(spec.subject, "task subject")
             text(spec.description, "task description")

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "swarm.cli.approvals:approve",
         "Approve a pending request (permission, sandbox host, or plan).",
     ),
+    "bridge": (
+        "swarm.cli.bridge:bridge",
+        "Mirror a PostgreSQL team into this host's Claude Code files, both ways, until stopped.",
+    ),
     "budget": (
         "swarm.cli.budget:budget",
         (

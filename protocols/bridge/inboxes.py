@@ -1,0 +1,115 @@
+"""The bridge's messages: a PostgreSQL team's inboxes and this host's inbox files, in step.
+
+Every message is known by its identity (``msg_id``; `protocols.inbox.identity_of`), which both
+stores keep unique per recipient, so carrying one again is a no-op on either side:
+
+- the inbox of a **local** member (a Claude Code member living on this host) is the union of
+  both: a message unread on PostgreSQL and unknown to the file (live entries and swarm's
+  record) is delivered into the file; a message in the file (live or recorded) and not on
+  PostgreSQL (another local member wrote it) is stored there; once read in the file (marked
+  ``read``, or deleted by its reader after swarm recorded it) it is marked read on PostgreSQL;
+- the inbox file of any **other** member is only an outbox: what a local member writes there
+  is stored on PostgreSQL (the recipient reads it there, on its own host), then marked read in
+  the file, so it leaves the live file into the record.
+
+Nothing is acknowledged before it is on the other side: a bridge killed at any instant and
+started again carries what was left, and what was carried already is not stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from protocols import safefs
+from protocols.errors import Error, UnknownMember
+from protocols.inbox_entry import InboxEntry
+from protocols.mailbox import Mailbox
+from protocols.pg.mailbox import PgMailbox, append_entry
+from protocols.pg.team import require_member
+
+log = logging.getLogger(__name__)
+
+
+class InboxSync:
+    """Keeps `files` (this host's inbox files) and `pg` (the team's store) in step."""
+
+    def __init__(self, files: Mailbox, pg: PgMailbox, local: Iterable[str]) -> None:
+        self.files = files
+        self.pg = pg
+        self.local = set(local)
+        self._refused: set[tuple[str, str]] = set()  # (recipient, identity) said once
+
+    def sync(self, members: Iterable[str]) -> int:
+        """One pass over `members` (the roster); returns how many messages or marks moved."""
+        moved = 0
+        for name in members:
+            try:
+                if name in self.local:
+                    moved += self.sync_local(name)
+                else:
+                    moved += self.carry_outbox(name)
+            except Error as exc:  # one member's trouble: the others are still carried
+                log.warning("bridge: %s's inbox: %s", name, exc)
+        return moved
+
+    def sync_local(self, name: str) -> int:
+        """Both ways for a member living on this host (module doc)."""
+        self.files.observe(name)  # what Claude Code wrote there goes into swarm's record first
+        in_file = {e.identity: e for e in self.files.peek_all(name)}
+        on_pg = {e.identity: e for e in self.pg.peek_all(name)}
+        moved = 0
+        for identity, entry in on_pg.items():
+            if identity not in in_file and not entry.is_read:
+                self.files.inbox(name).deliver(
+                    _unread(entry).to_json_dict(), self.files.compact_after
+                )
+                moved += 1
+        fresh = [e for i, e in in_file.items() if i not in on_pg]
+        if fresh:
+            moved += self._store(name, fresh)
+        newly_read = [
+            e for i, e in on_pg.items() if not e.is_read and i in in_file and in_file[i].is_read
+        ]
+        newly_read += [e for e in fresh if e.is_read]
+        if newly_read:
+            moved += self.pg.mark_read(name, newly_read)
+        return moved
+
+    def carry_outbox(self, name: str) -> int:
+        """What was written on this host into `name`'s inbox file goes to `name` on PostgreSQL,
+        then is marked read in the file (module doc)."""
+        if not safefs.exists(self.files.inbox(name).path):
+            return 0
+        unread = self.files.read_unread(name)
+        if not unread:
+            return 0
+        stored = self._store(name, unread)
+        carried = [e for e in unread if (name, e.identity) not in self._refused]
+        self.files.mark_read(name, carried)
+        return stored
+
+    def _store(self, name: str, entries: list[InboxEntry]) -> int:
+        """Store `entries` for `name` on PostgreSQL (unread; an identity there already is
+        left alone); returns how many were new. A recipient PostgreSQL does not know is said
+        once per message and left in the file."""
+
+        def work(conn: Any) -> int:
+            require_member(conn, self.pg.team, name)
+            return sum(append_entry(conn, self.pg.team, name, _unread(e)) for e in entries)
+
+        try:
+            return int(self.pg.db.run(work, f"carry messages to {name!r}"))
+        except UnknownMember as exc:
+            for entry in entries:
+                key = (name, entry.identity)
+                if key not in self._refused:
+                    self._refused.add(key)
+                    log.warning("bridge: message %s not carried: %s", entry.identity, exc)
+            return 0
+
+
+def _unread(entry: InboxEntry) -> InboxEntry:
+    """The entry as the other side stores a new message: the same keys, unread."""
+    return entry if entry.read is False else entry.updated(read=False)

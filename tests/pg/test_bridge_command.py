@@ -1,0 +1,102 @@
+"""`swarm bridge` as a process on a PostgreSQL team: messages both ways arrive once each, also
+when the bridge is killed with SIGKILL in the middle and started again; `--once`, `--json`, and
+the one-line error for a team that is not in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from helpers import Processes, wait_for
+from procs import live_items
+from test_pg_commands import ok, swarm, url_of
+
+from protocols.mailbox import Mailbox
+from protocols.paths import TeamPaths
+from protocols.pg import Database, PgMailbox, PgTeamFile
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 40  # messages each way before the kill, and as many after it
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def pg_team_t(conninfo: str, home: Path, config_root: Path) -> str:
+    """Team ``t`` created on PostgreSQL by ``swarm team create --store`` (a pointer here)."""
+    ok(swarm("team", "create", "t", "--store", url_of(conninfo), cwd=home, team=None))
+    return url_of(conninfo)
+
+
+def start_bridge(procs: Processes, cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SWARM_STORE"}
+    env["SWARM_TEAM"] = "t"
+    argv = [sys.executable, "-m", "swarm", "bridge", "--member", "alice", "--rescan", "1"]
+    return procs.start(argv, env=env)
+
+
+def test_messages_cross_once_each_way_across_a_killed_bridge(
+    pg_team_t: str,
+    db: Database,
+    home: Path,
+    config_root: Path,
+) -> None:
+    for name in ("alice", "bob"):
+        PgTeamFile(db, "t").add_member(name, cwd=home)
+    files = TeamPaths(config_root, "t")
+    store = PgMailbox(db, "t")
+    procs = Processes(home)
+    try:
+        first = start_bridge(procs, home)
+        wait_for(lambda: files.config.exists(), "the bridge's first pass")
+        local = Mailbox(files)
+
+        def send(start: int) -> None:
+            for n in range(start, start + ROUNDS):
+                local.send("bob", f"up {n}", sender="alice", message_id=f"up-{n}")
+                store.send("alice", f"down {n}", sender="bob", message_id=f"down-{n}")
+
+        send(0)
+        wait_for(lambda: store.peek_all("bob") and files.inbox("alice").exists(), "a first carry")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        send(ROUNDS)
+        start_bridge(procs, home)
+        wait_for(lambda: len(store.peek_all("bob")) == 2 * ROUNDS, "every message up")
+        wait_for(lambda: len(live_items(files, "alice")) >= 2 * ROUNDS, "every message down")
+    finally:
+        procs.close()
+    up = Counter(e.text for e in store.peek_all("bob"))
+    assert up == Counter(f"up {n}" for n in range(2 * ROUNDS))
+    down = Counter(i["text"] for i in live_items(files, "alice"))
+    assert down == Counter(f"down {n}" for n in range(2 * ROUNDS))  # none twice in the file
+    assert Mailbox(files).read_unread("bob") == []  # the outbox was marked as carried
+
+
+def test_once_json_and_a_files_team_refused(
+    pg_team_t: str,
+    db: Database,
+    home: Path,
+    config_root: Path,
+) -> None:
+    PgTeamFile(db, "t").add_member("alice", cwd=home)
+    PgMailbox(db, "t").send("alice", "hello", sender="team-lead")
+    value = json.loads(ok(swarm("bridge", "--member", "alice", "--once", "--json", cwd=home)))
+    assert value == {"messages": 1, "tasks": 0, "roster": True}
+    assert [i["text"] for i in live_items(TeamPaths(config_root, "t"), "alice")] == ["hello"]
+    ok(swarm("team", "create", "plain", cwd=home, team=None))
+    refused = swarm("bridge", "--once", cwd=home, team="plain")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "not in PostgreSQL" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
