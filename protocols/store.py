@@ -248,6 +248,17 @@ class FileStore:
             subdirectories=subdirectories,
         )
 
+    def team_watcher(self, rescan_s: float) -> InboxWatcher:
+        """A watcher woken by any change of the team (the team's directory: config, inboxes,
+        status files; its task directory), and every `rescan_s` seconds: `swarm watch`."""
+        from protocols.watch import InboxWatcher
+
+        return InboxWatcher(
+            self.paths.config,
+            directories=(self.paths.team_dir, self.paths.tasks_dir),
+            rescan_s=rescan_s,
+        )
+
     def keep_alive(self, name: str, say: Any = None) -> AbstractContextManager[object]:
         """Files need no heartbeat: a member is alive while its process is (`protocols.pids`)."""
         return nullcontext()

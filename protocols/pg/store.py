@@ -112,6 +112,12 @@ class PgStore:
         channel. Local `directories` are not watched: the rescan looks at them."""
         return PgWatcher(Database(self.url), self.team, inboxes, board, rescan_s)
 
+    def team_watcher(self, rescan_s: float) -> PgWatcher:
+        """A watcher woken by any notification on the team's channel (a message, a task, a
+        status), and every `rescan_s` seconds: what changes without one (the roster, a message
+        marked read) shows at the rescan."""
+        return PgWatcher(Database(self.url), self.team, rescan_s=rescan_s, everything=True)
+
     def keep_alive(
         self, name: str, say: Callable[[str], None] | None = None
     ) -> contextlib.AbstractContextManager[object]:
