@@ -263,6 +263,14 @@ class FileStore:
         """Files need no heartbeat: a member is alive while its process is (`protocols.pids`)."""
         return nullcontext()
 
+    def log_shipper(self, name: str) -> AbstractContextManager[None]:
+        """Files need no shipping: `swarm logs` reads the member's own files."""
+        return nullcontext()
+
+    def member_host(self, name: str) -> tuple[str, int] | None:
+        """Where `name` runs, as far as the store knows: files do not say (this machine)."""
+        return None
+
     def delete_team(self) -> bool:
         """Nothing to do beyond the directories the caller removes."""
         return False

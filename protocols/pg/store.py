@@ -22,6 +22,7 @@ import psycopg
 from protocols.errors import Error, LeaseLost
 from protocols.mailbox import EntrySigner
 from protocols.paths import TeamPaths
+from protocols.pg import member_log
 from protocols.pg import status as pg_status
 from protocols.pg.database import Database
 from protocols.pg.leases import DEFAULT_LEASE_S, Leases
@@ -123,6 +124,19 @@ class PgStore:
     ) -> contextlib.AbstractContextManager[object]:
         """Heartbeat `name`'s lease while the block runs (module doc)."""
         return _heartbeating(self.url, self.team, name, say)
+
+    def log_shipper(self, name: str) -> member_log.Shipper:
+        """Ship what `swarm logs` shows of member `name` to the store while the block runs
+        (`protocols.pg.member_log`)."""
+        return member_log.Shipper(self.url, self.team, name)
+
+    def member_log(self, name: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """`name`'s shipped log lines after seq `after`, oldest first."""
+        return member_log.read(self.db, self.team, name, after)
+
+    def member_host(self, name: str) -> tuple[str, int] | None:
+        """The host and pid of `name`'s last shipped log line; None if it never shipped one."""
+        return member_log.last_host(self.db, self.team, name)
 
     def delete_team(self) -> bool:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""
