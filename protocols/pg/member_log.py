@@ -202,7 +202,7 @@ class ShippingHandler(logging.Handler):
         self.now = now
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("protocols.pg"):  # never ship the shipper's own troubles
+        if record.name.startswith(("protocols.pg", "psycopg")):  # never the store's own troubles
             return
         try:
             said = f"{record.levelname}:{record.name}:{record.getMessage()}"
