@@ -248,9 +248,28 @@ class FileStore:
             subdirectories=subdirectories,
         )
 
+    def team_watcher(self, rescan_s: float) -> InboxWatcher:
+        """A watcher woken by any change of the team (the team's directory: config, inboxes,
+        status files; its task directory), and every `rescan_s` seconds: `swarm watch`."""
+        from protocols.watch import InboxWatcher
+
+        return InboxWatcher(
+            self.paths.config,
+            directories=(self.paths.team_dir, self.paths.tasks_dir),
+            rescan_s=rescan_s,
+        )
+
     def keep_alive(self, name: str, say: Any = None) -> AbstractContextManager[object]:
         """Files need no heartbeat: a member is alive while its process is (`protocols.pids`)."""
         return nullcontext()
+
+    def log_shipper(self, name: str) -> AbstractContextManager[None]:
+        """Files need no shipping: `swarm logs` reads the member's own files."""
+        return nullcontext()
+
+    def member_host(self, name: str) -> tuple[str, int] | None:
+        """Where `name` runs, as far as the store knows: files do not say (this machine)."""
+        return None
 
     def delete_team(self) -> bool:
         """Nothing to do beyond the directories the caller removes."""

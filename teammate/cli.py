@@ -16,8 +16,9 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from protocols.budget import Limits
 from protocols.clock import now_iso
@@ -54,6 +55,9 @@ from teammate.permissions.policy import parse_rule, rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
+if TYPE_CHECKING:
+    from protocols.pg.member_log import Shipper
+
 TASK_LIST_ID = "CLAUDE_CODE_TASK_LIST_ID"
 
 
@@ -73,26 +77,44 @@ def main(argv: list[str] | None = None) -> int:
     except ProtocolsError as exc:
         print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
         return 2
-    say = functools.partial(print, flush=True)
+    try:
+        shipper = open_store(paths).log_shipper(options.agent_name)
+    except ProtocolsError as exc:
+        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    with shipper as ship, _shipping_warnings(ship):
+        return _run(options, paths, ship)
+
+
+def _run(options: TeammateOptions, paths: TeamPaths, ship: Shipper | None) -> int:
+    """The teammate's life once its team's store is known; `ship` also gets what it prints and
+    its transcript's records (a PostgreSQL team: `protocols.pg.member_log`)."""
+    say = _say if ship is None else functools.partial(_say_and_ship, ship)
+
+    def complain(text: str) -> None:
+        print(f"swarm-teammate: {text}", file=sys.stderr)
+        if ship is not None:
+            ship.put({"ts": now_iso(), "kind": "log", "text": text})
+
     model = options.spec.model
     model_name = model if options.spec.kind.offline else resolve_model(model)
     reporter = StatusReporter(paths, options.agent_name, model_name)
     try:
-        brain = build_brain(options, paths, reporter, say)
+        brain = build_brain(options, paths, reporter, say, mirror=ship.put if ship else None)
     except Error as exc:  # a bad definition, settings file, script or model: said, not raised
-        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
+        complain(printable(str(exc)))
         _report_failure(paths, options.agent_name, options.color, str(exc))
         reporter.set(MemberState.FAILED, str(exc))
         return 1
     try:
         return Teammate(options, brain, paths, say=say, reporter=reporter).run()
     except AlreadyRunning as exc:  # the status file is the running teammate's: leave it
-        print(f"swarm-teammate: {exc}", file=sys.stderr)
+        complain(str(exc))
         with contextlib.suppress(Exception):
             brain.stop()  # its MCP servers, started meanwhile
         return 1
     except (Error, OSError) as exc:
-        print(f"swarm-teammate: {printable(str(exc))}", file=sys.stderr)
+        complain(printable(str(exc)))
         with contextlib.suppress(Exception):
             reporter.set(MemberState.FAILED, f"could not start: {exc}")
         return 1
@@ -100,14 +122,40 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _say_and_ship(ship: Shipper, text: str) -> None:
+    print(text, flush=True)
+    ship.put({"ts": now_iso(), "kind": "output", "text": text})
+
+
+@contextlib.contextmanager
+def _shipping_warnings(ship: Shipper | None) -> Iterator[None]:
+    """While inside, the process's warnings also go to `ship` (if any)."""
+    if ship is None:
+        yield
+        return
+    from protocols.pg.member_log import ShippingHandler
+
+    handler = ShippingHandler(ship, now_iso)
+    logging.getLogger().addHandler(handler)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
 def build_brain(
     options: TeammateOptions,
     paths: TeamPaths,
     reporter: StatusReporter,
     say: Callable[[str], None],
+    mirror: Callable[[dict[str, Any]], None] | None = None,
 ) -> Brain:
     """The brain `options` ask for; an `Error` (`CannotStart`, a bad definition, settings file or
-    script) says what is missing."""
+    script) says what is missing. `mirror` gets the transcript's records too."""
     cwd = Path.cwd()
     spec = options.spec
     flag = Path(spec.settings) if spec.settings else None
@@ -166,7 +214,7 @@ def build_brain(
         max_turns=spec.max_turns,
         rules=rules,
         reporter=reporter,
-        transcript=Transcript(transcript),
+        transcript=Transcript(transcript, mirror),
         say=say,
         agents=definition,
         fork=fork_enabled(os.environ, settings.env if settings else None),

@@ -14,6 +14,7 @@ store class        file counterpart              module
 `Leases`           a member's pid, for liveness  leases.py
 `PgStore`          `protocols.store.FileStore`   store.py (`protocols.store.open_store` builds it)
 `PgWatcher`        `InboxWatcher`                watch.py
+`Shipper`          a member's transcript and log member_log.py (what `swarm logs` reads elsewhere)
 =================  ============================  ==========================================
 """
 

@@ -22,6 +22,7 @@ import psycopg
 from protocols.errors import Error, LeaseLost
 from protocols.mailbox import EntrySigner
 from protocols.paths import TeamPaths
+from protocols.pg import member_log
 from protocols.pg import status as pg_status
 from protocols.pg.database import Database
 from protocols.pg.leases import DEFAULT_LEASE_S, Leases
@@ -112,11 +113,30 @@ class PgStore:
         channel. Local `directories` are not watched: the rescan looks at them."""
         return PgWatcher(Database(self.url), self.team, inboxes, board, rescan_s)
 
+    def team_watcher(self, rescan_s: float) -> PgWatcher:
+        """A watcher woken by any notification on the team's channel (a message, a task, a
+        status), and every `rescan_s` seconds: what changes without one (the roster, a message
+        marked read) shows at the rescan."""
+        return PgWatcher(Database(self.url), self.team, rescan_s=rescan_s, everything=True)
+
     def keep_alive(
         self, name: str, say: Callable[[str], None] | None = None
     ) -> contextlib.AbstractContextManager[object]:
         """Heartbeat `name`'s lease while the block runs (module doc)."""
         return _heartbeating(self.url, self.team, name, say)
+
+    def log_shipper(self, name: str) -> member_log.Shipper:
+        """Ship what `swarm logs` shows of member `name` to the store while the block runs
+        (`protocols.pg.member_log`)."""
+        return member_log.Shipper(self.url, self.team, name)
+
+    def member_log(self, name: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """`name`'s shipped log lines after seq `after`, oldest first."""
+        return member_log.read(self.db, self.team, name, after)
+
+    def member_host(self, name: str) -> tuple[str, int] | None:
+        """The host and pid of `name`'s last shipped log line; None if it never shipped one."""
+        return member_log.last_host(self.db, self.team, name)
 
     def delete_team(self) -> bool:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""

@@ -1,9 +1,10 @@
 """`PgWatcher`: `protocols.watch.InboxWatcher`'s methods on a PostgreSQL team's channel.
 
 It wakes on a notification for one of its members' inboxes, or for the task board (a change of
-any task: `protocols.pg.notify.TASKS`), and at least every `rescan_s` seconds whatever it heard,
-as the file watcher's rescan does. Notifications that come while nobody waits queue on its
-connection, so the usual ``clear(); look(); wait()`` loses none of them.
+any task: `protocols.pg.notify.TASKS`), or (`everything`) on any notification of the team, and
+at least every `rescan_s` seconds whatever it heard, as the file watcher's rescan does.
+Notifications that come while nobody waits queue on its connection, so the usual
+``clear(); look(); wait()`` loses none of them.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ class PgWatcher:
         inboxes: Sequence[str] = (),
         board: bool = False,
         rescan_s: float | None = None,
+        everything: bool = False,
     ) -> None:
         self.db = db
         self.team = team
         self._token = f"@wake-{secrets.token_hex(6)}"
-        self.names = set(inboxes) | ({TASKS} if board else set()) | {self._token}
+        names = set(inboxes) | ({TASKS} if board or everything else set()) | {self._token}
+        self.names: set[str] | None = None if everything else names  # None: every notification
         self.rescan_s = DEFAULT_RESCAN_S if rescan_s is None else rescan_s
         self.changed = _Waking(self._wake)
         self.degraded: str | None = None

@@ -20,7 +20,9 @@ from swarm.team.attach import attach_target
 @team_option
 def attach(name: str, as_json: bool, team: str) -> None:
     """Watch teammate NAME: select its tmux pane and attach this terminal to it (inside tmux,
-    switch your client to it), or follow a subprocess teammate's log until Ctrl-C.
+    switch your client to it), or follow a subprocess teammate's log until Ctrl-C. A member of
+    a PostgreSQL team that runs on another host has its pane there: the error says which host,
+    and `swarm logs NAME --follow` follows it from here.
 
     \b
     --json prints what it would do (the pane, the tmux socket, the log, the command) and

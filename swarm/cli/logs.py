@@ -1,5 +1,6 @@
 """`swarm logs`: what one member did (its transcript and messages), its raw transcript, or the
-output log of its process; with ``--agent``, what one of its sub-agents did."""
+output log of its process; with ``--agent``, what one of its sub-agents did. On a PostgreSQL
+team, what its process shipped to the store (`swarm.views.store_logs`), from any host."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from swarm.views.logs import (
     find_subagent,
     follow,
 )
+from swarm.views.store_logs import StoreActivityLog, StoreProcessLog, StoreRawLog, follow_store
 
 
 @click.command()
@@ -46,15 +48,26 @@ def logs(
 ) -> None:
     """Show what member NAME did, oldest first: tool calls and results, what the model said,
     tokens per reply, and messages in and out. With --agent, what one of its sub-agents did
-    (its own transcript; `swarm status --json` lists their ids)."""
+    (its own transcript; `swarm status --json` lists their ids).
+
+    On a PostgreSQL team, from any host: what NAME's process shipped to the store (its
+    transcript's tool calls, replies and errors, what it printed; its newest 2,000 lines) and
+    its messages. A sub-agent's transcript (--agent) stays on its member's host."""
     if raw + process + as_json > 1:
         raise SwarmError("choose one of --raw, --process and --json")
     if agent is not None and process:
         raise SwarmError("a sub-agent has no process of its own: --agent goes without --process")
     paths = paths_for(team)
     agent_id = find_subagent(paths, name, agent) if agent is not None else None
-    source: ActivityLog | RawTranscript | ProcessLog
-    if raw:
+    source: ActivityLog | RawTranscript | ProcessLog | StoreProcessLog | StoreRawLog
+    on_store = paths.store is not None and agent_id is None  # shipped by hosts anywhere
+    if on_store:
+        source = StoreRawLog(paths, name) if raw else StoreProcessLog(paths, name)
+        if not (raw or process):
+            source = StoreActivityLog(paths, name)
+            if source.note:
+                click.echo(f"swarm: {printable(source.note)}", err=True)
+    elif raw:
         source = RawTranscript(paths, name, agent_id)
     elif agent_id is not None:
         source = SubAgentLog(paths, name, agent_id)
@@ -75,5 +88,7 @@ def logs(
 
     for event in events:
         show(event)
-    if following:
+    if following and on_store:
+        follow_store(paths, source.poll, show)
+    elif following:
         follow(paths, name, source.poll, show, agent_id)

@@ -11,17 +11,21 @@ subprocess teammate's target is its output log, ``teams/<team>/logs/<name>.log``
 command follows until Ctrl-C.
 
 A dead member (its process is gone) has nothing to attach to: the error says how to start it
-again. A name that is not a member gets the members and the likely one.
+again. A member of a PostgreSQL team whose last shipped log line came from another host
+(`protocols.pg.member_log`) runs there: the error says so, and how to follow it from here
+(``swarm logs NAME --follow``). A name that is not a member gets the members and the likely one.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols import safefs
 from protocols.names import LEAD_NAME
@@ -30,6 +34,9 @@ from protocols.store import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.liveness import is_mcp, member_state
+
+if TYPE_CHECKING:
+    from protocols.store import AnyStore
 
 PANE_ID = re.compile(r"%[0-9]+")
 
@@ -59,7 +66,8 @@ class AttachTarget:
 
 def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> AttachTarget:
     """Where member `name` can be watched, and how, seen from a process with `environ`."""
-    config = open_store(paths).team_file().load()
+    store = open_store(paths)
+    config = store.team_file().load()
     if name == LEAD_NAME:
         raise SwarmError(
             f"{LEAD_NAME!r} is the lead, not a teammate: it has no pane or log of swarm's; "
@@ -71,6 +79,7 @@ def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> At
             f"{name!r} is an MCP session: it runs in its MCP client, with no pane or log of "
             f"its own; `swarm logs {name}` shows what it did"
         )
+    _not_elsewhere(store, paths.team, name)
     if member_state(member) == MemberState.DEAD:
         raise SwarmError(
             f"{name!r} is dead (its process is gone), so there is nothing to attach to; start "
@@ -91,6 +100,22 @@ def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> At
     raise SwarmError(
         f"{name!r} has no tmux pane and no process log to attach to (backend "
         f"{member.backendType or 'unknown'}); `swarm logs {name}` shows what it did"
+    )
+
+
+def _not_elsewhere(store: AnyStore, team: str, name: str) -> None:
+    """`SwarmError` when `name` runs on another host (as its last log line in a PostgreSQL
+    store says): its pane and log are there; here its shipped log can be followed."""
+    found = store.member_host(name)
+    here = socket.gethostname()
+    if found is None or found[0] == here:
+        return
+    host, pid = found
+    raise SwarmError(
+        f"{name!r} runs on another host, {host!r} (pid {pid}), not on this one ({here!r}): "
+        "its pane or log is there. Follow what it does from here with "
+        f"`{shlex.join(['swarm', 'logs', name, '--follow', '--team', team])}`, or attach on "
+        f"{host}"
     )
 
 

@@ -2,13 +2,14 @@
 terminal is resized.
 
 It watches the team's directory (config, inboxes, status files) and task directory with
-inotify; a change redraws the frame (`swarm.views.dashboard_frame`, fitted to the terminal's
-size) from a fresh read-only `snapshot` (nothing here writes a team file, except answers and
-messages the person sends on purpose, and swarm's record of what members sent each other, kept
-before a reader that deletes what it read takes it: `Mailbox.observe_team`). With a terminal
-on stdin, keys act on the selected request (`swarm.views.dashboard_keys`); the dashboard takes
-the terminal's alternate screen, so quitting leaves the shell's screen as it was, and prints
-what a held answer became.
+inotify, or a PostgreSQL team's channel (`LISTEN`: a message, a task, a status), with a rescan
+every `RESCAN_S` seconds either way; a change redraws the frame
+(`swarm.views.dashboard_frame`, fitted to the terminal's size) from a fresh read-only
+`snapshot` (nothing here writes a team file, except answers and messages the person sends on
+purpose, and swarm's record of what members sent each other, kept before a reader that deletes
+what it read takes it: `Mailbox.observe_team`). With a terminal on stdin, keys act on the
+selected request (`swarm.views.dashboard_keys`); the dashboard takes the terminal's alternate
+screen, so quitting leaves the shell's screen as it was, and prints what a held answer became.
 
 `--once` prints one frame: as wide as ``--width``, else the terminal, else ``$COLUMNS``, else
 `ONCE_WIDTH` (never rich's 80 columns for a pipe), and as long as it takes.
@@ -35,7 +36,7 @@ from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.watch import InboxWatcher
+from protocols.store import open_store
 from swarm.team.approvals import answer
 from swarm.team.signatures import lead_mailbox
 from swarm.views.dashboard_frame import frame
@@ -43,7 +44,11 @@ from swarm.views.dashboard_keys import Controls, split_keys
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
+    from protocols.pg.watch import PgWatcher
     from protocols.store import AnyMailbox
+    from protocols.watch import InboxWatcher
+
+    AnyWatcher = InboxWatcher | PgWatcher
 
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 ONCE_WIDTH = 120  # `--once` into a pipe, with no --width and no $COLUMNS
@@ -63,11 +68,7 @@ class Dashboard:
         self._mailbox: AnyMailbox | None = None  # one, so it knows which inboxes it has seen
 
     def run(self, interactive: bool) -> int:
-        watcher = InboxWatcher(
-            self.paths.config,
-            directories=(self.paths.team_dir, self.paths.tasks_dir),
-            rescan_s=RESCAN_S,
-        )
+        watcher = open_store(self.paths).team_watcher(RESCAN_S)
         # Keys are read unbuffered from before the first frame: a key typed as soon as something
         # shows on screen is never lost in a line buffer that switching modes would flush.
         keys = _cbreak(sys.stdin.fileno()) if interactive else contextlib.nullcontext()
@@ -143,7 +144,7 @@ class Dashboard:
             keys, self._keys = self._keys, []
         return keys
 
-    def _read_keys(self, watcher: InboxWatcher) -> None:
+    def _read_keys(self, watcher: AnyWatcher) -> None:
         fd = sys.stdin.fileno()
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # é is two bytes
         while not self.controls.quit:

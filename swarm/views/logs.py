@@ -274,8 +274,9 @@ class ActivityLog:
             record = json.loads(line)
         except ValueError:
             return []
-        if not isinstance(record, dict):
-            return []
+        return self._from_record(record) if isinstance(record, dict) else []
+
+    def _from_record(self, record: dict[str, Any]) -> list[LogEvent]:
         ts, kind, use_id = str(record.get("ts", "")), record.get("kind"), record.get("id")
         if kind == "tool_call":
             name = str(record.get("name") or "?")
@@ -331,19 +332,25 @@ class ActivityLog:
         last = LogEvent(ts, "says", f"says: {one_line(said[-1])} {note}", {"usage": usage})
         return [*events, last]
 
-    def _messages(self) -> list[LogEvent]:
-        """New messages to the member (its inbox) and from it (everyone else's inbox)."""
+    def _owners(self) -> set[str] | None:
+        """Whose inboxes to read: those with a file; None when no inbox changed since."""
         try:
             found = sorted(safefs.entries(self.paths.inboxes))
         except FileNotFoundError:
-            return []
+            return None
         signature = tuple((name, st.st_size, st.st_mtime_ns) for name, st in found)
         if signature == self.inbox_signature:
-            return []
+            return None
         self.inbox_signature = signature
         names = [name for name, _ in found]
         owners = {n[: -len(".json")] for n in names if n.endswith(".json")}
-        owners |= {n[: -len(ARCHIVE_SUFFIX)] for n in names if n.endswith(ARCHIVE_SUFFIX)}
+        return owners | {n[: -len(ARCHIVE_SUFFIX)] for n in names if n.endswith(ARCHIVE_SUFFIX)}
+
+    def _messages(self) -> list[LogEvent]:
+        """New messages to the member (its inbox) and from it (everyone else's inbox)."""
+        owners = self._owners()
+        if owners is None:
+            return []
         outgoing: dict[tuple[str, str], list[str]] = {}
         events = []
         for owner in sorted(owners):

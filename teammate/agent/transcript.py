@@ -16,6 +16,9 @@ without following links (`protocols.safefs`).
 in one write: the agent loop holds a run's first lines (the prompt, the request) until the
 request has been sent. Held lines die with the process; so does the request they describe,
 unsent (the message it answers is still unread in the inbox).
+
+A `mirror` is handed every event as it is recorded: on a PostgreSQL team, the shipper of the
+member's log to the store (`protocols.pg.member_log`), for `swarm logs` on other hosts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +36,11 @@ from protocols.jsonio import append_durably
 
 
 class Transcript:
-    def __init__(self, path: Path | None) -> None:
+    def __init__(
+        self, path: Path | None, mirror: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
         self.path = path
+        self.mirror = mirror  # also given each event (a PostgreSQL team's log shipper)
         self._held: list[bytes] | None = None  # lines waiting for `release` (None: not held)
         self._lock = threading.Lock()  # MCP servers' states are recorded from another thread
         if path is not None:
@@ -43,9 +50,13 @@ class Transcript:
 
     def record(self, kind: str, **fields: Any) -> None:
         """Append one event; a transcript that cannot be written never stops the teammate."""
-        if self.path is None:
+        if self.path is None and self.mirror is None:
             return
         event = {"ts": now_iso(), "kind": kind, **fields}
+        if self.mirror is not None:
+            self.mirror(event)
+        if self.path is None:
+            return
         line = json.dumps(event, ensure_ascii=False, default=str)
         try:
             data = (line + "\n").encode("utf-8")
