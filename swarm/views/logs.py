@@ -409,8 +409,16 @@ def follow(
     directories: tuple[Path, ...] = (paths.inboxes,)
     if agent_id is not None:
         watched, directories = (paths.subagent_transcript(name, agent_id),), ()
+    show_on_wakes(InboxWatcher(*watched, directories=directories), poll, show)
+
+
+def show_on_wakes(
+    watching: Any, poll: Callable[[], list[LogEvent]], show: Callable[[LogEvent], None]
+) -> None:
+    """With `watching` (a watcher to enter: an `InboxWatcher`, a store's team watcher), show
+    what `poll` finds at each wake-up, until interrupted (Ctrl-C ends it quietly)."""
     try:
-        with InboxWatcher(*watched, directories=directories) as watcher:
+        with watching as watcher:
             while True:
                 watcher.clear()
                 for event in poll():

@@ -21,7 +21,7 @@ from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
 from protocols.store import open_store
 from swarm.errors import SwarmError
-from swarm.views.logs import ActivityLog, LogEvent
+from swarm.views.logs import ActivityLog, LogEvent, show_on_wakes
 
 if TYPE_CHECKING:
     from protocols.pg.store import PgStore
@@ -125,12 +125,4 @@ def follow_store(
 ) -> None:
     """Show what `poll` finds at each notification of the team (a log line shipped, a message)
     and every `RESCAN_S` seconds, until interrupted (Ctrl-C ends it quietly)."""
-    try:
-        with open_store(paths).team_watcher(RESCAN_S) as watcher:
-            while True:
-                watcher.clear()
-                for event in poll():
-                    show(event)
-                watcher.wait(3600)
-    except KeyboardInterrupt:
-        return
+    show_on_wakes(open_store(paths).team_watcher(RESCAN_S), poll, show)
