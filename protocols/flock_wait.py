@@ -3,7 +3,8 @@
 `fcntl.flock` either fails at once (``LOCK_NB``) or blocks with no timeout. Polling the first
 costs a wake-up per try and answers late: a group-commit writer (`protocols.spool`) that sleeps
 between tries notices the holder's release a few ms after it happened, and those ms, not the
-commit, set how many sends per second eight writers make. `wait_for_flock` instead blocks in
+commit, set how many sends per second eight writers make (and how fast sixteen workers hand
+the task list's lock to each other). `wait_for_flock` instead blocks in
 the kernel, in a helper thread on a duplicate of the descriptor (so the lock is the caller's:
 flock locks belong to the open file, which both descriptors share), and is woken the moment
 the holder lets go. Meanwhile the caller's thread asks `done()` now and then (backing off from
@@ -12,19 +13,26 @@ lock.
 
 If the wait ends without the lock (done, or the deadline), the helper thread is told; should it
 still get the lock later, it lets go of it at once and closes its descriptor. Either way no lock
-is ever left held by a caller that did not take it.
+is ever left held by a caller that did not take it. An abandoned helper stays blocked (with its
+descriptor) until the holder lets go: behind a holder that is paused for good, a caller that
+keeps retrying would pile them up, so past `MAX_ABANDONED` of them, and where no thread can be
+started (at interpreter shutdown), the wait polls instead (jittered backoff, 0.2 ms to 2 ms).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import random
 import threading
 import time
 from collections.abc import Callable
 
 FIRST_CHECK_S = 0.002
 LAST_CHECK_S = 0.05
+MAX_ABANDONED = 32
+_abandoned = 0  # helpers of this process still blocked for a caller that gave up
+_count = threading.Lock()
 
 
 class _Waiter:
@@ -38,41 +46,75 @@ class _Waiter:
         self.error: OSError | None = None
 
     def run(self) -> None:
+        global _abandoned
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except OSError as exc:
             self.error = exc
         with self.mutex:
-            if self.abandoned and self.error is None:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)  # nobody waits for it any more
+            if self.abandoned:
+                if self.error is None:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)  # nobody waits for it any more
+                with _count:
+                    _abandoned -= 1
             os.close(self.fd)
             self.taken.set()
 
     def abandon(self) -> bool:
         """Give up the wait; True if the lock was taken meanwhile after all (then it is the
         caller's, as if the wait had succeeded)."""
+        global _abandoned
         with self.mutex:
             if self.taken.is_set():
                 return self.error is None
             self.abandoned = True
+            with _count:
+                _abandoned += 1
             return False
 
 
-def wait_for_flock(fd: int, deadline: float, done: Callable[[], bool]) -> bool | None:
+def wait_for_flock(fd: int, deadline: float, done: Callable[[], bool] | None = None) -> bool | None:
     """Take the exclusive flock on `fd`, blocking until it is free: True once it is held; False
     if `done()` turned true first (nothing held); None at the `deadline` (monotonic; nothing
-    held). An `OSError` of the flock call itself is raised."""
+    held). Without `done`, the caller's thread just waits for the lock or the deadline. An
+    `OSError` of the flock call itself is raised. After a wait that did not take the lock,
+    close `fd` rather than wait on it again: a helper still blocked shares its open file, and
+    a lock it takes later would be that file's."""
+    if _abandoned >= MAX_ABANDONED:
+        return _poll(fd, deadline, done)
     waiter = _Waiter(fd)
-    threading.Thread(target=waiter.run, name="swarm-flock-wait", daemon=True).start()
-    check = FIRST_CHECK_S
+    try:
+        threading.Thread(target=waiter.run, name="swarm-flock-wait", daemon=True).start()
+    except RuntimeError:  # no new threads (interpreter shutdown)
+        os.close(waiter.fd)
+        return _poll(fd, deadline, done)
+    check = FIRST_CHECK_S if done is not None else float("inf")
     while True:
         remaining = deadline - time.monotonic()
         if waiter.taken.wait(max(0.0, min(check, remaining))):
             if waiter.error is not None:
                 raise waiter.error
             return True
-        if done():
+        if done is not None and done():
             return waiter.abandon()  # True: taken meanwhile after all, and now held
         if remaining <= check:
             return True if waiter.abandon() else None
         check = min(check * 2, LAST_CHECK_S)
+
+
+def _poll(fd: int, deadline: float, done: Callable[[], bool] | None) -> bool | None:
+    """`wait_for_flock` by trying again and again (jittered backoff, 0.2 ms to 2 ms)."""
+    delay = 0.0002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        if done is not None and done():
+            return False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        time.sleep(min(delay * (0.5 + random.random()), remaining))
+        delay = min(delay * 1.5, 0.002)

@@ -27,10 +27,10 @@ file was not rewritten since it was read; if not, `LockLost` is raised, nothing 
 the operation is redone from a fresh read (`redo_if_lock_lost`). Release never removes a lock
 directory that is not its own.
 
-Waiting uses jittered exponential backoff (0.2 ms up to 2 ms) on one open descriptor: a retry
-costs one system call, so many waiters do not eat the CPU the holder needs. A writer waiting to
-be carried by a group commit (`acquire_unless`) does not poll: it blocks in the kernel and is
-woken when the holder lets go (`protocols.flock_wait`).
+A process waiting for swarm's kernel lock does not poll: it blocks in the kernel and is woken
+the moment the holder lets go (`protocols.flock_wait`), so many waiters take no CPU from the
+holder and the lock changes hands without a sleep in between. (Claude Code's lock directory,
+which nothing can block on, is waited for with jittered backoff, 1 ms up to 50 ms.)
 
 A lock that cannot be taken before the deadline raises `LockTimeout`: the caller's write does not
 happen and the caller is told. Nothing is silently dropped.
@@ -65,7 +65,6 @@ STALE_S = 10.0
 REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
-_MAX_BACKOFF_S = 0.002
 _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
@@ -320,22 +319,13 @@ class FileGuard:
             raise
 
     def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
-        """Wait for the kernel lock; False if `done()` turned true first (not taken). A writer
-        waiting to be carried by a group commit (`done` given) blocks in the kernel
-        (`protocols.flock_wait`) and is woken the moment the holder lets go; others poll."""
-        if done is not None:
-            taken = wait_for_flock(fd, deadline, done)
-            if taken is None:
-                raise self._timed_out()
-            return taken
-        delay = 0.0002
-        while not _try_flock(fd):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out()
-            time.sleep(min(delay * (0.5 + random.random()), remaining))
-            delay = min(delay * 1.5, _MAX_BACKOFF_S)
-        return True
+        """Wait for the kernel lock, blocked in the kernel and woken the moment the holder lets
+        go (`protocols.flock_wait`); False if `done()` turned true first (not taken): a writer
+        carried by a group commit meanwhile."""
+        taken = wait_for_flock(fd, deadline, done)
+        if taken is None:
+            raise self._timed_out()
+        return taken
 
     def _timed_out(self) -> LockTimeout:
         return LockTimeout(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import wait_for
 
+from protocols import flock_wait
 from protocols.flock_wait import wait_for_flock
 
 HOLD = (
@@ -122,4 +123,32 @@ def test_a_free_lock_is_taken_at_once(lock_file: Path) -> None:
     assert wait_for_flock(fd, time.monotonic() + 5, lambda: False) is True
     assert not free(lock_file)
     os.close(fd)
+    assert free(lock_file)
+
+
+def test_abandoned_waits_are_counted_until_they_let_go_and_too_many_make_it_poll(
+    lock_file: Path, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a descriptor whose wait was abandoned is closed, never waited on again (FileGuard opens
+    # a new one per acquire): its helper shares its open file, and so would share the lock
+    fds = [open_lock(lock_file) for _ in range(3)]
+    assert wait_for_flock(fds[0], time.monotonic() + 0.05) is None
+    os.close(fds[0])
+    assert flock_wait._abandoned == 1  # its helper is still blocked behind the holder
+    monkeypatch.setattr(flock_wait, "MAX_ABANDONED", 1)
+    started = threading.active_count()
+    assert wait_for_flock(fds[1], time.monotonic() + 0.05) is None  # polled: no new helper
+    assert threading.active_count() == started
+    os.close(fds[1])
+    got: list[bool | None] = []
+    waiting = threading.Thread(
+        target=lambda: got.append(wait_for_flock(fds[2], time.monotonic() + 30))
+    )
+    waiting.start()
+    release(holder)
+    waiting.join(30)
+    assert got == [True], "the polling wait takes the lock once it is free"
+    assert not free(lock_file), "the poller holds it, whatever the abandoned helper did"
+    os.close(fds[2])
+    wait_for(lambda: flock_wait._abandoned == 0, "the abandoned helper to let go and be counted")
     assert free(lock_file)
