@@ -252,6 +252,14 @@ class FileStore:
         """Files need no heartbeat: a member is alive while its process is (`protocols.pids`)."""
         return nullcontext()
 
+    def leases(self) -> None:
+        """Files hold no leases: a member is judged by its process (`protocols.pids`)."""
+        return None
+
+    def sweep(self) -> list[Any]:
+        """Nothing to sweep on files (``swarm reap`` looks at processes)."""
+        return []
+
     def delete_team(self) -> bool:
         """Nothing to do beyond the directories the caller removes."""
         return False
