@@ -271,6 +271,14 @@ class FileStore:
         """Where `name` runs, as far as the store knows: files do not say (this machine)."""
         return None
 
+    def leases(self) -> None:
+        """Files hold no leases: a member is judged by its process (`protocols.pids`)."""
+        return None
+
+    def sweep(self) -> list[Any]:
+        """Nothing to sweep on files (``swarm reap`` looks at processes)."""
+        return []
+
     def delete_team(self) -> bool:
         """Nothing to do beyond the directories the caller removes."""
         return False

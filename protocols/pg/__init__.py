@@ -12,6 +12,7 @@ store class        file counterpart              module
 `PgTaskBoard`      `protocols.tasks.TaskBoard`   tasks.py (claims.py, task_rows.py)
 `PgPermissionStore` `PermissionStore`            permissions.py
 `Leases`           a member's pid, for liveness  leases.py
+`Hosts`            (none: a machine's agent)     hosts.py (`swarm host serve`'s requests)
 `PgStore`          `protocols.store.FileStore`   store.py (`protocols.store.open_store` builds it)
 `PgWatcher`        `InboxWatcher`                watch.py
 `Shipper`          a member's transcript and log member_log.py (what `swarm logs` reads elsewhere)
@@ -19,6 +20,7 @@ store class        file counterpart              module
 """
 
 from protocols.pg.database import Database
+from protocols.pg.hosts import Hosts
 from protocols.pg.leases import Expired, Leases
 from protocols.pg.mailbox import PgMailbox
 from protocols.pg.notify import Listener
@@ -30,6 +32,7 @@ from protocols.pg.team import PgTeamFile
 __all__ = [
     "Database",
     "Expired",
+    "Hosts",
     "Leases",
     "Listener",
     "PgMailbox",

@@ -9,11 +9,17 @@ is on the server's disk. `run` does one unit of work in a transaction; when the 
 passed since the first failure, and does the work again from the start. So every unit of work
 must be safe to do twice: the stores make them so (a message's id, a claim's token, a creation's
 key), because a commit whose answer was lost may or may not have happened.
+
+A `Database` is meant for one thread, but a store object made in one thread may be used from
+another (a teammate's timer that marks it active writes through the main thread's team file):
+units of work on one `Database` are done one at a time (a lock), never interleaved on its
+connection, where psycopg would end one thread's transaction inside the other's.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -52,6 +58,7 @@ class Database:
         self._conn: psycopg.Connection[Any] | None = None
         self._migrated = False
         self.retries = 0  # units of work done again after a lost connection or a rollback
+        self._lock = threading.RLock()  # one unit of work at a time on the connection
 
     def __enter__(self) -> Database:
         return self
@@ -99,7 +106,8 @@ class Database:
             with conn.transaction():
                 return work(conn)
 
-        return self._with_retries(attempt, what)
+        with self._lock:
+            return self._with_retries(attempt, what)
 
     def _with_retries(self, attempt: Callable[[], T], what: str, connecting: bool = False) -> T:
         deadline: float | None = None

@@ -8,11 +8,17 @@ marks it dead (``alive`` false, ``isActive`` false), returns its unfinished task
 a new epoch (so whatever it still sends with its old epochs is refused), and tells the lead
 with a ``teammate_terminated`` message, as `swarm.team.members.reap` does for local members.
 A member declared dead that heartbeats again is told so (`LeaseLost`): it must not go on with
-work it held; it may rejoin.
+work it held; it may rejoin. `Leases.end` declares one member dead at once, the same way (its
+host saw its process exit). `view` is every member's lease as the server sees it now, for telling
+a member alive from dead on any machine (`swarm status`, `swarm reap`).
+
+A lease lasts ``$SWARM_LEASE_S`` seconds (`lease_seconds`; default 30): tests shorten it.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +38,30 @@ from protocols.pg.notify import TASKS, notify
 Conn = psycopg.Connection[Any]
 
 DEFAULT_LEASE_S = 30.0
+LEASE_ENV = "SWARM_LEASE_S"
+
+
+def lease_seconds(env: Mapping[str, str] | None = None) -> float:
+    """The lease length: ``$SWARM_LEASE_S`` when it is a number above 0, else 30 seconds."""
+    value = (os.environ if env is None else env).get(LEASE_ENV, "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return DEFAULT_LEASE_S
+    return seconds if 0 < seconds < float("inf") else DEFAULT_LEASE_S
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A member's lease as the server sees it now."""
+
+    alive: bool  # not declared dead
+    left_s: float | None  # seconds it still runs (negative: ran out); None: never held one
+
+    @property
+    def held(self) -> bool:
+        """Alive, and its lease has not run out (a member that never heartbeated holds none)."""
+        return self.alive and self.left_s is not None and self.left_s > 0
 
 
 @dataclass(frozen=True)
@@ -83,6 +113,43 @@ class Leases:
         )
         return found[0] if found else None
 
+    def view(self) -> dict[str, Lease]:
+        """Every member's lease, by name (module doc)."""
+        rows = self.db.run(
+            lambda c: c.execute(
+                "SELECT name, alive, extract(epoch FROM lease_expires_at - now())::float8 "
+                "FROM members WHERE team = %s",
+                [self.team],
+            ).fetchall(),
+            "read leases",
+        )
+        return {name: Lease(bool(alive), left) for name, alive, left in rows}
+
+    def end(self, name: str, why: str) -> Expired | None:
+        """Declare `name` dead now, as the sweep would (its tasks back to pending, the lead
+        told `why`); None if it was not alive (or is no member)."""
+
+        def work(conn: Conn) -> Expired | None:
+            found = conn.execute(
+                "SELECT name, data FROM members WHERE team = %s AND name = %s AND alive FOR UPDATE",
+                [self.team, name],
+            ).fetchone()
+            return _bury(conn, self.team, found[0], found[1], why) if found else None
+
+        return self.db.run(work, "end lease")
+
+    def drop(self, name: str) -> None:
+        """End `name`'s lease now without declaring it dead (it stopped cleanly): it is judged
+        dead at once, and the next sweep tells the lead unless it was removed first."""
+        self.db.run(
+            lambda c: c.execute(
+                "UPDATE members SET lease_expires_at = now() WHERE team = %s AND name = %s "
+                "AND alive",
+                [self.team, name],
+            ),
+            "drop lease",
+        )
+
     def sweep(self) -> list[Expired]:
         """Declare dead every member whose lease ran out (see the module's docstring)."""
         return self.db.run(self._sweep, "sweep leases")
@@ -93,19 +160,21 @@ class Leases:
             "AND lease_expires_at < now() ORDER BY position FOR UPDATE SKIP LOCKED",
             [self.team],
         ).fetchall()
-        expired = []
-        for name, data in found:
-            conn.execute(
-                "UPDATE members SET alive = false, data = %s WHERE team = %s AND name = %s",
-                [document({**data, "isActive": False}), self.team, name],
-            )
-            released = [str(r.id) for r in claims.release(conn, self.team, name)]
-            if released:
-                notify(conn, self.team, TASKS)  # idle members may take them now
-            note = TeammateTerminated(
-                message=f"{name} has stopped (its lease ran out); tasks returned to pending: "
-                f"{', '.join('#' + i for i in released) or 'none'}"
-            )
-            append_entry(conn, self.team, LEAD_NAME, new_entry(note, LEAD_NAME))
-            expired.append(Expired(name, released))
-        return expired
+        return [_bury(conn, self.team, name, data, "its lease ran out") for name, data in found]
+
+
+def _bury(conn: Conn, team: str, name: str, data: Any, why: str) -> Expired:
+    """Mark `name` dead, return its unfinished tasks to pending at a new epoch, tell the lead."""
+    conn.execute(
+        "UPDATE members SET alive = false, data = %s WHERE team = %s AND name = %s",
+        [document({**data, "isActive": False}), team, name],
+    )
+    released = [str(r.id) for r in claims.release(conn, team, name)]
+    if released:
+        notify(conn, team, TASKS)  # idle members may take them now
+    note = TeammateTerminated(
+        message=f"{name} has stopped ({why}); tasks returned to pending: "
+        f"{', '.join('#' + i for i in released) or 'none'}"
+    )
+    append_entry(conn, team, LEAD_NAME, new_entry(note, LEAD_NAME))
+    return Expired(name, released)

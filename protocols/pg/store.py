@@ -25,7 +25,8 @@ from protocols.paths import TeamPaths
 from protocols.pg import member_log
 from protocols.pg import status as pg_status
 from protocols.pg.database import Database
-from protocols.pg.leases import DEFAULT_LEASE_S, Leases
+from protocols.pg.hosts import Hosts
+from protocols.pg.leases import Expired, Lease, Leases, lease_seconds
 from protocols.pg.mailbox import PgMailbox
 from protocols.pg.permissions import PgPermissionStore
 from protocols.pg.tasks import PgTaskBoard
@@ -138,6 +139,17 @@ class PgStore:
         """The host and pid of `name`'s last shipped log line; None if it never shipped one."""
         return member_log.last_host(self.db, self.team, name)
 
+    def leases(self) -> dict[str, Lease]:
+        """Every member's lease now (`Leases.view`): how a member is judged alive here."""
+        return Leases(self.db, self.team).view()
+
+    def sweep(self) -> list[Expired]:
+        """Declare dead the members whose lease ran out (`Leases.sweep`)."""
+        return Leases(self.db, self.team).sweep()
+
+    def hosts(self) -> Hosts:
+        return Hosts(self.db, self.team)
+
     def delete_team(self) -> bool:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""
         return self.team_file().delete()
@@ -149,8 +161,9 @@ def _heartbeating(
     team: str,
     name: str,
     say: Callable[[str], None] | None,
-    lease_s: float = DEFAULT_LEASE_S,
+    lease_s: float | None = None,
 ) -> Iterator[object]:
+    lease_s = lease_seconds() if lease_s is None else lease_s
     stop = threading.Event()
     Leases(database(url), team).heartbeat(name, lease_s)  # held before any work starts
 

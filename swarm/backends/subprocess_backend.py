@@ -31,6 +31,7 @@ class SubprocessBackend:
         """`environ` is where passed-through variables come from (default: `os.environ`)."""
         self._environ = environ
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._codes: dict[int, int] = {}  # exit statuses of the children `stop` reaped
 
     def spawn(self, request: SpawnRequest) -> Spawned:
         check_request(request)
@@ -70,10 +71,16 @@ class SubprocessBackend:
         reap_child(spawned.pid)
         return spawned.identity.alive()
 
+    def exit_code(self, spawned: Spawned) -> int | None:
+        """The exit status of a child this backend started and that has exited (a signal:
+        minus its number); None while it runs, or for a process it did not start."""
+        child = self._children.get(spawned.pid)
+        return child.poll() if child is not None else self._codes.get(spawned.pid)
+
     def stop(self, spawned: Spawned, timeout: float = 5.0) -> None:
         """SIGTERM the child and everything it started, wait up to `timeout` s, then SIGKILL;
         reap it. A pid that now belongs to another process is never signalled."""
         terminate(spawned.identity, timeout, alive=lambda: self.is_alive(spawned))
         child = self._children.pop(spawned.pid, None)
         if child is not None:
-            child.wait()
+            self._codes[spawned.pid] = child.wait()

@@ -126,6 +126,12 @@ force_option = click.option(
     help="start CMD instead of swarm's teammate, with Claude Code's teammate command line: "
     "'claude' runs a Claude Code teammate (default: $SWARM_TEAMMATE_COMMAND)",
 )
+@click.option(
+    "--host",
+    metavar="HOST",
+    help="start it on that host of a team on PostgreSQL (`swarm host serve` there) instead of "
+    "here; --cwd and file options are paths on that host",
+)
 @json_option
 @team_option
 def spawn(
@@ -148,6 +154,7 @@ def spawn(
     mcp_config: Path | None,
     cwd: Path | None,
     teammate_command: str | None,
+    host: str | None,
     as_json: bool,
     team: str,
 ) -> None:
@@ -165,6 +172,10 @@ def spawn(
     \b
     After a crash, carry on with its conversation:
       swarm spawn bea --model sonnet --resume
+
+    \b
+    On another machine of a team on PostgreSQL (its `swarm host serve --name build-box`):
+      swarm spawn cid --host build-box -p "Run the test suite"
     """
     if prompt is None and not resume:
         raise click.UsageError("give the teammate its first message with --prompt")
@@ -186,6 +197,9 @@ def spawn(
         teammate_command=teammate_command,
         resume=resume,
     )
+    if host is not None:
+        spawn_there(team, host, name, prompt, spec, as_json)
+        return
     member, spawned = spawn_member(paths_for(team), name, prompt or RESUME_PROMPT, spec)
     where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
     watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
@@ -193,6 +207,42 @@ def spawn(
         started_json(member, spawned, resumed=resume),
         as_json,
         lambda _: f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}",
+    )
+
+
+def spawn_there(
+    team: str, host: str, name: str, prompt: str | None, spec: MemberSpec, as_json: bool
+) -> None:
+    """`swarm spawn --host`: the host's answer (`swarm.hosts.requests.spawn_on_host`)."""
+    from swarm.hosts.requests import spawn_on_host
+
+    if spec.resume or prompt is None:
+        raise click.UsageError("--resume is not available with --host; give --prompt")
+    paths = paths_for(team)
+
+    def absolute(path: str | None) -> str | None:  # the same path on both machines
+        inline = path is not None and path.lstrip().startswith("{")  # --mcp-config's JSON
+        return str(Path(path).resolve()) if path is not None and not inline else path
+
+    spec = dataclasses.replace(
+        spec,
+        cwd=absolute(spec.cwd),
+        script=absolute(spec.script),
+        settings=absolute(spec.settings),
+        mcp_config=absolute(spec.mcp_config),
+    )
+    click.echo(printable_line(f"asked host {host} to spawn {name}"), err=True)
+    request = spawn_on_host(
+        paths, host, name, prompt, spec, progress=lambda text: click.echo(text, err=True)
+    )
+    done = request.outcome or {}
+    emit(
+        {"name": name, "request": request.id, **done},
+        as_json,
+        lambda _: printable_line(
+            f"spawned {name} ({done.get('color')}) on host {host} "
+            f"({done.get('machine')}), {done.get('backend')}, pid {done.get('pid')}"
+        ),
     )
 
 

@@ -73,6 +73,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "swarm.cli.hooks:hooks",
         "List the hooks in force: event, matcher, timeout, command and the file each came from.",
     ),
+    "host": (
+        "swarm.cli.hosts:host",
+        "Hosts of a team on PostgreSQL: machines whose agent starts teammates on request.",
+    ),
     "inbox": (
         "swarm.cli.messages:inbox",
         "Show every message member NAME was sent, oldest first, read or not.",

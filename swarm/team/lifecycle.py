@@ -14,7 +14,7 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +35,8 @@ from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
 from swarm.team.budget import check_priced
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
-from swarm.team.members import is_mcp, member_identity, member_state, stop_member
+from swarm.team.liveness import HOST_KEY, liveness
+from swarm.team.members import is_mcp, member_identity, stop_member
 from swarm.team.resume import prepare_resume
 from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
@@ -56,6 +57,18 @@ class ShutdownResult:
     reason: str
     stopped: bool  # the member's process is gone and the member removed
     released: list[str]
+
+
+@dataclass(frozen=True)
+class RemoteLead:
+    """A spawn a host agent does for a lead on another machine (`swarm.hosts`): the member is
+    recorded as the host's (``swarmHost``), the teammate gets the lead's verify key (None:
+    signatures off there), and its first message is the entry the lead signed, delivered as
+    it is (`deliver_prompt(name)`), since the host holds no key of the lead's."""
+
+    host: str
+    verify_key: str | None
+    deliver_prompt: Callable[[str], None]
 
 
 SWARM_TEAMMATE = (sys.executable, "-m", "teammate")
@@ -112,6 +125,7 @@ def spawn_member(
     env: Mapping[str, str] | None = None,
     wait_s: float = START_WAIT_S,
     backend: SpawnBackend | None = None,
+    lead: RemoteLead | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process as
     `spec` says (recorded in the member entry, `member_spec` reads it back).
@@ -124,7 +138,8 @@ def spawn_member(
     worktree`` (slug: the name). If the process cannot be started, or it exits before it joins
     the team (`await_start`, up to `wait_s` seconds), the member is removed again (and a worktree
     it did not change with it) and the error says why. `backend` replaces the one
-    ``spec.backend`` names (unit tests pass a `swarm.backends.stub.StubBackend`).
+    ``spec.backend`` names (unit tests pass a `swarm.backends.stub.StubBackend`). `lead`: a host
+    agent spawning for a lead elsewhere (`RemoteLead`).
     """
     validate_name(name, "agent name")
     spec = settled(spec or MemberSpec())
@@ -147,6 +162,8 @@ def spawn_member(
     token = new_token()
     # a bad key file is refused before anything starts
     lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
+    if lead is not None:
+        lead_verify_key = lead.verify_key
     member = team.add_member(
         name,
         agent_type=agent_type,
@@ -161,9 +178,13 @@ def spawn_member(
         processToken=token,
         # while this process lives the member is "starting"; if it dies first, reap takes it
         spawnedBy=ProcessIdentity.mine().to_value(),
+        **({HOST_KEY: lead.host} if lead is not None else {}),
     )
     try:
-        lead_mailbox(paths).send(name, prompt, sender=LEAD_NAME)
+        if lead is not None:
+            lead.deliver_prompt(name)
+        else:
+            lead_mailbox(paths).send(name, prompt, sender=LEAD_NAME)
         argv = command_line(
             program,
             dataclasses.replace(spec.process_part(), agent_type=agent_type),
@@ -339,7 +360,7 @@ def request_shutdown(
     member = team.load().require(name)  # an unknown name: did you mean...
     board = open_store(paths).task_board()
     held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
-    if member_state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
+    if liveness(paths).state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
         released = finish_shutdown(paths, member, approved=False)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
     if is_mcp(member):  # an MCP client cannot answer a shutdown request: its session decides
@@ -383,8 +404,13 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     """The lead's side of a shutdown: wait for the process to exit (briefly, if it approved),
     stop it and its pane, return its unfinished tasks to pending, remove the member. Safe to
     run twice (the CLI and `swarm lead` may both see the approval); returns released task ids."""
-    _wait_for_exit(member, 5.0 if approved else 0.0)
-    stop_member(paths, member)
+    if HOST_KEY in (member.model_extra or {}):  # it runs on a host: stopped there
+        from swarm.hosts.requests import stop_on_host
+
+        stop_on_host(paths, member, grace_s=5.0 if approved else 0.0)
+    else:
+        _wait_for_exit(member, 5.0 if approved else 0.0)
+        stop_member(paths, member)
     released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
     team = open_store(paths).team_file()
     if team.load().member(member.name) is not None:
@@ -398,10 +424,11 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
 def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     """Remove ``teams/<team>`` and ``tasks/<team>``. Refuses while members are alive, unless
     `force`, which shuts them down first (the protocol, then stopping those that do not go)."""
+    judge = liveness(paths)
     live = [
         m
         for m in open_store(paths).team_file().load().members
-        if member_state(m) in (MemberState.WORKING, MemberState.IDLE)
+        if judge.state(m) in (MemberState.WORKING, MemberState.IDLE)
     ]
     if live and not force:
         raise SwarmError(

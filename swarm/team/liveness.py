@@ -6,21 +6,32 @@ libtmux) so that `swarm send` can warn about a dead recipient without loading th
 process is known by identity, never by pid alone (`protocols.pids`); a member with no process
 yet is starting while the ``swarm spawn`` that added it (``spawnedBy``) is alive. A member that
 joined over MCP (``backendType: "mcp"``) records the ``swarm mcp`` server of its session.
+
+On PostgreSQL a member may run on another machine, where its pid means nothing: `Liveness`
+judges it by its lease instead (`protocols.pg.leases`: declared dead, or run out, on the
+server's clock), and a member that holds no lease yet by the host that is starting it
+(``swarmHost``, `swarm.hosts`). `liveness(paths)` reads the leases once for a whole view; on
+files it judges by process exactly as `member_state` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
+from protocols.store import open_store
 from protocols.values import MemberState
 
 if TYPE_CHECKING:
+    from protocols.pg.leases import Lease
     from protocols.team_config import Member
 
 MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
+HOST_KEY = "swarmHost"  # the `swarm host serve` that started the member (PostgreSQL teams)
 
 
 def member_entry(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -65,3 +76,49 @@ def member_state(member: Member | Mapping[str, Any]) -> MemberState:
     if not identity.alive():
         return MemberState.DEAD
     return MemberState.WORKING if entry.get("isActive") is True else MemberState.IDLE
+
+
+def member_host(member: Member | Mapping[str, Any]) -> str | None:
+    """The host whose agent started the member (None: started by a ``swarm spawn`` here)."""
+    host = member_entry(member).get(HOST_KEY)
+    return host if isinstance(host, str) and host else None
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """How one team's members are judged: by process (files: `leases` None), or by lease."""
+
+    leases: Mapping[str, Lease] | None = None
+    hosts: Mapping[str, bool] = field(default_factory=dict)  # host name: alive
+
+    def state(self, member: Member | Mapping[str, Any]) -> MemberState:
+        entry = member_entry(member)
+        lease = None if self.leases is None else self.leases.get(entry.get("name", ""))
+        if lease is None or entry.get("name") == LEAD_NAME or is_mcp(entry):
+            return member_state(entry)  # files, or a member not (or no longer) in the store
+        if not lease.alive:
+            return MemberState.DEAD
+        if lease.left_s is not None:  # it holds one: that decides, wherever it runs
+            if lease.left_s <= 0:
+                return MemberState.DEAD
+            return MemberState.WORKING if entry.get("isActive") is True else MemberState.IDLE
+        host = member_host(entry)
+        if host is not None:  # starting on a host: while that host is alive
+            return MemberState.STARTING if self.hosts.get(host) else MemberState.DEAD
+        return member_state(entry)  # started here by `swarm spawn`: its spawner's process
+
+    def lease_left_s(self, name: str) -> float | None:
+        lease = None if self.leases is None else self.leases.get(name)
+        return None if lease is None else lease.left_s
+
+
+def liveness(paths: TeamPaths) -> Liveness:
+    """The team's `Liveness` now: its members' leases and hosts on PostgreSQL."""
+    store = open_store(paths)
+    leases = store.leases()
+    if leases is None:
+        return Liveness()
+    from protocols.pg.store import PgStore
+
+    assert isinstance(store, PgStore)
+    return Liveness(leases, store.hosts().alive())

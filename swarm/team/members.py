@@ -13,6 +13,12 @@ A member that joined over MCP (``backendType: "mcp"``, `swarm.mcp_server`) recor
 the ``swarm mcp`` server serving its session, and has no process of its own: it is idle while its
 session is open and dead once the session ended (the server then cleared the process) or the
 server died. Such a process may serve other sessions too, so it is never signalled from here.
+
+On PostgreSQL, members are judged by their leases (`swarm.team.liveness.Liveness`), and `reap`
+first sweeps the expired ones (`protocols.pg.leases.Leases.sweep`: tasks back to pending, the
+lead told), then removes the dead from the roster. A member started by a host agent
+(``swarmHost``) runs on that host: nothing here signals its pid; stopping it is a request to its
+host (`swarm.hosts.requests`), and a host stops by itself a teammate declared dead.
 """
 
 from __future__ import annotations
@@ -31,7 +37,10 @@ from swarm.team.approvals import close_requests
 from swarm.team.isolation import release
 from swarm.team.liveness import (
     MCP_BACKEND,
+    Liveness,
     is_mcp,
+    liveness,
+    member_host,
     member_identity,
     member_pid,
     member_state,
@@ -43,6 +52,8 @@ from teammate.options import MemberSpec
 __all__ = [  # the liveness names, from here as before
     "MCP_BACKEND",
     "is_mcp",
+    "liveness",
+    "member_host",
     "member_identity",
     "member_pid",
     "member_spec",
@@ -73,26 +84,41 @@ def reap(paths: TeamPaths) -> list[Reaped]:
 
     What a dead member left running (its process group, whatever carries its token) is stopped
     first, so a task it held never runs twice at once. The lead is told with a
-    ``teammate_terminated`` message in its inbox.
+    ``teammate_terminated`` message in its inbox. On PostgreSQL, by lease (module doc).
     """
+    store = open_store(paths)
+    swept = {e.name: e.released for e in store.sweep()}  # files: nothing to sweep
+    judge = liveness(paths)
     return [
-        reap_member(paths, member)
-        for member in open_store(paths).team_file().load().members
-        if member_state(member) == MemberState.DEAD
+        reap_member(paths, member, judge, swept.get(member.name, []))
+        for member in store.team_file().load().members
+        if judge.state(member) == MemberState.DEAD
     ]
 
 
-def reap_member(paths: TeamPaths, member: Member) -> Reaped:
-    """`reap` for one member known to be dead."""
-    stop_leftovers(member)
-    released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
+def reap_member(
+    paths: TeamPaths, member: Member, judge: Liveness | None = None, swept: list[str] | None = None
+) -> Reaped:
+    """`reap` for one member known to be dead. A member whose lease was declared dead (`swept`
+    now, or by another member's sweep before) was told to the lead then; it is not told again."""
+    lease = None if judge is None or judge.leases is None else judge.leases.get(member.name)
+    buried = lease is not None and not lease.alive
+    if member_host(member) is None:  # on a host, its host stops what is left
+        stop_leftovers(member)
+    released = (swept or []) + [
+        t.id for t in open_store(paths).task_board().release_all(member.name)
+    ]
     close_requests(paths, member.name, "its process is gone")
     open_store(paths).team_file().remove_member(member.name)
     release(paths, member)  # its worktree: removed if unchanged, else reported
     pid = member_pid(member)
+    if buried:
+        return Reaped(member.name, pid, released)
     gone = f"pid {pid} is gone" if pid else "it never started"
     if is_mcp(member):
         gone = "its MCP session ended" if pid is None else f"its MCP server (pid {pid}) is gone"
+    if member_host(member) is not None:
+        gone = f"its host {member_host(member)} is gone and it never started"
     note = TeammateTerminated(
         message=f"{member.name} has stopped ({gone}); "
         f"tasks returned to pending: {', '.join('#' + i for i in released) or 'none'}"
@@ -128,12 +154,18 @@ def spawned_of(member: Member) -> Spawned | None:
     return None
 
 
-def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0) -> None:
+def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0, here: bool = False) -> None:
     """Stop a member's process and everything it started (SIGTERM, then SIGKILL after
     `timeout`) and close its pane; strangers that took a recorded pid are left alone. An MCP
     member's recorded process is the server of its session (perhaps of others too): it is left
-    alone, and the member is gone from the team once removed."""
+    alone, and the member is gone from the team once removed. A member on a host is stopped by
+    its host (a request), unless `here` (the host agent itself)."""
     if is_mcp(member):
+        return
+    if member_host(member) is not None and not here:  # it runs on that host: ask it
+        from swarm.hosts.requests import stop_on_host
+
+        stop_on_host(paths, member, timeout)
         return
     spawned = spawned_of(member)
     if spawned is None:

@@ -21,7 +21,7 @@ from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError
-from swarm.team.members import member_pid, member_spec, member_state, reap_member
+from swarm.team.members import member_host, member_pid, member_spec, member_state, reap_member
 from teammate.agent.transcript import conversation_of, ended_in_order, read_transcript
 from teammate.options import MemberSpec
 
@@ -94,6 +94,12 @@ def restart_member(
     from swarm.team.lifecycle import request_shutdown, spawn_member  # lifecycle imports us
 
     member = open_store(paths).team_file().load().require(name)
+    host = member_host(member)
+    if host is not None:  # it would be stopped there and started here
+        raise SwarmError(
+            f"{name!r} runs on host {host!r}, and restart starts teammates here only: "
+            f"swarm shutdown {name}, then swarm spawn {name} --host {host} with its options"
+        )
     spec = member_spec(member)
     if spec is None:
         raise SwarmError(

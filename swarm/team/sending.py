@@ -15,7 +15,7 @@ from protocols.paths import TeamPaths
 from protocols.store import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
-from swarm.team.liveness import member_state
+from swarm.team.liveness import liveness
 from swarm.team.signatures import lead_mailbox
 
 
@@ -38,4 +38,7 @@ def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
     """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
     team = open_store(paths).team_file()
     entries = [team.entry(name) for name in names]
-    return [e["name"] for e in entries if e is not None and member_state(e) == MemberState.DEAD]
+    if all(e is None for e in entries):
+        return []
+    judge = liveness(paths)  # by lease on PostgreSQL
+    return [e["name"] for e in entries if e is not None and judge.state(e) == MemberState.DEAD]

@@ -21,7 +21,7 @@ from protocols.store import STATUS, open_store
 from protocols.values import MemberState, TaskStatus
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
-from swarm.team.members import member_state
+from swarm.team.liveness import liveness
 
 MET, FAILED, TIMED_OUT = "met", "failed", "timed out"
 
@@ -117,7 +117,7 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
         member = team.load().member(name)
         if member is None:
             return Outcome(FAILED, f"{name} left the team")
-        if member_state(member) == MemberState.DEAD:
+        if liveness(paths).state(member) == MemberState.DEAD:
             return Outcome(FAILED, f"{name} is dead (its process is gone)")
         status = open_store(paths).read_status(name)
         if status is not None and status.state == MemberState.IDLE:

@@ -30,7 +30,8 @@ from protocols.task_model import Task
 from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
-from swarm.team.members import member_pid, member_state
+from swarm.team.liveness import Liveness, liveness, member_host
+from swarm.team.members import member_pid
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
 from swarm.views.request_text import PLAN_KIND, target
@@ -92,6 +93,8 @@ class MemberView:
     # its limits and spend, when it has a limit: maxCostUsd, maxTokens, costUsd, tokens, over,
     # reason (`protocols.status.BudgetStatus`)
     budget: dict[str, Any] | None = None
+    host: str | None = None  # the `swarm host serve` it runs under (PostgreSQL teams)
+    lease_s: float | None = None  # seconds its lease still runs (PostgreSQL teams; < 0: ran out)
 
     @property
     def failed_mcp_servers(self) -> list[dict[str, Any]]:
@@ -146,7 +149,10 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
         s: [t for t in visible if t.status == s and not t.failed] for s in STATUSES
     }
     prices = load_prices(paths.root)
-    views = [_member_view(paths, m, tasks["in_progress"], prices, now) for m in config.members]
+    judge = liveness(paths)  # by process on files, by lease on PostgreSQL
+    views = [
+        _member_view(paths, m, tasks["in_progress"], prices, now, judge) for m in config.members
+    ]
     lead = open_store(paths).mailbox().peek_all(LEAD_NAME)
     last = lead[max(0, len(lead) - messages) :]
     colors = {m.name: m.color for m in config.members}
@@ -181,12 +187,17 @@ LIVE = (MemberState.WORKING, MemberState.IDLE, MemberState.WAITING)
 
 
 def _member_view(
-    paths: TeamPaths, member: Member, in_progress: list[Task], prices: PriceTable, now: int
+    paths: TeamPaths,
+    member: Member,
+    in_progress: list[Task],
+    prices: PriceTable,
+    now: int,
+    judge: Liveness,
 ) -> MemberView:
     """One member: its roster state (``waiting`` when its status file says so), current task,
     activity, usage and cost."""
     status = open_store(paths).read_status(member.name)
-    state = member_state(member)
+    state = judge.state(member)
     waiting = status is not None and status.state == MemberState.WAITING
     if waiting and state in (MemberState.WORKING, MemberState.IDLE):
         state = MemberState.WAITING
@@ -215,7 +226,13 @@ def _member_view(
         else [],
         mcp_servers=[s.to_json_dict() for s in status.mcpServers] if status else [],
         budget=budget.model_dump() if budget is not None and limited else None,
+        host=member_host(member),
+        lease_s=_rounded(judge.lease_left_s(member.name)),
     )
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def _subagent_view(

@@ -1,0 +1,311 @@
+"""Hosts on a PostgreSQL team: a lead on one "machine", a `swarm host serve` agent on another,
+and teammates spawned there on request; liveness judged by lease, across them.
+
+A machine here is a config root of its own (its own ``HOME`` and ``CLAUDE_CONFIG_DIR``, its own
+working directory); the host agent and the teammates it starts run in process groups of their
+own (``start_new_session``), so a test can kill or freeze a whole "machine". Everything is real:
+`swarm` processes, the host agent, `python -m teammate`, the server. Waits are on conditions
+with deadlines, never on time; task commands that must be caught mid-task wait for a gate file
+that the test creates."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import DEADLINE_S, wait_for
+from test_pg_commands import url_of
+
+from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
+from protocols.pg.hosts import Hosts
+from protocols.pids import pid_alive
+
+pytestmark = pytest.mark.slow
+
+SHORT_LEASE_S = "2"  # the lease on the host that a test cuts off or kills
+
+
+@dataclass
+class Machine:
+    """A config root, a home and a working directory: one "machine"."""
+
+    root: Path
+    work: Path
+    env: dict[str, str]
+
+    def swarm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "swarm", *args],
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S * 2,
+            env=self.env,
+            cwd=self.work,
+        )
+        if check:
+            assert result.returncode == 0, (args, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.swarm(*args, "--json").stdout)
+
+
+def machine(tmp_path: Path, name: str, url: str, **extra: str) -> Machine:
+    base = tmp_path / name
+    root, home, work = base / "claude", base / "home", base / "work"
+    for directory in (root, home, work):
+        directory.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "CLAUDE"))}
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(root),
+        SWARM_TEAM="t",
+        SWARM_STORE=url,
+        SWARM_TMUX_SOCKET=f"swarm-test-{name}-{os.getpid()}",
+        **extra,
+    )
+    return Machine(root, work, env)
+
+
+@dataclass
+class HostAgent:
+    machine: Machine
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        os.killpg(self.process.pid, sig)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def serve(box: Machine, name: str) -> HostAgent:
+    log = box.work.parent / f"host-{name}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "swarm", "host", "serve", "--name", name, "--rescan", "0.5"],
+            env=box.env,
+            cwd=box.work,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return HostAgent(box, process, log)
+
+
+@pytest.fixture
+def lead_and_host(tmp_path: Path, conninfo: str) -> Iterator[tuple[Machine, Machine]]:
+    """Machine a, for the lead, and machine b, for a host; both reach the test's database."""
+    yield machine(tmp_path, "a", url_of(conninfo)), machine(tmp_path, "b", url_of(conninfo))
+
+
+def start_team(a: Machine, b: Machine, db: Database) -> HostAgent:
+    a.swarm("team", "create", "t")
+    agent = serve(b, "b")
+    wait_for(lambda: Hosts(db, "t").alive().get("b"), "host b to register")
+    return agent
+
+
+def spawn_on_b(a: Machine, name: str) -> dict[str, object]:
+    result = a.swarm(
+        "spawn", name, "--host", "b", "--backend", "subprocess", "--model", "shell",
+        "--prompt", "work the board", "--json",
+    )  # fmt: skip
+    answer = json.loads(result.stdout)
+    assert isinstance(answer, dict)
+    return answer
+
+
+def gated(gate: Path, log: Path) -> str:
+    """A task command that waits for `gate`, then writes its working directory to `log`."""
+    return f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.05; done; pwd >> {shlex.quote(str(log))}"
+
+
+def events(db: Database) -> list[tuple[int, str, str, int]]:
+    return db.run(
+        lambda c: c.execute(
+            "SELECT task_id, event, agent, epoch FROM task_events WHERE team = 't' ORDER BY seq"
+        ).fetchall()
+    )
+
+
+def lease_ran_out(db: Database, name: str) -> bool:
+    left = Leases(db, "t").view()[name].left_s
+    return left is not None and left < 0
+
+
+def stop(agent: HostAgent) -> None:
+    if agent.process.poll() is None:
+        agent.signal_group(signal.SIGCONT)
+        agent.process.terminate()
+        try:
+            agent.process.wait(DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            agent.signal_group(signal.SIGKILL)
+            agent.process.wait()
+
+
+def test_a_teammate_spawned_on_another_host_works_the_board_and_shows_alive_by_its_lease(
+    lead_and_host: tuple[Machine, Machine], db: Database
+) -> None:
+    a, b = lead_and_host
+    agent = start_team(a, b, db)
+    try:
+        a.swarm("task", "add", "first", "--command", "echo one > first.txt")
+        a.swarm("task", "add", "second", "--command", "echo two > second.txt", "--blocked-by", "1")
+        answer = spawn_on_b(a, "w1")
+        assert answer["host"] == "b" and answer["backend"] == "subprocess"
+        done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
+        assert done.stdout.startswith("met: all 2 tasks completed"), done.stdout
+        assert [(t, e, who) for t, e, who, _ in events(db)] == [
+            (1, "claimed", "w1"), (1, "completed", "w1"),
+            (2, "claimed", "w1"), (2, "completed", "w1"),
+        ]  # fmt: skip
+        assert (b.work / "first.txt").exists() and (b.work / "second.txt").exists()
+        assert not (a.work / "first.txt").exists()  # it ran on b, in b's directory
+        [w1] = [m for m in a.json("status")["members"] if m["name"] == "w1"]
+        assert w1["state"] in ("idle", "working") and w1["host"] == "b"
+        assert w1["lease_s"] is not None and w1["lease_s"] > 0
+        hosts = a.json("host", "list")
+        assert [(h["name"], h["alive"]) for h in hosts] == [("b", True)]
+
+        restart = a.swarm("restart", "w1", check=False)  # it would start here: refused
+        assert restart.returncode == 1 and "runs on host 'b'" in restart.stderr
+        shutdown = a.json("shutdown", "w1")
+        assert shutdown["outcome"] == "approved" and shutdown["stopped"], shutdown
+        pid = int(str(answer["pid"]))
+        wait_for(lambda: not pid_alive(pid), "w1's process on b to exit")
+        spawned = Hosts(db, "t").last_spawn("w1")
+        assert spawned is not None and spawned.outcome is not None
+        assert spawned.outcome["pid"] == pid
+        exited = wait_for(lambda: Hosts(db, "t").get(spawned.id).exited, "b to record the exit")
+        assert exited["code"] == 0
+        assert [m["name"] for m in a.json("status")["members"]] == ["team-lead"]
+    finally:
+        stop(agent)
+    assert agent.process.returncode == 0, agent.output()
+    assert not Hosts(db, "t").alive()["b"]  # it left: dead at once, not at its lease's end
+
+
+def test_spawn_on_a_host_that_is_not_alive_or_on_a_file_team_is_a_clear_error(
+    lead_and_host: tuple[Machine, Machine], db: Database
+) -> None:
+    a, b = lead_and_host
+    agent = start_team(a, b, db)
+    stop(agent)
+    assert agent.process.returncode == 0, agent.output()
+    refused = a.swarm("spawn", "w1", "--host", "b", "-p", "go", check=False)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "host 'b' is not alive" in refused.stderr and "live hosts: none" in refused.stderr
+    unknown = a.swarm("spawn", "w1", "--host", "nowhere", "-p", "go", check=False)
+    assert "has never served this team" in unknown.stderr
+    here = {k: v for k, v in a.env.items() if k != "SWARM_STORE"}
+    files = Machine(a.root, a.work, {**here, "SWARM_TEAM": "f"})  # a team in files on a
+    files.swarm("team", "create", "f")
+    in_files = files.swarm("spawn", "w1", "--host", "b", "-p", "go", check=False)
+    assert in_files.returncode == 1 and "needs a team on PostgreSQL" in in_files.stderr
+
+
+def test_a_killed_host_s_task_goes_back_by_lease_and_is_done_once_on_another_host(
+    tmp_path: Path, conninfo: str, db: Database
+) -> None:
+    a = machine(tmp_path, "a", url_of(conninfo))
+    b = machine(tmp_path, "b", url_of(conninfo), SWARM_LEASE_S=SHORT_LEASE_S)
+    gate, log = tmp_path / "gate", tmp_path / "finished-in.txt"
+    agent = start_team(a, b, db)
+    try:
+        a.swarm("task", "add", "gated", "--command", gated(gate, log))
+        pid = int(str(spawn_on_b(a, "w1")["pid"]))
+        board = PgTaskBoard(db, "t")
+        wait_for(lambda: (t := board.get("1")) and t.owner == "w1", "w1 to claim the task")
+        agent.signal_group(signal.SIGKILL)  # the whole machine b: its agent and its teammate
+        os.killpg(pid, signal.SIGKILL)
+        agent.process.wait()
+        wait_for(lambda: not pid_alive(pid), "w1 to be gone")
+
+        wait_for(lambda: lease_ran_out(db, "w1"), "w1's lease to run out")
+        [dead] = a.json("reap")
+        assert (dead["name"], dead["released"]) == ("w1", ["1"])
+        task = board.get("1")
+        assert task is not None and (task.status, task.owner) == ("pending", None)
+        notes = [e.text for e in PgMailbox(db, "t").peek_all("team-lead")]
+        assert any("teammate_terminated" in n and "w1 has stopped" in n for n in notes), notes
+
+        a.swarm("spawn", "w2", "--backend", "subprocess", "--model", "shell", "-p", "go")
+        gate.touch()
+        done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
+        assert done.stdout.startswith("met: all 1 tasks completed"), done.stdout
+        assert log.read_text().splitlines() == [str(a.work)]  # finished on a, once
+        completed = [(who, epoch) for _, e, who, epoch in events(db) if e == "completed"]
+        assert completed == [("w2", 3)]  # claimed by w1 (1), released (2), claimed by w2 (3)
+    finally:
+        a.swarm("team", "delete", "t", "--force", check=False)  # w2 stopped with it
+        stop(agent)
+
+
+def test_a_cut_off_teammate_s_late_completion_is_refused_by_the_fence(
+    tmp_path: Path, conninfo: str, db: Database
+) -> None:
+    a = machine(tmp_path, "a", url_of(conninfo))
+    b = machine(tmp_path, "b", url_of(conninfo), SWARM_LEASE_S=SHORT_LEASE_S)
+    gate, log = tmp_path / "gate", tmp_path / "finished-in.txt"
+    agent = start_team(a, b, db)
+    frozen: list[int] = []
+    try:
+        a.swarm("task", "add", "gated", "--command", gated(gate, log))
+        pid = int(str(spawn_on_b(a, "w1")["pid"]))
+        board = PgTaskBoard(db, "t")
+        wait_for(lambda: (t := board.get("1")) and t.owner == "w1", "w1 to claim the task")
+        frozen += [pid, agent.process.pid]
+        os.killpg(pid, signal.SIGSTOP)  # machine b cut off: its teammate and its agent
+        agent.signal_group(signal.SIGSTOP)
+
+        wait_for(lambda: lease_ran_out(db, "w1"), "w1's lease to run out")
+        members = a.json("status")["members"]
+        assert next(m["state"] for m in members if m["name"] == "w1") == "dead"
+        assert pid_alive(pid)  # its process is there (stopped): the lease decided, not the pid
+        assert [r["name"] for r in a.json("reap")] == ["w1"]
+        a.swarm("spawn", "w2", "--backend", "subprocess", "--model", "shell", "-p", "go")
+        wait_for(lambda: (t := board.get("1")) and t.owner == "w2", "w2 to take the task")
+        gate.touch()
+        os.killpg(pid, signal.SIGCONT)  # w1 wakes first, finishes its command, reports
+        frozen.remove(pid)
+
+        def refused() -> list[str]:
+            return [
+                e.text
+                for e in PgMailbox(db, "t").peek_all("team-lead")
+                if e.from_ == "w1" and "#1 was done, but" in e.text
+            ]
+
+        try:
+            wait_for(refused, "w1's completion to be refused")
+        except AssertionError as exc:
+            w1_log = b.root / "teams" / "t" / "logs" / "w1.log"
+            raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None
+        wait_for(lambda: board.get("1").status == "completed", "w2 to finish")
+        agent.signal_group(signal.SIGCONT)  # its agent stops a teammate that is no member now
+        frozen.remove(agent.process.pid)
+        wait_for(lambda: not pid_alive(pid), "host b to stop w1")
+        completed = [(who, epoch) for _, e, who, epoch in events(db) if e == "completed"]
+        assert completed == [("w2", 3)]
+        task = board.get("1")
+        assert task is not None and task.owner == "w2"
+        # both commands ran (the fence guards the board, not the world), the task is done once
+        assert sorted(log.read_text().splitlines()) == sorted([str(a.work), str(b.work)])
+        assert Leases(db, "t").view()["w2"].held
+    finally:
+        for frozen_pid in frozen:
+            os.killpg(frozen_pid, signal.SIGCONT)
+        a.swarm("team", "delete", "t", "--force", check=False)  # w2 stopped with it
+        stop(agent)
