@@ -12,7 +12,9 @@ spans machines:
   their inboxes in the store are one inbox; every other member's inbox file is where a local
   member's messages to it are picked up;
 - tasks, both ways, three-way against what both sides last agreed on
-  (`protocols.bridge.tasks`).
+  (`protocols.bridge.tasks`);
+- the local members' leases, held while their process lives here (`protocols.bridge.leases`),
+  so other hosts see them alive and a dead host's tasks go back to pending.
 
 A pass (`sync`) is safe to repeat and to cut short at any instant; `run` makes one whenever
 either side changes (inotify on the files, ``LISTEN`` on the store), and every `rescan_s`

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from protocols import safefs
 from protocols.bridge.inboxes import InboxSync
+from protocols.bridge.leases import BridgedLeases
 from protocols.bridge.tasks import TaskSync
 from protocols.errors import Error
 from protocols.jsonio import write_json
@@ -108,15 +109,21 @@ class Bridge:
     def run(self, on_pass: Callable[[Passed], None] | None = None) -> None:
         """Pass after pass until `stop`: at once, then on every change either side reports,
         and every `rescan_s` seconds. A pass that fails (the store away) is logged; the next
-        one tries again."""
+        one tries again. Meanwhile the local members' leases are held (`BridgedLeases`)."""
         safefs.makedirs(self.files.inboxes)
         safefs.makedirs(self.files.tasks_dir)
         files = InboxWatcher(
             directories=(self.files.inboxes, self.files.tasks_dir), rescan_s=self.rescan_s
         )
         store = self.store.watcher(self.local, board=True, rescan_s=self.rescan_s)
+        leases = BridgedLeases(self.store.url, self.store.team, self.local)
         with files, store:
             pumps = [self._pump(files), self._pump(store)]
+            beating = threading.Thread(
+                target=leases.run, args=(self._stop,), name="bridge-leases", daemon=True
+            )
+            beating.start()
+            pumps.append(beating)
             try:
                 while not self._stop.is_set():
                     self._wake.clear()
