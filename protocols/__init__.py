@@ -6,19 +6,19 @@ need from the submodules, or the common names from here:
     from protocols import TeamPaths, TeamFile, Mailbox, TaskBoard
 
 Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
-link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait
-woken by the release), `messages` (structured messages), `records`
-(order-keeping models), `team` (the file), `team_config` (its models), `inbox` (the file), `spool`
-(an inbox's group commit), `inbox_entry` (one message), `mailbox`, `watch` (wake-ups), `inotify`
-(the process's one inotify instance), `task` (task file names, claims), `task_model` (one task),
-`task_graph` (dependencies), `tasks` (the board), `store` (which store a team lives in: files or
-PostgreSQL, `open_store`), `task_index` (the board in memory), `dirwatch` (which names in a
-directory changed), `permissions`, `correlation` (request ids), `signing` and `keyfile` (lead
+link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait woken by the release),
+`messages` (structured messages), `records` (order-keeping models), `team` (the file),
+`team_config` (its models), `inbox` (the file), `spool` (an inbox's group commit), `inbox_entry`
+(one message), `mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify instance),
+`doorbell` (waking a reader without inotify), `task` (task file names, claims), `task_model` (one
+task), `task_graph` (dependencies), `tasks` (the board), `store` (which store a team lives in:
+files or PostgreSQL, `open_store`), `task_index` (the board in memory), `dirwatch` (which names in
+a directory changed), `permissions`, `correlation` (request ids), `signing` and `keyfile` (lead
 signatures), `pids` (processes by identity), `status` (a teammate's status file), `prices` and
 `budget` (model prices, a member's budget file), `printable` (text safe for a terminal), `clock`,
-`errors` (the root of every package's errors), `values` (the shared enums), `file_cache` (re-reading
-a file only if it changed), `pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team mirrored
-into this host's files for Claude Code members). This package imports neither `swarm` nor
+`errors` (the root of every package's errors), `values` (the shared enums), `file_cache`
+(re-reading a file only if it changed), `pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team
+mirrored into this host's files for Claude Code members). This package imports neither `swarm` nor
 `teammate`."""
 
 from __future__ import annotations

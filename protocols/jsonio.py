@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from protocols import safefs
+from protocols import doorbell, safefs
 from protocols.errors import InvalidSetting
 from protocols.locks import held_guard
 
@@ -274,6 +274,7 @@ def _commit(
         raise
     if guard is not None:
         guard.written()
+    doorbell.ring(target_fd, target.name)  # readers without inotify (usually: one failed open)
     if durable and sync_dir:
         os.fsync(target_fd)
 

@@ -9,11 +9,13 @@ seconds (re-arming a watch whose directory was deleted and made again).
 
 When inotify cannot be had (the user's ``fs.inotify.max_user_instances``, 128 by default, is
 used up: one per process, so more than about 120 swarm processes of one user on a machine, or
-``max_user_watches``), the watcher says so once (`degraded` holds why) and polls instead: every
-`poll_s` seconds (0.5) it compares each watched file's and directory's (inode, size, mtime) with
-what it saw, which costs two ``stat`` calls, and wakes only on a change. It tries to get an
-instance again every `RETRY_INOTIFY_S`. Watched directories are made, and checked not to be
-links, through `protocols.safefs`.
+``max_user_watches``), the watcher says so once (`degraded` holds why) and hangs a doorbell for
+each watched file and directory (`protocols.doorbell`): swarm's writers ring it, so it still
+wakes at once when swarm writes, and every 2 s (4 x `poll_s`) it compares each watched file's
+and directory's (inode, size, mtime) with what it saw, for writers that ring no bell (Claude
+Code). Where no doorbell can be made it polls that way every `poll_s` seconds (0.5). It tries
+to get an instance again every `RETRY_INOTIFY_S`. Watched directories are made, and checked
+not to be links, through `protocols.safefs`.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from pathlib import Path
 from types import TracebackType
 
 from protocols import safefs
+from protocols.doorbell import ANY, Doorbell, wait_any
 from protocols.inotify import DIR_EVENTS, IN_ISDIR, Notifier
 
 DEFAULT_RESCAN_S = 0.25
 DEGRADED_POLL_S = 0.5
+BELL_POLL_FACTOR = 4  # with doorbells, files are looked at every 4 x poll_s (2 s)
 RETRY_INOTIFY_S = 30.0
 log = logging.getLogger(__name__)
 
@@ -76,6 +80,7 @@ class InboxWatcher:
         self._touched: set[Path] = set()  # watched directories with events not yet taken
         self._names: dict[Path, set[str] | None] = {}  # names changed there (None: unknown)
         self._seen: dict[Path, Signature] = {}  # polling: what each path looked like
+        self._bells: list[Doorbell] = []  # polling: rung by swarm's writers
         self._retry_at = 0.0
 
     def start(self) -> InboxWatcher:
@@ -126,19 +131,53 @@ class InboxWatcher:
         self._handles.clear()
 
     def _degrade(self, exc: OSError) -> None:
+        self._bells = self._hang_bells()
+        if self._bells:
+            how = (
+                f"woken by swarm's writes through doorbells, and checking every "
+                f"{self.poll_s * BELL_POLL_FACTOR:g} s for other writers (Claude Code)"
+            )
+        else:
+            how = f"checking every {self.poll_s:g} s instead"
         self.degraded = (
-            f"inotify is unavailable ({exc.strerror or exc}); checking every {self.poll_s:g} s "
-            "instead (raise fs.inotify.max_user_instances / max_user_watches for millisecond "
-            "wake-ups)"
+            f"inotify is unavailable ({exc.strerror or exc}); {how} (raise "
+            "fs.inotify.max_user_instances / max_user_watches for millisecond wake-ups on "
+            "every write)"
         )
         log.warning("%s", self.degraded)
         self._seen = self._signatures()
         self._retry_at = time.monotonic() + RETRY_INOTIFY_S
 
+    def _hang_bells(self) -> list[Doorbell]:
+        """A doorbell for each watched file and directory (`protocols.doorbell`); none if
+        one cannot be made."""
+        bells = [Doorbell(p.parent, p.name) for p in self.paths]
+        bells += [Doorbell(d, ANY) for d in self.directories]
+        try:
+            for bell in bells:
+                bell.open()
+        except OSError as exc:
+            log.warning("no doorbells (%s): polling every %g s", exc, self.poll_s)
+            self._take_bells_down(bells)
+            return []
+        return bells
+
+    @staticmethod
+    def _take_bells_down(bells: list[Doorbell]) -> None:
+        for bell in bells:
+            bell.close()
+
+    @property
+    def belled(self) -> bool:
+        """Without inotify, but woken by doorbells when swarm writes."""
+        return bool(self._bells)
+
     def stop(self) -> None:
         if self._notifier is not None:
             self._unsubscribe(self._notifier)
             self._notifier = None
+        self._take_bells_down(self._bells)
+        self._bells = []
 
     def __enter__(self) -> InboxWatcher:
         return self.start()
@@ -189,8 +228,17 @@ class InboxWatcher:
 
     def _poll(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
+        every = self.poll_s * (BELL_POLL_FACTOR if self._bells else 1)
         while True:
-            if self.changed.wait(max(0.0, min(self.poll_s, deadline - time.monotonic()))):
+            wait_s = max(0.0, min(every, deadline - time.monotonic()))
+            if self._bells:
+                rung = wait_any(self._bells, wait_s)
+                for bell in rung:
+                    self._note(bell.directory, None if bell.key == ANY else bell.key)
+                if rung:
+                    self._seen = self._signatures()
+                    return True
+            elif self.changed.wait(wait_s):
                 return True
             now = self._signatures()
             moved = [p for p, s in now.items() if self._seen.get(p) != s]
@@ -214,3 +262,5 @@ class InboxWatcher:
             return
         log.warning("inotify is available again: millisecond wake-ups are back")
         self.degraded = None
+        self._take_bells_down(self._bells)
+        self._bells = []

@@ -57,7 +57,8 @@ class BoardWatch:
     def changed(self) -> bool:
         """Did anything happen on the board since the last look (module doc)?"""
         watcher = self._watcher()
-        degraded = watcher is None or watcher.degraded is not None
+        # without inotify and without doorbells (rung by swarm's task writes), look more often
+        degraded = watcher is None or (watcher.degraded is not None and not watcher.belled)
         every = BOARD_RESCAN_S / 10 if degraded else BOARD_RESCAN_S
         touched = watcher is not None and watcher.take_touched(self.tasks_dir)
         try:
