@@ -87,7 +87,7 @@ class Row:
     count: int
     cpu: float  # % of one core, all teammates
     wakes: float  # per second, all teammates
-    polling: int  # teammates without inotify
+    polling: int  # teammates without inotify (woken by doorbells, and a look every 2 s)
     written_ms: float  # the broadcast call itself
     read_ms: float  # until every teammate marked it read
     poll_cpu: float
@@ -414,12 +414,12 @@ def report(
     print()
     print(f"{args.seconds:g} s windows, board of {args.completed:,} completed tasks")
     print(
-        "teammates | swarm: CPU %  wakes/s  polling  broadcast sent / all read ms | "
+        "teammates | swarm: CPU %  wakes/s  no-inotify  broadcast sent / all read ms | "
         "1 s pollers: CPU %  wakes/s  all read ms"
     )
     for r in rows:
         print(
-            f"{r.count:>9} | {r.cpu:>12.2f} {r.wakes:>8.0f} {r.polling:>8} "
+            f"{r.count:>9} | {r.cpu:>12.2f} {r.wakes:>8.0f} {r.polling:>11} "
             f"{r.written_ms:>14.0f} / {r.read_ms:<8.0f} | {r.poll_cpu:>18.2f} "
             f"{r.poll_wakes:>8.0f} {r.poll_read_ms:>12.0f}"
         )
