@@ -82,17 +82,24 @@ class Leases:
     def heartbeat(self, name: str, lease_s: float = DEFAULT_LEASE_S) -> datetime:
         """Extend `name`'s lease to `lease_s` seconds from now (server time); returns when it
         expires. `LeaseLost` if the member was declared dead, `UnknownMember` if it is not one."""
+        return self.beat(name, lease_s)[0]
+
+    def beat(self, name: str, lease_s: float = DEFAULT_LEASE_S) -> tuple[datetime, bool]:
+        """`heartbeat`, and in the same statement whether some member's lease ran out (a
+        `sweep` is due): so an idle member asks the server one thing per beat, not two."""
         if lease_s <= 0:
             raise ValueError(f"a lease lasts more than 0 seconds, not {lease_s}")
 
-        def work(conn: Conn) -> datetime:
+        def work(conn: Conn) -> tuple[datetime, bool]:
             found = conn.execute(
                 "UPDATE members SET lease_expires_at = now() + make_interval(secs => %s) "
-                "WHERE team = %s AND name = %s AND alive RETURNING lease_expires_at",
+                "WHERE team = %s AND name = %s AND alive RETURNING lease_expires_at, EXISTS "
+                "(SELECT 1 FROM members o WHERE o.team = members.team AND o.alive "
+                "AND o.lease_expires_at < now())",
                 [lease_s, self.team, text(name, "member name")],
             ).fetchone()
             if found is not None:
-                return found[0]
+                return found[0], bool(found[1])
             if conn.execute(
                 "SELECT 1 FROM members WHERE team = %s AND name = %s", [self.team, name]
             ).fetchone():

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import select
+import time
 from typing import Any
 
 import psycopg
@@ -75,16 +77,20 @@ class Listener:
         was lost and made again (what was sent meanwhile woke nobody: the caller looks)."""
         conn = self._listen()
         found: set[str] = set()
+        deadline = time.monotonic() + max(timeout, 0.0)
         try:
-            for note in conn.notifies(timeout=max(timeout, 0.0)):
-                if names is None or note.payload in names:
-                    found.add(note.payload)
-                    break
-            if found:  # what else is queued already, without waiting
-                for note in conn.notifies(timeout=0.0):
+            while True:
+                for note in conn.notifies(timeout=0.0):  # what came already, without waiting
                     if names is None or note.payload in names:
                         found.add(note.payload)
-            return found
+                left = deadline - time.monotonic()
+                if found or left <= 0:
+                    return found
+                # one wake-up, when the server writes or at the timeout: psycopg's own wait
+                # (`notifies(timeout=)`) wakes every 0.1 s, 10 times a second per idle listener
+                readable = select.poll()
+                readable.register(conn.fileno(), select.POLLIN)
+                readable.poll(left * 1000)
         except psycopg.OperationalError as exc:
             log.info("listener on %s lost its connection (%s); listening again", self.channel, exc)
             self.close()

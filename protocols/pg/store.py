@@ -4,8 +4,9 @@ Built by `protocols.store.open_store` for paths whose ``store`` is a PostgreSQL 
 keeps one `Database` per URL and thread (a connection is not shared between threads), opened at
 its first use, so the many short-lived store objects of one command share one connection.
 A member keeps its lease while it runs (`keep_alive`: a thread with a connection of its own that
-heartbeats, and sweeps the team's expired leases, every third of the lease); waiting is on the
-team's ``LISTEN`` channel (`PgWatcher`).
+heartbeats every third of the lease, and sweeps the team's expired leases when its heartbeat
+saw one: one statement per beat while nobody died); waiting is on the team's ``LISTEN`` channel
+(`PgWatcher`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _local = threading.local()
 
+T = TypeVar("T")
+
 
 def database(url: str) -> Database:
     """This thread's `Database` for `url` (opened on first use)."""
@@ -58,6 +61,22 @@ def check_conninfo(url: str) -> None:
         raise BadStoreUrl(f"the store URL {redacted(url)!r} is refused by libpq: {first}") from None
 
 
+class ThreadsDatabase(Database):
+    """The `Database` a store's parts hold: each call runs on the calling thread's own
+    connection (`database`), so a part made in one thread and used in another (a timer
+    marking its teammate active, a sub-agent's thread) never shares a connection, which
+    psycopg would see as transactions nested out of order."""
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T], what: str = "work") -> T:
+        return database(self.conninfo).run(work, what)
+
+    def connect(self) -> psycopg.Connection[Any]:
+        return database(self.conninfo).connect()
+
+    def close(self) -> None:
+        database(self.conninfo).close()
+
+
 class PgStore:
     """One team in the PostgreSQL store at `paths.store`."""
 
@@ -69,10 +88,7 @@ class PgStore:
         self.paths = paths
         self.url = paths.store
         self.team = paths.team
-
-    @property
-    def db(self) -> Database:
-        return database(self.url)
+        self.db: Database = ThreadsDatabase(self.url)
 
     def where(self) -> str:
         return redacted(self.url)
@@ -165,7 +181,9 @@ def _heartbeating(
 ) -> Iterator[object]:
     lease_s = lease_seconds() if lease_s is None else lease_s
     stop = threading.Event()
-    Leases(database(url), team).heartbeat(name, lease_s)  # held before any work starts
+    first = Leases(database(url), team)
+    if first.beat(name, lease_s)[1]:  # held before any work starts; a dead one's tasks back
+        first.sweep()
 
     def beat() -> None:
         db = Database(url)  # this thread's own connection
@@ -173,8 +191,9 @@ def _heartbeating(
         try:
             while not stop.wait(lease_s / 3):
                 try:
-                    leases.heartbeat(name, lease_s)
-                    leases.sweep()  # any live member returns the tasks of the dead
+                    _, overdue = leases.beat(name, lease_s)
+                    if overdue:  # any live member returns the tasks of the dead
+                        leases.sweep()
                 except LeaseLost as exc:
                     if say is not None:
                         say(f"{exc}")

@@ -75,7 +75,7 @@ def _service_user() -> pwd.struct_passwd | None:
 class TemporaryServer:
     """One PostgreSQL server in a temporary directory. `start`, then `stop` (or use `running`)."""
 
-    def __init__(self, fsync: bool = True) -> None:
+    def __init__(self, fsync: bool = True, settings: dict[str, str] | None = None) -> None:
         self.bin_dir = find_bin_dir()
         self.user = _service_user()
         self.base = Path(tempfile.mkdtemp(prefix="swarm-pg-"))  # /tmp: reachable by `user`
@@ -83,6 +83,7 @@ class TemporaryServer:
         self.socket_dir = self.base / "sock"
         self.log = self.base / "server.log"
         self.fsync = fsync
+        self.settings = dict(settings or {})  # more postgresql.conf lines (a benchmark's)
 
     @property
     def host(self) -> str:
@@ -119,6 +120,7 @@ class TemporaryServer:
             "synchronous_commit": "on",
             "max_connections": "200",
             "shared_buffers": "32MB",
+            **self.settings,
         }
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write("".join(f"{key} = {value}\n" for key, value in settings.items()))
@@ -157,9 +159,12 @@ class TemporaryServer:
 
 
 @contextmanager
-def running(fsync: bool = True) -> Iterator[TemporaryServer]:
-    """A started `TemporaryServer`, stopped and removed on the way out."""
-    server = TemporaryServer(fsync=fsync)
+def running(
+    fsync: bool = True, settings: dict[str, str] | None = None
+) -> Iterator[TemporaryServer]:
+    """A started `TemporaryServer` (`settings`: more ``postgresql.conf`` lines), stopped and
+    removed on the way out."""
+    server = TemporaryServer(fsync=fsync, settings=settings)
     try:
         server.start()
         yield server
