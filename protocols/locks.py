@@ -29,8 +29,9 @@ directory that is not its own.
 
 A process waiting for swarm's kernel lock does not poll: it blocks in the kernel and is woken
 the moment the holder lets go (`protocols.flock_wait`), so many waiters take no CPU from the
-holder and the lock changes hands without a sleep in between. (Claude Code's lock directory,
-which nothing can block on, is waited for with jittered backoff, 1 ms up to 50 ms.)
+holder and the lock changes hands without a sleep in between. Two waits do back off instead:
+a group-commit writer waiting to be carried (1 ms up to 10 ms; see `_take_flock`), and Claude
+Code's lock directory, which nothing can block on (1 ms up to 50 ms).
 
 A lock that cannot be taken before the deadline raises `LockTimeout`: the caller's write does not
 happen and the caller is told. Nothing is silently dropped.
@@ -65,6 +66,11 @@ STALE_S = 10.0
 REFRESH_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 FLOCK_DIR = ".swarm-locks"
+_COMMIT_S = 0.001  # about what one durable inbox commit takes
+# a writer waiting to be carried asks less and less often: with hundreds waiting on one inbox
+# (every teammate answering the lead at once), asking every 2 ms would take the CPU the holder
+# needs to carry them
+_MAX_CARRIED_BACKOFF_S = 0.01
 _RECORD_BYTES = 80
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
@@ -319,13 +325,27 @@ class FileGuard:
             raise
 
     def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
-        """Wait for the kernel lock, blocked in the kernel and woken the moment the holder lets
-        go (`protocols.flock_wait`); False if `done()` turned true first (not taken): a writer
-        carried by a group commit meanwhile."""
-        taken = wait_for_flock(fd, deadline, done)
-        if taken is None:
-            raise self._timed_out()
-        return taken
+        """Wait for the kernel lock; False if `done()` turned true first (not taken).
+
+        A plain waiter blocks in the kernel and is woken the moment the holder lets go
+        (`protocols.flock_wait`). A writer waiting to be carried by a group commit (`done`
+        given) instead looks every so often, first after about one commit's time: it usually
+        finds its entry committed without ever taking the lock (taking it to find that out
+        costs the next committer more than the sleep)."""
+        if done is None:
+            if not wait_for_flock(fd, deadline):
+                raise self._timed_out()
+            return True
+        delay = _COMMIT_S
+        while not _try_flock(fd):
+            if done():
+                return False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timed_out()
+            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            delay = min(delay * 1.5, _MAX_CARRIED_BACKOFF_S)
+        return True
 
     def _timed_out(self) -> LockTimeout:
         return LockTimeout(

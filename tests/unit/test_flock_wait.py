@@ -74,10 +74,8 @@ def test_the_waiter_takes_the_lock_when_the_holder_lets_go(
     lock_file: Path, holder: subprocess.Popen[str]
 ) -> None:
     fd = open_lock(lock_file)
-    got: list[bool | None] = []
-    waiting = threading.Thread(
-        target=lambda: got.append(wait_for_flock(fd, time.monotonic() + 30, lambda: False))
-    )
+    got: list[bool] = []
+    waiting = threading.Thread(target=lambda: got.append(wait_for_flock(fd, time.monotonic() + 30)))
     waiting.start()
     assert not free(lock_file)
     release(holder)
@@ -89,58 +87,41 @@ def test_the_waiter_takes_the_lock_when_the_holder_lets_go(
     os.close(fd)
 
 
-def test_a_waiter_that_is_done_leaves_without_the_lock_and_never_takes_it_later(
+def test_the_deadline_ends_the_wait_and_the_abandoned_helper_never_keeps_the_lock(
     lock_file: Path, holder: subprocess.Popen[str]
 ) -> None:
     fd = open_lock(lock_file)
-    carried = threading.Event()
-    got: list[bool | None] = []
-    waiting = threading.Thread(
-        target=lambda: got.append(wait_for_flock(fd, time.monotonic() + 30, carried.is_set))
-    )
-    waiting.start()
-    carried.set()
-    waiting.join(30)
-    assert got == [False]
-    release(holder)
-    # the helper thread still blocked in the kernel gets it now, and must let it go at once
-    wait_for(lambda: free(lock_file), "the abandoned wait to let the lock go")
-    os.close(fd)
-
-
-def test_the_deadline_ends_the_wait_with_nothing_held(
-    lock_file: Path, holder: subprocess.Popen[str]
-) -> None:
-    fd = open_lock(lock_file)
-    assert wait_for_flock(fd, time.monotonic() + 0.1, lambda: False) is None
+    assert wait_for_flock(fd, time.monotonic() + 0.1) is False
     os.close(fd)  # the caller closes its descriptor, as FileGuard does on a timeout
     release(holder)
+    # the helper still blocked in the kernel gets it now, and must let it go at once
     wait_for(lambda: free(lock_file), "the timed-out wait to let the lock go")
+    wait_for(lambda: flock_wait._abandoned == 0, "the abandoned helper to be counted out")
 
 
 def test_a_free_lock_is_taken_at_once(lock_file: Path) -> None:
     fd = open_lock(lock_file)
-    assert wait_for_flock(fd, time.monotonic() + 5, lambda: False) is True
+    assert wait_for_flock(fd, time.monotonic() + 5) is True
     assert not free(lock_file)
     os.close(fd)
     assert free(lock_file)
 
 
-def test_abandoned_waits_are_counted_until_they_let_go_and_too_many_make_it_poll(
+def test_too_many_abandoned_waits_make_it_poll(
     lock_file: Path, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a descriptor whose wait was abandoned is closed, never waited on again (FileGuard opens
     # a new one per acquire): its helper shares its open file, and so would share the lock
     fds = [open_lock(lock_file) for _ in range(3)]
-    assert wait_for_flock(fds[0], time.monotonic() + 0.05) is None
+    assert wait_for_flock(fds[0], time.monotonic() + 0.05) is False
     os.close(fds[0])
     assert flock_wait._abandoned == 1  # its helper is still blocked behind the holder
     monkeypatch.setattr(flock_wait, "MAX_ABANDONED", 1)
     started = threading.active_count()
-    assert wait_for_flock(fds[1], time.monotonic() + 0.05) is None  # polled: no new helper
+    assert wait_for_flock(fds[1], time.monotonic() + 0.05) is False  # polled: no new helper
     assert threading.active_count() == started
     os.close(fds[1])
-    got: list[bool | None] = []
+    got: list[bool] = []
     waiting = threading.Thread(
         target=lambda: got.append(wait_for_flock(fds[2], time.monotonic() + 30))
     )
