@@ -43,6 +43,7 @@ from pathlib import Path
 from benchkit import verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
+from protocols.store import open_store
 from protocols.tasks import NewTask, TaskBoard
 from swarm.team.lifecycle import spawn_member
 from swarm.team.members import member_pid
@@ -157,6 +158,21 @@ def make_board(paths: TeamPaths, completed: int) -> None:
             board.update(task.id, status="completed")
 
 
+def settle(paths: TeamPaths, names: list[str], timeout: float) -> None:
+    """Until every one of `names` has read its inbox and is idle (on files or PostgreSQL)."""
+    store = open_store(paths)
+    team, mailbox = store.team_file(), store.mailbox()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        config = team.load()
+        if all((m := config.member(n)) is not None and m.isActive is False for n in names) and all(
+            all(e.is_read for e in mailbox.read_all(n)) for n in names
+        ):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"{paths.team}: teammates did not settle in {timeout:.0f} s")
+
+
 class SwarmTeam:
     def __init__(self, root: Path, team: str, completed: int) -> None:
         self.root = root
@@ -177,17 +193,7 @@ class SwarmTeam:
         return [pid for m in members if (pid := member_pid(m)) is not None]
 
     def settle(self, timeout: float = 300) -> None:
-        """Until every teammate has read its inbox and is idle."""
-        mailbox, team = Mailbox(self.paths), TeamFile(self.paths)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            config = team.load()
-            if all(
-                (m := config.member(n)) is not None and m.isActive is False for n in self.names
-            ) and all(all(e.is_read for e in mailbox.read_all(n)) for n in self.names):
-                return
-            time.sleep(0.5)
-        raise SystemExit(f"{self.paths.team}: teammates did not settle in {timeout:.0f} s")
+        settle(self.paths, self.names, timeout)
 
     def stop(self) -> None:
         """SIGTERM to every teammate at once (each releases what it holds and exits), then

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import quote
 
 from benchkit import verdict
-from idle_cpu import alive, cpu_seconds
+from idle_cpu import alive, cpu_seconds, settle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pg"))
 
@@ -94,17 +94,7 @@ class Team:
             self.pids.append(spawned.pid)
 
     def settle(self, timeout: float = 600) -> None:
-        """Until every teammate has read its inbox and is idle."""
-        team, mailbox = self.store.team_file(), self.store.mailbox()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            config = team.load()
-            if all(
-                (m := config.member(n)) is not None and m.isActive is False for n in self.names
-            ) and all(all(e.is_read for e in mailbox.read_all(n)) for n in self.names):
-                return
-            time.sleep(0.5)
-        raise SystemExit(f"{self.paths.team}: teammates did not settle in {timeout:.0f} s")
+        settle(self.paths, self.names, timeout)
 
     def stop(self) -> None:
         """SIGTERM to every teammate, SIGKILL to what is left after 60 s."""

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_cli import ok, swarm, url_of
 from pg_server import ServerUnavailable, TemporaryServer
 
 from protocols.pg import Database, PgTeamFile
@@ -67,3 +68,24 @@ def pg_team(db: Database, tmp_path: Path) -> PgTeamFile:
     for name in ("alice", "bob", "carol"):
         team.add_member(name, cwd=tmp_path)
     return team
+
+
+@pytest.fixture
+def url(conninfo: str) -> str:
+    """The test's database as a store URL."""
+    return url_of(conninfo)
+
+
+@pytest.fixture
+def home(workdir: Path) -> Path:
+    """The directory the `swarm` commands of a test run in."""
+    return workdir
+
+
+@pytest.fixture
+def pg_team_t(url: str, home: Path, config_root: Path) -> Iterator[str]:
+    """Team ``t`` created on PostgreSQL by ``swarm team create --store`` (a pointer here);
+    deleted after (its teammates shut down). Its URL."""
+    ok(swarm("team", "create", "t", "--store", url, cwd=home, team=None))
+    yield url
+    swarm("team", "delete", "t", "--force", cwd=home, team=None)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.bridge import Bridge
 from protocols.inbox import InboxFile

@@ -14,7 +14,7 @@ import pytest
 from claude_code import MODEL, Rule, reacting
 from helpers import Processes, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
-from test_pg_commands import ok, swarm, url_of
+from pg_cli import ok, swarm, url_of
 
 from protocols.pg import Database, PgMailbox
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from helpers import Processes, wait_for
+from pg_cli import ok, swarm
 from procs import live_items
-from test_pg_commands import ok, swarm, url_of
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
@@ -24,20 +24,6 @@ from protocols.pg import Database, PgMailbox, PgTeamFile
 pytestmark = pytest.mark.slow
 
 ROUNDS = 40  # messages each way before the kill, and as many after it
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-@pytest.fixture
-def pg_team_t(conninfo: str, home: Path, config_root: Path) -> str:
-    """Team ``t`` created on PostgreSQL by ``swarm team create --store`` (a pointer here)."""
-    ok(swarm("team", "create", "t", "--store", url_of(conninfo), cwd=home, team=None))
-    return url_of(conninfo)
 
 
 def start_bridge(procs: Processes, cwd: Path) -> subprocess.Popen[str]:

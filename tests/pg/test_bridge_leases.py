@@ -10,7 +10,7 @@ import threading
 
 import pytest
 from helpers import wait_for
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.bridge.leases import BridgedLeases
 from protocols.pg import Database, Leases, PgTaskBoard, PgTeamFile

@@ -7,71 +7,16 @@ waits are on a condition with a deadline (`swarm wait`, `helpers.wait_for`)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from helpers import DEADLINE_S, wait_for
+from pg_cli import ok, swarm
 
 from protocols.pg import Database, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.store import POINTER
 
 pytestmark = pytest.mark.slow
-
-
-def url_of(conninfo: str) -> str:
-    """The test server's conninfo (``host=/tmp/... port=... user=... dbname=...``) as a URL."""
-    info = dict(part.split("=", 1) for part in conninfo.split())
-    host = quote(info["host"], safe="")
-    return f"postgresql://{info['user']}@/{info['dbname']}?host={host}&port={info['port']}"
-
-
-@pytest.fixture
-def url(conninfo: str) -> str:
-    return url_of(conninfo)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-def swarm(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, team: str | None = "t"
-) -> subprocess.CompletedProcess[str]:
-    """`python -m swarm ARGS` as a process, in the test's config root (or `env`'s)."""
-    full = {k: v for k, v in os.environ.items() if k != "SWARM_STORE"}
-    full.update(env or {})
-    if team:
-        full["SWARM_TEAM"] = team
-    return subprocess.run(
-        [sys.executable, "-m", "swarm", *args],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S * 2,
-        env=full,
-        cwd=cwd,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
-
-
-@pytest.fixture
-def pg_team_t(url: str, home: Path, config_root: Path) -> Iterator[str]:
-    """Team ``t`` created on PostgreSQL by ``swarm team create --store``; deleted after (its
-    teammates shut down)."""
-    ok(swarm("team", "create", "t", "--store", url, cwd=home, team=None))
-    yield url
-    swarm("team", "delete", "t", "--force", cwd=home, team=None)
 
 
 def test_team_create_store_keeps_the_team_in_postgresql_and_a_pointer_without_password(

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from helpers import DEADLINE_S, wait_for
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
 from protocols.pg.hosts import Hosts

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from helpers import LeadSession, swarm, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.messages import IdleNotification
 from protocols.paths import TeamPaths

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import swarm, wait_for
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.messages import TeammateTerminated
 from protocols.paths import TeamPaths

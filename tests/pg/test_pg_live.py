@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers import new_session, screen, swarm, wait_for
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgTeamFile

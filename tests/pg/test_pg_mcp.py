@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import DEADLINE_S, swarm, wait_for
 from mcp_client import McpClient, text_of
-from test_pg_commands import url_of
+from pg_cli import url_of
 
 from protocols.store import locate, open_store
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 from helpers import swarm, wait_for
+from pg_cli import url_of
 from pg_server import TemporaryServer
-from test_pg_commands import url_of
 
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTaskBoard

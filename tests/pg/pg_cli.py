@@ -1,0 +1,42 @@
+"""Running `swarm` against the test server: its conninfo as a store URL, and `swarm` commands
+as processes (shared by the tests of tests/pg)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+from helpers import DEADLINE_S
+
+
+def url_of(conninfo: str) -> str:
+    """The test server's conninfo (``host=/tmp/... port=... user=... dbname=...``) as a URL."""
+    info = dict(part.split("=", 1) for part in conninfo.split())
+    host = quote(info["host"], safe="")
+    return f"postgresql://{info['user']}@/{info['dbname']}?host={host}&port={info['port']}"
+
+
+def swarm(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, team: str | None = "t"
+) -> subprocess.CompletedProcess[str]:
+    """`python -m swarm ARGS` as a process, in the test's config root (or `env`'s)."""
+    full = {k: v for k, v in os.environ.items() if k != "SWARM_STORE"}
+    full.update(env or {})
+    if team:
+        full["SWARM_TEAM"] = team
+    return subprocess.run(
+        [sys.executable, "-m", "swarm", *args],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S * 2,
+        env=full,
+        cwd=cwd,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
+    return result.stdout
