@@ -2,10 +2,11 @@
 database over a veth pair, by TCP; its link can be cut (``ip link set ... down``) and restored.
 
 The lead's side (machine a) stays in this machine's namespace and reaches the server by its Unix
-socket. One namespace and one server (listening on the veth's address here, trusting only its
-/30) serve the module; each test has a database of its own. The machines, the host agent and the
-gated task commands are those of `test_pg_hosts`. This needs root and iproute2: without them the
-tests are skipped, saying why, except under CI (``CI`` set), where that is a failure.
+socket. One namespace and one server (listening on the veth's address here, trusting only the
+namespace's address) serve the module; each test has a database of its own. The machines, the
+host agent and the gated task commands are those of `test_pg_hosts`. This needs root and
+iproute2: without them the tests are skipped, saying why, except under CI (``CI`` set), where
+that is a failure.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def lab() -> Iterator[Lab]:
     with netns.Namespace() as ns:
         assert ns.subnet is not None
         try:
-            server = TemporaryServer(tcp=[(ns.outside, str(ns.subnet))])
+            server = TemporaryServer(tcp=[(ns.outside, f"{ns.inside}/32")])
         except ServerUnavailable as exc:
             _fail_or_skip(str(exc))
         try:
