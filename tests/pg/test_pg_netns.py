@@ -287,3 +287,41 @@ def test_a_host_cut_off_past_its_lease_comes_back_fenced_and_stops_its_teammate(
         stop(agent)
         db.close()
     assert agent.process.returncode == 0, agent.output()
+
+
+def test_an_idle_teammate_outlives_an_outage_longer_than_its_retries_and_works_after(
+    lab: Lab, tmp_path: Path
+) -> None:
+    # a lease longer than the outage: this is about coming back, not about being replaced
+    s = setting(lab, tmp_path, SWARM_LEASE_S="600")
+    a, b = s.a, s.b
+    agent = start_team(a, b, s.db, lab.ns.argv)
+    w1_log = b.root / "teams" / "t" / "logs" / "w1.log"
+    try:
+        pid = int(str(spawn_on_b(a, "w1")["pid"]))
+        wait_for(lambda: "joined team" in w1_log.read_text(), "w1 to join")
+        lab.ns.cut()
+        wait_for(
+            lambda: "problem:" in w1_log.read_text() and "did not answer" in w1_log.read_text(),
+            "w1 to find the store out of reach",
+            DEADLINE_S * 2,
+        )
+        lab.ns.restore()
+        assert pid_alive(pid), w1_log.read_text()
+        a.swarm("task", "add", "after", "--command", "echo back > after.txt")
+        try:
+            done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None
+        assert done.stdout.startswith("met: all 1 tasks completed"), done.stdout
+        assert (b.work / "after.txt").exists()
+        assert [(e, who) for _, e, who, _ in events(s.db)] == [
+            ("claimed", "w1"),
+            ("completed", "w1"),
+        ]
+    finally:
+        lab.ns.restore()
+        a.swarm("team", "delete", "t", "--force", check=False)
+        stop(agent)
+        s.db.close()
+    assert agent.process.returncode == 0, agent.output()
