@@ -23,8 +23,8 @@ from pathlib import Path
 import netns
 import pytest
 from helpers import DEADLINE_S, wait_for
+from pg_cli import url_of
 from pg_server import ServerUnavailable, TemporaryServer
-from test_pg_commands import url_of
 from test_pg_hosts import (
     SHORT_LEASE_S,
     Machine,
