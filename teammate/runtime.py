@@ -46,6 +46,7 @@ from protocols.correlation import is_stale
 from protocols.errors import (
     ProtocolsError,
     StaleClaim,
+    StoreUnavailable,
     UnknownMember,
 )
 from protocols.inbox_entry import InboxEntry
@@ -215,9 +216,9 @@ class Teammate:
     def _loop(self, watcher: Any) -> None:
         while not self.stopped:
             watcher.clear()
-            if not self._team_exists():
-                raise TeamGone(f"team {self.paths.team!r} is gone (its lead ended the session)")
-            try:
+            try:  # a store out of reach (its network is down) is trouble too: it waits it out
+                if not self._team_exists():  # TeamGone is no Exception: it ends the loop
+                    raise TeamGone(f"team {self.paths.team!r} is gone (its lead ended the session)")
                 busy = self.step()
             except Exception as exc:  # bad input or a failing environment
                 delay, new = self.trouble.failed(exc)
@@ -228,7 +229,11 @@ class Teammate:
                 self.say("working again")
                 self.reporter.set(activity="working again")
             if not busy:
-                watcher.wait(RETRY_S if self.outbox else IDLE_RESCAN_S)
+                try:
+                    watcher.wait(RETRY_S if self.outbox else IDLE_RESCAN_S)
+                except StoreUnavailable as exc:  # its listener could not listen again
+                    delay, new = self.trouble.failed(exc)
+                    self._report_trouble(exc, delay, new)
 
     def _report_trouble(self, exc: Exception, delay: float, new: bool) -> None:
         problem = describe(exc)

@@ -10,6 +10,16 @@ passed since the first failure, and does the work again from the start. So every
 must be safe to do twice: the stores make them so (a message's id, a claim's token, a creation's
 key), because a commit whose answer was lost may or may not have happened.
 
+A machine cut off from the server (its network dropped, not the server gone) must not hang: left
+to the kernel's defaults, a TCP connection waits about 15 minutes for an answer to what it sent
+(``tcp_retries2``), and one that only waits (a listener) never notices at all. So every TCP
+connection is opened with `TCP_SETTINGS` (unless the URL sets them): what it sent and the server
+did not acknowledge within 10 s, or keepalive probes unanswered for about 11 s, end it, and `run`
+reconnects. The session asks the server to do the same for its side (`SERVER_TCP_SETTINGS`), so
+a transaction cut off mid-way is rolled back within seconds and its row locks released (else the
+sweep, which skips locked members, would pass over a cut-off member until the server noticed).
+Over a Unix socket these settings do nothing.
+
 A `Database` is meant for one thread, but a store object made in one thread may be used from
 another (a teammate's timer that marks it active writes through the main thread's team file):
 units of work on one `Database` are done one at a time (a lock), never interleaved on its
@@ -36,6 +46,22 @@ T = TypeVar("T")
 
 DEFAULT_RECONNECT_S = 30.0
 CONNECT_TIMEOUT_S = 5
+# libpq's TCP parameters, for each one the URL does not set (module doc): a dead link is noticed
+# in seconds, not after the kernel's 15 minutes (or never, for a connection that only listens)
+TCP_SETTINGS = {
+    "keepalives": "1",
+    "keepalives_idle": "5",  # seconds of silence before the first probe
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",  # ms that sent data may go unacknowledged
+}
+# the same for the server's end of the session (its GUCs; any user may set them)
+SERVER_TCP_SETTINGS = {
+    "tcp_keepalives_idle": "5",
+    "tcp_keepalives_interval": "2",
+    "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+}
 FIRST_PAUSE_S = 0.05
 LONGEST_PAUSE_S = 1.0
 
@@ -59,6 +85,7 @@ class Database:
         self._migrated = False
         self.retries = 0  # units of work done again after a lost connection or a rollback
         self._lock = threading.RLock()  # one unit of work at a time on the connection
+        self._tcp = _tcp_settings(conninfo)
 
     def __enter__(self) -> Database:
         return self
@@ -82,13 +109,15 @@ class Database:
             autocommit=True,
             connect_timeout=CONNECT_TIMEOUT_S,
             application_name=self.application_name,
+            **self._tcp,
         )
         try:
             if not self._migrated:
                 migrate(conn)
                 self._migrated = True
-            conn.execute(f"SET search_path TO {SCHEMA}")
-            conn.execute("SET synchronous_commit TO on")
+            session = {"search_path": SCHEMA, "synchronous_commit": "on", **SERVER_TCP_SETTINGS}
+            # one round trip; constants, not input
+            conn.execute("; ".join(f"SET {name} TO {value}" for name, value in session.items()))
         except BaseException:
             conn.close()
             raise
@@ -143,6 +172,16 @@ class Database:
             self.close()
             return True
         return self._conn is None  # connecting failed: the server is not there (yet)
+
+
+def _tcp_settings(conninfo: str) -> dict[str, Any]:
+    """`TCP_SETTINGS` but those `conninfo` sets itself (all of them for a conninfo libpq refuses:
+    connecting says what is wrong with it)."""
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        given = {}
+    return {key: value for key, value in TCP_SETTINGS.items() if key not in given}
 
 
 def _first_line(exc: BaseException) -> str:

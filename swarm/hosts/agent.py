@@ -18,6 +18,10 @@ the lead is told), or, if it stopped cleanly, its lease is ended for the next sw
 member was declared dead (its lease ran out while it was cut off) or removed is stopped: it must
 not go on with work that is another's now.
 
+A store out of reach (this machine's network is down) stops nothing: each unit of work gives up
+after `Database.reconnect_s`, and the agent says so and tries again, for as long as it takes; its
+teammates, cut off too, are judged by their leases meanwhile.
+
 On SIGTERM or SIGINT it stops its teammates (each hands its tasks back as it stops), declares
 them dead, marks the host gone, and exits 0. A host killed outright leaves its teammates to
 their leases.
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import Error
+from protocols.errors import Error, StoreUnavailable
 from protocols.inbox_entry import InboxEntry
 from protocols.paths import TeamPaths
 from protocols.pg.database import Database
@@ -107,8 +111,11 @@ class HostAgent:
             self.say(f"host {self.name} serving team {self.paths.team!r} ({self.store.where()})")
             with self._heartbeating(), Listener(Database(self.store.url), self.paths.team) as ear:
                 while True:
-                    self.step()
-                    ear.heard({host_channel(self.name)}, self.rescan_s)
+                    try:
+                        self.step()
+                        ear.heard({host_channel(self.name)}, self.rescan_s)
+                    except StoreUnavailable as exc:  # its network is down: it serves on
+                        self.say(f"{exc}; trying again")
         except Stopping as why:
             self.say(f"{why}: stopping {len(self.children)} teammate(s)")
         finally:

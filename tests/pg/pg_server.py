@@ -1,11 +1,14 @@
 """A temporary PostgreSQL server for the tests and the benchmark: initdb into a fresh directory,
-``pg_ctl start`` listening only on a Unix socket in that directory, stopped and removed after.
+``pg_ctl start`` listening on a Unix socket in that directory (and, when asked, on TCP at given
+addresses), stopped and removed after.
 
 PostgreSQL refuses to run as root, so as root the server's files belong to, and its commands run
 as, the system user ``postgres`` (Debian's package creates it; created here with ``useradd`` if
 missing), through ``runuser``. Its superuser is called `SUPERUSER` whoever runs it, and local
-connections are trusted: nothing listens on a network address, and the socket's directory is
-readable by its owner (and root) only.
+connections are trusted: by default nothing listens on a network address, and the socket's
+directory is readable by its owner (and root) only. `TemporaryServer(tcp=...)` also listens on
+TCP at those addresses (a test's own veth ends, `netns.Namespace`), trusting connections from
+the networks given with them and from nowhere else.
 
 The binaries are found on ``PATH`` (``initdb``) or under ``/usr/lib/postgresql/<version>/bin``
 (Debian installs them there, off ``PATH``); `find_bin_dir` names what is missing.
@@ -20,13 +23,13 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 SUPERUSER = "swarm"
 SERVICE_USER = "postgres"  # who runs the server when we are root
-PORT = 5432  # only names the socket file: nothing listens on TCP
+PORT = 5432  # names the socket file; the TCP port too, on the addresses a server is given
 START_TIMEOUT_S = 60
 
 
@@ -75,7 +78,15 @@ def _service_user() -> pwd.struct_passwd | None:
 class TemporaryServer:
     """One PostgreSQL server in a temporary directory. `start`, then `stop` (or use `running`)."""
 
-    def __init__(self, fsync: bool = True, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        fsync: bool = True,
+        settings: dict[str, str] | None = None,
+        tcp: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """`settings`: more ``postgresql.conf`` lines (a benchmark's); `tcp`: (address to listen
+        on, network to trust) pairs, e.g. a veth end and the address of its other end; none by
+        default (a Unix socket only)."""
         self.bin_dir = find_bin_dir()
         self.user = _service_user()
         self.base = Path(tempfile.mkdtemp(prefix="swarm-pg-"))  # /tmp: reachable by `user`
@@ -83,7 +94,8 @@ class TemporaryServer:
         self.socket_dir = self.base / "sock"
         self.log = self.base / "server.log"
         self.fsync = fsync
-        self.settings = dict(settings or {})  # more postgresql.conf lines (a benchmark's)
+        self.settings = dict(settings or {})
+        self.tcp = list(tcp)
 
     @property
     def host(self) -> str:
@@ -91,6 +103,11 @@ class TemporaryServer:
 
     def conninfo(self, dbname: str = "postgres") -> str:
         return f"host={self.host} port={PORT} user={SUPERUSER} dbname={dbname}"
+
+    def tcp_url(self, address: str, dbname: str) -> str:
+        """A store URL reaching database `dbname` over TCP at `address` (one of `tcp`)."""
+        assert address in (listen for listen, _ in self.tcp), address
+        return f"postgresql://{SUPERUSER}@{address}:{PORT}/{dbname}"
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin_dir / argv[0]), *argv[1:]]
@@ -112,8 +129,9 @@ class TemporaryServer:
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
             self.base.chmod(0o700)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
+        listen = ",".join(address for address, _ in self.tcp)
         settings = {
-            "listen_addresses": "''",
+            "listen_addresses": f"'{listen}'",
             "unix_socket_directories": f"'{self.socket_dir}'",
             "port": str(PORT),
             "fsync": "on" if self.fsync else "off",
@@ -124,6 +142,9 @@ class TemporaryServer:
         }
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write("".join(f"{key} = {value}\n" for key, value in settings.items()))
+        if self.tcp:  # initdb's own lines trust the local socket only (and loopback, unused)
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write("".join(f"host all all {net} trust\n" for _, net in self.tcp))
         self._pg_ctl("start")
 
     def _pg_ctl(self, action: str, mode: str = "fast") -> None:

@@ -16,7 +16,7 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,11 +89,16 @@ class HostAgent:
         return self.log.read_text(errors="replace")
 
 
-def serve(box: Machine, name: str) -> HostAgent:
+def serve(
+    box: Machine, name: str, inside: Callable[[list[str]], list[str]] | None = None
+) -> HostAgent:
+    """`swarm host serve --name NAME` on `box`; `inside` wraps its command (a network namespace's
+    ``ip netns exec``, `netns.Namespace.argv`)."""
     log = box.work.parent / f"host-{name}.log"
+    argv = [sys.executable, "-m", "swarm", "host", "serve", "--name", name, "--rescan", "0.5"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "swarm", "host", "serve", "--name", name, "--rescan", "0.5"],
+            argv if inside is None else inside(argv),
             env=box.env,
             cwd=box.work,
             stdout=out,
@@ -109,9 +114,11 @@ def lead_and_host(tmp_path: Path, conninfo: str) -> Iterator[tuple[Machine, Mach
     yield machine(tmp_path, "a", url_of(conninfo)), machine(tmp_path, "b", url_of(conninfo))
 
 
-def start_team(a: Machine, b: Machine, db: Database) -> HostAgent:
+def start_team(
+    a: Machine, b: Machine, db: Database, inside: Callable[[list[str]], list[str]] | None = None
+) -> HostAgent:
     a.swarm("team", "create", "t")
-    agent = serve(b, "b")
+    agent = serve(b, "b", inside)
     wait_for(lambda: Hosts(db, "t").alive().get("b"), "host b to register")
     return agent
 
