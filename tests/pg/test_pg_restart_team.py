@@ -3,9 +3,10 @@ they reconnect by themselves, finish the board, answer every message once, and l
 
 Three teammates (``swarm spawn --backend subprocess --model shell``) on a PostgreSQL team work
 tasks whose command appends the task's number to a file, while the lead keeps a conversation
-going with them (a message, then its answer). Once a few tasks are done the server is
-restarted with ``pg_ctl restart -m immediate`` (a crash: every connection cut, recovery from
-the write-ahead log). What is checked, from the store's own record (`task_events`):
+going with them (a message, then its answer). Once the first three tasks are done, while the
+teammates run the commands of the next ones (held on a gate file until the server is back), the
+server is restarted with ``pg_ctl restart -m immediate`` (a crash: every connection cut,
+recovery from the write-ahead log). What is checked, from the store's own record (`task_events`):
 
 * every task completed once, under the epoch of its last claim, and no task claimed by one
   member while another's claim on it was still open;
@@ -42,6 +43,7 @@ pytestmark = pytest.mark.slow
 NAMES = ("ann", "bob", "cat")
 TASKS = 18
 AFTER_RESTART = 4  # messages the lead sends once the server is back
+FREE = 3  # tasks whose command runs at once; the rest wait for the gate opened after the crash
 
 
 def answers(db: Database, text: str) -> int:
@@ -81,11 +83,14 @@ def test_teammates_ride_out_a_server_crash_mid_run(
         )  # fmt: skip
         assert spawned.returncode == 0, spawned.stderr
         pids[name] = member_pid(db, name)
-    out = work / "done.txt"
+    out, gate = work / "done.txt", work / "gate"
     board = PgTaskBoard(db, "t")
+    # the first tasks run through; the others wait for the gate, opened once the server is
+    # back: so the crash comes while commands are running and before the board is done,
+    # however slowly this test process looks at the board
     board.create_many(
         [
-            NewTask(f"task {n}", metadata={"command": f"sleep 0.2; echo {n} >> {out}"})
+            NewTask(f"task {n}", metadata={"command": f"{wait_for_gate(gate, n)}echo {n} >> {out}"})
             for n in range(TASKS)
         ]
     )
@@ -97,10 +102,11 @@ def test_teammates_ride_out_a_server_crash_mid_run(
         # it all, for longer than a teammate waits for its store; this test is about the
         # reconnecting, not the server's recovery
         db.run(lambda c: c.execute("CHECKPOINT"))
-        wait_for(lambda: completed(board) >= 3, "three tasks done")
+        wait_for(lambda: completed(board) >= FREE, "the free tasks done")
         before = completed(board)
         pg_server.restart("immediate")
         restarted.set()
+        gate.touch()
         lead.join(timeout=240)
         check_the_run(db, out, before, lead, sent, pids)
     finally:
@@ -109,6 +115,11 @@ def test_teammates_ride_out_a_server_crash_mid_run(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         lead.join(timeout=240)
+
+
+def wait_for_gate(gate: Path, n: int) -> str:
+    """The start of task `n`'s command: nothing for the first three, else a wait for `gate`."""
+    return "" if n < FREE else f"while [ ! -e '{gate}' ]; do sleep 0.05; done; "
 
 
 def check_the_run(
