@@ -12,9 +12,9 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import wait_for
 
 from protocols import flock_wait
 from protocols.flock_wait import wait_for_flock
@@ -46,6 +46,22 @@ def holder(lock_file: Path) -> Iterator[subprocess.Popen[str]]:
     yield process
     process.kill()
     process.wait(10)
+
+
+@pytest.fixture
+def helpers(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The helper threads `wait_for_flock` starts during the test, as they are made."""
+    made: list[threading.Thread] = []
+    real = threading.Thread
+
+    def counted(*args: Any, **kwargs: Any) -> threading.Thread:
+        thread = real(*args, **kwargs)
+        if thread.name == "swarm-flock-wait":
+            made.append(thread)
+        return thread
+
+    monkeypatch.setattr(flock_wait.threading, "Thread", counted)
+    return made
 
 
 def release(holder: subprocess.Popen[str]) -> None:
@@ -88,15 +104,17 @@ def test_the_waiter_takes_the_lock_when_the_holder_lets_go(
 
 
 def test_the_deadline_ends_the_wait_and_the_abandoned_helper_never_keeps_the_lock(
-    lock_file: Path, holder: subprocess.Popen[str]
+    lock_file: Path, holder: subprocess.Popen[str], helpers: list[threading.Thread]
 ) -> None:
     fd = open_lock(lock_file)
     assert wait_for_flock(fd, time.monotonic() + 0.1) is False
     os.close(fd)  # the caller closes its descriptor, as FileGuard does on a timeout
+    [abandoned] = helpers
     release(holder)
     # the helper still blocked in the kernel gets it now, and must let it go at once
-    wait_for(lambda: free(lock_file), "the timed-out wait to let the lock go")
-    wait_for(lambda: flock_wait._abandoned == 0, "the abandoned helper to be counted out")
+    abandoned.join(30)
+    assert not abandoned.is_alive()
+    assert free(lock_file)
 
 
 def test_a_free_lock_is_taken_at_once(lock_file: Path) -> None:
@@ -108,18 +126,21 @@ def test_a_free_lock_is_taken_at_once(lock_file: Path) -> None:
 
 
 def test_too_many_abandoned_waits_make_it_poll(
-    lock_file: Path, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+    lock_file: Path,
+    holder: subprocess.Popen[str],
+    helpers: list[threading.Thread],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a descriptor whose wait was abandoned is closed, never waited on again (FileGuard opens
     # a new one per acquire): its helper shares its open file, and so would share the lock
     fds = [open_lock(lock_file) for _ in range(3)]
     assert wait_for_flock(fds[0], time.monotonic() + 0.05) is False
     os.close(fds[0])
-    assert flock_wait._abandoned == 1  # its helper is still blocked behind the holder
-    monkeypatch.setattr(flock_wait, "MAX_ABANDONED", 1)
-    started = threading.active_count()
-    assert wait_for_flock(fds[1], time.monotonic() + 0.05) is False  # polled: no new helper
-    assert threading.active_count() == started
+    [abandoned] = helpers
+    assert abandoned.is_alive()  # still blocked behind the holder
+    monkeypatch.setattr(flock_wait, "MAX_ABANDONED", 0)  # already one too many
+    assert wait_for_flock(fds[1], time.monotonic() + 0.05) is False
+    assert helpers == [abandoned]  # it polled: no second helper
     os.close(fds[1])
     got: list[bool] = []
     waiting = threading.Thread(
@@ -131,5 +152,6 @@ def test_too_many_abandoned_waits_make_it_poll(
     assert got == [True], "the polling wait takes the lock once it is free"
     assert not free(lock_file), "the poller holds it, whatever the abandoned helper did"
     os.close(fds[2])
-    wait_for(lambda: flock_wait._abandoned == 0, "the abandoned helper to let go and be counted")
+    abandoned.join(30)
+    assert not abandoned.is_alive(), "the abandoned helper let go once the holder did"
     assert free(lock_file)
