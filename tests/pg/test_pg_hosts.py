@@ -288,18 +288,7 @@ def test_a_cut_off_teammate_s_late_completion_is_refused_by_the_fence(
         os.killpg(pid, signal.SIGCONT)  # w1 wakes first, finishes its command, reports
         frozen.remove(pid)
 
-        def refused() -> list[str]:
-            return [
-                e.text
-                for e in PgMailbox(db, "t").peek_all("team-lead")
-                if e.from_ == "w1" and "#1 was done, but" in e.text
-            ]
-
-        try:
-            wait_for(refused, "w1's completion to be refused")
-        except AssertionError as exc:
-            w1_log = b.root / "teams" / "t" / "logs" / "w1.log"
-            raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None
+        wait_for_refused_completion(db, b.root)
         wait_for(lambda: board.get("1").status == "completed", "w2 to finish")
         agent.signal_group(signal.SIGCONT)  # its agent stops a teammate that is no member now
         frozen.remove(agent.process.pid)
@@ -316,3 +305,21 @@ def test_a_cut_off_teammate_s_late_completion_is_refused_by_the_fence(
             os.killpg(frozen_pid, signal.SIGCONT)
         a.swarm("team", "delete", "t", "--force", check=False)  # w2 stopped with it
         stop(agent)
+
+
+def wait_for_refused_completion(db: Database, b_root: Path) -> None:
+    """Until w1 tells the lead its completion of #1 was refused by the fence (its log shown if
+    that never comes)."""
+
+    def refused() -> list[str]:
+        return [
+            e.text
+            for e in PgMailbox(db, "t").peek_all("team-lead")
+            if e.from_ == "w1" and "#1 was done, but" in e.text
+        ]
+
+    try:
+        wait_for(refused, "w1's completion to be refused")
+    except AssertionError as exc:
+        w1_log = b_root / "teams" / "t" / "logs" / "w1.log"
+        raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None

@@ -35,6 +35,7 @@ from test_pg_hosts import (
     spawn_on_b,
     start_team,
     stop,
+    wait_for_refused_completion,
 )
 
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
@@ -257,18 +258,7 @@ def test_a_host_cut_off_past_its_lease_comes_back_fenced_and_stops_its_teammate(
         lab.ns.restore()
         gate.touch()  # both commands finish: w1's on b, w2's on a
 
-        def refused() -> list[str]:
-            return [
-                e.text
-                for e in PgMailbox(db, "t").peek_all("team-lead")
-                if e.from_ == "w1" and "#1 was done, but" in e.text
-            ]
-
-        try:
-            wait_for(refused, "w1's completion to be refused")
-        except AssertionError as exc:
-            w1_log = b.root / "teams" / "t" / "logs" / "w1.log"
-            raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None
+        wait_for_refused_completion(db, b.root)
         wait_for(lambda: board.get("1").status == "completed", "w2 to finish")
         agent.signal_group(signal.SIGCONT)
         wait_for(lambda: not pid_alive(pid), "host b to stop w1")
