@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 from protocols import safefs
 from protocols import watch as watch_mod
@@ -152,13 +153,15 @@ def test_a_directory_made_again_is_watched_again_after_the_rescan(tmp_path: Path
     with InboxWatcher(directories=(tasks,), rescan_s=0.05) as watcher:
         settled(watcher)
         shutil.rmtree(tasks)
-        assert watcher.wait(10)  # its watchers hear that it went
+        # each wait ends at the 0.05 s rescan: wait again until the news comes (under load it
+        # may take longer than one rescan), with a deadline
+        wait_for(lambda: watcher.wait(10), "the watcher to hear that it went")
         tasks.mkdir()
         watcher.clear()
         watcher.wait(0.05)  # the safety-net rescan re-arms the watch
         settled(watcher)
         (tasks / "1.json").write_text("{}")
-        assert watcher.wait(10)
+        wait_for(lambda: watcher.wait(10), "the watcher to hear of the new file")
 
 
 def test_without_inotify_the_watcher_polls_and_still_sees_a_change(
