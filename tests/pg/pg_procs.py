@@ -8,10 +8,13 @@ at the `start` barrier first so that all begin together (`procs.run_together`).
 
 from __future__ import annotations
 
+import ctypes
+import os
 import random
 import signal
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
@@ -19,6 +22,7 @@ from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
+from protocols.tasks import NewTask
 
 TEAM = "t"
 START_TIMEOUT_S = 60.0
@@ -127,6 +131,73 @@ def claim_until_done(
         report.error = traceback.format_exc()
     db.close()
     results.put(report)
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def claim_until_done_in(
+    start: Barrier,
+    results: Queue[Any],
+    namespace: str,
+    conninfo: str,
+    worker: str,
+    deadline_s: float,
+) -> None:
+    """`claim_until_done` from inside network namespace `namespace` (another machine's network:
+    the server is reached over its veth pair), entered before any connection is made."""
+    fd = os.open(f"/var/run/netns/{namespace}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {namespace}")
+    finally:
+        os.close(fd)
+    claim_until_done(start, results, conninfo, worker, deadline_s)
+
+
+def dependent_tasks(board: PgTaskBoard, count: int) -> dict[str, tuple[str, ...]]:
+    """`count` tasks in chains (every tenth waits for the one before) and with some random
+    blockers among earlier ones; their blockers by id."""
+    rng = random.Random(20)
+    specs = []
+    for n in range(count):
+        after: set[int] = set()
+        if n % 10 == 9:
+            after.add(n - 1)
+        if n >= 50 and rng.random() < 0.2:
+            after.update(rng.sample(range(n), 2))
+        specs.append(NewTask(f"task {n}", after=tuple(sorted(after))))
+    return {t.id: tuple(t.blockedBy) for t in board.create_many(specs)}
+
+
+def check_the_race(
+    db: Database, reports: list[ClaimReport], blocked_by: dict[str, tuple[str, ...]]
+) -> None:
+    """Every task claimed and completed once, none claimed before its blockers were
+    completed (by the server's own record of events), no worker refused by the busy rule."""
+    assert [r.error for r in reports] == [None] * len(reports)
+    assert not any(r.timed_out for r in reports)
+    assert [r.refusals for r in reports] == [[]] * len(reports)
+    claimed = Counter(task_id for r in reports for task_id, _ in r.claims)
+    assert set(claimed) == set(blocked_by) and max(claimed.values()) == 1
+    assert all(t.status == "completed" for t in PgTaskBoard(db, TEAM).list())
+    events = db.run(
+        lambda c: c.execute(
+            "SELECT task_id, event, seq FROM task_events WHERE team = %s", [TEAM]
+        ).fetchall()
+    )
+    claimed_at = {str(t): seq for t, event, seq in events if event == "claimed"}
+    completed_at = {str(t): seq for t, event, seq in events if event == "completed"}
+    count = len(blocked_by)
+    assert Counter(event for _, event, _ in events) == {"claimed": count, "completed": count}
+    early = [
+        f"#{task} claimed before #{blocker} completed"
+        for task, blockers in blocked_by.items()
+        for blocker in blockers
+        if claimed_at[task] < completed_at[blocker]
+    ]
+    assert early == []
 
 
 def unfinished(db: Database) -> int:

@@ -11,11 +11,13 @@ that is a failure.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,9 @@ import netns
 import pytest
 from helpers import DEADLINE_S, wait_for
 from pg_cli import url_of
+from pg_procs import TEAM, check_the_race, claim_until_done, claim_until_done_in, dependent_tasks
 from pg_server import ServerUnavailable, TemporaryServer
+from procs import run_together
 from test_pg_hosts import (
     SHORT_LEASE_S,
     Machine,
@@ -38,7 +42,7 @@ from test_pg_hosts import (
     wait_for_refused_completion,
 )
 
-from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
+from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.pids import pid_alive
 
 pytestmark = pytest.mark.slow
@@ -315,3 +319,25 @@ def test_an_idle_teammate_outlives_an_outage_longer_than_its_retries_and_works_a
         stop(agent)
         s.db.close()
     assert agent.process.returncode == 0, agent.output()
+
+
+def test_sixteen_workers_on_two_hosts_claim_a_thousand_tasks_once_each_in_dependency_order(
+    lab: Lab,
+) -> None:
+    conninfo = lab.server.create_database("race")
+    dbname = dict(part.split("=", 1) for part in conninfo.split())["dbname"]
+    db = Database(conninfo, reconnect_s=60.0)
+    try:
+        PgTeamFile(db, TEAM).create(description="a race across two machines")
+        blocked_by = dependent_tasks(PgTaskBoard(db, TEAM), 1000)
+        over_the_veth = lab.server.tcp_url(lab.ns.outside, dbname)
+        workers = [(claim_until_done, (conninfo, f"a-{n}", 240.0)) for n in range(8)]
+        workers += [
+            (claim_until_done_in, (lab.ns.name, over_the_veth, f"b-{n}", 240.0)) for n in range(8)
+        ]
+        reports = run_together(mp.get_context("spawn"), workers, timeout_s=300)
+        check_the_race(db, reports, blocked_by)
+        by_machine = Counter(r.worker[0] for r in reports for _ in r.claims)
+        assert by_machine["a"] > 0 and by_machine["b"] > 0, by_machine  # both took part
+    finally:
+        db.close()

@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import random
 import signal
 from collections import Counter
 
 import pytest
 from helpers import DEADLINE_S, wait_for
-from pg_procs import TEAM, claim_and_hang, claim_until_done, send_many
+from pg_procs import (
+    TEAM,
+    check_the_race,
+    claim_and_hang,
+    claim_until_done,
+    dependent_tasks,
+    send_many,
+)
 from procs import run_together
 
 from protocols.errors import LeaseLost, StaleClaim
 from protocols.messages import TeammateTerminated
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard, PgTeamFile
-from protocols.tasks import NewTask
 
 pytestmark = pytest.mark.slow
 
@@ -44,48 +49,14 @@ def test_every_acknowledged_send_of_many_writers_is_stored_exactly_once(
 def test_sixteen_workers_claim_a_thousand_tasks_once_each_in_dependency_order(
     db: Database, pg_team: PgTeamFile, conninfo: str
 ) -> None:
-    count, workers = 1000, 16
-    rng = random.Random(20)
-    specs = []
-    for n in range(count):
-        after: set[int] = set()
-        if n % 10 == 9:
-            after.add(n - 1)  # chains: every tenth task waits for the one before
-        if n >= 50 and rng.random() < 0.2:
-            after.update(rng.sample(range(n), 2))  # and some wait for any two earlier ones
-        specs.append(NewTask(f"task {n}", after=tuple(sorted(after))))
-    board = PgTaskBoard(db, TEAM)
-    made = board.create_many(specs)
-    blocked_by = {t.id: t.blockedBy for t in made}
+    blocked_by = dependent_tasks(PgTaskBoard(db, TEAM), 1000)
     assert sum(map(bool, blocked_by.values())) > 150
-
     reports = run_together(
         mp.get_context("spawn"),
-        [(claim_until_done, (conninfo, f"worker-{n}", 240.0)) for n in range(workers)],
+        [(claim_until_done, (conninfo, f"worker-{n}", 240.0)) for n in range(16)],
         timeout_s=300,
     )
-    assert [r.error for r in reports] == [None] * workers
-    assert not any(r.timed_out for r in reports)
-    assert [r.refusals for r in reports] == [[]] * workers  # the busy rule never bit a free worker
-    claimed = Counter(task_id for r in reports for task_id, _ in r.claims)
-    assert set(claimed) == set(blocked_by) and max(claimed.values()) == 1
-    assert all(t.status == "completed" for t in board.list())
-
-    events = db.run(
-        lambda c: c.execute(
-            "SELECT task_id, event, seq FROM task_events WHERE team = %s", [TEAM]
-        ).fetchall()
-    )
-    claimed_at = {str(t): seq for t, event, seq in events if event == "claimed"}
-    completed_at = {str(t): seq for t, event, seq in events if event == "completed"}
-    assert Counter(event for _, event, _ in events) == {"claimed": count, "completed": count}
-    early = [
-        f"#{task} claimed before #{blocker} completed"
-        for task, blockers in blocked_by.items()
-        for blocker in blockers
-        if claimed_at[task] < completed_at[blocker]
-    ]
-    assert early == []
+    check_the_race(db, reports, blocked_by)
 
 
 def test_a_claimer_killed_mid_task_loses_its_lease_and_the_task_is_done_once(
