@@ -172,3 +172,24 @@ def test_a_new_bell_clears_the_silent_ones_of_killed_readers(
         assert bells_in(inboxes) == [bell.name]  # only the live one is left
     finally:
         bell.close()
+
+
+def test_a_planted_link_in_place_of_the_bells_folder_is_never_followed(
+    no_inotify: None, inboxes: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "alice.json.1-deadbeef").write_text("keep")
+    (inboxes / BELL_DIR).symlink_to(outside)
+    dir_fd = os.open(inboxes, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert ring(dir_fd, "alice.json") == 0  # the link is not followed
+    finally:
+        os.close(dir_fd)
+    assert (outside / "alice.json.1-deadbeef").read_text() == "keep"
+    inbox = inboxes / "alice.json"
+    with InboxWatcher(inbox, rescan_s=600, poll_s=0.02) as watcher:
+        assert watcher.degraded is not None and not watcher.belled  # no bells: it polls
+        write_elsewhere(inbox, "[7]")
+        assert watcher.wait(30)
+    assert sorted(os.listdir(outside)) == ["alice.json.1-deadbeef"]  # nothing made there
