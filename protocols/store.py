@@ -188,6 +188,8 @@ class FileStore:
     """A team in files under the config root: the classes of `protocols` as they always were."""
 
     kind = "files"
+    # an idle member's safety-net look, for what inotify missed (it says when it dropped events)
+    idle_rescan_s = 30.0
 
     def __init__(self, paths: TeamPaths) -> None:
         self.paths = paths
@@ -259,7 +261,9 @@ class FileStore:
             rescan_s=rescan_s,
         )
 
-    def keep_alive(self, name: str, say: Any = None) -> AbstractContextManager[object]:
+    def keep_alive(
+        self, name: str, say: Any = None, on_news: Any = None
+    ) -> AbstractContextManager[object]:
         """Files need no heartbeat: a member is alive while its process is (`protocols.pids`)."""
         return nullcontext()
 

@@ -65,7 +65,9 @@ class InboxWatcher:
         rescan_s: float = DEFAULT_RESCAN_S,
         poll_s: float = DEGRADED_POLL_S,
         subdirectories: bool = True,
+        changed: threading.Event | None = None,
     ) -> None:
+        """`changed` is the event set on a change (a caller's own, to be woken with others)."""
         if not paths and not directories:
             raise ValueError("InboxWatcher needs at least one path or directory")
         self.paths = [Path(p) for p in paths]
@@ -73,7 +75,7 @@ class InboxWatcher:
         self.rescan_s = rescan_s
         self.poll_s = poll_s
         self.subdirectories = subdirectories
-        self.changed = threading.Event()
+        self.changed = threading.Event() if changed is None else changed
         self.degraded: str | None = None  # why inotify is not used (None: it is)
         self._notifier: Notifier | None = None
         self._handles: list[int] = []
@@ -171,6 +173,19 @@ class InboxWatcher:
     def belled(self) -> bool:
         """Without inotify, but woken by doorbells when swarm writes."""
         return bool(self._bells)
+
+    def bell_fds(self) -> list[int]:
+        """Its doorbells' descriptors (none with inotify), for a caller waiting on more than
+        this watcher: when one is readable, `wait(0)` takes the news."""
+        return [bell.fileno() for bell in self._bells]
+
+    @property
+    def look_every_s(self) -> float | None:
+        """Without inotify, how often `wait(0)` must be called to see what rings no doorbell;
+        None with inotify."""
+        if self._notifier is not None or self.degraded is None:
+            return None
+        return self.poll_s * (BELL_POLL_FACTOR if self._bells else 1)
 
     def stop(self) -> None:
         if self._notifier is not None:

@@ -84,9 +84,9 @@ from teammate.reporter import StatusReporter
 from teammate.task_worktree import work_in_place
 from teammate.trouble import Trouble, describe
 
-# inotify wakes an idle teammate (and the kernel says when it dropped events); this rescan is
-# only a safety net, so an idle teammate sleeps. Without inotify the watcher polls by itself.
-IDLE_RESCAN_S = 30.0
+# inotify (or the team's LISTEN channel) wakes an idle teammate; its rescan, every
+# `store.idle_rescan_s`, is only a safety net, so an idle teammate sleeps. Without inotify the
+# watcher polls by itself.
 RETRY_S = 1.0  # while something waits in the outbox
 
 
@@ -184,12 +184,13 @@ class Teammate:
             previous_hup = signal.signal(signal.SIGHUP, _raise_stop)
             try:
                 with (
-                    self.store.keep_alive(self.name, self.say),  # its lease, on PostgreSQL
+                    # its lease, on PostgreSQL; a beat that finds news it missed wakes it
+                    self.store.keep_alive(self.name, self.say, on_news=self._missed_news),
                     self.store.watcher(
                         [self.name],
                         board=True,
                         directories=(budgets_dir(self.paths),),  # a raise of its budget
-                        rescan_s=IDLE_RESCAN_S,
+                        rescan_s=self.store.idle_rescan_s,
                         subdirectories=False,  # lock directories: every claim makes some
                     ) as watcher,
                 ):
@@ -230,10 +231,17 @@ class Teammate:
                 self.reporter.set(activity="working again")
             if not busy:
                 try:
-                    watcher.wait(RETRY_S if self.outbox else IDLE_RESCAN_S)
+                    watcher.wait(RETRY_S if self.outbox else self.store.idle_rescan_s)
                 except StoreUnavailable as exc:  # its listener could not listen again
                     delay, new = self.trouble.failed(exc)
                     self._report_trouble(exc, delay, new)
+
+    def _missed_news(self) -> None:
+        """The heartbeat's thread: the store says there is news (unread messages, the team or
+        this member gone) that no notification brought; the wait in progress ends, it looks."""
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.changed.set()
 
     def _report_trouble(self, exc: Exception, delay: float, new: bool) -> None:
         problem = describe(exc)

@@ -123,15 +123,23 @@ class Database:
             raise
         return conn
 
-    def run(self, work: Callable[[psycopg.Connection[Any]], T], what: str = "work") -> T:
+    def run(
+        self,
+        work: Callable[[psycopg.Connection[Any]], T],
+        what: str = "work",
+        transaction: bool = True,
+    ) -> T:
         """`work(conn)` in one transaction; done again on a new connection if the connection
         was lost or the server rolled the transaction back. `StoreUnavailable` once the server
-        stayed out of reach for `reconnect_s` seconds."""
+        stayed out of reach for `reconnect_s` seconds. Work whose every statement stands alone
+        (a heartbeat) may go without the transaction: no BEGIN and COMMIT around it."""
 
         def attempt() -> T:
             if self._conn is None or self._conn.closed:
                 self._conn = self._open()
             conn = self._conn
+            if not transaction:
+                return work(conn)
             with conn.transaction():
                 return work(conn)
 

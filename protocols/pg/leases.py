@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -64,6 +64,14 @@ class Lease:
         return self.alive and self.left_s is not None and self.left_s > 0
 
 
+class Beat(NamedTuple):
+    """What one heartbeat learnt besides extending the lease."""
+
+    expires_at: datetime  # the lease runs until then (server time)
+    sweep_due: bool  # some member's lease ran out: a `sweep` returns its tasks
+    unread: bool  # the member has unread messages: if it waits, a notification was missed
+
+
 @dataclass(frozen=True)
 class Expired:
     """A member whose lease ran out, and the tasks that went back to pending."""
@@ -84,22 +92,24 @@ class Leases:
         expires. `LeaseLost` if the member was declared dead, `UnknownMember` if it is not one."""
         return self.beat(name, lease_s)[0]
 
-    def beat(self, name: str, lease_s: float = DEFAULT_LEASE_S) -> tuple[datetime, bool]:
-        """`heartbeat`, and in the same statement whether some member's lease ran out (a
-        `sweep` is due): so an idle member asks the server one thing per beat, not two."""
+    def beat(self, name: str, lease_s: float = DEFAULT_LEASE_S) -> Beat:
+        """`heartbeat`, and in the same statement what an idle member would otherwise have to
+        ask the server for (`Beat`): so an idle member asks the server one thing per beat."""
         if lease_s <= 0:
             raise ValueError(f"a lease lasts more than 0 seconds, not {lease_s}")
 
-        def work(conn: Conn) -> tuple[datetime, bool]:
+        def work(conn: Conn) -> Beat:
             found = conn.execute(
                 "UPDATE members SET lease_expires_at = now() + make_interval(secs => %s) "
                 "WHERE team = %s AND name = %s AND alive RETURNING lease_expires_at, EXISTS "
                 "(SELECT 1 FROM members o WHERE o.team = members.team AND o.alive "
-                "AND o.lease_expires_at < now())",
+                "AND o.lease_expires_at < now()), EXISTS (SELECT 1 FROM messages m "
+                "WHERE m.team = members.team AND m.recipient = members.name "
+                "AND m.read_at IS NULL)",
                 [lease_s, self.team, text(name, "member name")],
             ).fetchone()
             if found is not None:
-                return found[0], bool(found[1])
+                return Beat(found[0], bool(found[1]), bool(found[2]))
             if conn.execute(
                 "SELECT 1 FROM members WHERE team = %s AND name = %s", [self.team, name]
             ).fetchone():
@@ -109,7 +119,8 @@ class Leases:
                 )
             raise UnknownMember(f"no member named {name!r} in team {self.team!r}")
 
-        return self.db.run(work, "heartbeat")
+        # one UPDATE that stands alone (the SELECT after it only words the error)
+        return self.db.run(work, "heartbeat", transaction=False)
 
     def expires_at(self, name: str) -> datetime | None:
         found = self.db.run(

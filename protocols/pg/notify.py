@@ -15,6 +15,7 @@ import hashlib
 import logging
 import select
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -71,26 +72,32 @@ class Listener:
         heard = self.heard(names, timeout)
         return heard is None or bool(heard)
 
-    def heard(self, names: set[str] | None, timeout: float) -> set[str] | None:
+    def heard(
+        self, names: set[str] | None, timeout: float, wake_fds: Sequence[int] = ()
+    ) -> set[str] | None:
         """The payloads among `names` (any, for None) heard within `timeout` seconds: once one
-        came, the others already waiting too. Empty at the timeout; None when the connection
-        was lost and made again (what was sent meanwhile woke nobody: the caller looks)."""
+        came, the others already waiting too. Empty at the timeout, or as soon as one of
+        `wake_fds` is readable (the caller's own wake-ups; it reads them); None when the
+        connection was lost and made again (what was sent meanwhile woke nobody: look)."""
         conn = self._listen()
         found: set[str] = set()
         deadline = time.monotonic() + max(timeout, 0.0)
+        woken = False
         try:
             while True:
                 for note in conn.notifies(timeout=0.0):  # what came already, without waiting
                     if names is None or note.payload in names:
                         found.add(note.payload)
                 left = deadline - time.monotonic()
-                if found or left <= 0:
+                if found or left <= 0 or woken:
                     return found
                 # one wake-up, when the server writes or at the timeout: psycopg's own wait
                 # (`notifies(timeout=)`) wakes every 0.1 s, 10 times a second per idle listener
                 readable = select.poll()
                 readable.register(conn.fileno(), select.POLLIN)
-                readable.poll(left * 1000)
+                for fd in wake_fds:
+                    readable.register(fd, select.POLLIN)
+                woken = any(fd != conn.fileno() for fd, _ in readable.poll(left * 1000))
         except psycopg.OperationalError as exc:
             log.info("listener on %s lost its connection (%s); listening again", self.channel, exc)
             self.close()

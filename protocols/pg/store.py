@@ -5,8 +5,9 @@ keeps one `Database` per URL and thread (a connection is not shared between thre
 its first use, so the many short-lived store objects of one command share one connection.
 A member keeps its lease while it runs (`keep_alive`: a thread with a connection of its own that
 heartbeats every third of the lease, and sweeps the team's expired leases when its heartbeat
-saw one: one statement per beat while nobody died); waiting is on the team's ``LISTEN`` channel
-(`PgWatcher`).
+saw one). The same statement tells the member it has unread messages or is no longer in the
+team, so an idle member's safety net costs nothing beyond its heartbeats. Waiting is on the
+team's ``LISTEN`` channel (`PgWatcher`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from protocols.errors import Error, LeaseLost
+from protocols.errors import Error, LeaseLost, UnknownMember
 from protocols.mailbox import EntrySigner
 from protocols.paths import TeamPaths
 from protocols.pg import member_log
@@ -67,8 +68,13 @@ class ThreadsDatabase(Database):
     marking its teammate active, a sub-agent's thread) never shares a connection, which
     psycopg would see as transactions nested out of order."""
 
-    def run(self, work: Callable[[psycopg.Connection[Any]], T], what: str = "work") -> T:
-        return database(self.conninfo).run(work, what)
+    def run(
+        self,
+        work: Callable[[psycopg.Connection[Any]], T],
+        what: str = "work",
+        transaction: bool = True,
+    ) -> T:
+        return database(self.conninfo).run(work, what, transaction)
 
     def connect(self) -> psycopg.Connection[Any]:
         return database(self.conninfo).connect()
@@ -81,6 +87,10 @@ class PgStore:
     """One team in the PostgreSQL store at `paths.store`."""
 
     kind = "postgresql"
+    # an idle member's own look at the store besides its heartbeats: rare, because each beat
+    # already says whether it has unread messages or left the team (`keep_alive`), and a lost
+    # listening connection is made again and looked after at once
+    idle_rescan_s = 600.0
 
     def __init__(self, paths: TeamPaths) -> None:
         assert paths.store is not None
@@ -127,8 +137,16 @@ class PgStore:
         subdirectories: bool = True,
     ) -> PgWatcher:
         """A watcher of these members' inboxes (and the task board, with `board`) on the team's
-        channel. Local `directories` are not watched: the rescan looks at them."""
-        return PgWatcher(Database(self.url), self.team, inboxes, board, rescan_s)
+        channel, and of these local `directories` (with inotify)."""
+        return PgWatcher(
+            Database(self.url),
+            self.team,
+            inboxes,
+            board,
+            rescan_s,
+            directories=directories,
+            subdirectories=subdirectories,
+        )
 
     def team_watcher(self, rescan_s: float) -> PgWatcher:
         """A watcher woken by any notification on the team's channel (a message, a task, a
@@ -137,10 +155,15 @@ class PgStore:
         return PgWatcher(Database(self.url), self.team, rescan_s=rescan_s, everything=True)
 
     def keep_alive(
-        self, name: str, say: Callable[[str], None] | None = None
+        self,
+        name: str,
+        say: Callable[[str], None] | None = None,
+        on_news: Callable[[], None] | None = None,
     ) -> contextlib.AbstractContextManager[object]:
-        """Heartbeat `name`'s lease while the block runs (module doc)."""
-        return _heartbeating(self.url, self.team, name, say)
+        """Heartbeat `name`'s lease while the block runs (module doc). A beat that finds the
+        member with unread messages, or no longer in the team, calls `on_news` (the member
+        looks: a notification was missed), so the heartbeat is an idle member's safety net."""
+        return _heartbeating(self.url, self.team, name, say, on_news)
 
     def log_shipper(self, name: str) -> member_log.Shipper:
         """Ship what `swarm logs` shows of member `name` to the store while the block runs
@@ -177,27 +200,41 @@ def _heartbeating(
     team: str,
     name: str,
     say: Callable[[str], None] | None,
+    on_news: Callable[[], None] | None = None,
     lease_s: float | None = None,
 ) -> Iterator[object]:
     lease_s = lease_seconds() if lease_s is None else lease_s
     stop = threading.Event()
     first = Leases(database(url), team)
-    if first.beat(name, lease_s)[1]:  # held before any work starts; a dead one's tasks back
+    if first.beat(name, lease_s).sweep_due:  # held before any work starts; a dead one's tasks
         first.sweep()
+
+    def news() -> None:
+        if on_news is not None:
+            on_news()
 
     def beat() -> None:
         db = Database(url)  # this thread's own connection
         leases = Leases(db, team)
+        member = True  # still in the team at the last beat
         try:
             while not stop.wait(lease_s / 3):
                 try:
-                    _, overdue = leases.beat(name, lease_s)
-                    if overdue:  # any live member returns the tasks of the dead
+                    beat = leases.beat(name, lease_s)
+                    member = True
+                    if beat.sweep_due:  # any live member returns the tasks of the dead
                         leases.sweep()
+                    if beat.unread:
+                        news()
                 except LeaseLost as exc:
                     if say is not None:
                         say(f"{exc}")
                     return
+                except UnknownMember as exc:  # removed, or its team deleted: it looks, once
+                    log.warning("heartbeat of %s: %s", name, exc)
+                    if member:
+                        news()
+                    member = False
                 except Error as exc:  # the server is away: the next beat tries again
                     log.warning("heartbeat of %s: %s", name, exc)
         finally:

@@ -28,6 +28,7 @@ from protocols.errors import (
 from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
+from protocols.pg.notify import notify
 from protocols.team import unknown_member_text
 from protocols.team_config import Member, TeamConfig, next_color
 
@@ -127,11 +128,23 @@ class PgTeamFile:
         return self.db.run(lambda c: roster(c, self.team), "member names")
 
     def delete(self) -> bool:
-        """Delete the team and everything of it (messages, tasks, requests); False if none."""
-        return self.db.run(
-            lambda c: c.execute("DELETE FROM teams WHERE name = %s", [self.team]).rowcount > 0,
-            "delete team",
-        )
+        """Delete the team and everything of it (messages, tasks, requests); False if none.
+        Each member is notified (when the deletion commits), so a waiting teammate finds its
+        team gone at once rather than at its next heartbeat."""
+
+        def work(conn: Conn) -> bool:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM members WHERE team = %s", [self.team]
+                ).fetchall()
+            ]
+            deleted = conn.execute("DELETE FROM teams WHERE name = %s", [self.team]).rowcount > 0
+            for name in names if deleted else []:
+                notify(conn, self.team, name)
+            return deleted
+
+        return self.db.run(work, "delete team")
 
     def add_member(
         self,

@@ -1,23 +1,28 @@
 """`PgWatcher`: `protocols.watch.InboxWatcher`'s methods on a PostgreSQL team's channel.
 
 It wakes on a notification for one of its members' inboxes, or for the task board (a change of
-any task: `protocols.pg.notify.TASKS`), or (`everything`) on any notification of the team, and
-at least every `rescan_s` seconds whatever it heard, as the file watcher's rescan does.
-Notifications that come while nobody waits queue on its connection, so the usual
-``clear(); look(); wait()`` loses none of them.
+any task: `protocols.pg.notify.TASKS`), or (`everything`) on any notification of the team, on a
+change in one of its local `directories` (a budget file this machine writes: watched with
+inotify through an `InboxWatcher`), when another thread of this process sets `changed` (a pipe
+of its own ends the wait, with no round trip to the server), and at least every `rescan_s`
+seconds whatever it heard, as the file watcher's rescan does. Notifications that come while
+nobody waits queue on its connection, so the usual ``clear(); look(); wait()`` loses none.
+Where no inotify instance is left, the local directories' doorbells (`protocols.doorbell`) wake
+it, and it looks at them every few seconds as the file watcher does, without asking the server.
 """
 
 from __future__ import annotations
 
 import contextlib
-import secrets
+import os
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from protocols.errors import Error
 from protocols.pg.database import Database
-from protocols.pg.notify import TASKS, Listener, notify
+from protocols.pg.notify import TASKS, Listener
+from protocols.watch import InboxWatcher
 
 DEFAULT_RESCAN_S = 30.0
 
@@ -33,20 +38,32 @@ class PgWatcher:
         board: bool = False,
         rescan_s: float | None = None,
         everything: bool = False,
+        directories: Sequence[Path] = (),
+        subdirectories: bool = True,
     ) -> None:
         self.db = db
         self.team = team
-        self._token = f"@wake-{secrets.token_hex(6)}"
-        names = set(inboxes) | ({TASKS} if board or everything else set()) | {self._token}
+        names = set(inboxes) | ({TASKS} if board or everything else set())
         self.names: set[str] | None = None if everything else names  # None: every notification
         self.rescan_s = DEFAULT_RESCAN_S if rescan_s is None else rescan_s
-        self.changed = _Waking(self._wake)
-        self.degraded: str | None = None
+        self.changed = _Waking()
         self._listener: Listener | None = None
         self._board_touched = False
+        self._local = (
+            InboxWatcher(
+                directories=tuple(Path(d) for d in directories),
+                subdirectories=subdirectories,
+                changed=self.changed,
+            )
+            if directories
+            else None
+        )
 
     def start(self) -> PgWatcher:
         if self._listener is None:
+            self.changed.open()
+            if self._local is not None:
+                self._local.start()
             self._listener = Listener(self.db, self.team)
         return self
 
@@ -61,7 +78,15 @@ class PgWatcher:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+        if self._local is not None:
+            self._local.stop()
+        self.changed.close()
         self.db.close()
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the local directories are not watched with inotify (None: they are, or none)."""
+        return self._local.degraded if self._local is not None else None
 
     def __enter__(self) -> PgWatcher:
         return self.start()
@@ -74,7 +99,10 @@ class PgWatcher:
         self.changed.clear()
 
     def take_touched(self, directory: Path) -> bool:
-        """Whether the task board changed since the last call (and forget it)."""
+        """Whether the task board (or a watched local directory) changed since the last call
+        (and forget it)."""
+        if self._local is not None and Path(directory) in self._local.directories:
+            return self._local.take_touched(directory)
         touched, self._board_touched = self._board_touched, False
         return touched
 
@@ -82,32 +110,65 @@ class PgWatcher:
         return None  # which tasks is not known: look at the board
 
     def wait(self, timeout: float) -> bool:
-        """Block until a notification for a watched name, or `min(timeout, rescan_s)` passes.
-        True on a notification (or a lost connection made again: look)."""
+        """Block until a notification for a watched name, a local change, `changed` set from
+        another thread, or `min(timeout, rescan_s)` passes. True on news (or a lost connection
+        made again: look)."""
         if self.changed.is_set():  # woken already (`changed.set()` from another thread)
             return True
-        heard = self.listener.heard(self.names, max(0.0, min(timeout, self.rescan_s)))
-        if heard is None or TASKS in heard:
-            self._board_touched = True
-        if heard is None or heard:
-            threading.Event.set(self.changed)
-            return True
-        return False
-
-    def _wake(self) -> None:
-        """End a wait in progress (in another thread) with a notification of its own."""
-        with Database(self.db.conninfo, reconnect_s=5.0) as db:
-            db.run(lambda conn: notify(conn, self.team, self._token), "wake a watcher")
+        deadline = time.monotonic() + max(0.0, min(timeout, self.rescan_s))
+        while True:
+            local = self._local
+            every = local.look_every_s if local is not None else None
+            left = deadline - time.monotonic()
+            fds = [self.changed.fileno(), *(local.bell_fds() if local is not None else [])]
+            heard = self.listener.heard(
+                self.names, max(0.0, min(left, every or left)), wake_fds=[f for f in fds if f]
+            )
+            self.changed.drain()
+            if heard is None or TASKS in heard:
+                self._board_touched = True
+            if heard is None or heard:
+                threading.Event.set(self.changed)
+                return True
+            if every is not None and local is not None and local.wait(0):
+                return True  # a doorbell, or a local file that changed without one
+            if self.changed.is_set():
+                return True
+            if time.monotonic() >= deadline:
+                return False
 
 
 class _Waking(threading.Event):
-    """`changed` of a `PgWatcher`: setting it from outside also ends a wait in progress."""
+    """`changed` of a `PgWatcher`: setting it (from any thread, or the local directories'
+    inotify reader) also writes a byte into a pipe that ends a wait in progress."""
 
-    def __init__(self, wake: Callable[[], None]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._wake_up = wake
+        self._read_fd: int | None = None
+        self._write_fd: int | None = None
+
+    def open(self) -> None:
+        if self._read_fd is None:
+            self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def close(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            if fd is not None:
+                os.close(fd)
+        self._read_fd = self._write_fd = None
+
+    def fileno(self) -> int | None:
+        return self._read_fd
+
+    def drain(self) -> None:
+        if self._read_fd is not None:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self._read_fd, 512):
+                    pass
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(Error):  # the rescan catches it
-            self._wake_up()
+        write_fd = self._write_fd
+        if write_fd is not None:
+            with contextlib.suppress(BlockingIOError, OSError):  # full: a wake-up is pending
+                os.write(write_fd, b"!")

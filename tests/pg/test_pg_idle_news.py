@@ -1,0 +1,153 @@
+"""An idle teammate on a PostgreSQL team asks the server nothing beyond its heartbeats, and
+misses nothing: each beat says whether it has unread messages or left the team (so a lost
+notification is made up for at the next beat, not at a rescan minutes away), a deleted team
+notifies its members, a budget raised in a local file wakes it through inotify, and another
+thread of the process wakes its wait through a pipe, with no round trip to the server.
+
+A lost notification is made by sending from this test's process with the notification taken
+out (`protocols.pg.mailbox.notify`, patched here only): the teammate is a real process."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import wait_for
+from pg_cli import ok, swarm
+
+from protocols.inotify import Notifier
+from protocols.jsonio import atomic_write_text
+from protocols.paths import TeamPaths
+from protocols.pg import Database, Leases, PgMailbox, PgTeamFile
+from protocols.pg.notify import Listener
+from protocols.pg.store import PgStore
+from protocols.pids import pid_alive
+from protocols.store import locate
+from swarm.team.signatures import lead_mailbox
+
+TEAM = "t"
+LEASE_S = "1.5"  # a beat every half second
+
+
+def waiting(thread: threading.Thread, what: str) -> bool:
+    thread.join(60)
+    assert not thread.is_alive(), f"{what} did not end the wait"
+    return True
+
+
+def test_a_beat_says_whether_the_member_has_unread_messages(
+    db: Database, pg_team: PgTeamFile
+) -> None:
+    leases = Leases(db, TEAM)
+    assert leases.beat("alice").unread is False
+    PgMailbox(db, TEAM).send("alice", "hello", sender="bob")
+    assert leases.beat("alice").unread is True
+    assert leases.beat("bob").unread is False  # only its own inbox
+    PgMailbox(db, TEAM).mark_read("alice", PgMailbox(db, TEAM).read_unread("alice"))
+    assert leases.beat("alice").unread is False
+
+
+def test_the_heartbeat_calls_on_news_for_a_message_no_notification_announced(
+    db: Database,
+    pg_team: PgTeamFile,
+    conninfo: str,
+    config_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SWARM_LEASE_S", LEASE_S)
+    monkeypatch.setattr("protocols.pg.mailbox.notify", lambda *args: None)
+    store = PgStore(TeamPaths(config_root, TEAM, store=conninfo))
+    news = threading.Event()
+    with store.keep_alive("alice", on_news=news.set):
+        PgMailbox(db, TEAM).send("alice", "unannounced", sender="bob")
+        assert wait_for(news.is_set, "a beat to find alice's unread message")
+
+
+def test_deleting_the_team_notifies_each_member(db: Database, pg_team: PgTeamFile) -> None:
+    with Listener(db, TEAM) as listener:
+        assert pg_team.delete()
+        heard: set[str] = set()
+
+        def all_heard() -> bool:
+            heard.update(listener.heard(None, 0.5) or set())
+            return heard >= {"team-lead", "alice", "bob", "carol"}
+
+        assert wait_for(all_heard, "every member notified of the deletion")
+
+
+@pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "doorbells"])
+def test_a_watcher_is_woken_by_another_thread_and_by_a_local_directory(
+    db: Database,
+    pg_team: PgTeamFile,
+    conninfo: str,
+    config_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    inotify: bool,
+) -> None:
+    if not inotify:  # the user's inotify instances are all taken
+
+        def used_up() -> Notifier:
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+        monkeypatch.setattr(Notifier, "shared", staticmethod(used_up))
+    store = PgStore(TeamPaths(config_root, TEAM, store=conninfo))
+    budgets = tmp_path / "budgets"
+    budgets.mkdir()
+    with store.watcher(["alice"], directories=(budgets,), rescan_s=3600) as watcher:
+        if not inotify:
+            assert watcher.degraded is not None
+        budget = budgets / "alice.json"
+        for wake in (watcher.changed.set, lambda: atomic_write_text(budget, "{}")):
+            watcher.clear()
+            result: list[bool] = []
+            thread = threading.Thread(target=lambda out=result: out.append(watcher.wait(3600)))
+            thread.start()
+            wake()
+            assert waiting(thread, "a wake-up") and result == [True]
+        assert watcher.take_touched(budgets)
+
+
+@pytest.mark.slow
+def test_an_idle_teammate_answers_a_message_whose_notification_was_lost(
+    pg_team_t: str, home: Path, config_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"SWARM_LEASE_S": LEASE_S}
+    ok(swarm("spawn", "dan", "--backend", "subprocess", "--model", "shell", "-p", "echo hi",
+             cwd=home, env=env))  # fmt: skip
+    paths = locate(TEAM, config_root)
+    with Database(pg_team_t) as db:
+        mailbox = PgMailbox(db, TEAM)
+
+        def answered(text: str) -> bool:
+            return any(text in e.text for e in mailbox.peek_all("team-lead"))
+
+        wait_for(lambda: answered("echo hi"), "dan's answer to its prompt")
+        # its last step is over once its lease was renewed twice more (a beat each 0.5 s)
+        for _ in range(2):
+            before = Leases(db, TEAM).expires_at("dan")
+            wait_for(lambda was=before: Leases(db, TEAM).expires_at("dan") != was, "a beat")
+        monkeypatch.setattr("protocols.pg.mailbox.notify", lambda *args: None)
+        lead_mailbox(paths).send("dan", "echo unannounced", sender="team-lead")
+        # its rescan is 10 minutes away: only a heartbeat can have told it
+        assert wait_for(lambda: answered("echo unannounced"), "dan's answer to the message")
+
+
+@pytest.mark.slow
+def test_an_idle_teammate_ends_when_its_team_is_deleted(
+    pg_team_t: str, home: Path, config_root: Path
+) -> None:
+    ok(swarm("spawn", "dan", "--backend", "subprocess", "--model", "shell", "-p", "echo hi",
+             cwd=home))  # fmt: skip
+    with Database(pg_team_t) as db:
+        team = PgTeamFile(db, TEAM)
+        pid = team.load().member("dan").model_extra["pid"]  # type: ignore[union-attr]
+        wait_for(
+            lambda: any("echo hi" in e.text for e in PgMailbox(db, TEAM).peek_all("team-lead")),
+            "dan's answer to its prompt",
+        )
+        assert team.delete()
+    assert wait_for(lambda: not pid_alive(pid), "dan to end with its team")
