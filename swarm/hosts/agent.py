@@ -12,6 +12,10 @@ does). It waits on the team's ``LISTEN`` channel for ``@host:<name>``, and looks
   signed first message (`RemoteLead`). Answered with the pid, or the error.
 - stop: its teammate is stopped (SIGTERM to its process group, SIGKILL after the timeout).
 
+Every hour (at its start first) it prunes the team's history that retention no longer keeps
+(`protocols.pg.retention.Pruner`: read messages past ``$SWARM_HISTORY_DAYS`` or the cap, and
+records of finished work), a few batches at a time between requests.
+
 It watches the teammates it started. One that exits is recorded on its spawn request (its exit
 code); if it is still a live member, it is declared dead at once (`Leases.end`: its tasks go back,
 the lead is told), or, if it stopped cleanly, its lease is ended for the next sweep. One whose
@@ -48,6 +52,7 @@ from protocols.pg.hosts import Hosts, Request, host_channel
 from protocols.pg.leases import Leases, lease_seconds
 from protocols.pg.mailbox import append_entry
 from protocols.pg.notify import Listener
+from protocols.pg.retention import Pruner
 from protocols.pg.store import PgStore
 from protocols.values import MemberState
 from swarm.backends import SpawnBackend, Spawned, choose_backend
@@ -99,6 +104,7 @@ class HostAgent:
         self.hosts = Hosts(self.store.db, paths.team)
         self.leases = Leases(self.store.db, paths.team)
         self.children: dict[str, Child] = {}
+        self.pruner = Pruner(self.store.db, paths.team, say)  # the team's history, hourly
 
     def serve(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit code (module doc)."""
@@ -125,10 +131,12 @@ class HostAgent:
         return 0
 
     def step(self) -> None:
-        """One pass: every pending request, then the teammates' processes."""
+        """One pass: every pending request, then the teammates' processes, then the team's
+        history when due (`protocols.pg.retention`)."""
         for request in self.hosts.pending(self.name):
             self.handle(request)
         self.check_children()
+        self.pruner.maybe()
 
     # requests
 
