@@ -9,7 +9,9 @@ does). It waits on the team's ``LISTEN`` channel for ``@host:<name>``, and looks
 - spawn: `swarm.team.lifecycle.spawn_member`, as ``swarm spawn`` here would, with the local
   backends, this machine's config root and the request's options; the member is recorded as
   this host's (``swarmHost``), and the teammate gets the requesting lead's verify key and its
-  signed first message (`RemoteLead`). Answered with the pid, or the error.
+  signed first message (`RemoteLead`). Answered with the pid, or the error. A spawn with
+  ``resume`` (``swarm spawn --resume --host``, ``swarm restart`` of a member here) carries on
+  with the conversation of the member's transcript on this machine.
 - stop: its teammate is stopped (SIGTERM to its process group, SIGKILL after the timeout).
 
 Every hour (at its start first) it prunes the team's history that retention no longer keeps
@@ -157,6 +159,7 @@ class HostAgent:
             raise Error("the request holds no member options (spec)")
         if spec.cwd is None:
             spec = dataclasses.replace(spec, cwd=str(self.cwd))
+        self._clear_child(request.member)
         key = request.body.get("leadVerifyKey")
         lead = RemoteLead(self.name, key if isinstance(key, str) else None, self._deliver(prompt))
         backend = choose_backend(spec.backend, socket_name=os.environ.get("SWARM_TMUX_SOCKET"))
@@ -173,6 +176,18 @@ class HostAgent:
             "socket": spawned.socket_name,
             "color": member.color,
         }
+
+    def _clear_child(self, name: str) -> None:
+        """Before a teammate of `name` is started again here (a restart, a resume): the one
+        this agent started before must be gone, and its exit recorded now, not later on the
+        new instance's name."""
+        old = self.children.get(name)
+        if old is None:
+            return
+        if old.backend.is_alive(old.spawned):
+            pid = old.spawned.pid
+            raise Error(f"{name!r} is still running on host {self.name!r} (pid {pid})")
+        self._exited(name, old)
 
     def _deliver(self, entry: InboxEntry) -> Callable[[str], None]:
         def deliver(name: str) -> None:

@@ -144,7 +144,8 @@ def spawn_member(
     validate_name(name, "agent name")
     spec = settled(spec or MemberSpec())
     if spec.resume:
-        prepare_resume(paths, name, spec)  # a conversation to carry on, and room for it
+        # a conversation to carry on, and room for it
+        prepare_resume(paths, name, spec, on_host=lead is not None)
     environ = env if env is not None else os.environ
     agent_type = spec.agent_type or GENERAL_PURPOSE
     program = _program(spec)
