@@ -161,10 +161,12 @@ def spawn_member(
     )
     team = open_store(paths).team_file()
     token = new_token()
-    # a bad key file is refused before anything starts
-    lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
+    # a bad key file is refused before anything starts; a host uses the requesting lead's key
+    # and makes no key of its own
     if lead is not None:
         lead_verify_key = lead.verify_key
+    else:
+        lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
     member = team.add_member(
         name,
         agent_type=agent_type,

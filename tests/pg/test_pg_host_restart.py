@@ -122,6 +122,10 @@ def test_a_claude_teammate_on_a_host_resumes_its_conversation_there(
             )
             assert live.returncode == 1 and "still running on host 'b'" in live.stderr
             assert len(_spawns(db, "alice")) == 3
+            # each first message was signed on a (b holds no key of the lead's), and obeyed
+            resumes = [e for e in lead.peek_all("alice") if "You were restarted" in e.text]
+            assert len(resumes) == 2 and all(e.to_json_dict().get("lead_sig") for e in resumes)
+            assert not TeamPaths(b.root, "t").lead_key.exists()
         finally:
             a.swarm("team", "delete", "t", "--force", check=False)
             stop(agent)
