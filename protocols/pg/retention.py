@@ -211,14 +211,14 @@ def _prune_beyond_cap(
     chosen on the statement's snapshot (no lock), so concurrent pruners agree on them, and
     newer reads only push more rows beyond: never fewer than `keep` read messages stay."""
     keep = int(policy.keep or 0)
-    if dry_run:  # those not counted already as too old
-        old = "" if policy.days is None else f"AND NOT read_at < now() - {_AGE}"
+    if dry_run:  # among those the age limit leaves, as a real run prunes by age first
+        young = "" if policy.days is None else f"AND NOT read_at < now() - {_AGE}"
         query = (
-            "SELECT count(*) FROM (SELECT read_at, row_number() OVER (PARTITION BY recipient "
+            "SELECT count(*) FROM (SELECT row_number() OVER (PARTITION BY recipient "
             "ORDER BY seq DESC) AS newest FROM messages WHERE team = %s "
-            f"AND read_at IS NOT NULL) AS read WHERE newest > %s {old}"
+            f"AND read_at IS NOT NULL {young}) AS read WHERE newest > %s"
         )
-        args: list[Any] = [team, keep] + ([] if policy.days is None else [policy.days])
+        args: list[Any] = [team] + ([] if policy.days is None else [policy.days]) + [keep]
         result.add("messages", _count(db, query, args))
         return
     over = db.run(
@@ -276,7 +276,7 @@ def _delete(
     returning = ", recipient, sent_at, entry->>'timestamp'" if kind == "messages" else ""
     rows = conn.execute(
         f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {where} "
-        f"ORDER BY {key} LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {key}{returning}",
+        f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {key}{returning}",  # any order: an index
         [*args, batch],
     ).fetchall()
     if kind == "messages" and rows:

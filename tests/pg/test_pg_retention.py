@@ -84,6 +84,23 @@ def test_each_recipient_keeps_its_newest_read_messages_up_to_the_cap(
     assert prune(db, "t", policy).total == 0
 
 
+def test_a_dry_run_counts_what_a_run_with_both_limits_deletes(
+    db: Database, pg_team: PgTeamFile
+) -> None:
+    """Old and recent read messages interleaved: the cap counts among those the age leaves."""
+    mailbox = PgMailbox(db, "t")
+    for i in range(500):
+        mailbox.send("alice", f"m {i}", sender="bob", message_id=f"m-{i:03}")
+    mailbox.mark_read("alice", mailbox.read_unread("alice")[:450])
+    _age(db, 40, "read_at IS NOT NULL AND substr(entry->>'text', 3)::int %% 2 = 0")
+    policy = Retention(days=30, keep=200)
+    dry = prune(db, "t", policy, dry_run=True)
+    done = prune(db, "t", policy)
+    assert dry.counts["messages"] == done.counts["messages"] == 225 + 25  # age, then the cap
+    kept = [int(e.text[2:]) for e in mailbox.peek_all("alice") if e.read]
+    assert kept == [i for i in range(450) if i % 2][-200:]
+
+
 def test_finished_work_is_pruned_and_live_work_kept(db: Database, pg_team: PgTeamFile) -> None:
     board = PgTaskBoard(db, "t")
     done = board.create("done long ago")
