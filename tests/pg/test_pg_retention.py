@@ -204,6 +204,10 @@ def test_swarm_team_prune_on_the_command_line(pg_team_t: str, home: Any) -> None
     refused = swarm("team", "prune", "--keep", "5", cwd=home)
     assert refused.returncode != 0 and "at least 200" in refused.stderr
     assert "Traceback" not in refused.stderr
+    ok(swarm("team", "create", "f", cwd=home, team=None))  # a team in files: nothing to prune
+    files = swarm("team", "prune", "f", cwd=home, team=None)
+    assert files.returncode == 1 and "is in files" in files.stderr
+    assert "Traceback" not in files.stderr
 
 
 def test_the_bridge_does_not_carry_back_a_message_pruned_from_a_local_inbox(
