@@ -68,6 +68,7 @@ bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends wit
 	$(PY) bench/skills_catalogue.py
 	$(PY) bench/pg_store.py
 	$(PY) bench/pg_idle.py
+	$(PY) bench/pg_retention.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

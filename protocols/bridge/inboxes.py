@@ -12,6 +12,10 @@ stores keep unique per recipient, so carrying one again is a no-op on either sid
   is stored on PostgreSQL (the recipient reads it there, on its own host), then marked read in
   the file, so it leaves the live file into the record.
 
+A read message of a local inbox file that PostgreSQL no longer holds because retention pruned it
+(sent no later than the newest pruned from that inbox: `protocols.pg.retention.pruned_through`)
+is not carried back.
+
 Nothing is acknowledged before it is on the other side: a bridge killed at any instant and
 started again carries what was left, and what was carried already is not stored twice.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from protocols import safefs
@@ -27,6 +32,7 @@ from protocols.errors import Error, UnknownMember
 from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.pg.mailbox import PgMailbox, append_entry
+from protocols.pg.retention import entry_time, pruned_through
 from protocols.pg.team import require_member
 
 log = logging.getLogger(__name__)
@@ -66,7 +72,7 @@ class InboxSync:
                     _unread(entry).to_json_dict(), self.files.compact_after
                 )
                 moved += 1
-        fresh = [e for i, e in in_file.items() if i not in on_pg]
+        fresh = self._not_pruned(name, [e for i, e in in_file.items() if i not in on_pg])
         if fresh:
             moved += self._store(name, fresh)
         newly_read = [
@@ -76,6 +82,15 @@ class InboxSync:
         if newly_read:
             moved += self.pg.mark_read(name, newly_read)
         return moved
+
+    def _not_pruned(self, name: str, fresh: list[InboxEntry]) -> list[InboxEntry]:
+        """`fresh` less the read entries PostgreSQL pruned (module doc)."""
+        if not any(e.is_read for e in fresh):
+            return fresh
+        through = pruned_through(self.pg.db, self.pg.team, name)
+        if through is None:
+            return fresh
+        return [e for e in fresh if not e.is_read or not _sent_by(e, through)]
 
     def carry_outbox(self, name: str) -> int:
         """What was written on this host into `name`'s inbox file goes to `name` on PostgreSQL,
@@ -108,6 +123,12 @@ class InboxSync:
                     self._refused.add(key)
                     log.warning("bridge: message %s not carried: %s", entry.identity, exc)
             return 0
+
+
+def _sent_by(entry: InboxEntry, moment: datetime) -> bool:
+    """The entry's timestamp is `moment` or earlier (one that does not parse: not)."""
+    sent = entry_time(entry.timestamp)
+    return sent is not None and sent <= moment
 
 
 def _unread(entry: InboxEntry) -> InboxEntry:

@@ -16,6 +16,7 @@ store class        file counterpart              module
 `PgStore`          `protocols.store.FileStore`   store.py (`protocols.store.open_store` builds it)
 `PgWatcher`        `InboxWatcher`                watch.py
 `Shipper`          a member's transcript and log member_log.py (what `swarm logs` reads elsewhere)
+`Pruner`, `prune`  an inbox's archive record     retention.py (read messages, finished work)
 =================  ============================  ==========================================
 """
 

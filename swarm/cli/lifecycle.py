@@ -19,6 +19,7 @@ from swarm.backends.base import Spawned
 from swarm.cli.common import backend_option, emit, ids_text, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.liveness import member_host
 from swarm.team.resume import RESUME_PROMPT, restart_member
 from teammate.options import MemberSpec
 
@@ -48,7 +49,8 @@ force_option = click.option(
     "--resume",
     is_flag=True,
     help="carry on with the conversation NAME's last instance had (a Claude teammate's "
-    "transcript) instead of starting cold; a dead entry for NAME is reaped first",
+    "transcript) instead of starting cold; a dead entry for NAME is reaped first; with "
+    "--host, the host NAME ran on resumes it from its transcript there",
 )
 @backend_option("auto: tmux when installed, else a subprocess")
 @click.option(
@@ -216,8 +218,6 @@ def spawn_there(
     """`swarm spawn --host`: the host's answer (`swarm.hosts.requests.spawn_on_host`)."""
     from swarm.hosts.requests import spawn_on_host
 
-    if spec.resume or prompt is None:
-        raise click.UsageError("--resume is not available with --host; give --prompt")
     paths = paths_for(team)
 
     def absolute(path: str | None) -> str | None:  # the same path on both machines
@@ -233,23 +233,31 @@ def spawn_there(
     )
     click.echo(printable_line(f"asked host {host} to spawn {name}"), err=True)
     request = spawn_on_host(
-        paths, host, name, prompt, spec, progress=lambda text: click.echo(text, err=True)
+        paths,
+        host,
+        name,
+        prompt or RESUME_PROMPT,
+        spec,
+        progress=lambda text: click.echo(text, err=True),
     )
     done = request.outcome or {}
+    how = ", with its conversation" if spec.resume else ""
     emit(
-        {"name": name, "request": request.id, **done},
+        {"name": name, "request": request.id, **done, "resumed": spec.resume},
         as_json,
         lambda _: printable_line(
             f"spawned {name} ({done.get('color')}) on host {host} "
-            f"({done.get('machine')}), {done.get('backend')}, pid {done.get('pid')}"
+            f"({done.get('machine')}), {done.get('backend')}, pid {done.get('pid')}{how}"
         ),
     )
 
 
 def started_json(member: Member, spawned: Spawned, resumed: bool) -> dict[str, Any]:
-    """What `swarm spawn --json` and `swarm restart --json` print: where the teammate runs."""
+    """What `swarm spawn --json` and `swarm restart --json` print: where the teammate runs
+    (``host``: the host that runs it, None for this machine)."""
     return {
         "name": member.name,
+        "host": member_host(member),
         "color": member.color,
         "backend": spawned.backend_type,
         "pid": spawned.pid,
@@ -317,6 +325,7 @@ def restart(
     """Stop teammate NAME and start it again with the options it was spawned with (model,
     agent type, permissions, worktree, backend...). Its unfinished tasks go back to the board,
     where it (or another idle teammate) takes them. A dead member is simply started again.
+    A member on a host is started again there, by its `swarm host serve`.
 
     \b
       swarm restart bea --resume     # same options, same conversation
@@ -325,8 +334,12 @@ def restart(
         paths_for(team), name, resume=resume, prompt=prompt, wait_s=wait_s, force=force
     )
     how = "with its conversation" if resume else "fresh"
+    host = member_host(member)
+    where = f" on host {host}" if host else ""
     emit(
         started_json(member, spawned, resumed=resume),
         as_json,
-        lambda _: f"restarted {name} ({member.color}), {how}, pid {spawned.pid}",
+        lambda _: printable_line(
+            f"restarted {name} ({member.color}){where}, {how}, pid {spawned.pid}"
+        ),
     )

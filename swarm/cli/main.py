@@ -140,7 +140,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "team": (
         "swarm.cli.teams:team",
-        "Create, list, show and delete teams.",
+        "Create, list, show and delete teams; prune a team's history.",
     ),
     "up": (
         "swarm.cli.up:up",

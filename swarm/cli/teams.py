@@ -1,4 +1,4 @@
-"""`swarm team ...`: create, list, show and delete teams."""
+"""`swarm team ...`: create, list, show and delete teams; prune a PostgreSQL team's history."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from protocols.printable import printable, printable_line
 from protocols.store import open_store, write_pointer
 from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
 from swarm.team.lifecycle import delete_team
+from swarm.team.retention import prune_history
 from swarm.views.teams import describe, list_teams
 
 
 @click.group()
 def team() -> None:
-    """Create, list, show and delete teams."""
+    """Create, list, show and delete teams; prune a team's history."""
 
 
 @team.command("create")
@@ -118,5 +119,50 @@ def team_delete(name: str | None, team: str | None, force: bool, as_json: bool) 
         lambda _: "\n".join(
             [printable_line(f"shut down {r.name}: {r.outcome}") for r in results]
             + [f"deleted team {name!r}"]
+        ),
+    )
+
+
+@team.command("prune")
+@click.option(
+    "--days",
+    metavar="DAYS|off",
+    help="delete read messages read more than DAYS ago, and records of finished work older "
+    "than that (default: $SWARM_HISTORY_DAYS, else 30)",
+)
+@click.option(
+    "--keep",
+    metavar="N|off",
+    help="keep each member's newest N read messages at most (default: $SWARM_HISTORY_KEEP, "
+    "else 5000; at least 200)",
+)
+@click.option("--dry-run", is_flag=True, help="count what would be deleted; delete nothing")
+@json_option
+@team_argument
+def team_prune(
+    name: str | None,
+    team: str | None,
+    days: str | None,
+    keep: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Delete now the history a team on PostgreSQL no longer keeps: read messages past the
+    retention, and the records of finished work (task events, answered host requests,
+    resolved permission requests, the log of members that left). Unread messages are never
+    deleted. The lead and every `swarm host serve` do this by themselves every hour.
+
+    \b
+      swarm team prune shop --dry-run          # what would go
+      swarm team prune shop --days 7 --keep off"""
+    name = pick_team(name, team)
+    pruned = prune_history(paths_for(name), days, keep, dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    emit(
+        {"team": name, "dryRun": dry_run, "deleted": pruned.counts},
+        as_json,
+        lambda _: (
+            f"{name}: {verb} "
+            + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in pruned.counts.items())
         ),
     )

@@ -9,8 +9,14 @@ does). It waits on the team's ``LISTEN`` channel for ``@host:<name>``, and looks
 - spawn: `swarm.team.lifecycle.spawn_member`, as ``swarm spawn`` here would, with the local
   backends, this machine's config root and the request's options; the member is recorded as
   this host's (``swarmHost``), and the teammate gets the requesting lead's verify key and its
-  signed first message (`RemoteLead`). Answered with the pid, or the error.
+  signed first message (`RemoteLead`). Answered with the pid, or the error. A spawn with
+  ``resume`` (``swarm spawn --resume --host``, ``swarm restart`` of a member here) carries on
+  with the conversation of the member's transcript on this machine.
 - stop: its teammate is stopped (SIGTERM to its process group, SIGKILL after the timeout).
+
+Every hour (at its start first) it prunes the team's history that retention no longer keeps
+(`protocols.pg.retention.Pruner`: read messages past ``$SWARM_HISTORY_DAYS`` or the cap, and
+records of finished work), a few batches at a time between requests.
 
 It watches the teammates it started. One that exits is recorded on its spawn request (its exit
 code); if it is still a live member, it is declared dead at once (`Leases.end`: its tasks go back,
@@ -48,6 +54,7 @@ from protocols.pg.hosts import Hosts, Request, host_channel
 from protocols.pg.leases import Leases, lease_seconds
 from protocols.pg.mailbox import append_entry
 from protocols.pg.notify import Listener
+from protocols.pg.retention import Pruner
 from protocols.pg.store import PgStore
 from protocols.values import MemberState
 from swarm.backends import SpawnBackend, Spawned, choose_backend
@@ -99,6 +106,7 @@ class HostAgent:
         self.hosts = Hosts(self.store.db, paths.team)
         self.leases = Leases(self.store.db, paths.team)
         self.children: dict[str, Child] = {}
+        self.pruner = Pruner(self.store.db, paths.team, say)  # the team's history, hourly
 
     def serve(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit code (module doc)."""
@@ -125,10 +133,12 @@ class HostAgent:
         return 0
 
     def step(self) -> None:
-        """One pass: every pending request, then the teammates' processes."""
+        """One pass: every pending request, then the teammates' processes, then the team's
+        history when due (`protocols.pg.retention`)."""
         for request in self.hosts.pending(self.name):
             self.handle(request)
         self.check_children()
+        self.pruner.maybe()
 
     # requests
 
@@ -149,6 +159,7 @@ class HostAgent:
             raise Error("the request holds no member options (spec)")
         if spec.cwd is None:
             spec = dataclasses.replace(spec, cwd=str(self.cwd))
+        self._clear_child(request.member)
         key = request.body.get("leadVerifyKey")
         lead = RemoteLead(self.name, key if isinstance(key, str) else None, self._deliver(prompt))
         backend = choose_backend(spec.backend, socket_name=os.environ.get("SWARM_TMUX_SOCKET"))
@@ -165,6 +176,18 @@ class HostAgent:
             "socket": spawned.socket_name,
             "color": member.color,
         }
+
+    def _clear_child(self, name: str) -> None:
+        """Before a teammate of `name` is started again here (a restart, a resume): the one
+        this agent started before must be gone, and its exit recorded now, not later on the
+        new instance's name."""
+        old = self.children.get(name)
+        if old is None:
+            return
+        if old.backend.is_alive(old.spawned):
+            pid = old.spawned.pid
+            raise Error(f"{name!r} is still running on host {self.name!r} (pid {pid})")
+        self._exited(name, old)
 
     def _deliver(self, entry: InboxEntry) -> Callable[[str], None]:
         def deliver(name: str) -> None:

@@ -5,8 +5,11 @@ files a spawn request for a live host, with everything the teammate needs from h
 options (`MemberSpec`), its first message as an inbox entry signed with this lead's key, and
 the lead's verify key, so the teammate on the host obeys this lead and no one else. Then it waits
 (woken by the store's ``@hosts`` notification, looking again every second) for the host's answer:
-the pid it started, or the error. `stop_on_host` asks a member's host to stop it, and waits for
-the answer a while; a host that is not alive is not asked (the member's lease covers it).
+the pid it started, or the error. With ``spec.resume`` the host carries on with the member's
+conversation from its own transcript (`swarm.team.resume.prepare_resume` runs there), so a
+resume must go to the host the member ran on. `stop_on_host` asks a member's host to stop it,
+and waits for the answer a while; a host that is not alive is not asked (the member's lease
+covers it).
 """
 
 from __future__ import annotations
@@ -81,8 +84,17 @@ def spawn_on_host(
     validate_name(name, "agent name")
     hosts = team_hosts(paths)
     require_live(hosts, host)
-    if open_store(paths).team_file().load().member(name) is not None:
+    existing = open_store(paths).team_file().load().member(name)
+    if existing is not None and not spec.resume:
         raise SwarmError(f"team {paths.team!r} already has a member named {name!r}")
+    if existing is not None:  # resuming: the host reaps a dead entry, refuses a live one
+        ran_on = member_host(existing)
+        if ran_on != host:
+            where = f"host {ran_on!r}" if ran_on else "the machine that spawned it"
+            raise SwarmError(
+                f"{name!r} ran on {where}, not on host {host!r}: its conversation is there "
+                f"(resume it there{f': --host {ran_on}' if ran_on else ''})"
+            )
     key = verify_key(paths)  # None: signatures off here, so the teammate checks none
     signer = lead_signer(paths)
     entry = new_entry(prompt, LEAD_NAME).to_json_dict()

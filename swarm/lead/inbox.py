@@ -10,11 +10,13 @@ backs up lost events), marks it read, and returns one `LeadEvent` per message:
   the lead agent hears of it too (it may answer only when the person delegated approvals);
 - ``shutdown_approved``: the pane or process is stopped, the member removed, its unfinished
   tasks returned to pending, and the lead agent told ``teammate_terminated``;
-- members whose process died are reaped every few seconds with the same effects.
+- members whose process died are reaped every few seconds with the same effects;
+- on PostgreSQL, the team's history is pruned every hour (`protocols.pg.retention.Pruner`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,8 @@ REAP_EVERY_S = 2.0
 EventKind = Literal[
     "message", "idle", "request", "auto_answered", "terminated", "rejected", "malformed", "other"
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,13 @@ class Leader:
             else store.watcher([LEAD_NAME])  # PostgreSQL: its notifications
         )
         self._reaped_at = 0.0
+        self.pruner: Any = None
+        if store.kind == "postgresql":  # files keep each inbox's record, and prune nothing
+            from protocols.pg.retention import Pruner
+            from protocols.pg.store import PgStore
+
+            assert isinstance(store, PgStore)
+            self.pruner = Pruner(store.db, paths.team, log.warning)
 
     def __enter__(self) -> Leader:
         if isinstance(self.mailbox, Mailbox):
@@ -135,6 +146,8 @@ class Leader:
         if time.monotonic() - self._reaped_at > REAP_EVERY_S:
             self._reaped_at = time.monotonic()
             members_mod.reap(self.paths)  # each reaped member sends teammate_terminated
+            if self.pruner is not None:
+                self.pruner.maybe()
         return [e for e in events if e is not None]
 
     def answer(

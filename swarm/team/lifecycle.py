@@ -144,7 +144,8 @@ def spawn_member(
     validate_name(name, "agent name")
     spec = settled(spec or MemberSpec())
     if spec.resume:
-        prepare_resume(paths, name, spec)  # a conversation to carry on, and room for it
+        # a conversation to carry on, and room for it
+        prepare_resume(paths, name, spec, on_host=lead is not None)
     environ = env if env is not None else os.environ
     agent_type = spec.agent_type or GENERAL_PURPOSE
     program = _program(spec)
@@ -160,10 +161,12 @@ def spawn_member(
     )
     team = open_store(paths).team_file()
     token = new_token()
-    # a bad key file is refused before anything starts
-    lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
+    # a bad key file is refused before anything starts; a host uses the requesting lead's key
+    # and makes no key of its own
     if lead is not None:
         lead_verify_key = lead.verify_key
+    else:
+        lead_verify_key = verify_key(paths) if _signs_for(spec, program, environ) else None
     member = team.add_member(
         name,
         agent_type=agent_type,
