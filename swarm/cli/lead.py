@@ -15,6 +15,8 @@ from protocols.budget import Limits
 from protocols.store import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
+from swarm.hosts.placement import check_hosts
+from swarm.hosts.requests import team_hosts
 from swarm.lead.agent import LeadAgent
 from swarm.lead.console import Console
 from swarm.lead.inbox import AutoPolicy, Leader
@@ -58,6 +60,16 @@ from teammate.agent.script import load_script
 )
 @click.option("--max-tokens", type=int, metavar="N", help="the lead agent's budget in tokens")
 @click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="HOST",
+    help="on a team in PostgreSQL, the teammates the agent spawns run on these hosts (`swarm "
+    "host serve` there), each on the live one running the fewest of the team's live members, "
+    "the first given on a tie; each must be alive now. They work in --cwd, which must be the "
+    "same path there (repeatable; the Agent tool's `host` picks one itself)",
+)
+@click.option(
     "--delegate-approvals",
     is_flag=True,
     help="let the lead agent answer permission requests too (you still see each one)",
@@ -72,6 +84,7 @@ def lead(
     create: bool,
     max_cost: float | None,
     max_tokens: int | None,
+    hosts: tuple[str, ...],
     delegate_approvals: bool,
 ) -> None:
     """Lead the team given by --team from this terminal (--create makes it if it is new).
@@ -82,11 +95,15 @@ def lead(
     lead agent, which spawns teammates and hands out work:
       swarm lead --team shop --create
       > Spawn alice as a backend developer. Ask her to create schema.sql with a users table.
+    Teammates on other machines, for a team in PostgreSQL (docs/postgresql.md#hosts):
+      swarm lead --team shop --host build-box --host gpu-box
     Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
     /status, /pending and approvals. /help lists the commands.
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
+    if hosts:
+        team_hosts(paths, "swarm lead --host")  # a team in files is refused before it is made
     if not open_store(paths).team_file().exists():
         if not create:
             raise SwarmError(
@@ -95,6 +112,7 @@ def lead(
             )
         open_store(paths).team_file().create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
+    check_hosts(paths, hosts)
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
     model = settings.get("model") or model
     brain, off = _model(script, model)
@@ -104,6 +122,7 @@ def lead(
         backend=backend,
         model=teammate_model or ("shell" if script or brain is None else model),
         delegated_approvals=delegate_approvals,
+        hosts=hosts,
     )
     auto = AutoPolicy(settings.get("autoApprove") or [], settings.get("autoDeny") or [], directory)
     limits = _limits(max_cost, max_tokens, settings)

@@ -149,6 +149,8 @@ class HostAgent:
             raise Error("the request holds no member options (spec)")
         if spec.cwd is None:
             spec = dataclasses.replace(spec, cwd=str(self.cwd))
+        elif not Path(spec.cwd).is_dir():  # a path on the lead's machine, not this one
+            raise Error(f"its directory {spec.cwd} is not a directory on this host")
         key = request.body.get("leadVerifyKey")
         lead = RemoteLead(self.name, key if isinstance(key, str) else None, self._deliver(prompt))
         backend = choose_backend(spec.backend, socket_name=os.environ.get("SWARM_TMUX_SOCKET"))

@@ -21,6 +21,7 @@ from protocols.team_config import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError
+from swarm.team.liveness import liveness
 from swarm.team.members import member_host, member_pid, member_spec, member_state, reap_member
 from teammate.agent.transcript import conversation_of, ended_in_order, read_transcript
 from teammate.options import MemberSpec
@@ -64,17 +65,21 @@ def prepare_resume(paths: TeamPaths, name: str, spec: MemberSpec) -> int:
 
 
 def clear_dead(paths: TeamPaths, name: str) -> None:
-    """Reap the entry for `name` if its process is gone; refuse if it still runs."""
+    """Reap the entry for `name` if it is dead (`swarm.team.liveness`); refuse if it still
+    runs."""
     member = open_store(paths).team_file().load().member(name)
     if member is None:
         return
-    if member_state(member) != MemberState.DEAD:
+    judge = liveness(paths)  # on PostgreSQL by its lease: it may run on another machine
+    if judge.state(member) != MemberState.DEAD:
         pid = member_pid(member)
+        host = member_host(member)
+        where = f" on host {host}" if host else ""
         raise SwarmError(
-            f"{name!r} is still running{f' (pid {pid})' if pid else ''}; shut it down first "
-            "(swarm shutdown), or spawn under another name"
+            f"{name!r} is still running{where}{f' (pid {pid})' if pid else ''}; shut it down "
+            "first (swarm shutdown), or spawn under another name"
         )
-    reap_member(paths, member)
+    reap_member(paths, member, judge)
 
 
 def restart_member(
