@@ -21,7 +21,10 @@ from swarm.team.liveness import liveness, member_host
 
 
 def check_hosts(paths: TeamPaths, hosts: Sequence[str]) -> None:
-    """`SwarmError` unless the team is on PostgreSQL and every one of `hosts` is alive."""
+    """`SwarmError` unless the team is on PostgreSQL and every one of `hosts` is alive (none
+    given: nothing to check)."""
+    if not hosts:
+        return
     found = team_hosts(paths, "swarm lead --host")
     for host in hosts:
         require_live(found, host)
