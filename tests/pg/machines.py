@@ -77,12 +77,16 @@ class HostAgent:
 
 
 def serve(
-    box: Machine, name: str, inside: Callable[[list[str]], list[str]] | None = None
+    box: Machine,
+    name: str,
+    inside: Callable[[list[str]], list[str]] | None = None,
+    rescan_s: float = 0.5,
 ) -> HostAgent:
-    """`swarm host serve --name NAME` on `box`; `inside` wraps its command (a network namespace's
-    ``ip netns exec``, `netns.Namespace.argv`)."""
+    """`swarm host serve --name NAME --rescan RESCAN_S` on `box`; `inside` wraps its command (a
+    network namespace's ``ip netns exec``, `netns.Namespace.argv`)."""
     log = box.work.parent / f"host-{name}.log"
-    argv = [sys.executable, "-m", "swarm", "host", "serve", "--name", name, "--rescan", "0.5"]
+    argv = [sys.executable, "-m", "swarm", "host", "serve", "--name", name]
+    argv += ["--rescan", str(rescan_s)]
     with log.open("wb") as out:
         process = subprocess.Popen(
             argv if inside is None else inside(argv),

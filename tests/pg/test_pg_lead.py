@@ -95,9 +95,10 @@ def test_a_worktree_is_refused_on_a_host_and_nothing_is_asked_of_it(
 
 @pytest.fixture
 def host_b(url: str, tmp_path: Path, db: Database) -> Iterator[HostAgent]:
-    """Team t, and a `swarm host serve` agent b on a machine of its own."""
+    """Team t, and a `swarm host serve` agent b on a machine of its own, which looks at its
+    teammates only when a request wakes it (its rescan an hour away)."""
     PgTeamFile(db, "t").create(description="hosts", cwd=tmp_path)
-    agent = serve(machine(tmp_path, "b", url), "b")
+    agent = serve(machine(tmp_path, "b", url), "b", rescan_s=3600)
     try:
         wait_for(lambda: Hosts(db, "t").alive().get("b"), "host b to serve")
         yield agent
@@ -105,7 +106,7 @@ def host_b(url: str, tmp_path: Path, db: Database) -> Iterator[HostAgent]:
         stop(agent)
 
 
-def test_a_teammate_whose_instance_on_a_host_died_is_spawned_afresh_there_and_told_so(
+def test_a_teammate_declared_dead_on_a_host_is_spawned_there_afresh_its_old_process_stopped(
     db: Database, paths: TeamPaths, host_b: HostAgent, workdir: Path
 ) -> None:
     link = LeadLink(paths, workdir, backend="subprocess", model="shell")
@@ -117,18 +118,17 @@ def test_a_teammate_whose_instance_on_a_host_died_is_spawned_afresh_there_and_to
         spawn_teammate(link, again)  # judged by its lease, not by a pid here
     spawned = Hosts(db, "t").last_spawn("w1")
     assert spawned is not None and spawned.outcome is not None
+    old = int(spawned.outcome["pid"])
+    # declared dead (its lease ran out, say) while its process still runs, and before its
+    # host looked: the spawn reaps the entry, and the host stops the old process first
     Leases(db, "t").end("w1", "test: declared dead")
-    pid = int(spawned.outcome["pid"])
-    wait_for(lambda: not pid_alive(pid), "host b to stop the w1 declared dead")
+    assert pid_alive(old)
     second = spawn_teammate(link, again)
     assert "host: b\n" in second and "on a host it starts afresh" in second, second
+    wait_for(lambda: not pid_alive(old), "host b to stop the old w1")
     store = open_store(paths)
     [w1] = [m for m in store.team_file().load().members if m.name == "w1"]
-    assert (w1.model_extra or {})[HOST_KEY] == "b"
+    assert (w1.model_extra or {})[HOST_KEY] == "b" and w1.model_extra["pid"] != old
     wait_for(lambda: Leases(db, "t").view()["w1"].left_s, "the new w1 to heartbeat")
-    spawns = db.run(
-        lambda c: c.execute(
-            "SELECT count(*) FROM host_requests WHERE team = 't' AND kind = 'spawn'"
-        ).fetchone()
-    )
-    assert spawns is not None and spawns[0] == 2
+    assert Leases(db, "t").view()["w1"].alive
+    assert Hosts(db, "t").get(spawned.id).exited is not None  # the old one's exit recorded
