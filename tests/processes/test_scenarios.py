@@ -105,11 +105,14 @@ def serve_hosts(paths: TeamPaths, tmp_path: Path, api_url: str) -> list[HostAgen
 
 
 def placed(paths: TeamPaths, **hosts: str) -> bool:
-    """Whether each named teammate runs where it should: on PostgreSQL on that host (the lead
-    spreads them: the live host with the fewest live members, `a` on a tie), on files here."""
+    """Check that each named teammate runs where it should: on PostgreSQL on that host (the
+    lead spreads them: the live host with the fewest live members, `a` on a tie), on files
+    here."""
     roster = open_store(paths).team_file().load().members
     found = {m.name: member_host(m) for m in roster if m.name in hosts}
-    return found == {n: (h if paths.store is not None else None) for n, h in hosts.items()}
+    expected = {n: (h if paths.store is not None else None) for n, h in hosts.items()}
+    assert found == expected
+    return True
 
 
 def spawn(name: str, prompt: str, **extra: Any) -> Turn:
@@ -312,6 +315,8 @@ def test_4_three_tasks_two_workers_each_task_done_exactly_once(
     )
     lines = (workdir / "done.txt").read_text().splitlines()
     assert sorted(lines) == ["step 1", "step 2", "step 3"]
+    # alice may do all three before bob has joined: he is spawned all the same
+    wait_for(lambda: {"alice", "bob"} <= set(members(paths)), "alice and bob to join")
     assert placed(paths, alice="a", bob="b")
     mailbox = open_store(paths).mailbox()
 
