@@ -16,7 +16,6 @@ from protocols.store import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
 from swarm.hosts.placement import check_hosts
-from swarm.hosts.requests import team_hosts
 from swarm.lead.agent import LeadAgent
 from swarm.lead.console import Console
 from swarm.lead.inbox import AutoPolicy, Leader
@@ -102,8 +101,7 @@ def lead(
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
-    if hosts:
-        team_hosts(paths, "swarm lead --host")  # a team in files is refused before it is made
+    check_hosts(paths, hosts)  # before a team is made: a new team has no hosts yet
     if not open_store(paths).team_file().exists():
         if not create:
             raise SwarmError(
@@ -112,7 +110,6 @@ def lead(
             )
         open_store(paths).team_file().create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
-    check_hosts(paths, hosts)
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
     model = settings.get("model") or model
     brain, off = _model(script, model)

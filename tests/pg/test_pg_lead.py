@@ -80,6 +80,9 @@ def test_swarm_lead_refuses_hosts_for_a_team_in_files_and_a_host_that_is_not_ali
         assert refused.returncode == 1
         assert f"host {host!r} {why}" in refused.stderr, refused.stderr
         assert "live hosts: a, c (start one there: swarm host serve" in refused.stderr
+    new = swarm("lead", "--team", "n", "--create", "--store", paths.store, "--host", "a")
+    assert new.returncode == 1 and "host 'a' has never served this team" in new.stderr
+    assert not open_store(locate("n", config_root, paths.store)).team_exists()  # not made
 
 
 def test_a_worktree_is_refused_on_a_host_and_nothing_is_asked_of_it(
