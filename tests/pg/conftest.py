@@ -1,8 +1,8 @@
 """Fixtures for the PostgreSQL store's tests: a real server, a fresh database per test.
 
 The server and the database (``pg_server``, ``conninfo``) are in tests/conftest.py, for tests
-elsewhere too (the lead scenarios on a PostgreSQL team). One server per pytest process, started the first time a test asks for it and stopped at the
-end of the session (`pg_server.TemporaryServer`: initdb into a temporary directory, a Unix
+elsewhere too (the lead scenarios on a PostgreSQL team). One server per pytest process, started
+the first time a test asks for it and stopped at the end of the session (`pg_server.TemporaryServer`: initdb into a temporary directory, a Unix
 socket only, as the ``postgres`` user when we are root). Under pytest-xdist every worker is its
 own pytest process and so starts its own server, rather than sharing one: a test restarts the
 server (`test_restart.py`) and must cut only its own clients, never another worker's tests
