@@ -42,7 +42,7 @@ pytestmark = pytest.mark.parametrize(
             id="files-tmux",
             marks=pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed"),
         ),
-        pytest.param("postgresql", "subprocess", id="postgresql-two-hosts"),
+        pytest.param("postgresql", "subprocess", id="postgresql-two-hosts", marks=pytest.mark.slow),
     ],
 )
 
