@@ -40,8 +40,9 @@ test-unit: install  ## the in-process tests: seconds
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
 	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/processes
 
-test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg)
+test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg, and the lead scenarios on two hosts)
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg
+	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/processes/test_scenarios.py -k postgresql
 
 test-interop: install  ## only the tests next to a real Claude Code, 2.1.88 and 2.1.330 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop

@@ -6,8 +6,10 @@ touches the real ``~/.claude``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +24,13 @@ from protocols.team import TeamFile
 from teammate.tools.base import ToolContext
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
+
+# tests/pg's helpers (a temporary PostgreSQL server, `swarm` against it) serve tests elsewhere
+# too (the lead scenarios on a PostgreSQL team); pytest puts tests/pg on the path only once it
+# collects a test there
+PG_HELPERS = str(Path(__file__).parent / "pg")
+if PG_HELPERS not in sys.path:
+    sys.path.append(PG_HELPERS)
 
 # no timing assertions: hypothesis's per-example deadline (200 ms) would fail a property test
 # on a machine busy with the process tests running beside it
@@ -129,3 +138,37 @@ def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("SHELL", "/bin/sh")
     yield socket
     subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+
+
+# PostgreSQL (tests/pg/conftest.py has the rest of its fixtures)
+
+
+def postgresql_required() -> bool:
+    """Must the PostgreSQL tests run (CI, or ``make test`` once it installed the server)?"""
+    return bool(os.environ.get("CI")) or os.environ.get("SWARM_REQUIRE_POSTGRESQL") == "1"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """This pytest process's PostgreSQL server (tests/pg/conftest.py says why one per process);
+    without its binaries the test is skipped, saying how to install them, unless
+    `postgresql_required`, where that is a failure."""
+    from pg_server import ServerUnavailable, TemporaryServer
+
+    try:
+        server = TemporaryServer()
+    except ServerUnavailable as exc:
+        if postgresql_required():
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def conninfo(pg_server: Any) -> str:
+    """A new, empty database on the session's server."""
+    return str(pg_server.create_database("test"))

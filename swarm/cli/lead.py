@@ -15,6 +15,7 @@ from protocols.budget import Limits
 from protocols.store import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
+from swarm.hosts.placement import check_hosts
 from swarm.lead.agent import LeadAgent
 from swarm.lead.console import Console
 from swarm.lead.inbox import AutoPolicy, Leader
@@ -58,6 +59,16 @@ from teammate.agent.script import load_script
 )
 @click.option("--max-tokens", type=int, metavar="N", help="the lead agent's budget in tokens")
 @click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="HOST",
+    help="on a team in PostgreSQL, the teammates the agent spawns run on these hosts (`swarm "
+    "host serve` there), each on the live one running the fewest of the team's live members, "
+    "the first given on a tie; each must be alive now. They work in --cwd, which must be the "
+    "same path there (repeatable; the Agent tool's `host` picks one itself)",
+)
+@click.option(
     "--delegate-approvals",
     is_flag=True,
     help="let the lead agent answer permission requests too (you still see each one)",
@@ -72,6 +83,7 @@ def lead(
     create: bool,
     max_cost: float | None,
     max_tokens: int | None,
+    hosts: tuple[str, ...],
     delegate_approvals: bool,
 ) -> None:
     """Lead the team given by --team from this terminal (--create makes it if it is new).
@@ -82,11 +94,14 @@ def lead(
     lead agent, which spawns teammates and hands out work:
       swarm lead --team shop --create
       > Spawn alice as a backend developer. Ask her to create schema.sql with a users table.
+    Teammates on other machines, for a team in PostgreSQL (docs/postgresql.md#hosts):
+      swarm lead --team shop --host build-box --host gpu-box
     Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
     /status, /pending and approvals. /help lists the commands.
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
+    check_hosts(paths, hosts)  # before a team is made: a new team has no hosts yet
     if not open_store(paths).team_file().exists():
         if not create:
             raise SwarmError(
@@ -104,6 +119,7 @@ def lead(
         backend=backend,
         model=teammate_model or ("shell" if script or brain is None else model),
         delegated_approvals=delegate_approvals,
+        hosts=hosts,
     )
     auto = AutoPolicy(settings.get("autoApprove") or [], settings.get("autoDeny") or [], directory)
     limits = _limits(max_cost, max_tokens, settings)

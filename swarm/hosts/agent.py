@@ -159,6 +159,11 @@ class HostAgent:
             raise Error("the request holds no member options (spec)")
         if spec.cwd is None:
             spec = dataclasses.replace(spec, cwd=str(self.cwd))
+        elif not Path(spec.cwd).is_dir():  # a path on the lead's machine, not this one
+            raise Error(f"its directory {spec.cwd} is not a directory on this host")
+        stale = self.children.get(request.member)
+        if stale is not None and self.store.team_file().load().member(request.member) is None:
+            self._retire(request.member, stale)  # its member is gone: never beside the new one
         self._clear_child(request.member)
         key = request.body.get("leadVerifyKey")
         lead = RemoteLead(self.name, key if isinstance(key, str) else None, self._deliver(prompt))
@@ -225,6 +230,14 @@ class HostAgent:
                     child.backend.stop(child.spawned)
                 continue
             self._exited(name, child)
+
+    def _retire(self, name: str, child: Child) -> None:
+        """Stop what is left of a teammate whose member was removed, and forget it."""
+        if child.backend.is_alive(child.spawned):
+            self.say(f"{name} is no longer a member: stopping pid {child.spawned.pid}")
+            child.backend.stop(child.spawned)
+        self.hosts.record_exit(child.request_id, _exit_code(child))
+        del self.children[name]
 
     def _exited(self, name: str, child: Child) -> None:
         code = _exit_code(child)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from protocols.inbox_entry import InboxEntry
 from protocols.names import LEAD_NAME
@@ -31,6 +31,8 @@ from protocols.paths import TeamPaths
 from protocols.store import open_store
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnBackend
+from swarm.hosts.placement import choose_host
+from swarm.hosts.requests import spawn_on_host
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import delete_team, spawn_member
 from swarm.team.resume import clear_dead, crashed
@@ -39,7 +41,7 @@ from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
-from teammate.tools.base import ToolContext, ToolError, tool
+from teammate.tools.base import Tool, ToolContext, ToolError, tool
 
 if TYPE_CHECKING:
     from protocols.store import AnyMailbox, AnyTaskBoard
@@ -55,6 +57,7 @@ class LeadLink:
     model: str = "sonnet"
     spawner: SpawnBackend | None = None  # replaces the backend `backend` names (unit tests)
     delegated_approvals: bool = False  # may the agent answer permission requests itself?
+    hosts: tuple[str, ...] = ()  # a PostgreSQL team's hosts its teammates go to (none: here)
     name: str = LEAD_NAME
     color: str | None = None
     on_wake: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
@@ -179,9 +182,10 @@ LEAD_AGENT_DESCRIPTION = (
 
 
 def spawn_teammate(link: LeadLink, call: AgentCall) -> str:
-    """The lead's Agent call with a `name`: a teammate process (`ToolContext.spawn_teammate`).
-    A Claude teammate of that name whose last instance crashed carries on with its conversation
-    (`swarm.team.resume`); a dead entry of that name is reaped first."""
+    """The lead's Agent call with a `name`: a teammate process (`ToolContext.spawn_teammate`),
+    here, or on a host (the call's `host`, else the lead's hosts: `swarm.hosts.placement`).
+    A Claude teammate of that name whose last instance crashed here carries on with its
+    conversation (`swarm.team.resume`); a dead entry of that name is reaped first."""
     if not call.name:
         raise ToolError("give the teammate a `name` to address it by")
     if call.team_name and call.team_name != link.paths.team:
@@ -190,7 +194,15 @@ def spawn_teammate(link: LeadLink, call: AgentCall) -> str:
     definition = load_agent(agent_type, project_dir=link.cwd)  # an unknown type is refused
     # the call's model, the definition's, the lead's
     model = call.model or definition.model or link.model
-    resume = ModelKind.of(model) != ModelKind.SHELL and crashed(link.paths, call.name)
+    host = _host(link, call)
+    if host is not None and "worktree" in (call.isolation, definition.isolation):
+        raise ToolError(
+            "isolation: worktree is not available for a teammate on a host: its worktree would "
+            "be on that machine, where this lead can neither merge nor remove it"
+        )
+    shell = ModelKind.of(model) == ModelKind.SHELL
+    resume = host is None and not shell and crashed(link.paths, call.name)
+    earlier = open_store(link.paths).team_file().load().member(call.name) is not None
     if not resume:
         clear_dead(link.paths, call.name)
     spec = MemberSpec(
@@ -203,18 +215,40 @@ def spawn_teammate(link: LeadLink, call: AgentCall) -> str:
         worktree=call.name if call.isolation == "worktree" else None,
         resume=resume,
     )
-    member, _spawned = spawn_member(link.paths, call.name, call.prompt, spec, backend=link.spawner)
-    resumed = (
-        "\nIts earlier instance had stopped without shutting down: it carries on with that "
-        "conversation, and your prompt is its next message."
-        if resume
-        else ""
-    )
+    if host is not None:
+        spawn_on_host(link.paths, host, call.name, call.prompt, spec)
+    else:
+        spawn_member(link.paths, call.name, call.prompt, spec, backend=link.spawner)
+    note = ""
+    if resume:
+        note = (
+            "\nIts earlier instance had stopped without shutting down: it carries on with that "
+            "conversation, and your prompt is its next message."
+        )
+    elif host is not None and earlier:
+        note = (
+            "\nIts earlier instance had stopped; on a host it starts afresh (carrying on a "
+            "conversation is not available there): tell it what it needs to know."
+        )
+    where = f"host: {host}\n" if host is not None else ""
     return (
-        f"Spawned successfully.\nagent_id: {member.agentId}\nname: {member.name}\n"
-        f"team_name: {link.paths.team}\n"
-        f"The agent is now running and will receive instructions via mailbox.{resumed}"
+        f"Spawned successfully.\nagent_id: {call.name}@{link.paths.team}\nname: {call.name}\n"
+        f"team_name: {link.paths.team}\n{where}"
+        f"The agent is now running and will receive instructions via mailbox.{note}"
     )
+
+
+def _host(link: LeadLink, call: AgentCall) -> str | None:
+    """The host the teammate goes to: the call's, else the lead's choice of its hosts (None:
+    it runs here)."""
+    if call.host is None:
+        return choose_host(link.paths, link.hosts) if link.hosts else None
+    if open_store(link.paths).kind != "postgresql":
+        raise ToolError(
+            f"`host` is for a team on PostgreSQL, whose teammates may run on other machines; "
+            f"team {link.paths.team!r} is in files, so its teammates run here: leave `host` out"
+        )
+    return call.host
 
 
 @tool(
@@ -238,6 +272,31 @@ def answer_permission(
     return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
 
 
-# one Agent tool for every agent; the lead's says that a `name` makes a teammate
-LEAD_AGENT = dataclasses.replace(agent, description=LEAD_AGENT_DESCRIPTION)
+def _lead_agent(ctx: ToolContext, host: str | None = None, **inputs: Any) -> str:
+    """The lead's Agent: the one Agent tool, with swarm's `host` for a spawned teammate."""
+    if host is None or ctx.spawn_teammate is None:
+        return agent.function(ctx, **inputs)
+    if not inputs.get("name"):
+        raise ToolError("`host` places a teammate: give it a `name` too (a sub-agent runs here)")
+    spawn = ctx.spawn_teammate
+    placed = dataclasses.replace(
+        ctx, spawn_teammate=lambda c: spawn(dataclasses.replace(c, host=host))
+    )
+    return agent.function(placed, **inputs)
+
+
+HOST_FIELD = Field(
+    description="swarm: the host (`swarm host serve`) a teammate runs on, on a team in "
+    "PostgreSQL (default: the lead's --host choice, else here)"
+)
+# one Agent tool for every agent; the lead's says that a `name` makes a teammate, and takes a host
+LEAD_AGENT = Tool(
+    agent.name,
+    LEAD_AGENT_DESCRIPTION,
+    agent.kind,
+    create_model(
+        "AgentInput", __base__=agent.input_model, host=(Annotated[str | None, HOST_FIELD], None)
+    ),
+    _lead_agent,
+)
 LEAD_TOOLS = (team_create, team_delete, LEAD_AGENT, answer_permission, task_output, task_stop)

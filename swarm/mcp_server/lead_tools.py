@@ -7,7 +7,7 @@ commands call, so it checks and does what they do:
 - ``AnswerRequest``: approve or deny one (`swarm.team.approvals.answer`, as ``swarm approve`` /
   ``swarm deny``: exactly one answer wins);
 - ``SpawnTeammate``: start a teammate process (`swarm.lead.tools.spawn_teammate`, what the lead
-  agent's Agent tool does, with the server's backend and teammate model);
+  agent's Agent tool does, with the server's backend and teammate model), here or on a host;
 - ``ShutdownTeammate``: the shutdown protocol (`swarm.team.lifecycle.request_shutdown`, as
   ``swarm shutdown``).
 """
@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from protocols.names import checked_component
+from protocols.names import checked_component, validate_name
 from protocols.values import PermissionMode
 from swarm.lead.tools import LeadLink, spawn_teammate
 from swarm.mcp_server.tools import MemberName, session_of
@@ -29,6 +29,10 @@ from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext, ToolError, tool
 
 SHUTDOWN_WAIT_MAX_S = 120
+
+HostName = Annotated[
+    str, AfterValidator(lambda name: validate_name(name, "host name")), Field(max_length=64)
+]
 
 Existing = Annotated[
     str, AfterValidator(lambda name: checked_component(name, "member name")), Field(max_length=128)
@@ -96,6 +100,13 @@ def spawn(
     isolation: Annotated[
         Literal["worktree"] | None, Field(description="worktree: work in its own git worktree")
     ] = None,
+    host: Annotated[
+        HostName | None,
+        Field(
+            description="On a team in PostgreSQL: the host (`swarm host serve`) it runs on "
+            "(default: this server's machine)"
+        ),
+    ] = None,
 ) -> str:
     session = session_of(ctx)
     session.require_lead("SpawnTeammate")
@@ -111,6 +122,7 @@ def spawn(
         name=name,
         mode=mode,
         isolation=isolation,
+        host=host,
     )
     return spawn_teammate(link, call)
 

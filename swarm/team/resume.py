@@ -78,20 +78,22 @@ def prepare_resume(paths: TeamPaths, name: str, spec: MemberSpec, on_host: bool 
 
 
 def clear_dead(paths: TeamPaths, name: str) -> None:
-    """Reap the entry for `name` if its process is gone (judged by its lease on PostgreSQL);
-    refuse if it still runs."""
+    """Reap the entry for `name` if it is dead (`swarm.team.liveness`); refuse if it still
+    runs."""
     member = open_store(paths).team_file().load().member(name)
     if member is None:
         return
-    if liveness(paths).state(member) != MemberState.DEAD:
-        pid, host = member_pid(member), member_host(member)
-        where = f" on host {host!r}" if host else ""
+    judge = liveness(paths)  # on PostgreSQL by its lease: it may run on another machine
+    if judge.state(member) != MemberState.DEAD:
+        pid = member_pid(member)
+        host = member_host(member)
+        where = f" on host {host}" if host else ""
         raise SwarmError(
             f"{name!r} is still running{where}{f' (pid {pid})' if pid else ''}; shut it down "
             f"first (swarm shutdown), restart it (swarm restart {name} --resume), or spawn "
             "under another name"
         )
-    reap_member(paths, member)
+    reap_member(paths, member, judge)
 
 
 def restart_member(

@@ -48,6 +48,7 @@ class AgentCall:
     mode: PermissionMode | None = None
     isolation: str | None = None
     cwd: str | None = None
+    host: str | None = None  # swarm's: the host a spawned teammate runs on (the lead's tool)
 
 
 @tool("Agent", AGENT_DESCRIPTION, kind="team")

@@ -1,7 +1,8 @@
 """Fixtures for the PostgreSQL store's tests: a real server, a fresh database per test.
 
-One server per pytest process, started the first time a test asks for it and stopped at the
-end of the session (`pg_server.TemporaryServer`: initdb into a temporary directory, a Unix
+The server and the database (``pg_server``, ``conninfo``) are in tests/conftest.py, for tests
+elsewhere too (the lead scenarios on a PostgreSQL team). One server per pytest process, started
+the first time a test asks for it and stopped at the end of the session (`pg_server.TemporaryServer`: initdb into a temporary directory, a Unix
 socket only, as the ``postgres`` user when we are root). Under pytest-xdist every worker is its
 own pytest process and so starts its own server, rather than sharing one: a test restarts the
 server (`test_restart.py`) and must cut only its own clients, never another worker's tests
@@ -17,40 +18,13 @@ installed them), where that is a failure.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pg_cli import ok, swarm, url_of
-from pg_server import ServerUnavailable, TemporaryServer
 
 from protocols.pg import Database, PgTeamFile
-
-
-def _required() -> bool:
-    return bool(os.environ.get("CI")) or os.environ.get("SWARM_REQUIRE_POSTGRESQL") == "1"
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[TemporaryServer]:
-    try:
-        server = TemporaryServer()
-    except ServerUnavailable as exc:
-        if _required():
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def conninfo(pg_server: TemporaryServer) -> str:
-    """A new, empty database on the session's server."""
-    return pg_server.create_database("test")
 
 
 @pytest.fixture

@@ -14,15 +14,12 @@ import json
 import os
 import shlex
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import DEADLINE_S, wait_for
+from machines import HostAgent, Machine, machine, serve, stop
 from pg_cli import url_of
 
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
@@ -32,80 +29,6 @@ from protocols.pids import pid_alive
 pytestmark = pytest.mark.slow
 
 SHORT_LEASE_S = "2"  # the lease on the host that a test cuts off or kills
-
-
-@dataclass
-class Machine:
-    """A config root, a home and a working directory: one "machine"."""
-
-    root: Path
-    work: Path
-    env: dict[str, str]
-
-    def swarm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "swarm", *args],
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S * 2,
-            env=self.env,
-            cwd=self.work,
-        )
-        if check:
-            assert result.returncode == 0, (args, result.stdout, result.stderr)
-        return result
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.swarm(*args, "--json").stdout)
-
-
-def machine(tmp_path: Path, name: str, url: str, **extra: str) -> Machine:
-    base = tmp_path / name
-    root, home, work = base / "claude", base / "home", base / "work"
-    for directory in (root, home, work):
-        directory.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "CLAUDE"))}
-    env.update(
-        HOME=str(home),
-        CLAUDE_CONFIG_DIR=str(root),
-        SWARM_TEAM="t",
-        SWARM_STORE=url,
-        SWARM_TMUX_SOCKET=f"swarm-test-{name}-{os.getpid()}",
-        **extra,
-    )
-    return Machine(root, work, env)
-
-
-@dataclass
-class HostAgent:
-    machine: Machine
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def signal_group(self, sig: signal.Signals) -> None:
-        os.killpg(self.process.pid, sig)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-def serve(
-    box: Machine, name: str, inside: Callable[[list[str]], list[str]] | None = None
-) -> HostAgent:
-    """`swarm host serve --name NAME` on `box`; `inside` wraps its command (a network namespace's
-    ``ip netns exec``, `netns.Namespace.argv`)."""
-    log = box.work.parent / f"host-{name}.log"
-    argv = [sys.executable, "-m", "swarm", "host", "serve", "--name", name, "--rescan", "0.5"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            argv if inside is None else inside(argv),
-            env=box.env,
-            cwd=box.work,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return HostAgent(box, process, log)
 
 
 @pytest.fixture
@@ -149,17 +72,6 @@ def events(db: Database) -> list[tuple[int, str, str, int]]:
 def lease_ran_out(db: Database, name: str) -> bool:
     left = Leases(db, "t").view()[name].left_s
     return left is not None and left < 0
-
-
-def stop(agent: HostAgent) -> None:
-    if agent.process.poll() is None:
-        agent.signal_group(signal.SIGCONT)
-        agent.process.terminate()
-        try:
-            agent.process.wait(DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            agent.signal_group(signal.SIGKILL)
-            agent.process.wait()
 
 
 def test_a_teammate_spawned_on_another_host_works_the_board_and_shows_alive_by_its_lease(

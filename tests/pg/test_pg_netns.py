@@ -25,20 +25,18 @@ from pathlib import Path
 import netns
 import pytest
 from helpers import DEADLINE_S, wait_for
+from machines import Machine, machine, stop
 from pg_cli import url_of
 from pg_procs import TEAM, check_the_race, claim_until_done, claim_until_done_in, dependent_tasks
 from pg_server import ServerUnavailable, TemporaryServer
 from procs import run_together
 from test_pg_hosts import (
     SHORT_LEASE_S,
-    Machine,
     events,
     gated,
     lease_ran_out,
-    machine,
     spawn_on_b,
     start_team,
-    stop,
     wait_for_refused_completion,
 )
 

@@ -241,6 +241,9 @@ def test_the_lead_answers_requests_spawns_and_shuts_down(paths: TeamPaths, tmp_p
         assert "invalid member name '../x'" in boss.error(
             "SpawnTeammate", {"name": "../x", "prompt": "go", "model": "shell"}
         )
+        assert "`host` is for a team on PostgreSQL" in boss.error(
+            "SpawnTeammate", {"name": "w2", "prompt": "go", "model": "shell", "host": "b"}
+        )  # a team in files has no hosts
         spawned = boss.text("SpawnTeammate", {"name": "w2", "prompt": "Work.", "model": "shell"})
         assert "Spawned successfully" in spawned and "name: w2" in spawned
         wait_for(lambda: state_of("w2") == "idle", "w2 idle")

@@ -1,53 +1,118 @@
 """The classic team scenarios, end to end through `swarm lead`: a lead agent and Claude
 teammates on the real `anthropic` SDK against the local Messages API server (scripted turns,
-no network), real teammate processes in tmux panes on a private server and again as
-subprocesses, and the person at the console typing answers."""
+no network), real teammate processes, and the person at the console typing answers.
+
+Each runs three ways: a team in files with its teammates in tmux panes on a private server, the
+same with subprocesses, and a team in PostgreSQL whose teammates run on two hosts (`swarm lead
+--host a --host b`: two `swarm host serve` agents, each a "machine" with a config root of its
+own, `tests/pg/machines.py`). Their teammates work in the lead's directory, the same path on
+every machine here, as a shared checkout would be. What the team holds is read through the
+store's interfaces (`protocols.store.open_store`), so the checks hold on both stores."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BACKENDS, LeadSession, panes, swarm, wait_for
+from helpers import LeadSession, panes, swarm, wait_for
+from machines import HostAgent, machine, serve, stop
 from messages_api import MessagesAPI, Turn, by_agent
+from pg_cli import url_of
 
-from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.store import locate, open_store
 from swarm.team.lifecycle import request_shutdown
+from swarm.team.liveness import member_host
 
-pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+HOSTS = ("a", "b")  # the PostgreSQL team's hosts, in the order `swarm lead --host` gets them
+
+pytestmark = pytest.mark.parametrize(
+    ("store", "backend"),
+    [
+        pytest.param("files", "subprocess", id="files-subprocess"),
+        pytest.param(
+            "files",
+            "tmux",
+            id="files-tmux",
+            marks=pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed"),
+        ),
+        pytest.param("postgresql", "subprocess", id="postgresql-two-hosts", marks=pytest.mark.slow),
+    ],
+)
 
 
 @pytest.fixture
-def run(workdir: Path, config_root: Path, tmux_socket: str, backend: str) -> Iterator[Any]:
-    """Start `swarm lead` for team t with these scripts; stop every teammate afterwards."""
+def paths(store: str, config_root: Path, request: pytest.FixtureRequest) -> TeamPaths:
+    """Team t: in files under the config root, or in the test's PostgreSQL database (which
+    asks for a server: without one the test is skipped, as tests/pg are)."""
+    if store == "files":
+        return TeamPaths(config_root, "t")
+    return locate("t", config_root, url_of(request.getfixturevalue("conninfo")))
+
+
+@pytest.fixture
+def run(
+    workdir: Path, paths: TeamPaths, tmp_path: Path, tmux_socket: str, backend: str
+) -> Iterator[Any]:
+    """Start `swarm lead` for team t with these scripts (on PostgreSQL: the team, and hosts a
+    and b serving it, first); stop every teammate and host afterwards."""
     servers: list[MessagesAPI] = []
     sessions: list[LeadSession] = []
+    hosts: list[HostAgent] = []
 
     def start(scripts: dict[str, Any], *args: str) -> LeadSession:
         api = MessagesAPI(by_agent(scripts)).__enter__()
         servers.append(api)
-        lead = LeadSession(api, workdir, "--backend", backend, *args)
+        where = ["--backend", backend]
+        if paths.store is not None:
+            hosts.extend(serve_hosts(paths, tmp_path, api.url))
+            where += ["--store", paths.store, *(f"--host={h}" for h in HOSTS)]
+        lead = LeadSession(api, workdir, *where, *args)
         sessions.append(lead)
         lead.expect("leading team 't'", timeout=60)  # a loaded machine starts Python slowly
         return lead
 
     yield start
-    paths = TeamPaths(config_root, "t")
     for session in sessions:
         session.close()
-    if paths.config.exists():
-        for member in TeamFile(paths).load().members[1:]:
+    store = open_store(paths)
+    if store.team_exists():
+        for member in store.team_file().load().members[1:]:
             request_shutdown(paths, member.name, "test over", wait_s=5, force=True)
+    for host in hosts:
+        stop(host)
     for api in servers:
         api.__exit__(None, None, None)
+
+
+def serve_hosts(paths: TeamPaths, tmp_path: Path, api_url: str) -> list[HostAgent]:
+    """Team t made on PostgreSQL here, and `swarm host serve` for it on two other machines
+    (their teammates talk to the Messages API server at `api_url`), once both are alive."""
+    assert paths.store is not None
+    made = swarm("team", "create", "t", "--store", paths.store)
+    assert made.returncode == 0, made.stderr
+    env = {"ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": "test-key"}
+    agents = [serve(machine(tmp_path, f"host-{h}", paths.store, **env), h) for h in HOSTS]
+    store = open_store(paths)
+    wait_for(lambda: all(store.hosts().alive().get(h) for h in HOSTS), "hosts a and b to serve")
+    return agents
+
+
+def placed(paths: TeamPaths, **hosts: str) -> bool:
+    """Check that each named teammate runs where it should: on PostgreSQL on that host (the
+    lead spreads them: the live host with the fewest live members, `a` on a tie), on files
+    here."""
+    roster = open_store(paths).team_file().load().members
+    found = {m.name: member_host(m) for m in roster if m.name in hosts}
+    expected = {n: (h if paths.store is not None else None) for n, h in hosts.items()}
+    assert found == expected
+    return True
 
 
 def spawn(name: str, prompt: str, **extra: Any) -> Turn:
@@ -81,7 +146,7 @@ def says(text: str) -> Turn:
 
 
 def members(paths: TeamPaths) -> list[str]:
-    return [m.name for m in TeamFile(paths).load().members]
+    return [m.name for m in open_store(paths).team_file().load().members]
 
 
 def test_1_a_developer_writes_the_schema_and_a_tester_checks_it(
@@ -98,7 +163,7 @@ def test_1_a_developer_writes_the_schema_and_a_tester_checks_it(
             ],
             "alice": [
                 Turn.tool("Write", {"file_path": "schema.sql", "content": schema}),
-                says("schema.sql is written with a users table"),
+                says("schema.sql is written with a users table $(x) 'é'"),
                 Turn.text("Done."),
             ],
             "bob": [
@@ -113,10 +178,12 @@ def test_1_a_developer_writes_the_schema_and_a_tester_checks_it(
     lead.type(
         "Spawn alice as a backend developer. Ask her to create schema.sql with a users table."
     )
-    lead.expect("alice: schema.sql is written with a users table")
+    lead.expect("alice: schema.sql is written with a users table $(x) 'é'")  # text unharmed
     lead.expect("bob: schema.sql exists: CREATE TABLE users")
     assert (workdir / "schema.sql").read_text() == schema
     assert members(paths) == ["team-lead", "alice", "bob"]
+    assert placed(paths, alice="a", bob="b")  # on PostgreSQL, one on each host
+    assert paths.config.exists() == (paths.store is None)  # on PostgreSQL, no team files here
     assert lead.quit() == 0
 
 
@@ -146,10 +213,11 @@ def test_2_a_shutdown_is_approved_the_pane_goes_and_tasks_return(
     )
     lead.type("Spawn alice and have her create notes.txt")
     lead.expect("alice: notes.txt is written")
-    alice = TeamFile(paths).load().member("alice")
+    assert placed(paths, alice="a")
+    alice = open_store(paths).team_file().load().member("alice")
     assert alice is not None
-    pid = alice.model_extra["pid"]
-    board = TaskBoard(paths)
+    pid = alice.model_extra["pid"]  # on this machine, whichever host started it
+    board = open_store(paths).task_board()
     task = board.create("half done")
     board.update(task.id, owner="alice", status="in_progress")
     lead.type("Ask alice to shut down.")
@@ -202,6 +270,7 @@ def test_3_a_plan_is_rejected_with_feedback_then_approved_then_edits_happen(
     )
     lead.type("Spawn bob to refactor util.py, plan first.")
     lead.expect("bob: asks: ExitPlanMode: a plan [plan_approval-", "bob's first plan")
+    assert placed(paths, bob="a")
     assert (workdir / "util.py").read_text().startswith("def f(")  # plan mode: no edit yet
     lead.type("n say which callers you will update")
     lead.expect("denied plan_approval_request")
@@ -239,17 +308,21 @@ def test_4_three_tasks_two_workers_each_task_done_exactly_once(
         "shell",
     )
     lead.type("Put three steps on the board and have alice and bob do them.")
-    board = TaskBoard(paths)
+    board = open_store(paths).task_board()
     wait_for(
         lambda: len(board.list()) == 3 and all(t.status == "completed" for t in board.list()),
         "all three tasks done",
     )
     lines = (workdir / "done.txt").read_text().splitlines()
     assert sorted(lines) == ["step 1", "step 2", "step 3"]
-    mailbox = Mailbox(paths)
+    # alice may do all three before bob has joined: he is spawned all the same
+    wait_for(lambda: {"alice", "bob"} <= set(members(paths)), "alice and bob to join")
+    assert placed(paths, alice="a", bob="b")
+    mailbox = open_store(paths).mailbox()
 
     def reports() -> list[str]:
-        # archive first: an entry compacted meanwhile is then seen twice, never missed
+        # on files the archive first: an entry compacted meanwhile is then seen twice, never
+        # missed
         entries = mailbox.peek_all("team-lead")
         notes = [e.structured() for e in {e.identity: e for e in entries}.values()]
         return [
@@ -292,6 +365,7 @@ def test_5_a_command_the_mode_does_not_allow_waits_for_an_approval_from_another_
     )
     lead.type("Spawn carol to make two files.")
     lead.expect("carol: asks: Bash: echo approved > a.txt")
+    assert placed(paths, carol="a")
     listed = swarm("permissions", "--json")
     (request,) = json.loads(listed.stdout)
     assert request["teammate"] == "carol" and request["tool"] == "Bash"
@@ -334,7 +408,8 @@ def test_6_a_broadcast_reaches_every_member_but_the_sender(
     wait_for(
         lambda: set(members(paths)) == {"team-lead", "alice", "bob", "carol"}, "three teammates"
     )
-    mailbox = Mailbox(paths)
+    assert placed(paths, bob="a", carol="b", alice="a")
+    mailbox = open_store(paths).mailbox()
 
     def got_hello(name: str) -> bool:
         return any(e.text == "hello everyone" for e in mailbox.peek_all(name))

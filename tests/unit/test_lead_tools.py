@@ -99,17 +99,21 @@ def test_a_spawn_the_lead_cannot_make_is_an_error_for_the_model_and_leaves_no_me
         {"description": "d", "prompt": "p", "name": "bob"},  # the backend fails
         {"description": "d", "prompt": "p", "name": "bob bob"},  # not a name
         {"description": "d", "prompt": "p", "name": "bob", "subagent_type": "reviewer"},
+        {"description": "d", "prompt": "p", "name": "bob", "host": "b"},  # a team in files
+        {"description": "d", "prompt": "p", "host": "b"},  # a sub-agent runs here
     ]
     turns = [Turn.tool("Agent", call) for call in calls] + [Turn.text("gave up")]
     agent = lead(team, tmp_path, turns, stub)
     assert agent.loop.run("start bob").text == "gave up"
     said = tool_results(agent)
-    assert len(said) == 5
+    assert len(said) == 7
     assert "give the teammate a `name` to address it by" in said[0]
     assert "this session leads team 't', not 'other'" in said[1]
     assert "cannot start 'bob': no terminal" in said[2]
     assert "'bob bob'" in said[3] and "letters, digits" in said[3]
     assert "unknown agent type 'reviewer'; available: Explore, Plan, general-purpose" in said[4]
+    assert "`host` is for a team on PostgreSQL" in said[5] and "team 't' is in files" in said[5]
+    assert "`host` places a teammate: give it a `name` too" in said[6]
     assert stub.requests == []
     assert [m.name for m in TeamFile(team).load().members] == ["team-lead"]
 
