@@ -217,3 +217,27 @@ def test_a_local_members_activity_reaches_the_store(paths: TeamPaths, pg_team: P
     alice, bob = pg_team.load().member("alice"), pg_team.load().member("bob")
     assert alice is not None and alice.isActive is False
     assert bob is not None and bob.isActive is not False  # bob does not live here
+
+
+def test_a_dependency_removed_in_the_files_is_removed_in_the_store(
+    paths: TeamPaths, db: Database
+) -> None:
+    store = PgTaskBoard(db, "t")
+    first, second, third = (store.create(s) for s in ("schema", "api", "docs"))
+    store.update(third.id, addBlockedBy=[first.id, second.id])
+    bridge(paths).sync()
+    # by hand (or any tool): docs no longer waits for the schema
+    path = files_of(paths).task(third.id)
+    doc = json.loads(path.read_text())
+    path.write_text(dumps_pretty({**doc, "blockedBy": [second.id]}))
+    bridge(paths).sync()
+    assert store.require(third.id).blockedBy == [second.id]
+    assert store.require(first.id).blocks == []
+    # Claude Code deletes the api task: its file goes, and every reference to it
+    TaskBoard(files_of(paths)).update(second.id, status="deleted")
+    bridge(paths).sync()
+    assert store.get(second.id) is None
+    assert store.require(third.id).blockedBy == []
+    bridge(paths).sync()
+    assert json.loads(path.read_text())["blockedBy"] == []  # not put back
+    assert bridge(paths).sync().tasks == 0
