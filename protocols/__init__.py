@@ -18,8 +18,8 @@ signatures), `pids` (processes by identity), `status` (a teammate's status file)
 `budget` (model prices, a member's budget file), `printable` (text safe for a terminal), `clock`,
 `errors` (the root of every package's errors), `values` (the shared enums), `file_cache`
 (re-reading a file only if it changed), `pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team
-mirrored into this host's files for Claude Code members). This package imports neither `swarm` nor
-`teammate`."""
+mirrored into this host's files for Claude Code members, a Claude Code lead's session team too).
+This package imports neither `swarm` nor `teammate`."""
 
 from __future__ import annotations
 

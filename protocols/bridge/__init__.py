@@ -10,11 +10,15 @@ spans machines:
 - messages, both ways, each once by its identity (`protocols.bridge.inboxes`): for the members
   that live on this host (`local`, named by whoever starts the bridge) their inbox files and
   their inboxes in the store are one inbox; every other member's inbox file is where a local
-  member's messages to it are picked up;
+  member's messages to it are picked up (permission requests and their answers among them:
+  Claude Code sends both as messages);
 - tasks, both ways, three-way against what both sides last agreed on
   (`protocols.bridge.tasks`);
 - the local members' leases, held while their process lives here (`protocols.bridge.leases`),
   so other hosts see them alive and a dead host's tasks go back to pending.
+
+With ``session`` the file team is the session team of the Claude Code lead running on this
+host (`protocols.bridge.session`) rather than ``teams/<team>/``.
 
 A pass (`sync`) is safe to repeat and to cut short at any instant; `run` makes one whenever
 either side changes (inotify on the files, ``LISTEN`` on the store), and every `rescan_s`

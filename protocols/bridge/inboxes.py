@@ -18,6 +18,13 @@ is not carried back.
 
 Nothing is acknowledged before it is on the other side: a bridge killed at any instant and
 started again carries what was left, and what was carried already is not stored twice.
+
+A pass reads an inbox's whole history (both sides) only when it changed: each inbox is
+remembered, in memory, as it was when a pass over it began and ended without error (its files'
+inode, size and modification time; for a local member, also the identities unread on
+PostgreSQL). While those are the same, the pass over it is one ``stat`` per file and one query
+of the unread. A bridge started again remembers nothing, so its first pass reads everything;
+a file truncated or replaced has another signature.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from protocols import safefs
 from protocols.errors import Error, UnknownMember
+from protocols.file_cache import Signature, signature_of
 from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.pg.mailbox import PgMailbox, append_entry
@@ -46,6 +55,7 @@ class InboxSync:
         self.pg = pg
         self.local = set(local)
         self._refused: set[tuple[str, str]] = set()  # (recipient, identity) said once
+        self._done: dict[str, Any] = {}  # name -> what its inbox was when last carried whole
 
     def sync(self, members: Iterable[str]) -> int:
         """One pass over `members` (the roster); returns how many messages or marks moved."""
@@ -61,7 +71,17 @@ class InboxSync:
         return moved
 
     def sync_local(self, name: str) -> int:
-        """Both ways for a member living on this host (module doc)."""
+        """Both ways for a member living on this host (module doc), when either side changed."""
+        before = (self._signature(name), sorted(e.identity for e in self.pg.read_unread(name)))
+        if self._done.get(name) == before:
+            return 0
+        refused = len(self._refused)
+        moved = self._sync_local(name)
+        if len(self._refused) == refused:  # a refused message is tried again at every pass
+            self._done[name] = before  # and after a pass that moved some, once more
+        return moved
+
+    def _sync_local(self, name: str) -> int:
         self.files.observe(name)  # what Claude Code wrote there goes into swarm's record first
         in_file = {e.identity: e for e in self.files.peek_all(name)}
         on_pg = {e.identity: e for e in self.pg.peek_all(name)}
@@ -95,15 +115,22 @@ class InboxSync:
     def carry_outbox(self, name: str) -> int:
         """What was written on this host into `name`'s inbox file goes to `name` on PostgreSQL,
         then is marked read in the file (module doc)."""
-        if not safefs.exists(self.files.inbox(name).path):
+        before = self._signature(name)
+        if before[0] is None or self._done.get(name) == before:
             return 0
         unread = self.files.read_unread(name)
-        if not unread:
-            return 0
-        stored = self._store(name, unread)
+        stored = self._store(name, unread) if unread else 0
         carried = [e for e in unread if (name, e.identity) not in self._refused]
         self.files.mark_read(name, carried)
+        if len(carried) == len(unread):
+            self._done[name] = before
         return stored
+
+    def _signature(self, name: str) -> tuple[Any, Any]:
+        """What `name`'s inbox file and swarm's record of it are now (None for a file that
+        is not there)."""
+        inbox = self.files.inbox(name)
+        return (inbox.signature(), _stat(inbox.archive))
 
     def _store(self, name: str, entries: list[InboxEntry]) -> int:
         """Store `entries` for `name` on PostgreSQL (unread; an identity there already is
@@ -129,6 +156,13 @@ def _sent_by(entry: InboxEntry, moment: datetime) -> bool:
     """The entry's timestamp is `moment` or earlier (one that does not parse: not)."""
     sent = entry_time(entry.timestamp)
     return sent is not None and sent <= moment
+
+
+def _stat(path: Path) -> Signature | None:
+    try:
+        return signature_of(safefs.stat_of(path))
+    except FileNotFoundError:
+        return None
 
 
 def _unread(entry: InboxEntry) -> InboxEntry:

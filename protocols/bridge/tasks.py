@@ -10,8 +10,9 @@ the store (P) and the base (B) of every id:
   there (with a key of its own, so a creation done again is one); a claim (pending and unowned
   on the store, in progress and owned in the file) is the store's ``claim``, so of a claim on
   this host and one elsewhere exactly one wins; a completion by the store's owner is the
-  store's ``complete`` with that claim's epoch; other fields are an ``update``; a removed file
-  deletes the task. Then the store's task is written back into the file;
+  store's ``complete`` with that claim's epoch; other fields are an ``update``, a dependency
+  added or removed in ``blockedBy`` is added or removed there; a removed file deletes the
+  task. Then the store's task is written back into the file;
 - both changed: the store wins, and its task is written into the file.
 
 A task created in the file gets the store's next id. When that is not the file's id (a task
@@ -141,6 +142,9 @@ class TaskSync:
         metadata = _metadata_changes(now.get("metadata"), f.get("metadata"))
         if metadata:
             fields["metadata"] = metadata
+        removed = [x for x in now.get("blockedBy", []) if x not in f.get("blockedBy", [])]
+        if removed:
+            now = _doc(self.pg.unlink(task_id, removed))
         added = [x for x in f.get("blockedBy", []) if x not in now.get("blockedBy", [])]
         if added:
             fields["addBlockedBy"] = added

@@ -252,6 +252,25 @@ class PgTaskBoard:
         assert task is not None
         return task
 
+    def unlink(self, task_id: str | int, blocked_by: Sequence[str]) -> Task:
+        """Task `task_id` no longer waits for `blocked_by` (what is not a dependency is left
+        alone); the task after it. Claude Code has no such update: the bridge carries with it
+        a dependency removed in a task file."""
+        numbers = [n for n in (_number(b) for b in blocked_by) if n is not None]
+
+        def work(conn: Conn) -> Task:
+            found = row(conn, self.team, task_id, lock=True)
+            if numbers:
+                conn.execute(
+                    "DELETE FROM task_deps WHERE team = %s AND task_id = %s "
+                    "AND blocker_id = ANY(%s)",
+                    [self.team, found.id, numbers],
+                )
+                notify(conn, self.team, TASKS)
+            return tasks(conn, self.team, [found])[0]
+
+        return self.db.run(work, f"remove dependencies of task #{task_id}")
+
     def delete(self, task_id: str | int) -> bool:
         """Remove the task (its id stays used) and its dependencies on both sides."""
         number = _number(task_id)

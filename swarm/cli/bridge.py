@@ -20,6 +20,12 @@ from swarm.cli.common import emit, json_option, paths_for, team_option
     metavar="NAME",
     help="a member living on this host (a Claude Code lead or teammate); repeat for several",
 )
+@click.option(
+    "--session",
+    is_flag=True,
+    help="mirror into the session team (session-<hex>) of the Claude Code lead running here "
+    "(2.1.178 and later; --member team-lead), followed to its next session",
+)
 @click.option("--once", is_flag=True, help="make one pass and exit")
 @click.option(
     "--rescan",
@@ -30,15 +36,19 @@ from swarm.cli.common import emit, json_option, paths_for, team_option
 )
 @json_option
 @team_option
-def bridge(members: tuple[str, ...], once: bool, rescan: float, as_json: bool, team: str) -> None:
+def bridge(
+    members: tuple[str, ...], session: bool, once: bool, rescan: float, as_json: bool, team: str
+) -> None:
     """Mirror a PostgreSQL team into this host's Claude Code files, both ways, until stopped.
 
     \b
     The roster goes into teams/TEAM/config.json, the tasks both ways with tasks/TEAM/, and
     the messages of each --member both ways with its inbox file; what a --member writes into
     anyone else's inbox file is carried to the store. Each message once, by its msg_id.
+    With --session the files are those of the Claude Code lead session running here.
       swarm bridge --team shop --member cc-reviewer        # until Ctrl-C or SIGTERM
       swarm bridge --team shop --member cc-reviewer --once --json
+      swarm bridge --team shop --member team-lead --session   # a Claude Code 2.1.330 lead
     """
     from protocols.bridge import Bridge, Passed
 
@@ -48,7 +58,7 @@ def bridge(members: tuple[str, ...], once: bool, rescan: float, as_json: bool, t
             "give --store URL (or $SWARM_STORE)"
         )
     paths = paths_for(team)
-    the_bridge = Bridge(paths, members, rescan)
+    the_bridge = Bridge(paths, members, rescan, session=session)
 
     def value(passed: Passed) -> dict[str, Any]:
         return {"messages": passed.messages, "tasks": passed.tasks, "roster": passed.roster}

@@ -217,3 +217,62 @@ def test_a_local_members_activity_reaches_the_store(paths: TeamPaths, pg_team: P
     alice, bob = pg_team.load().member("alice"), pg_team.load().member("bob")
     assert alice is not None and alice.isActive is False
     assert bob is not None and bob.isActive is not False  # bob does not live here
+
+
+def test_a_dependency_removed_in_the_files_is_removed_in_the_store(
+    paths: TeamPaths, db: Database
+) -> None:
+    store = PgTaskBoard(db, "t")
+    first, second, third = (store.create(s) for s in ("schema", "api", "docs"))
+    store.update(third.id, addBlockedBy=[first.id, second.id])
+    bridge(paths).sync()
+    # by hand (or any tool): docs no longer waits for the schema
+    path = files_of(paths).task(third.id)
+    doc = json.loads(path.read_text())
+    path.write_text(dumps_pretty({**doc, "blockedBy": [second.id]}))
+    bridge(paths).sync()
+    assert store.require(third.id).blockedBy == [second.id]
+    assert store.require(first.id).blocks == []
+    # Claude Code deletes the api task: its file goes, and every reference to it
+    TaskBoard(files_of(paths)).update(second.id, status="deleted")
+    bridge(paths).sync()
+    assert store.get(second.id) is None
+    assert store.require(third.id).blockedBy == []
+    bridge(paths).sync()
+    assert json.loads(path.read_text())["blockedBy"] == []  # not put back
+    assert bridge(paths).sync().tasks == 0
+
+
+def test_a_pass_reads_an_inbox_history_only_when_either_side_changed(
+    paths: TeamPaths, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PgMailbox(db, "t")
+    store.send("alice", "first", sender="bob")
+    one = bridge(paths)
+    one.sync()
+    one.sync()
+    Mailbox(files_of(paths)).send("bob", "to bob", sender="alice")
+    one.sync()
+    one.sync()  # the pass after one that moved something looks again (its own writes)
+    read: list[str] = []
+    inboxes = one._inboxes
+    assert inboxes is not None
+    for side, method in ((inboxes.pg, "peek_all"), (inboxes.files, "peek_all"),
+                         (inboxes.files, "read_unread")):  # fmt: skip
+        real = getattr(side, method)
+        monkeypatch.setattr(
+            side, method, lambda name, real=real, m=method: read.append(f"{m} {name}") or real(name)
+        )
+    one.sync()
+    assert read == []  # nothing changed: no history read, no outbox read
+    store.send("alice", "second", sender="bob")
+    one.sync()
+    assert "peek_all alice" in read and not [r for r in read if r.endswith("bob")]
+    inbox = InboxFile(files_of(paths).inbox("alice"), files_of(paths).inbox_archive("alice"))
+    assert [e.text for e in inbox.load().entries()] == ["first", "second"]
+    inbox.path.write_text("[]")  # Claude Code 2.1.330 read both: the file rewritten, shorter
+    one.sync()
+    assert store.read_unread("alice") == []
+    Mailbox(files_of(paths)).send("bob", "again to bob", sender="alice")
+    one.sync()
+    assert [e.text for e in store.peek_all("bob")] == ["to bob", "again to bob"]
