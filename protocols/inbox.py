@@ -444,7 +444,8 @@ class InboxFile:
             return
         loaded.text = dumps_pretty(items)
         atomic_write_text(self.path, loaded.text, self.durability)
-        self.record_locked(items)
+        # not synced: nothing left the inbox (as `append_locked`; compaction syncs the record)
+        self.record_locked(items, sync=False)
 
     def recorded(self) -> set[str]:
         """The identities of the messages in the record (read only: do not change the set)."""
