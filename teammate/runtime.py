@@ -422,9 +422,15 @@ class Teammate:
         goes first: ``isActive`` and the status file follow it (`_start_turn`)."""
         self._in_flight.update(entry.identity for entry in plain)
         why = f"answering {plain[-1].from_}" if plain else "taking up a sub-agent's result"
-        if self.brain.quick_answers():  # sent with the idle notification (`Outbox.hold`)
+        if self.brain.quick_answers():
+            # its answers go with the idle notification (`Outbox.hold`); the brain's part is
+            # over at once, so it is never marked active: waiting for the lead's inbox lock
+            # (200 teammates answering a broadcast) is no work, and marking it would rewrite
+            # config.json twice per teammate while they all wait for locks
             self.outbox.hold()
-        self._start_turn(MemberState.WORKING, why)
+            self.reporter.set(MemberState.WORKING, why, write=False)
+        else:
+            self._start_turn(MemberState.WORKING, why)
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
