@@ -298,7 +298,13 @@ class InboxFile:
         then taken back out of the spool, so nothing is written (unless a holder that had
         already read the spool, and then stalled past the timeout, commits it after all: a
         retry with the same id is still stored once)."""
-        self._group_commit(_Carried(self.spool, item=item), compact_after)
+        self.deliver_many([item], compact_after)
+
+    def deliver_many(self, items: list[dict[str, Any]], compact_after: int) -> None:
+        """`deliver` for several entries at once, in this order, in one write (spooled, they
+        are committed together: `protocols.spool`)."""
+        if items:
+            self._group_commit(_Carried(self.spool, items=items), compact_after)
 
     def mark_read(self, wanted: set[str], compact_after: int) -> int:
         """Set ``read`` on the unread entries whose identity is in `wanted`, group-committed
@@ -438,7 +444,8 @@ class InboxFile:
             return
         loaded.text = dumps_pretty(items)
         atomic_write_text(self.path, loaded.text, self.durability)
-        self.record_locked(items)
+        # not synced: nothing left the inbox (as `append_locked`; compaction syncs the record)
+        self.record_locked(items, sync=False)
 
     def recorded(self) -> set[str]:
         """The identities of the messages in the record (read only: do not change the set)."""
@@ -531,42 +538,41 @@ class Committed:
 
 
 class _Carried:
-    """One writer's item, or one reader's read marks, in a group commit: spooled only if the
+    """One writer's items, or one reader's read marks, in a group commit: spooled only if the
     lock was taken when it came (`spool_it`), and then waited on (`done`) until the holder
     commits it."""
 
     def __init__(
         self,
         spool: Spool,
-        item: dict[str, Any] | None = None,
+        items: list[dict[str, Any]] | None = None,
         marks: set[str] | None = None,
     ) -> None:
         self.spool = spool
-        self.item = item
+        self.items = items or []
         self.marks = marks
-        self.name: str | None = None
+        self.names: list[str] | None = None  # its spool files, once spooled
         self._waiting: Waiting | None = None
 
     def spool_it(self) -> None:
-        if self.item is not None:
-            self._waiting = self.spool.put(self.item)
+        if self.items:
+            self._waiting = self.spool.put_many(self.items)
         else:
             self._waiting = self.spool.put_marks(self.marks or set())
-        self.name = self._waiting.name
+        self.names = list(self._waiting.names)
 
     def done(self) -> bool:
         return self._waiting is not None and self._waiting.done()
 
     def own(self) -> tuple[list[dict[str, Any]], set[str] | None]:
-        """What the lock holder applies as its own besides the spool: its item unless it was
-        spooled (it is in the spool then), and its marks either way (setting ``read`` twice
+        """What the lock holder applies as its own besides the spool: its items unless they
+        were spooled (they are in the spool then), and its marks either way (setting ``read`` twice
         changes nothing, and they are counted as this call's)."""
-        item = [self.item] if self.item is not None and self.name is None else []
-        return item, self.marks
+        return (self.items if self.names is None else []), self.marks
 
     def withdraw(self) -> None:
-        if self.name is not None:
-            self.spool.remove([self.name])
+        if self.names:
+            self.spool.remove(self.names)
 
     def close(self) -> None:
         if self._waiting is not None:

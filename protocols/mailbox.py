@@ -210,6 +210,34 @@ class Mailbox:
         item = new_item(body, sender, summary, color, message_id)
         return [self._append(to, item)]
 
+    def post_many(
+        self,
+        to: str,
+        messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+        *,
+        sender: str,
+        color: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Several messages, each ``(body, summary, message_id)``, to one member: separate
+        entries, in this order, in one write of its inbox (a teammate's answer and its idle
+        notification). As `post` otherwise: each id is stored once, and a failure writes none
+        of them (a retry with the same ids completes the rest)."""
+        if to == BROADCAST:
+            return [
+                item
+                for body, summary, message_id in messages
+                for item in self.post(
+                    to, body, sender=sender, summary=summary, color=color, message_id=message_id
+                )
+            ]
+        self._require_members([to])
+        items = [
+            self._signed(new_item(body, sender, summary, color, message_id))
+            for body, summary, message_id in messages
+        ]
+        self.inbox(to).deliver_many(items, self.compact_after)
+        return items
+
     def broadcast(
         self,
         body: str | StructuredMessage,

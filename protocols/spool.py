@@ -29,6 +29,12 @@ What stays true:
   logged, never delivered, never fatal.
 - Entries are committed in the order they were spooled (names start with the time in ns), so
   one sender's messages keep their order: each send waits for its commit before the next.
+- **Several entries in one send** (`Spool.put_many`: a teammate's answer and its idle
+  notification) are spooled as one file each, named ``<ns>-<pid>-<random>-<k>of<n>.json``, and
+  committed together, in that order: a committer that sees only some of them (it listed the
+  folder while they were being written) leaves them all for its next round, unless they are
+  older than `WRITING_S` (their writer died part way: the ones there are delivered, in order).
+  Each file is an ordinary entry file, so a committer of an older swarm still delivers them.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import errno
 import json
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +60,8 @@ ENTRY_SUFFIX = ".json"
 MARKS_SUFFIX = ".read"
 REFUSED_PREFIX = ".refused-"
 WRITING_S = 10.0  # an entry file that does not parse and is younger may still be being written
+_PART = re.compile(r"^(?P<ns>\d{20})-(?P<key>.+)-(?P<part>\d{3})of(?P<parts>\d{3})\.json$")
+MAX_PARTS = 999
 
 
 class Spool:
@@ -70,6 +79,26 @@ class Spool:
         data = dumps_pretty(item, level=1).encode("utf-8")  # as the inbox will hold it
         return self._put(data, ENTRY_SUFFIX)
 
+    def put_many(self, items: list[dict[str, Any]]) -> Waiting:
+        """Spool several entries, to be committed together and in this order (module doc);
+        what to ask whether any of them still waits."""
+        if len(items) == 1:
+            return self.put(items[0])
+        if not 1 < len(items) <= MAX_PARTS:
+            raise ValueError(f"spool 1 to {MAX_PARTS} entries at once, not {len(items)}")
+        stem = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
+        names = [f"{stem}-{k:03d}of{len(items):03d}" for k in range(1, len(items) + 1)]
+        waiting = Waiting(self._open_dir(create=True), "")
+        try:
+            for name, item in zip(names, items, strict=True):
+                data = dumps_pretty(item, level=1).encode("utf-8")
+                waiting.names.append(self._write(waiting.fd, name + ENTRY_SUFFIX, data))
+        except BaseException:
+            self.remove(waiting.names)
+            waiting.close()
+            raise
+        return waiting
+
     def put_marks(self, identities: set[str]) -> Waiting:
         """Spool a reader's read marks (the identities it has read): the holder sets ``read``
         on those entries in its next write, as `Mailbox.mark_read` would."""
@@ -79,22 +108,28 @@ class Spool:
         name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{suffix}"
         fd = self._open_dir(create=True)
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            out = os.open(name, flags, 0o644, dir_fd=fd)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out, view) :]
-            except BaseException:
-                os.close(out)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=fd)
-                raise
-            os.close(out)
+            self._write(fd, name, data)
         except BaseException:
             os.close(fd)
             raise
         return Waiting(fd, name)
+
+    @staticmethod
+    def _write(fd: int, name: str, data: bytes) -> str:
+        """Create `name` in the spool folder `fd` holding `data` (one ``write``); its name."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        out = os.open(name, flags, 0o644, dir_fd=fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+        except BaseException:
+            os.close(out)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=fd)
+            raise
+        os.close(out)
+        return name
 
     def pending(self) -> list[Spooled]:
         """The spooled entries, oldest first. Call with the inbox's lock held: the names are
@@ -114,7 +149,7 @@ class Spool:
                 spooled = _read_entry(fd, name, self.path)
                 if spooled is not None:
                     found.append(spooled)
-            return found
+            return _whole_sends(found)
         finally:
             os.close(fd)
 
@@ -157,6 +192,29 @@ class Spooled:
     item: dict[str, Any] | None
     text: str
     marks: frozenset[str] = frozenset()
+
+
+def _whole_sends(found: list[Spooled]) -> list[Spooled]:
+    """`found` without the parts of a several-entry send that is not all there yet (module
+    doc); a send older than `WRITING_S` is taken as it is."""
+    seen: dict[str, set[int]] = {}
+    for spooled in found:
+        part = _PART.match(spooled.name)
+        if part is not None:
+            seen.setdefault(part["ns"] + part["key"], set()).add(int(part["part"]))
+    if not seen:
+        return found
+    now_ns = time.time_ns()
+    result = []
+    for spooled in found:
+        part = _PART.match(spooled.name)
+        if part is not None:
+            whole = seen[part["ns"] + part["key"]] == set(range(1, int(part["parts"]) + 1))
+            young = now_ns - int(part["ns"]) < WRITING_S * 1e9
+            if not whole and young:
+                continue  # the rest is being written, or was missed by this listing
+        result.append(spooled)
+    return result
 
 
 def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
@@ -215,8 +273,13 @@ class Waiting:
     question is one ``stat``; close it when done."""
 
     def __init__(self, fd: int, name: str) -> None:
-        self.name = name
+        self.names = [name] if name else []  # several, for `Spool.put_many`
         self._fd: int | None = fd
+
+    @property
+    def fd(self) -> int:
+        assert self._fd is not None, "closed"
+        return self._fd
 
     def __enter__(self) -> Waiting:
         return self
@@ -230,12 +293,14 @@ class Waiting:
             self._fd = None
 
     def __call__(self) -> bool:
-        """True while the entry is still in the spool."""
-        try:
-            os.stat(self.name, dir_fd=self._fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        return True
+        """True while the entry (any of the entries) is still in the spool."""
+        for name in self.names:
+            try:
+                os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            return True
+        return False
 
     def done(self) -> bool:
         return not self()

@@ -121,7 +121,7 @@ class Teammate:
         self.color = options.color
         self.brain = brain
         self.reporter = reporter or StatusReporter(None, self.name, options.spec.model)
-        self.activity = Activity(self._set_active)
+        self.activity = Activity(self._mark_turn)
         self.paths = paths
         self.lead_check = LeadCheck(options.lead_verify_key)  # the lead's signatures
         self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store`)
@@ -139,6 +139,8 @@ class Teammate:
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
         # plain messages handed to the brain between two model turns: read once the turn ends
         self._arrived: list[InboxEntry] = []
+        # answered while the outbox held the answers: read once they are written (`_release`)
+        self._read_after_release: list[InboxEntry] = []
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
         self.trouble = Trouble()
         self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
@@ -211,6 +213,7 @@ class Teammate:
                 stop_carriers(self.token)  # commands it started and left running
                 with contextlib.suppress(Exception):
                     self.activity.end()
+                self.activity.close()
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
 
@@ -257,6 +260,12 @@ class Teammate:
 
     def step(self) -> bool:
         """One pass: messages first, then at most one task. True if anything happened."""
+        try:
+            return self._step()
+        finally:
+            self._release()  # what a quick turn said, if nothing sent it yet (an error)
+
+    def _step(self) -> bool:
         self.outbox.flush(self._report_trouble)
         self._record_outcomes()
         entries = self._unread()
@@ -277,6 +286,7 @@ class Teammate:
             else None
         )
         if task is not None:
+            self._release()  # its answers go out before the task's work
             self._work(task)
             return True
         if answered:
@@ -420,7 +430,15 @@ class Teammate:
         goes first: ``isActive`` and the status file follow it (`_start_turn`)."""
         self._in_flight.update(entry.identity for entry in plain)
         why = f"answering {plain[-1].from_}" if plain else "taking up a sub-agent's result"
-        self._start_turn(MemberState.WORKING, why)
+        if self.brain.quick_answers():
+            # its answers go with the idle notification (`Outbox.hold`); the brain's part is
+            # over at once, so it is never marked active: waiting for the lead's inbox lock
+            # (200 teammates answering a broadcast) is no work, and marking it would rewrite
+            # config.json twice per teammate while they all wait for locks
+            self.outbox.hold()
+            self.reporter.set(MemberState.WORKING, why, write=False)
+        else:
+            self._start_turn(MemberState.WORKING, why)
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
@@ -433,8 +451,22 @@ class Teammate:
         its model requests (`between_turns`), is in its conversation now, so it is marked read.
         A crash before this leaves them unread: taken up again after a restart, never lost."""
         arrived, self._arrived = self._arrived, []
+        if self.outbox.holding:  # read once the answers are written (`_release`)
+            self._read_after_release += [*answered, *arrived]
+            return
         self._in_flight.clear()
         self.mailbox.mark_read(self.name, [*answered, *arrived])
+
+    def _release(self) -> None:
+        """Send what the outbox held this turn (the answers, and the idle notification if it
+        was sent: one write to the lead), then mark read what they answered: a crash before
+        the mark leaves the messages unread, answered again after a restart, never lost."""
+        if not self.outbox.holding:
+            return
+        self.outbox.release()
+        read, self._read_after_release = self._read_after_release, []
+        self._in_flight.clear()
+        self.mailbox.mark_read(self.name, read)
 
     def between_turns(self) -> list[InboxEntry]:
         """For the brain, between two model turns: protocol messages are handled here; the
@@ -674,6 +706,7 @@ class Teammate:
             failureReason=broke or reason,
         )
         self._send(LEAD_NAME, note)
+        self._release()  # with the turn's answers, when the outbox held them
         self.activity.end()
         self.reporter.set(
             MemberState.FAILED if failed and task is None else MemberState.IDLE,
@@ -693,25 +726,29 @@ class Teammate:
 
     def _start_turn(self, state: MemberState, why: str, task: str | None = None) -> None:
         """A turn starts: the status says so at once in memory; ``isActive`` in config.json
-        and the status file are written once the brain's model request has been sent (each
-        costs a lock, a rewrite or an fsync: several ms the request would wait for), or now
-        for a brain that makes none. Only people and the lead read them; nothing waits on
-        them, and a failure to write them never fails the turn."""
+        and the status file are written only if the turn lasts (`teammate.activity`: each
+        costs a lock, a rewrite or an fsync, and a quick turn's end writes the status once),
+        and the wait for that starts once the brain's model request has been sent, or now for
+        a brain that makes none. Only people and the lead read them; nothing waits on them,
+        and a failure to write them never fails the turn."""
         self.reporter.set(state, why, task=task, write=False)
+        if not self.brain.defer(self.activity.begin):
+            self.activity.begin()
 
-        def bookkeeping() -> None:
-            self.activity.begin()  # isActive, if the turn lasts (`teammate.activity`)
+    def _mark_turn(self, active: bool) -> None:
+        """`Activity`'s mark: a turn that lasts is active in config.json, and its status file
+        says what the teammate holds in memory ("working" on what); a turn's end, inactive."""
+        self._set_active(active)
+        if active:
             self.reporter.set()
-
-        if not self.brain.defer(bookkeeping):
-            bookkeeping()
 
     def _set_active(self, active: bool) -> None:
         """``isActive`` in config.json, written only if it changes; never raises (only people
         and the lead read it, and a failure to write it must not fail a turn)."""
         try:
-            current = self._current_member()
-            if current is not None and current.isActive is not active:
+            # its raw entry: no model of the whole team (200 members: ~6 ms of pydantic a turn)
+            current = self.team.entry(self.name)
+            if current is not None and current.get("isActive") is not active:
                 self.team.update_member(self.name, isActive=active)
         except (UnknownMember, ProtocolsError):
             pass

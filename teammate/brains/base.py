@@ -140,6 +140,12 @@ class Brain(Protocol):
         inside it."""
         ...
 
+    def quick_answers(self) -> bool:
+        """True if `respond` only sends messages, at once (no model request, no question to the
+        lead, nothing it waits for): the runtime then holds what it sends until the turn ends
+        and writes it with the turn's idle notification (one write of the lead's inbox)."""
+        ...
+
     def defer(self, work: Callable[[], None]) -> bool:
         """Run `work` (the runtime's bookkeeping for a turn that starts) once this brain's first
         model request has been sent, so it does not delay it; False: the brain makes no such

@@ -243,6 +243,9 @@ class ClaudeBrain:
     def notices_waiting(self) -> bool:
         return self.subagents.notices_waiting()
 
+    def quick_answers(self) -> bool:
+        return False  # its messages go out as the model sends them, mid-turn
+
     def defer(self, work: Callable[[], None]) -> bool:
         self.loop.defer(work)  # after its first request has left (`AgentLoop.settle`)
         return True

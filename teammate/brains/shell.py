@@ -177,6 +177,9 @@ class ShellBrain:
     def notices_waiting(self) -> bool:
         return False  # it runs no sub-agents
 
+    def quick_answers(self) -> bool:
+        return True  # an acknowledgement per message, nothing else
+
     def defer(self, work: Callable[[], None]) -> bool:
         return False  # no model request to wait for: the runtime does it at once
 

@@ -28,6 +28,7 @@ from protocols.messages import (
 )
 from protocols.paths import TeamPaths
 from protocols.permissions import permission_response
+from protocols.status import read_status
 from protocols.tasks import NewTask, TaskBoard
 from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
@@ -104,6 +105,30 @@ def test_workers_complete_a_dependency_graph_then_shut_down(
     assert approved == {r.requestId for r in requests.values()}
     assert team.load().member("alice").isActive is False
     assert team.load().member("alice").model_extra["pid"] == alice.pid
+
+
+def test_a_quick_answer_and_the_idle_notification_are_written_before_the_message_is_read(
+    team: TeamFile, start: Callable[..., Any]
+) -> None:
+    """A shell worker's turn: its answer and its idle notification go to the lead as two
+    entries, in that order, in one write, before the message it answers is marked read; the
+    turn was too short to mark it active, and its status file ends the turn "idle"."""
+    mailbox = Mailbox(team.paths)
+    start("alice")
+    for n in range(3):
+        mailbox.send("alice", f"note {n}", sender="team-lead")
+        wait_for(lambda: not mailbox.read_unread("alice"), f"note {n} read")
+        from_alice = [(e, m) for e, m in lead_messages(mailbox) if e.from_ == "alice"]
+        assert len(from_alice) == 2 * (n + 1), from_alice  # both, once it is read
+        (answer, plain), (idle, note) = from_alice[-2:]
+        assert plain is None and answer.text.startswith(f"Received: 'note {n}'")
+        assert isinstance(note, IdleNotification) and note.idleReason == "available"
+        assert answer.timestamp <= idle.timestamp and answer.identity != idle.identity
+    wait_for(
+        lambda: (status := read_status(team.paths, "alice")) is not None and status.state == "idle",
+        "alice's status file says idle",
+    )
+    assert team.load().member("alice").isActive is False
 
 
 def test_a_failing_command_leaves_the_task_in_progress_with_its_exit_code(

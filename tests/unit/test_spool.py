@@ -258,3 +258,76 @@ def test_acquire_unless_takes_a_free_lock_and_calls_on_busy_only_when_taken(
         again = FileGuard(target, timeout=5)
         assert not again.acquire_unless(lambda: True, on_busy=lambda: busy.append(1))
         assert busy == [1] and not again.held and not lock_dir_for(target).exists()
+
+
+def test_several_messages_to_one_inbox_are_separate_entries_in_order_in_one_commit(
+    mailbox: Mailbox, paths: TeamPaths
+) -> None:
+    mailbox.send("alice", "first", sender="bob")
+    written = mailbox.post_many(
+        "alice", [("the answer", "acknowledged", None), ("idle now", None, "msg-2")], sender="bob"
+    )
+    assert texts(paths) == ["first", "the answer", "idle now"]
+    items = json.loads(paths.inbox("alice").read_text())
+    assert [i["id"] for i in items[1:]] == [w["id"] for w in written]
+    assert written[1]["id"] == "msg-2" and items[1]["summary"] == "acknowledged"
+    assert len({i["msg_id"] for i in items}) == 3  # each its own message
+    assert paths.inbox("alice").read_text() == dumps_pretty(items)
+    # sent again with the same ids (a retry after a failure): stored once
+    mailbox.post_many("alice", [("idle now", None, "msg-2")], sender="bob")
+    assert texts(paths) == ["first", "the answer", "idle now"]
+
+
+def test_several_entries_spooled_together_are_taken_only_whole_and_in_order(
+    paths: TeamPaths, team: TeamFile
+) -> None:
+    spool = spool_of(paths)
+    waiting = spool.put_many([new_item(f"part {n}", "carol") for n in (1, 2, 3)])
+    assert len(waiting.names) == 3 and waiting()
+    first = waiting.names[0]
+    moved = spool.path / ".." / "aside"
+    os.replace(spool.path / first, moved)  # a listing that missed the first part
+    assert spool.pending() == []  # its writer wrote them just now: left for the next round
+    os.replace(moved, spool.path / first)
+    assert [s.item["text"] for s in spool.pending() if s.item] == ["part 1", "part 2", "part 3"]
+    spool.remove(waiting.names)
+    assert not waiting() and waiting.done()
+    waiting.close()
+    # a writer that died part way, long ago: what it spooled is delivered, in order
+    stem = f"{time.time_ns() - int((WRITING_S + 1) * 1e9):020d}-1-dead"
+    for k in (1, 2):
+        item = dumps_pretty(new_item(f"left {k}", "carol"), level=1)
+        (spool.path / f"{stem}-{k:03d}of003.json").write_text(item)
+    assert [s.item["text"] for s in spool.pending() if s.item] == ["left 1", "left 2"]
+
+
+def test_a_writer_of_several_entries_that_finds_the_lock_taken_is_carried_whole(
+    mailbox: Mailbox, paths: TeamPaths, config_root: Path
+) -> None:
+    mailbox.send("alice", "first", sender="bob")
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, taken = ctx.Event(), ctx.Event(), ctx.Queue()
+    holder = ctx.Process(target=_hold_and_commit, args=(str(config_root), ready, go, taken))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        sent: list[object] = []
+        messages = [("answer", None, None), ("idle", None, None)]
+        sender = threading.Thread(
+            target=lambda: sent.append(mailbox.post_many("alice", messages, sender="carol"))
+        )
+        sender.start()
+        spool = spool_of(paths)
+        deadline = time.monotonic() + 30
+        while len(whole_entries(spool)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(whole_entries(spool)) == 2, "the waiting writer did not spool its entries"
+        assert not sent, "the send returned before its entries were committed"
+        go.set()
+        assert taken.get(timeout=30) == 2  # one commit of the holder took both
+        sender.join(30)
+        assert sent and texts(paths) == ["first", "answer", "idle"]
+        assert names_in(spool) == []
+    finally:
+        go.set()
+        holder.join(30)
