@@ -40,3 +40,22 @@ def swarm(
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, (result.args, result.stdout, result.stderr)
     return result.stdout
+
+
+def bridged_claude_code(tmp_path: Path, config_root: Path, conninfo: str) -> tuple[Path, Path, str]:
+    """The set-up of a test with real Claude Code on a bridged host: the newest Claude Code
+    (the test is skipped when it cannot be installed), a work directory it trusts, and team
+    ``t`` created on the store there. Returns (the program, the work directory, the URL)."""
+    import claude_code
+    import pytest
+
+    try:
+        claude = claude_code.install(claude_code.NEWEST)
+    except claude_code.Unavailable as exc:
+        pytest.skip(str(exc))
+    work = tmp_path / "work"
+    work.mkdir()
+    claude_code.trust(config_root, work)
+    store_url = url_of(conninfo)
+    ok(swarm("team", "create", "t", "--store", store_url, "--cwd", str(work), cwd=work))
+    return claude, work, store_url

@@ -14,7 +14,7 @@ import pytest
 from claude_code import MODEL, Rule, reacting
 from helpers import Processes, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
-from pg_cli import ok, swarm, url_of
+from pg_cli import bridged_claude_code, ok, swarm
 
 from protocols.pg import Database, PgMailbox
 
@@ -25,14 +25,7 @@ START_S = 60.0  # Claude Code's first start in a fresh config root takes a few s
 def test_a_claude_code_teammate_on_a_bridged_host_hears_the_store_and_answers(
     conninfo: str, db: Database, tmp_path: Path, config_root: Path, tmux_socket: str
 ) -> None:
-    try:
-        claude = claude_code.install(claude_code.NEWEST)
-    except claude_code.Unavailable as exc:
-        pytest.skip(str(exc))
-    work = tmp_path / "work"
-    work.mkdir()
-    claude_code.trust(config_root, work)
-    ok(swarm("team", "create", "t", "--store", url_of(conninfo), "--cwd", str(work), cwd=work))
+    claude, work, _url = bridged_claude_code(tmp_path, config_root, conninfo)
     env = {k: v for k, v in os.environ.items() if k != "SWARM_STORE"}
     env["SWARM_TEAM"] = "t"
     procs = Processes(work)

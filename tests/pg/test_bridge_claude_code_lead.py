@@ -17,7 +17,7 @@ import pytest
 from claude_code import MODEL, Rule, reacting
 from helpers import Processes, claude_env, new_session, screen, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
-from pg_cli import ok, swarm, url_of
+from pg_cli import bridged_claude_code, ok, swarm
 
 from protocols.bridge.session import live_session
 from protocols.paths import TeamPaths
@@ -31,15 +31,7 @@ START_S = 60.0  # Claude Code's first start in a fresh config root takes a few s
 def test_a_claude_code_lead_on_a_bridged_host_talks_with_a_teammate_elsewhere(
     conninfo: str, db: Database, tmp_path: Path, config_root: Path, tmux_socket: str
 ) -> None:
-    try:
-        claude = claude_code.install(claude_code.NEWEST)
-    except claude_code.Unavailable as exc:
-        pytest.skip(str(exc))
-    work = tmp_path / "work"
-    work.mkdir()
-    claude_code.trust(config_root, work)
-    store_url = url_of(conninfo)
-    ok(swarm("team", "create", "t", "--store", store_url, "--cwd", str(work), cwd=work))
+    claude, work, store_url = bridged_claude_code(tmp_path, config_root, conninfo)
     other_root, other_home = tmp_path / "other-root", tmp_path / "other-home"
     other_root.mkdir()
     other_home.mkdir()

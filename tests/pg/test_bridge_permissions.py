@@ -18,7 +18,7 @@ import pytest
 from claude_code import MODEL, Rule, reacting
 from helpers import Processes, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
-from pg_cli import ok, swarm, url_of
+from pg_cli import bridged_claude_code, ok, swarm
 
 from protocols.pg import Database, PgMailbox
 
@@ -29,16 +29,8 @@ START_S = 60.0  # Claude Code's first start in a fresh config root takes a few s
 def test_a_bridged_claude_code_teammates_permission_request_is_answered_by_a_remote_lead(
     conninfo: str, db: Database, tmp_path: Path, config_root: Path, tmux_socket: str
 ) -> None:
-    try:
-        claude = claude_code.install(claude_code.NEWEST)
-    except claude_code.Unavailable as exc:
-        pytest.skip(str(exc))
-    work = tmp_path / "work"
-    work.mkdir()
+    claude, work, store_url = bridged_claude_code(tmp_path, config_root, conninfo)
     made = work / "made-by-alice.txt"
-    claude_code.trust(config_root, work)
-    store_url = url_of(conninfo)
-    ok(swarm("team", "create", "t", "--store", store_url, "--cwd", str(work), cwd=work))
     lead_root, lead_home = tmp_path / "lead-root", tmp_path / "lead-home"
     lead_root.mkdir()
     lead_home.mkdir()
