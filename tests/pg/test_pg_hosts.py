@@ -16,6 +16,7 @@ import shlex
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import DEADLINE_S, wait_for
@@ -74,27 +75,35 @@ def lease_ran_out(db: Database, name: str) -> bool:
     return left is not None and left < 0
 
 
+def b_works_the_board(a: Machine, b: Machine, db: Database) -> dict[str, Any]:
+    """A asks host b for teammate w1, which does two dependent tasks there, in b's directory,
+    in order, and shows alive by its lease on b (shared with the network-namespace test).
+    Returns the host's answer to the spawn."""
+    a.swarm("task", "add", "first", "--command", "echo one > first.txt")
+    a.swarm("task", "add", "second", "--command", "echo two > second.txt", "--blocked-by", "1")
+    answer = spawn_on_b(a, "w1")
+    assert answer["host"] == "b" and answer["backend"] == "subprocess"
+    done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
+    assert done.stdout.startswith("met: all 2 tasks completed"), done.stdout
+    assert [(t, e, who) for t, e, who, _ in events(db)] == [
+        (1, "claimed", "w1"), (1, "completed", "w1"),
+        (2, "claimed", "w1"), (2, "completed", "w1"),
+    ]  # fmt: skip
+    assert (b.work / "first.txt").exists() and (b.work / "second.txt").exists()
+    assert not (a.work / "first.txt").exists()  # it ran on b, in b's directory
+    [w1] = [m for m in a.json("status")["members"] if m["name"] == "w1"]
+    assert w1["state"] in ("idle", "working") and w1["host"] == "b"
+    assert w1["lease_s"] is not None and w1["lease_s"] > 0
+    return answer
+
+
 def test_a_teammate_spawned_on_another_host_works_the_board_and_shows_alive_by_its_lease(
     lead_and_host: tuple[Machine, Machine], db: Database
 ) -> None:
     a, b = lead_and_host
     agent = start_team(a, b, db)
     try:
-        a.swarm("task", "add", "first", "--command", "echo one > first.txt")
-        a.swarm("task", "add", "second", "--command", "echo two > second.txt", "--blocked-by", "1")
-        answer = spawn_on_b(a, "w1")
-        assert answer["host"] == "b" and answer["backend"] == "subprocess"
-        done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
-        assert done.stdout.startswith("met: all 2 tasks completed"), done.stdout
-        assert [(t, e, who) for t, e, who, _ in events(db)] == [
-            (1, "claimed", "w1"), (1, "completed", "w1"),
-            (2, "claimed", "w1"), (2, "completed", "w1"),
-        ]  # fmt: skip
-        assert (b.work / "first.txt").exists() and (b.work / "second.txt").exists()
-        assert not (a.work / "first.txt").exists()  # it ran on b, in b's directory
-        [w1] = [m for m in a.json("status")["members"] if m["name"] == "w1"]
-        assert w1["state"] in ("idle", "working") and w1["host"] == "b"
-        assert w1["lease_s"] is not None and w1["lease_s"] > 0
+        answer = b_works_the_board(a, b, db)
         hosts = a.json("host", "list")
         assert [(h["name"], h["alive"]) for h in hosts] == [("b", True)]
 

@@ -32,6 +32,7 @@ from pg_server import ServerUnavailable, TemporaryServer
 from procs import run_together
 from test_pg_hosts import (
     SHORT_LEASE_S,
+    b_works_the_board,
     events,
     gated,
     lease_ran_out,
@@ -196,20 +197,7 @@ def test_a_teammate_on_a_host_in_another_network_namespace_works_the_board(
     a, b = s.a, s.b
     agent = start_team(a, b, s.db, lab.ns.argv)
     try:
-        a.swarm("task", "add", "first", "--command", "echo one > first.txt")
-        a.swarm("task", "add", "second", "--command", "echo two > second.txt", "--blocked-by", "1")
-        answer = spawn_on_b(a, "w1")
-        assert answer["host"] == "b" and answer["backend"] == "subprocess"
-        done = a.swarm("wait", "--all-tasks", "--timeout", str(DEADLINE_S))
-        assert done.stdout.startswith("met: all 2 tasks completed"), done.stdout
-        assert [(t, e, who) for t, e, who, _ in events(s.db)] == [
-            (1, "claimed", "w1"), (1, "completed", "w1"),
-            (2, "claimed", "w1"), (2, "completed", "w1"),
-        ]  # fmt: skip
-        assert (b.work / "first.txt").exists() and (b.work / "second.txt").exists()
-        [w1] = [m for m in a.json("status")["members"] if m["name"] == "w1"]
-        assert w1["state"] in ("idle", "working") and w1["host"] == "b"
-        assert w1["lease_s"] is not None and w1["lease_s"] > 0
+        answer = b_works_the_board(a, b, s.db)
         # the host and its teammate reached the server over the veth, from the namespace
         assert clients(s) == {lab.ns.inside}
         shutdown = a.json("shutdown", "w1")
