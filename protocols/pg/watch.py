@@ -146,16 +146,18 @@ class _Waking(threading.Event):
         super().__init__()
         self._read_fd: int | None = None
         self._write_fd: int | None = None
+        self._fds = threading.Lock()  # a late `set` never writes into a closed (reused) fd
 
     def open(self) -> None:
         if self._read_fd is None:
             self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def close(self) -> None:
-        for fd in (self._read_fd, self._write_fd):
-            if fd is not None:
-                os.close(fd)
-        self._read_fd = self._write_fd = None
+        with self._fds:
+            for fd in (self._read_fd, self._write_fd):
+                if fd is not None:
+                    os.close(fd)
+            self._read_fd = self._write_fd = None
 
     def fileno(self) -> int | None:
         return self._read_fd
@@ -168,7 +170,7 @@ class _Waking(threading.Event):
 
     def set(self) -> None:
         super().set()
-        write_fd = self._write_fd
-        if write_fd is not None:
-            with contextlib.suppress(BlockingIOError, OSError):  # full: a wake-up is pending
-                os.write(write_fd, b"!")
+        with self._fds:
+            if self._write_fd is not None:
+                with contextlib.suppress(OSError):  # full (BlockingIOError): one is pending
+                    os.write(self._write_fd, b"!")
