@@ -122,6 +122,20 @@ def teammate_argv(name: str, *extra: str, team: str = "t", model: str = "shell")
     ]
 
 
+def read_lines(proc: subprocess.Popen[str]) -> list[str]:
+    """The lines `proc` prints on its stdout, gathered as they come by a daemon thread (the
+    list grows while the process runs)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
 class Processes:
     """Teammate processes started by a test; `close` kills whatever is still running."""
 
@@ -224,13 +238,7 @@ class LeadSession:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.lines = read_lines(self.proc)
 
     @property
     def output(self) -> str:

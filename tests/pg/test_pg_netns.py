@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import netns
 import pytest
-from helpers import DEADLINE_S, wait_for
+from helpers import DEADLINE_S, read_lines, wait_for
 from machines import Machine, machine, stop
 from pg_cli import url_of
 from pg_procs import TEAM, check_the_race, claim_until_done, claim_until_done_in, dependent_tasks
@@ -141,13 +140,7 @@ for line in sys.stdin:
             cwd=Path(__file__).parents[2],
             env={**os.environ, "HOME": str(home)},
         )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.lines = read_lines(self.proc)
 
     def ask(self, what: str) -> str:
         """One query; its printed outcome (the test fails at the deadline if none came)."""

@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import swarm, wait_for
+from helpers import read_lines, swarm, wait_for
 
 from protocols.clock import iso_from_ms, ms_from_iso
 from protocols.mailbox import Mailbox
@@ -274,13 +273,7 @@ class Follower:
             # shell starts it (and so this child) with SIGINT ignored
             preexec_fn=_sigint_default,
         )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.lines = read_lines(self.proc)
 
     def expect(self, text: str) -> None:
         wait_for(lambda: any(text in line for line in self.lines), repr(text))
