@@ -120,10 +120,9 @@ class PgWatcher:
             local = self._local
             every = local.look_every_s if local is not None else None
             left = deadline - time.monotonic()
-            fds = [self.changed.fileno(), *(local.bell_fds() if local is not None else [])]
-            heard = self.listener.heard(
-                self.names, max(0.0, min(left, every or left)), wake_fds=[f for f in fds if f]
-            )
+            own = self.changed.fileno()
+            fds = ([] if own is None else [own]) + (local.bell_fds() if local is not None else [])
+            heard = self.listener.heard(self.names, max(0.0, min(left, every or left)), fds)
             self.changed.drain()
             if heard is None or TASKS in heard:
                 self._board_touched = True
