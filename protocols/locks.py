@@ -140,9 +140,12 @@ class FileGuard:
         self._locks_fd: int | None = None  # .swarm-locks/ beside it
         self._name = self.target.name
         self._lock_name = self._name + ".lock"
-        self._private = self.flock_path.name + ".new-lock"
+        self._private = f".{self._lock_name}.new"  # beside it: see `_try_make_lock_dir`
         self._made: tuple[int, int] | None = None  # (inode, ctime_ns) of our lock directory
         self._expected: Signature | None = None  # the target as this holder last saw it
+        # whether the last holder (a swarm process) let go without releasing: killed, or its
+        # lock taken as stale; its temporary file may be left beside the target
+        self.after_unclean_release = False
 
     def __enter__(self) -> FileGuard:
         self.acquire()
@@ -224,21 +227,26 @@ class FileGuard:
         self._fd = None
         _unregister(self)
         _refresher().discard(self)
+        kept = -1
         try:
             if self.owns_lock_dir():
+                kept = open_to_keep(self._lock_name, self.dir_fd)
                 os.rmdir(self._lock_name, dir_fd=self.dir_fd)
+                self._write_record(fd, 0, 0)  # released: the next holder finds nothing to tidy
             else:
                 log.warning("lock %s was taken by another process while held", self.lock_dir)
         except FileNotFoundError:
             log.warning("lock %s was removed by another process while held", self.lock_dir)
         finally:
-            # the ownership record stays: it names a directory (inode, ctime) that is gone, so
-            # it can never match a lock directory made later
+            # a record left naming a directory (inode, ctime) that is gone never matches a
+            # lock directory made later
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
                 self._close_dirs()
+                if kept >= 0:
+                    os.close(kept)  # the directory is freed here, outside every lock
 
     def owns_lock_dir(self) -> bool:
         """Whether ``X.lock`` is still the directory this guard made."""
@@ -356,6 +364,7 @@ class FileGuard:
     def _make_lock_dir(self, fd: int, deadline: float) -> None:
         # read before our own attempts overwrite it: it may name a dead holder's directory
         previous = _read_record(fd)
+        self.after_unclean_release = previous is not None and previous[2] != 0
         delay = 0.001
         while True:
             if self._lstat(self._lock_name) is None and self._try_make_lock_dir(fd):
@@ -374,15 +383,17 @@ class FileGuard:
     def _try_make_lock_dir(self, fd: int) -> bool:
         """Make Claude Code's lock directory, recorded as ours before anyone can see it.
 
-        The directory is made under a private name in ``.swarm-locks/``, its inode recorded in
-        the flock file, and only then renamed into place without replacing anything
-        (``renameat2(RENAME_NOREPLACE)``). A process killed at any point leaves either no lock
-        directory or one the record names, so the next swarm process never has to wait out the
-        stale window for it. (We hold the flock, so the private name is ours alone; one left by a
-        killed process is removed.)
+        The directory is made under a hidden private name beside the target (``.X.lock.new``),
+        its inode recorded in the flock file, and only then renamed into place without replacing
+        anything (``renameat2(RENAME_NOREPLACE)``). A process killed at any point leaves either
+        no lock directory or one the record names, so the next swarm process never has to wait
+        out the stale window for it. (We hold the flock, so the private name is ours alone; one
+        left by a killed process is removed.) The rename stays inside the directory: a rename
+        between directories takes the file system's one rename lock, which every writer then
+        queues on.
         """
-        locks, here = self._locks_fd, self.dir_fd
-        assert locks is not None and here is not None, "held open while the lock is held"
+        here = self.dir_fd
+        locks = here
         try:
             os.mkdir(self._private, 0o755, dir_fd=locks)
         except FileExistsError:  # left by a swarm process killed before its rename
@@ -455,6 +466,21 @@ Record = tuple[int, int, int, int]  # pid, start (0: unknown), inode, ctime_ns
 @functools.cache
 def _my_start() -> int:
     return start_time(os.getpid()) or 0
+
+
+def open_to_keep(name: str, dir_fd: int) -> int:
+    """`name` in `dir_fd` opened read-only (-1 if it cannot be), to be closed once the locks are
+    let go. While it is open, removing or replacing `name` does not free its inode: the kernel
+    frees it (truncating its blocks; on a file system mounted with ``discard``, waiting for the
+    device) at the close, instead of inside the removal or the rename, where it holds the
+    directory's lock (and, for a rename between directories, the file system's rename lock),
+    which every other writer in the directory then waits for."""
+    try:
+        return os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
+        )
+    except OSError:
+        return -1
 
 
 def rename_noreplace(src_fd: int, source: str, dst_fd: int, destination: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from protocols.jsonio import (
     temp_prefix,
     write_json,
 )
+from protocols.locks import FileGuard
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -134,3 +137,54 @@ def test_ensure_file_creates_once_and_never_overwrites(tmp_path: Path) -> None:
     assert target.read_text() == '[{"x": 1}]'
     assert sorted(os.listdir(target.parent)) == [".swarm-tmp", "inbox.json"]
     assert os.listdir(temp_dir(target)) == []
+
+
+KILLED_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from protocols.locks import FileGuard
+target = Path(sys.argv[1])
+guard = FileGuard(target)
+guard.acquire()
+(target.parent / f".{target.name}.tmp-{os.getpid()}-dead").write_text("[half")
+print("holding", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_locked_write_renames_within_the_targets_directory(tmp_dir: Path) -> None:
+    target = tmp_dir / "inbox.json"
+    target.write_text("[]")
+    with FileGuard(target):
+        write_json(target, [1])
+    assert target.read_text() == "[\n  1\n]"
+    # no `.swarm-tmp/`: a rename between directories takes the file system's one rename lock
+    assert sorted(os.listdir(tmp_dir)) == [".swarm-locks", "inbox.json"]
+
+
+def test_a_killed_holders_temporary_file_is_removed_by_the_next_holder(tmp_dir: Path) -> None:
+    target = tmp_dir / "inbox.json"
+    target.write_text("[]")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HOLDER, str(target)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+    holder.kill()
+    holder.wait()
+    assert [n for n in os.listdir(tmp_dir) if n.startswith(".inbox.json.tmp-")]
+    with FileGuard(target, timeout=15) as guard:
+        assert guard.after_unclean_release
+        write_json(target, ["after"])
+    assert json.loads(target.read_text()) == ["after"]
+    assert sorted(os.listdir(tmp_dir)) == [".swarm-locks", "inbox.json"]
+
+
+def test_after_a_clean_release_the_directory_is_not_searched(tmp_dir: Path) -> None:
+    target = tmp_dir / "inbox.json"
+    target.write_text("[]")
+    with FileGuard(target):
+        write_json(target, [1])
+    with FileGuard(target) as guard:
+        assert not guard.after_unclean_release
+        write_json(target, [2])
+    assert json.loads(target.read_text()) == [2]
