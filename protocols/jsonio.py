@@ -4,11 +4,11 @@ Format: files are ``JSON.stringify(value, null, 2)`` (2-space indent, no trailin
 kept as UTF-8); structured messages inside an inbox entry's ``text`` are compact
 ``JSON.stringify(value)``. Python's `json` produces the same bytes for the values these files hold.
 
-Writes: a temporary file on the same file system (``.swarm-tmp/`` beside the target), flushed and
-fsynced, `os.replace` over the target, then the target's directory fsynced. A crash at any
-instant leaves the old file or the new one, never a torn one. Writers hold the target's lock, so
-any temporary file of that target found while writing was left by a writer that died: it is
-removed then (the "orphan" clean-up). Appends to line files are whole lines or nothing.
+Writes: a temporary file in the same directory (hidden, under the target's lock; else in
+``.swarm-tmp/`` beside the target), flushed and fsynced, `os.replace` over the target, then the
+target's directory fsynced. A crash at any instant leaves the old file or the new one, never a
+torn one. Writers hold the target's lock, so a temporary file of that target can only be left
+by a holder that died: the next holder removes it (the "orphan" clean-up). Appends to line files are whole lines or nothing.
 Every path goes through `protocols.safefs`: no symbolic link is followed.
 
 Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
