@@ -88,6 +88,11 @@ class PgWatcher:
         """Why the local directories are not watched with inotify (None: they are, or none)."""
         return self._local.degraded if self._local is not None else None
 
+    @property
+    def belled(self) -> bool:
+        """Without inotify, its local directories are woken by doorbells when swarm writes."""
+        return self._local.belled if self._local is not None else False
+
     def __enter__(self) -> PgWatcher:
         return self.start()
 
