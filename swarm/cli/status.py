@@ -17,7 +17,7 @@ from swarm.views.table import render
 def status(as_json: bool, team: str) -> None:
     """Members (working/idle/dead), their tasks, model calls and tokens, task counts and pending
     requests. Tokens: input (all prompt tokens, of which cached) / output."""
-    view = snapshot(paths_for(team))
+    view = snapshot(paths_for(team), once=True)
     if as_json:
         emit(to_json(view), True, str)
     else:
