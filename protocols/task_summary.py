@@ -61,6 +61,7 @@ TEMP_MARKER = ".new-"
 TEMP_MAX_AGE_S = 60.0  # a temporary file older than this was left by a writer that died
 ROW_LEN = 11  # a row's values in the file: `TaskRow`'s fields but the last
 STATUS_SET = frozenset(STATUSES)
+_make = tuple.__new__  # a row from its values, checked (`_valid`): a third of `TaskRow._make`
 
 # reads the task file `name` in the task directory opened as `dir_fd` (no link followed):
 # the task, or None for no valid task there
@@ -187,10 +188,10 @@ def rows(tasks_dir: Path, summary: Path, read: Reader) -> list[TaskRow]:
                 ):
                     if row[5] == "":  # invalid, and still the same
                         read(name, dir_fd)  # warned about again, as by any listing
-                        written.append(TaskRow._make([*row, b"{}"]))
+                        written.append(_make(TaskRow, (*row, b"{}")))
                         continue
                     if stat.S_ISREG(st.st_mode) and _valid(row):
-                        written.append(TaskRow._make([*row, old.lines[at]]))
+                        written.append(_make(TaskRow, (*row, old.lines[at])))
                         continue
             changed = True
             key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -207,8 +208,8 @@ def _names(listed: list[str], old: _Summary) -> tuple[list[str], bool]:
     """The task files among `listed`, by id, and whether they are other files than `old`'s
     (its order is kept when they are the same: no sort)."""
     known = old.at
-    same = sum(1 for name in listed if name in known) == len(known)
-    if same and not any(TASK_FILE.match(n) for n in listed if n not in known):
+    present = set(listed)  # every known name must be there: names the directory really has
+    if known.keys() <= present and not any(TASK_FILE.match(n) for n in present - known.keys()):
         return list(known), False
     found = sorted((int(m.group(1)), n) for n in listed if (m := TASK_FILE.match(n)))
     return [name for _, name in found], True

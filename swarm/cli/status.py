@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from swarm.cli.common import emit, ids_text, json_option, paths_for, team_option
-from swarm.team import members as members_mod
 from swarm.views.snapshot import snapshot, to_json
 from swarm.views.table import render
 
@@ -29,7 +28,9 @@ def status(as_json: bool, team: str) -> None:
 @team_option
 def reap(as_json: bool, team: str) -> None:
     """Remove members whose process is gone; their unfinished tasks go back to pending."""
-    reaped = members_mod.reap(paths_for(team))
+    from swarm.team import members  # the spawn backends: not for `swarm status`
+
+    reaped = members.reap(paths_for(team))
     emit(
         [{"name": r.name, "pid": r.pid, "released": r.released} for r in reaped],
         as_json,

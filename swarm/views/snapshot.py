@@ -30,8 +30,7 @@ from protocols.tasks import TaskBoard
 from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
-from swarm.team.liveness import Liveness, liveness, member_host
-from swarm.team.members import member_pid
+from swarm.team.liveness import Liveness, liveness, member_host, member_pid
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
 from swarm.views.request_text import PLAN_KIND, target
