@@ -22,7 +22,7 @@ only when its file's ``lstat`` has the row's key *and* the file's mtime and ctim
 Claude Code rewrites task files in place, and a rewrite of the same size within one tick of the
 file system's clock (a few ms; a second or two on some file systems) keeps inode, size and
 times, so only a file last changed well before the summary was taken is known to hold what the
-summary says. ``taken_ns`` counts no later than the summary file's own mtime.
+summary says.
 
 Never fatal: a summary that is missing, unreadable, a link, corrupt (its CRC), of another version
 or of another directory is ignored and written anew; one that cannot be written (a read-only file
@@ -154,10 +154,13 @@ class _Summary:
                 self.at[row[0]] = at
 
 
-def rows(tasks_dir: Path, summary: Path, read: Reader) -> list[TaskRow]:
+def rows(
+    tasks_dir: Path, summary: Path, read: Reader, clock: Callable[[], int] = time.time_ns
+) -> list[TaskRow]:
     """Every valid task of `tasks_dir`, by id, as rows: from `summary` where it is known to be
-    current, else read with `read`; `summary` is written again if anything changed."""
-    started = time.time_ns()
+    current, else read with `read`; `summary` is written again if anything changed. `clock`
+    (ns since the epoch, the clock file times count on) dates the look."""
+    started = clock()
     try:
         dir_fd = safefs.open_dir(tasks_dir)
     except FileNotFoundError:
@@ -239,7 +242,6 @@ def load(path: Path, directory: tuple[int, int]) -> _Summary:
         return _Summary()
     try:
         with os.fdopen(fd, "rb") as handle:
-            mtime_ns = os.fstat(handle.fileno()).st_mtime_ns
             data = handle.read()
     except OSError:
         return _Summary()
@@ -262,7 +264,7 @@ def load(path: Path, directory: tuple[int, int]) -> _Summary:
             return _Summary()
     except (ValueError, UnicodeDecodeError):
         return _Summary()
-    return _Summary(min(header["taken_ns"], mtime_ns), found, fulls.removesuffix(b"\n"))
+    return _Summary(header["taken_ns"], found, fulls.removesuffix(b"\n"))
 
 
 def save(path: Path, directory: tuple[int, int], taken_ns: int, written: list[TaskRow]) -> None:
