@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StringConstraints
 
 from protocols.records import Record
-from protocols.task import ID_PATTERN, failure_of, is_internal
+from protocols.task import FAILED, ID_PATTERN, failure_of, is_internal
 from protocols.values import TaskStatus
 
 TaskId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
@@ -43,8 +43,9 @@ class Task(Record):
 
     @property
     def failed(self) -> bool:
-        """Its worker failed it (or was denied); it waits for a retry."""
-        return bool(self.failure)
+        """Its worker failed it (or was denied); it waits for a retry. (Whether `failure` is
+        not empty, without building its text: a redraw asks this of every task.)"""
+        return self.status != TaskStatus.COMPLETED and bool((self.metadata or {}).get(FAILED))
 
     @property
     def failure(self) -> str:
