@@ -196,10 +196,15 @@ def rows(
                     if stat.S_ISREG(st.st_mode) and _valid(row):
                         written.append(_make(TaskRow, (*row, old.lines[at])))
                         continue
-            changed = True
             key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             task = read(name, dir_fd)
-            written.append(_invalid(name, key) if task is None else TaskRow.of(name, key, task))
+            fresh = _invalid(name, key) if task is None else TaskRow.of(name, key, task)
+            written.append(fresh)
+            # a file changed moments ago that still holds what its row says is no change: a
+            # summary written now would not trust it either (so idle looks write nothing)
+            recent = max(st.st_mtime_ns, st.st_ctime_ns) >= started - RACY_NS
+            if not (recent and at is not None and _same(old, at, fresh)):
+                changed = True
     finally:
         os.close(dir_fd)
     if changed:
@@ -216,6 +221,11 @@ def _names(listed: list[str], old: _Summary) -> tuple[list[str], bool]:
         return list(known), False
     found = sorted((int(m.group(1)), n) for n in listed if (m := TASK_FILE.match(n)))
     return [name for _, name in found], True
+
+
+def _same(old: _Summary, at: int, fresh: TaskRow) -> bool:
+    """Whether `old`'s row `at` is `fresh` (its key, its values and its task)."""
+    return list(fresh[:ROW_LEN]) == old.rows[at] and fresh.line() == old.lines[at]
 
 
 def _valid(row: list[Any]) -> bool:

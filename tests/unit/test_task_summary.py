@@ -114,8 +114,14 @@ def test_the_summary_is_out_of_claude_codes_sight(board: TaskBoard, paths: TeamP
 def test_files_changed_just_before_the_look_are_parsed_again(board: TaskBoard) -> None:
     look = Looks(board)
     look(ahead_ns=0)  # taken now: every file was written within the racy window
+    written = board.paths.task_summary.stat()
     look(ahead_ns=0)
     assert len(look.parsed) == 4
+    # they hold what their rows say, and a summary written now would not trust them either
+    assert board.paths.task_summary.stat().st_ino == written.st_ino
+    look()  # once they are old enough, a look trusts them from then on
+    look()
+    assert look.parsed == []
 
 
 def test_a_same_size_rewrite_with_the_same_stat_is_seen_if_racy(
