@@ -28,7 +28,9 @@ Never fatal: a summary that is missing, unreadable, a link, corrupt (its CRC), o
 or of another directory is ignored and written anew; one that cannot be written (a read-only file
 system, a full disk, a link in the way) is left alone, and the command still answers. It is
 written (temporary file, then rename; no fsync: it is a cache) only when something changed, so
-concurrent writers each leave a whole summary, whichever rename comes last.
+concurrent writers each leave a whole summary, whichever rename comes last; each is true of
+the files as they were at its own ``taken_ns``, so an older one landing last costs only
+re-reads.
 """
 
 from __future__ import annotations
