@@ -12,7 +12,8 @@ link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait woke
 (one message), `mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify instance),
 `doorbell` (waking a reader without inotify), `task` (task file names, claims), `task_model` (one
 task), `task_graph` (dependencies), `tasks` (the board), `store` (which store a team lives in:
-files or PostgreSQL, `open_store`), `task_index` (the board in memory), `dirwatch` (which names in
+files or PostgreSQL, `open_store`), `task_index` (the board in memory), `task_summary` (the board
+summarised on disk, for a process that looks once), `dirwatch` (which names in
 a directory changed), `permissions`, `correlation` (request ids), `signing` and `keyfile` (lead
 signatures), `pids` (processes by identity), `status` (a teammate's status file), `prices` and
 `budget` (model prices, a member's budget file), `printable` (text safe for a terminal), `clock`,

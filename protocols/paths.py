@@ -137,5 +137,11 @@ class TeamPaths:
     def highwatermark(self) -> Path:
         return self.tasks_dir / ".highwatermark"
 
+    @property
+    def task_summary(self) -> Path:
+        """swarm's summary of the task board (`protocols.task_summary`): in swarm's own
+        directory, where Claude Code never looks and the board's watchers are not woken."""
+        return self.root / "swarm" / "task-summaries" / (self.task_list or self.team)
+
     def task(self, task_id: str | int) -> Path:
         return self.tasks_dir / f"{checked_component(str(task_id), 'task id')}.json"

@@ -18,9 +18,10 @@ keeps no worker busy, until someone retries it (`TaskBoard.retry`).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocols.values import TaskStatus
 
@@ -53,7 +54,47 @@ class ClaimResult:
     epoch: int | None = None
 
 
-def list_line(task: Task) -> str:
+class TaskLike(Protocol):
+    """What a view reads of a task: a `Task` model, or a `protocols.task_summary.TaskRow`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def blockedBy(self) -> list[str]: ...
+    @property
+    def internal(self) -> bool: ...
+    @property
+    def unfinished(self) -> bool: ...
+    @property
+    def failed(self) -> bool: ...
+    @property
+    def failure(self) -> str: ...
+    def to_json_dict(self) -> dict[str, Any]: ...
+
+
+def is_internal(metadata: Mapping[str, Any] | None) -> bool:
+    """``metadata._internal``: a task hidden from listings."""
+    return bool((metadata or {}).get("_internal"))
+
+
+def failure_of(status: str, metadata: Mapping[str, Any] | None) -> str:
+    """Why a task with this status and metadata failed; empty when it did not (an unfinished
+    task whose ``metadata.failed`` is set failed)."""
+    mark = (metadata or {}).get(FAILED) if status != TaskStatus.COMPLETED else None
+    if not mark:
+        return ""
+    if isinstance(mark, dict):
+        return str(mark.get("reason") or "failed")
+    return str(mark)
+
+
+def list_line(task: TaskLike) -> str:
     """Claude Code's TaskList line: ``#<id> [<status>] <subject>[ (<owner>)][ [blocked by #a]]``;
     a failed task shows ``[failed]`` for its status."""
     owner = f" ({task.owner})" if task.owner else ""

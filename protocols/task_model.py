@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StringConstraints
 
 from protocols.records import Record
-from protocols.task import FAILED, ID_PATTERN
+from protocols.task import FAILED, ID_PATTERN, failure_of, is_internal
 from protocols.values import TaskStatus
 
 TaskId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
@@ -35,7 +35,7 @@ class Task(Record):
 
     @property
     def internal(self) -> bool:
-        return bool((self.metadata or {}).get("_internal"))
+        return is_internal(self.metadata)
 
     @property
     def unfinished(self) -> bool:
@@ -43,16 +43,14 @@ class Task(Record):
 
     @property
     def failed(self) -> bool:
-        """Its worker failed it (or was denied); it waits for a retry."""
-        return self.unfinished and bool((self.metadata or {}).get(FAILED))
+        """Its worker failed it (or was denied); it waits for a retry. (Whether `failure` is
+        not empty, without building its text: a redraw asks this of every task.)"""
+        return self.status != TaskStatus.COMPLETED and bool((self.metadata or {}).get(FAILED))
 
     @property
     def failure(self) -> str:
         """Why it failed (empty when it did not)."""
-        mark = (self.metadata or {}).get(FAILED) if self.failed else None
-        if isinstance(mark, dict):
-            return str(mark.get("reason") or "failed")
-        return str(mark) if mark else ""
+        return failure_of(self.status, self.metadata)
 
     @property
     def busy(self) -> bool:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from protocols import safefs, task_index
+from protocols import safefs, task_index, task_summary
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
@@ -56,6 +56,7 @@ from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
     from protocols.task_model import Task
+    from protocols.task_summary import TaskRow
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,18 @@ class TaskBoard:
             self._refresh()
             tasks = self._index.tasks()
         return tasks if include_internal else [t for t in tasks if not t.internal]
+
+    def rows(self, include_internal: bool = False) -> builtins.list[TaskRow]:
+        """`list` as `TaskRow`s (what a view shows of a task), for a process that looks once
+        (``swarm status``): from the board's summary on disk (`protocols.task_summary`), which a
+        new process trusts only for files whose stat it checked, parsing the others; so a look
+        at an unchanged board costs a stat of every file, not a parse. The process's index is
+        neither used nor built."""
+        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self._read_at)
+        return rows if include_internal else [r for r in rows if not r.internal]
+
+    def _read_at(self, name: str, dir_fd: int) -> Task | None:
+        return self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
 
     def _scan(self) -> builtins.list[Task]:
         """Every valid task (internal ones too), by id, from the files themselves.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from swarm.cli.common import emit, ids_text, json_option, paths_for, team_option
-from swarm.team import members as members_mod
 from swarm.views.snapshot import snapshot, to_json
 from swarm.views.table import render
 
@@ -17,7 +16,7 @@ from swarm.views.table import render
 def status(as_json: bool, team: str) -> None:
     """Members (working/idle/dead), their tasks, model calls and tokens, task counts and pending
     requests. Tokens: input (all prompt tokens, of which cached) / output."""
-    view = snapshot(paths_for(team))
+    view = snapshot(paths_for(team), once=True)
     if as_json:
         emit(to_json(view), True, str)
     else:
@@ -29,7 +28,9 @@ def status(as_json: bool, team: str) -> None:
 @team_option
 def reap(as_json: bool, team: str) -> None:
     """Remove members whose process is gone; their unfinished tasks go back to pending."""
-    reaped = members_mod.reap(paths_for(team))
+    from swarm.team import members  # the spawn backends: not for `swarm status`
+
+    reaped = members.reap(paths_for(team))
     emit(
         [{"name": r.name, "pid": r.pid, "released": r.released} for r in reaped],
         as_json,

@@ -28,7 +28,7 @@ from rich.text import Text
 
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
-from protocols.task_model import Task
+from protocols.task import TaskLike
 from swarm.views.dashboard_keys import KEYS
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
@@ -215,7 +215,7 @@ def _members(view: TeamView, rows: list[Row], width: int, lines: int) -> list[Te
 # the task board
 
 
-def _task_text(task: Task, failed: bool = False) -> str:
+def _task_text(task: TaskLike, failed: bool = False) -> str:
     owner = f" ({task.owner})" if task.owner else ""
     blockers = ", ".join("#" + b for b in task.blockedBy)
     blocked = f" [blocked by {blockers}]" if blockers and not failed else ""
@@ -223,7 +223,7 @@ def _task_text(task: Task, failed: bool = False) -> str:
     return printable_line(f"#{task.id} {task.subject}{owner}{blocked}{failure}")
 
 
-def _task_groups(view: TeamView) -> list[tuple[str, str, list[Task], str]]:
+def _task_groups(view: TeamView) -> list[tuple[str, str, list[TaskLike], str]]:
     """(mark, style, tasks, word) per group, in the order they get lines."""
     return [
         ("▸", "green", view.tasks.get("in_progress", []), "in progress"),

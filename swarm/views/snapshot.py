@@ -4,11 +4,12 @@
 archive), the inboxes of members with a request waiting, and the legacy permission files, and
 returns plain frozen values. A member's sub-agents come from its status file (its running ones
 and the last few finished ones), each priced on its own model (else the member's); their tokens
-are already in the member's, so nothing adds them twice. It never writes a file: inboxes are
-read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing is
-marked read. The lead's inbox is read once, for both the last messages and `pending_requests`.
-Its strings are as the files hold them (a teammate may have written them): `status_table` and
-`dashboard` escape them.
+are already in the member's, so nothing adds them twice. It never writes a team file: inboxes
+are read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing
+is marked read; a look with ``once`` (``swarm status``) may rewrite the board's summary, swarm's
+own cache (`protocols.task_summary`). The lead's inbox is read once, for both the last
+messages and `pending_requests`. Its strings are as the files hold them (a teammate may have
+written them): `status_table` and `dashboard` escape them.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.status import USAGE_KEYS, SubAgentStatus
 from protocols.store import open_store
-from protocols.task import STATUSES
-from protocols.task_model import Task
+from protocols.task import STATUSES, TaskLike
+from protocols.tasks import TaskBoard
 from protocols.team_config import Member
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
-from swarm.team.liveness import Liveness, liveness, member_host
-from swarm.team.members import member_pid
+from swarm.team.liveness import Liveness, liveness, member_host, member_pid
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
 from swarm.views.request_text import PLAN_KIND, target
@@ -129,8 +129,8 @@ class MessageView:
 class TeamView:
     team: str
     members: list[MemberView]
-    tasks: dict[str, list[Task]]  # pending, in_progress, completed: each by id (failed apart)
-    failed: list[Task]  # failed by their worker (or denied), waiting for a retry
+    tasks: dict[str, list[TaskLike]]  # pending, in_progress, completed: each by id (failed apart)
+    failed: list[TaskLike]  # failed by their worker (or denied), waiting for a retry
     blocked: dict[str, list[str]]  # task id -> ids of its blockers not yet completed
     requests: list[RequestView]
     messages: list[MessageView]  # the last ones into team-lead, oldest first
@@ -138,14 +138,23 @@ class TeamView:
     cost_usd: float | None  # None if no member's model has a price
 
 
-def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> TeamView:
-    """The team as its files say now (ages counted from `now_ms`); reads only."""
+def snapshot(
+    paths: TeamPaths, now_ms: int | None = None, messages: int = 8, once: bool = False
+) -> TeamView:
+    """The team as its files say now (ages counted from `now_ms`); reads only (but for the
+    board's summary, a cache). `once`: the process looks once (``swarm status``), so a board of
+    files is read through its summary (`TaskBoard.rows`) rather than the process's index, which
+    only pays for itself over many looks (``swarm watch``)."""
     now = clock_now_ms() if now_ms is None else now_ms
     team_file, board = _readers(paths)
     config = team_file.load()
-    everything = board.list(include_internal=True)
+    everything: list[TaskLike] = (
+        list(board.rows(include_internal=True))
+        if once and isinstance(board, TaskBoard)
+        else list(board.list(include_internal=True))
+    )
     visible = [t for t in everything if not t.internal]
-    tasks: dict[str, list[Task]] = {
+    tasks: dict[str, list[TaskLike]] = {
         s: [t for t in visible if t.status == s and not t.failed] for s in STATUSES
     }
     prices = load_prices(paths.root)
@@ -170,7 +179,7 @@ def snapshot(paths: TeamPaths, now_ms: int | None = None, messages: int = 8) -> 
     )
 
 
-def _still_blocked(everything: list[Task], visible: list[Task]) -> dict[str, list[str]]:
+def _still_blocked(everything: list[TaskLike], visible: list[TaskLike]) -> dict[str, list[str]]:
     """For each unfinished visible task, the blockers it still waits for (those unfinished)."""
     by_id = {t.id: t for t in everything}
     blocked = {}
@@ -189,7 +198,7 @@ LIVE = (MemberState.WORKING, MemberState.IDLE, MemberState.WAITING)
 def _member_view(
     paths: TeamPaths,
     member: Member,
-    in_progress: list[Task],
+    in_progress: list[TaskLike],
     prices: PriceTable,
     now: int,
     judge: Liveness,
