@@ -8,8 +8,9 @@ Writes: a temporary file in the same directory (hidden, under the target's lock;
 ``.swarm-tmp/`` beside the target), flushed and fsynced, `os.replace` over the target, then the
 target's directory fsynced. A crash at any instant leaves the old file or the new one, never a
 torn one. Writers hold the target's lock, so a temporary file of that target can only be left
-by a holder that died: the next holder removes it (the "orphan" clean-up). Appends to line files are whole lines or nothing.
-Every path goes through `protocols.safefs`: no symbolic link is followed.
+by a holder that died: the next holder removes it (the "orphan" clean-up). Appends to line
+files are whole lines or nothing. Every path goes through `protocols.safefs`: no symbolic link
+is followed.
 
 Durability: ``power`` (default) fsyncs file and directory; ``process`` skips both fsyncs and still
 survives kill -9, not power loss. Choose with the `durability` argument or ``SWARM_DURABILITY``.
