@@ -111,9 +111,7 @@ def archive_items(paths: TeamPaths, agent: str, torn_tail_ok: bool = False) -> l
 def orphan_temps(target: Path) -> list[str]:
     """Temporary files of `target` (see `protocols.jsonio`) that exist right now: hidden beside
     it (written under its lock) or in ``.swarm-tmp/``."""
-    found = [
-        n for n in os.listdir(target.parent) if n.startswith(f".{target.name}{TEMP_MARKER}")
-    ]
+    found = [n for n in os.listdir(target.parent) if n.startswith(f".{target.name}{TEMP_MARKER}")]
     with contextlib.suppress(FileNotFoundError):
         names = os.listdir(temp_dir(target))
         found += [n for n in names if n.startswith(f"{target.name}{TEMP_MARKER}")]
