@@ -8,6 +8,7 @@ name into paths; nothing else in the package joins path strings by hand.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,8 +126,9 @@ class TeamPaths:
         directory so that deleting a team's files does not lose it while teammates run."""
         return self.root / "swarm" / "keys" / self.team / "lead.key"
 
-    @property
+    @functools.cached_property
     def tasks_dir(self) -> Path:
+        """(Kept once made: a claim asks for it dozens of times.)"""
         return self.root / "tasks" / (self.task_list or self.team)
 
     @property
