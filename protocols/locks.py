@@ -393,26 +393,25 @@ class FileGuard:
         queues on.
         """
         here = self.dir_fd
-        locks = here
         try:
-            os.mkdir(self._private, 0o755, dir_fd=locks)
+            os.mkdir(self._private, 0o755, dir_fd=here)
         except FileExistsError:  # left by a swarm process killed before its rename
             with contextlib.suppress(FileNotFoundError):
-                os.rmdir(self._private, dir_fd=locks)
-            os.mkdir(self._private, 0o755, dir_fd=locks)
+                os.rmdir(self._private, dir_fd=here)
+            os.mkdir(self._private, 0o755, dir_fd=here)
         try:
-            private = os.stat(self._private, dir_fd=locks, follow_symlinks=False)
+            private = os.stat(self._private, dir_fd=here, follow_symlinks=False)
             self._write_record(fd, private.st_ino, 0)
-            rename_noreplace(locks, self._private, here, self._lock_name)
+            rename_noreplace(here, self._private, here, self._lock_name)
         except FileExistsError:
             self._write_record(fd, 0, 0)  # before the rmdir, so the inode is never reused
             with contextlib.suppress(FileNotFoundError):
-                os.rmdir(self._private, dir_fd=locks)
+                os.rmdir(self._private, dir_fd=here)
             return False
         except NotImplementedError:  # no renameat2 here: the plain protocol
             self._write_record(fd, 0, 0)
             with contextlib.suppress(FileNotFoundError):
-                os.rmdir(self._private, dir_fd=locks)
+                os.rmdir(self._private, dir_fd=here)
             try:
                 os.mkdir(self._lock_name, 0o755, dir_fd=here)
             except FileExistsError:
