@@ -396,8 +396,7 @@ class FileGuard:
         try:
             os.mkdir(self._private, 0o755, dir_fd=here)
         except FileExistsError:  # left by a swarm process killed before its rename
-            with contextlib.suppress(FileNotFoundError):
-                os.rmdir(self._private, dir_fd=here)
+            self._clear_private(here)
             os.mkdir(self._private, 0o755, dir_fd=here)
         try:
             private = os.stat(self._private, dir_fd=here, follow_symlinks=False)
@@ -420,6 +419,26 @@ class FileGuard:
         self._made = (st.st_ino, st.st_ctime_ns)
         self._write_record(fd, st.st_ino, st.st_ctime_ns)
         return True
+
+    def _clear_private(self, here: int) -> None:
+        """Remove what is at the private name: ours to use while we hold the flock. An empty
+        directory left by a killed swarm process is removed; a file or a link planted there is
+        unlinked (never followed); a directory with things in it is refused by name."""
+        try:
+            os.rmdir(self._private, dir_fd=here)
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:  # a file or a symbolic link: unlink removes the link itself
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._private, dir_fd=here)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise LockTimeout(
+                    f"could not lock {self.target}: {self.target.parent / self._private} is a "
+                    "directory with files in it, where swarm makes its lock directory; nothing "
+                    "was written (look at what is inside, then remove it)"
+                ) from None
+            raise
 
     def _remove_if_abandoned(self, fd: int, previous: Record | None) -> bool:
         """Remove the lock directory if it is stale or left by a dead swarm process. True if

@@ -112,3 +112,24 @@ def test_the_refresher_thread_ends_when_no_lock_is_held(target: Path) -> None:
         refresher.discard(guard)
     thread.join(timeout=5)
     assert not thread.is_alive()  # an idle process has no thread waking it
+
+
+def test_something_planted_at_the_private_lock_name_is_removed_not_followed(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "inbox.json"
+    target.write_text("[]")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("secret")
+    private = tmp_path / ".inbox.json.lock.new"
+    private.symlink_to(outside)
+    with FileGuard(target):
+        assert lock_dir_for(target).is_dir()
+    assert not private.exists() and not private.is_symlink()
+    assert sorted(os.listdir(outside)) == ["keep"]
+    private.mkdir()
+    (private / "x").write_text("")
+    with pytest.raises(LockTimeout, match="directory with files in it"):
+        FileGuard(target, timeout=1).acquire()
+    assert (private / "x").exists()
