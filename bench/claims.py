@@ -91,6 +91,7 @@ class WorkerResult:
     capped: bool = False
     watched: bool | None = None  # whether its board index had inotify (None: no index)
     full_looks: int = 0  # how often its index looked at every file
+    cpu_s: float = 0.0  # CPU (user + system) the worker spent from the start signal to its end
 
 
 def make_board(paths: TeamPaths, tasks: int, block_every: int) -> dict[str, list[str]]:
@@ -151,6 +152,7 @@ def _work(
         raise SystemExit(f"{worker}: no start signal")
     deadline = time.monotonic() + deadline_s
     cap = time.monotonic() + cap_s
+    cpu_start = time.process_time()
     while True:
         now = time.monotonic()
         if now > deadline:
@@ -184,6 +186,7 @@ def _work(
         result.claims.append(
             Claim(claimed.task.id, worker, claim_start, claim_end, complete_start, complete_end)
         )
+    result.cpu_s = time.process_time() - cpu_start
     index = getattr(board, "_index", None)  # the baseline's board has none
     if index is not None:
         result.watched = index.watch.available
@@ -285,6 +288,8 @@ def run_case(
         # workers whose index had inotify; without it every refresh looks at every file
         "watched": sum(1 for result in done if result.watched),
         "full_looks": sum(result.full_looks for result in done),
+        # the workers' CPU (user + system, all of them) per successful claim and completion
+        "cpu_ms_per_claim": 1000 * sum(r.cpu_s for r in done) / max(len(claims), 1),
         "durability": durability,
     }
     per_worker = sorted(len(result.claims) for result in done)
@@ -312,6 +317,12 @@ def run_case(
             f"  board index: inotify in {figures['watched']} of {workers} workers, "
             f"{figures['full_looks']} looks at every file"
         )
+    cores = os.cpu_count() or 1
+    say(
+        f"  CPU per claim + completion {figures['cpu_ms_per_claim']:.2f} ms (the workers', "
+        f"user + system): {cores} cores cap the rate at "
+        f"{1000 * cores / max(figures['cpu_ms_per_claim'], 1e-9):.0f}/s"
+    )
     say(f"  errors {len(figures['errors'])}")
     for error in figures["errors"]:
         say(f"    {error}")
@@ -463,6 +474,7 @@ def main() -> None:
         f"claims_per_s={figures['claims_per_s']:.0f} double_claims={figures['double_claims']} "
         f"unclaimed={0 if figures['capped'] else figures['unclaimed']} "
         f"blocked_violations={figures['blocked_violations']} lost={figures['lost']} "
+        f"cpu_ms_per_claim={figures['cpu_ms_per_claim']:.2f} "
         f"tasks={args.tasks} workers={args.workers} durability={figures['durability']}"
     )
 

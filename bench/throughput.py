@@ -62,6 +62,7 @@ class WriterResult:
     acked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     send_ns: list[int] = field(default_factory=list)
+    cpu_s: float = 0.0  # CPU (user + system) from the start signal to its last send
 
 
 @dataclass
@@ -71,6 +72,7 @@ class ReaderResult:
     batches: int = 0
     mark_read_ns: int = 0
     timed_out: bool = False
+    cpu_s: float = 0.0  # CPU (user + system) from the start signal to its end
 
 
 def message_text(writer: int, seq: int) -> str:
@@ -116,6 +118,7 @@ def _writer_main(
     if not go.wait(START_TIMEOUT_S):
         raise SystemExit(f"{sender}: no start signal")
     deadline = time.monotonic() + deadline_s
+    cpu_start = time.process_time()
     for seq in range(count):
         if time.monotonic() > deadline:
             result.errors.append(f"deadline reached after {seq} messages")
@@ -129,6 +132,7 @@ def _writer_main(
             continue
         result.send_ns.append(time.monotonic_ns() - started)
         result.acked.append(text)
+    result.cpu_s = time.process_time() - cpu_start
     results.put(result)
 
 
@@ -150,6 +154,7 @@ def _reader_main(
         if not go.wait(START_TIMEOUT_S):
             raise SystemExit("reader: no start signal")
         deadline = time.monotonic() + deadline_s
+        cpu_start = time.process_time()
         while len(result.counts) < expected:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -167,6 +172,7 @@ def _reader_main(
             started = time.monotonic_ns()
             mailbox.mark_read(READER, entries)
             result.mark_read_ns += time.monotonic_ns() - started
+        result.cpu_s = time.process_time() - cpu_start
     results.put(result)
 
 
@@ -187,6 +193,7 @@ class Run:
     archive_lines: int
     batches: int
     mark_read_s: float
+    cpu_ms_per_msg: float  # the writers' and the reader's CPU, per message received
     wall_s: float
     writers_s: float
     timed_out: bool
@@ -254,6 +261,9 @@ def run_swarm(writers_count: int, messages: int, deadline: float) -> Run:
         archive_lines=archive_lines,
         batches=received.batches,
         mark_read_s=received.mark_read_ns / 1e9,
+        cpu_ms_per_msg=1000
+        * (received.cpu_s + sum(result.cpu_s for result in done))
+        / max(len(received.counts), 1),
         wall_s=wall_s,
         writers_s=(writers_finished_ns - started_ns) / 1e9,
         timed_out=received.timed_out,
@@ -330,6 +340,11 @@ def report(run: Run) -> None:
             f"  send() call: p50 {percentile(run.send_ms, 50):.2f} ms, p99 "
             f"{percentile(run.send_ms, 99):.2f} ms, max {max(run.send_ms):.1f} ms"
         )
+    cores = os.cpu_count() or 1
+    print(
+        f"  CPU per message {run.cpu_ms_per_msg:.3f} ms (writers and reader, user + system): "
+        f"{cores} cores cap the rate at {1000 * cores / max(run.cpu_ms_per_msg, 1e-9):.0f}/s"
+    )
     if run.batches:
         print(
             f"  reader: {run.batches} wake-ups, {delivered / run.batches:.1f} "
@@ -424,7 +439,8 @@ def main() -> None:
     print(
         f"msgs_per_s={run.msgs_per_s:.0f} lost={run.lost} duplicated={run.duplicated} "
         f"inbox_bytes={run.inbox_bytes} archive_lines={run.archive_lines} messages={total} "
-        f"writers={args.writers} append_per_s={append:.0f} durability={durability}"
+        f"writers={args.writers} append_per_s={append:.0f} "
+        f"cpu_ms_per_msg={run.cpu_ms_per_msg:.3f} durability={durability}"
     )
     if args.profile:
         print_profile(args.profile, total)

@@ -183,10 +183,12 @@ class InboxFile:
             fd = safefs.open_path(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return Loaded([], "[]", None)
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
+        try:
+            st = os.fstat(fd)
             signature = signature_of(st)
-            data = handle.read()
+            data = safefs.read_fd(fd, st.st_size)
+        finally:
+            os.close(fd)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -251,14 +253,16 @@ class InboxFile:
         items: list[dict[str, Any]],
         compact_after: int,
         rendered: list[str] | None = None,
+        known: set[str] | None = None,
     ) -> None:
         """Add `items` at the end, then to the record (call with the lock held). `rendered`:
-        the items as `dumps_pretty(item, level=1)` already, if the caller has them."""
+        the items as `dumps_pretty(item, level=1)` already, if the caller has them; `known`:
+        the record's identities, if the caller read them during this hold (`recorded`)."""
         if not items:
             return
         if sum(1 for i in loaded.items if is_read(i)) > compact_after >= 0:
             loaded.items.extend(items)
-            self.store_locked(loaded, compact_after)
+            self.store_locked(loaded, compact_after, known=known)
             return
         body = loaded.text.rstrip()
         if rendered is None:
@@ -274,7 +278,9 @@ class InboxFile:
         try:
             # not synced here: the entries are durable in the inbox, and a line lost to a power
             # cut is recorded again by the next holder; compaction syncs the record first
-            self.record_locked(loaded.items, sync=False, identities=loaded.identities())
+            self.record_locked(
+                loaded.items, sync=False, identities=loaded.identities(), known=known
+            )
         except (OSError, ProtocolsError) as exc:  # delivered: the next writer records it
             log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
 
@@ -351,10 +357,14 @@ class InboxFile:
             loaded = self.load_locked()
             done = self.commit_spool_locked(loaded, compact_after, *carried.own())
             # what was spooled while that commit was being written goes in one more round
-            # under the same hold: fewer hand-overs of the lock when many write at once
+            # under the same hold: fewer hand-overs of the lock when many write at once. A
+            # hold that found nobody waiting does not look again (a lone writer's every send
+            # would list the spool twice); a writer that came meanwhile takes the lock next.
+            more = done.spooled > 0
             for _ in range(COMMIT_ROUNDS - 1):
-                if not self.commit_spool_locked(loaded, compact_after).taken:
+                if not more:
                     break
+                more = self.commit_spool_locked(loaded, compact_after).taken > 0
             return done.marked
         finally:
             guard.release()
@@ -385,13 +395,15 @@ class InboxFile:
         if not taken and not marks and own_marks is None:
             return Committed(0, 0)
         known = set(loaded.identities())
+        read_record: set[str] | None  # the record as read in this hold, passed on to its writes
         try:
-            recorded = self.recorded()
+            read_record = self.recorded()
         except (OSError, ProtocolsError) as exc:  # a planted link, say: deliver all the same
             log.error(
                 "%s: the record could not be read (%s); not checked for repeats", self.archive, exc
             )
-            recorded = set()
+            read_record = None
+        recorded = read_record if read_record is not None else set()
         fresh, rendered = [], []
         for item, text in taken:
             identity = identity_of(item)
@@ -414,17 +426,23 @@ class InboxFile:
                     item["read"] = True
                     changed = True
             if changed:
-                self.store_locked(loaded, compact_after, reads_on_disk=False)
+                self.store_locked(loaded, compact_after, reads_on_disk=False, known=read_record)
             else:
-                self.record_locked(loaded.items)
+                self.record_locked(loaded.items, known=read_record)
         elif fresh:
-            self.append_locked(loaded, fresh, compact_after, rendered)
-        elif own_marks is not None:
-            self.record_locked(loaded.items)  # a reader with nothing to mark still records
+            self.append_locked(loaded, fresh, compact_after, rendered, known=read_record)
+        elif own_marks is not None:  # a reader with nothing to mark still records
+            self.record_locked(loaded.items, known=read_record)
         spool.remove([p.name for p in pending])
-        return Committed(len(pending) + len(own or ()), marked)
+        return Committed(len(pending) + len(own or ()), marked, len(pending))
 
-    def store_locked(self, loaded: Loaded, compact_after: int, reads_on_disk: bool = True) -> None:
+    def store_locked(
+        self,
+        loaded: Loaded,
+        compact_after: int,
+        reads_on_disk: bool = True,
+        known: set[str] | None = None,
+    ) -> None:
         """Write `loaded.items` back (call with the lock held), compacting read entries first.
 
         Compaction drops read entries from the live file only once their ``read`` flag is on
@@ -437,7 +455,8 @@ class InboxFile:
         if compact_after >= 0 and len(read) > compact_after:
             if not reads_on_disk:
                 atomic_write_text(self.path, dumps_pretty(items), self.durability)
-            self.record_locked(items, sync=True)  # what leaves the inbox is on disk in the record
+            # what leaves the inbox is on disk in the record
+            self.record_locked(items, sync=True, known=known)
             items = [i for i in items if not is_read(i)]
             loaded.items, loaded.text = items, dumps_pretty(items)
             atomic_write_text(self.path, loaded.text, self.durability)
@@ -445,18 +464,24 @@ class InboxFile:
         loaded.text = dumps_pretty(items)
         atomic_write_text(self.path, loaded.text, self.durability)
         # not synced: nothing left the inbox (as `append_locked`; compaction syncs the record)
-        self.record_locked(items, sync=False)
+        self.record_locked(items, sync=False, known=known)
 
     def recorded(self) -> set[str]:
         """The identities of the messages in the record (read only: do not change the set)."""
         return RecordIndex.identities(self.archive)
 
     def unrecorded(
-        self, items: list[Any], identities: list[str | None] | None = None
+        self,
+        items: list[Any],
+        identities: list[str | None] | None = None,
+        known: set[str] | None = None,
     ) -> list[dict[str, Any]]:
         """The messages among `items` that the record does not hold yet, each once
-        (`identities`: theirs, if the caller has them, `Loaded.identities`)."""
-        known = self.recorded()
+        (`identities`: theirs, if the caller has them, `Loaded.identities`; `known`: the
+        record's identities, if the caller read them while holding the lock, else they are
+        read now)."""
+        if known is None:
+            known = self.recorded()
         fresh: list[dict[str, Any]] = []
         seen: set[str] = set()
         if identities is None:
@@ -470,14 +495,19 @@ class InboxFile:
         return fresh
 
     def record_locked(
-        self, items: list[Any], sync: bool = True, identities: list[str | None] | None = None
+        self,
+        items: list[Any],
+        sync: bool = True,
+        identities: list[str | None] | None = None,
+        known: set[str] | None = None,
     ) -> int:
         """Append to the record the messages among `items` it does not hold yet (call with the
-        inbox's lock held: the record has one writer at a time). Returns how many.
+        inbox's lock held: the record has one writer at a time, so `known`, its identities as
+        read earlier in the same hold, are still all of them). Returns how many.
 
         With `sync` (the default) the record is synced before this returns, earlier appends
         made without it included: call it so before anything leaves the live inbox."""
-        fresh = self.unrecorded(items, identities)
+        fresh = self.unrecorded(items, identities, known)
         if fresh:
             lines = "".join(dumps_compact(i) + "\n" for i in fresh)
             append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=sync)
@@ -491,10 +521,11 @@ class InboxFile:
             fd = safefs.open_path(self.archive, os.O_RDONLY)
         except FileNotFoundError:
             return []
-        with os.fdopen(fd, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - tail_bytes))
-            tail = handle.read()
+        try:
+            size = os.fstat(fd).st_size
+            tail = safefs.read_fd(fd, size, max(0, size - tail_bytes))
+        finally:
+            os.close(fd)
         items = []
         for line in tail.split(b"\n"):
             try:
@@ -535,6 +566,7 @@ class Committed:
 
     taken: int
     marked: int
+    spooled: int = 0  # of `taken`, the spool's files
 
 
 class _Carried:
@@ -600,12 +632,13 @@ class _RecordFold(Generic[S]):
             except FileNotFoundError:
                 self._known.pop(path, None)
                 return None
-            with os.fdopen(fd, "rb") as handle:
-                st = os.fstat(handle.fileno())
+            try:
+                st = os.fstat(fd)
                 fresh = known is None or known[0] != st.st_ino or st.st_size < known[1]
                 offset = 0 if fresh or known is None else known[1]
-                handle.seek(offset)
-                data = handle.read(st.st_size - offset)
+                data = os.pread(fd, st.st_size - offset, offset) if st.st_size > offset else b""
+            finally:
+                os.close(fd)
             state = self._empty() if fresh or known is None else known[2]
             end = data.rfind(b"\n") + 1
             for line in data[:end].split(b"\n")[:-1]:

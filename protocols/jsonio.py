@@ -301,13 +301,11 @@ def _commit(
             _write_all(fd, data, durable)
         finally:
             os.close(fd)
-        if guard is not None:
-            guard.confirm()
-        with contextlib.suppress(FileNotFoundError):
-            mode = os.stat(target.name, dir_fd=target_fd, follow_symlinks=False).st_mode
-            if stat.S_ISLNK(mode):
+        now = guard.confirm() if guard is not None else _lstat_in(target_fd, target.name)
+        if now is not None:
+            if stat.S_ISLNK(now.st_mode):
                 raise safefs.LinkRefused(target)
-            if stat.S_ISREG(mode):  # freed at our close, not inside the rename's locks
+            if stat.S_ISREG(now.st_mode):  # freed at our close, not inside the rename's locks
                 replaced = open_to_keep(target.name, target_fd)
         os.replace(name, target.name, src_dir_fd=temp_fd, dst_dir_fd=target_fd)
     except BaseException:
@@ -322,6 +320,13 @@ def _commit(
     doorbell.ring(target_fd, target.name)  # readers without inotify (usually: one failed open)
     if durable and sync_dir:
         os.fsync(target_fd)
+
+
+def _lstat_in(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
 
 
 def _open_temp_dir(target: Path, target_fd: int) -> int:
@@ -368,8 +373,12 @@ def append_durably(
     off before the next append, so it never swallows the entry written after it.
     """
     durable = (durability or default_durability()) == "power"
-    created = not safefs.exists(path)
-    fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    created = False
+    try:
+        fd = safefs.open_path(path, os.O_RDWR | os.O_APPEND)
+    except FileNotFoundError:  # (made by another writer meanwhile: one more directory fsync)
+        created = True
+        fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     durable_now = durable and sync
     try:
         end = _cut_torn_tail(fd)

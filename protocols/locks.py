@@ -130,16 +130,15 @@ class FileGuard:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.target = Path(target)
-        self.lock_dir = str(lock_dir_for(self.target))
-        self.flock_path = flock_path_for(self.target)
+        self._name = self.target.name
+        self._lock_name = self._name + ".lock"
+        self.lock_dir = os.path.join(os.path.dirname(target), self._lock_name)  # Claude Code's
         self.timeout = default_timeout() if timeout is None else timeout
         self.stale = stale
         self._clock = clock
         self._fd: int | None = None
         self._dir_fd: int | None = None  # the target's directory
         self._locks_fd: int | None = None  # .swarm-locks/ beside it
-        self._name = self.target.name
-        self._lock_name = self._name + ".lock"
         self._private = f".{self._lock_name}.new"  # beside it: see `_try_make_lock_dir`
         self._made: tuple[int, int] | None = None  # (inode, ctime_ns) of our lock directory
         self._expected: Signature | None = None  # the target as this holder last saw it
@@ -272,19 +271,23 @@ class FileGuard:
             self._made = (st.st_ino, st.st_ctime_ns)
             self._write_record(fd, st.st_ino, st.st_ctime_ns)
 
-    def confirm(self) -> None:
+    def confirm(self) -> os.stat_result | None:
         """Raise `LockLost` unless the lock is still ours and the target unchanged since this
-        holder last read or wrote it (call right before committing a write)."""
+        holder last read or wrote it (call right before committing a write). Returns the
+        target's own status as just checked (None: there is no target), for the write."""
         if not self.owns_lock_dir():
             raise LockLost(
                 f"the lock on {self.target} was taken by another process while this one held it "
                 "(it was paused past the 10 s stale window); nothing was written"
             )
-        if self._signature() != self._expected:
+        st = self._lstat(self._name)
+        signature = None if st is None or stat.S_ISLNK(st.st_mode) else signature_of(st)
+        if signature != self._expected:
             raise LockLost(
                 f"{self.target} was rewritten by another process while this one held its lock; "
                 "nothing was written"
             )
+        return st
 
     def written(self) -> None:
         """This holder has just replaced the target: remember how it looks now."""
@@ -292,18 +295,34 @@ class FileGuard:
 
     # the directories, and names in them
 
+    @property
+    def flock_path(self) -> Path:
+        return flock_path_for(self.target)
+
     def _open_dirs(self) -> None:
         self._dir_fd = safefs.open_dir(self.target.parent)
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            try:
-                self._locks_fd = safefs.open_dir(self.flock_path.parent)
+            try:  # in the directory just opened link-free; a link there is refused (ELOOP)
+                self._locks_fd = os.open(FLOCK_DIR, flags, dir_fd=self._dir_fd)
             except FileNotFoundError:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(FLOCK_DIR, 0o755, dir_fd=self._dir_fd)
-                self._locks_fd = safefs.open_dir(self.flock_path.parent)
+                self._locks_fd = os.open(FLOCK_DIR, flags, dir_fd=self._dir_fd)
+        except OSError as exc:
+            # a link there: ELOOP, or ENOTDIR (O_DIRECTORY is checked before O_NOFOLLOW)
+            link = exc.errno in (errno.ELOOP, errno.ENOTDIR) and self._is_link(FLOCK_DIR)
+            self._close_dirs()
+            if link:
+                raise safefs.LinkRefused(self.flock_path.parent) from None
+            raise
         except BaseException:
             self._close_dirs()
             raise
+
+    def _is_link(self, name: str) -> bool:
+        st = self._lstat(name)
+        return st is not None and stat.S_ISLNK(st.st_mode)
 
     def _close_dirs(self) -> None:
         for fd in (self._dir_fd, self._locks_fd):
@@ -326,7 +345,7 @@ class FileGuard:
     def _open_flock_file(self) -> int:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            return os.open(self.flock_path.name, flags, 0o644, dir_fd=self._locks_fd)
+            return os.open(self._name + ".flock", flags, 0o644, dir_fd=self._locks_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise safefs.LinkRefused(self.flock_path) from None

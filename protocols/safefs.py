@@ -34,6 +34,9 @@ from protocols.errors import ProtocolsError
 
 StrPath = str | os.PathLike[str]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# a file's own status without opening it for reading (`lstat`): a link at the end is opened as
+# the link itself
+_PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _SYS_OPENAT2 = 437  # the same number on every architecture (a syscall added after the split)
 _RESOLVE_NO_SYMLINKS = 0x04
 _AT_FDCWD = -100
@@ -137,9 +140,9 @@ def _link_on_the_way(path: str) -> str | None:
 
 def _absolute(path: StrPath) -> str:
     text = os.fspath(path)
-    if not os.path.isabs(text):
+    if not text.startswith("/"):
         raise ValueError(f"{text!r} is not an absolute path")
-    if ".." in text.split("/"):
+    if ".." in text and ".." in text.split("/"):
         raise PathRefused(f"refusing the path {text!r}: '..' could lead out of the team's files")
     return text
 
@@ -209,10 +212,27 @@ def makedir_in(path: StrPath) -> None:
     os.close(open_dir(text))  # what exists there now must be a directory, not a link
 
 
+def read_fd(fd: int, size: int = 0, offset: int = 0) -> bytes:
+    """What the open file `fd` holds from `offset` to its end, read with ``pread`` (the
+    descriptor stays open, its position unmoved). `size`: the file's size if the caller has just
+    stat'ed it, so one call usually reads it all. No Python file object: that would ask the
+    terminal driver, seek and stat again, each a system call, on every read of a team file."""
+    chunks = []
+    want = max(size - offset + 1, 16384)  # one byte more than expected: a short read is the end
+    while True:
+        chunk = os.pread(fd, want, offset)
+        chunks.append(chunk)
+        offset += len(chunk)
+        if len(chunk) < want:  # a regular file reads short only at its end
+            return b"".join(chunks)
+
+
 def read_bytes(path: StrPath) -> bytes:
     fd = open_path(path, os.O_RDONLY)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    try:
+        return read_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def read_text(path: StrPath) -> str:
@@ -229,9 +249,24 @@ def listdir(path: StrPath) -> list[str]:
 
 
 def lstat(path: StrPath) -> os.stat_result:
-    """The file's own status (a link is described, not followed)."""
-    with parent_of(path) as (fd, name):
-        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    """The file's own status (a link is described, not followed). With openat2, one open of the
+    file itself as a path (``O_PATH | O_NOFOLLOW``: a link at the end is opened as the link, a
+    link on the way is refused) and an ``fstat``; else the parent opened link-free, then
+    ``stat`` in it."""
+    text = _absolute(path)
+    try:
+        fd = _openat2(text, _PATH_FLAGS, 0)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+            raise
+        fd = None  # a link on the way, or a file where a directory should be: said below
+    if fd is not None:
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+    with parent_of(text) as (dir_fd, name):
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def stat_of(path: StrPath) -> os.stat_result:

@@ -229,8 +229,10 @@ def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
         _refuse(fd, name, where, "a symbolic link")
         return None
     try:
-        with os.fdopen(handle, "rb") as stream:
-            data = stream.read()
+        try:
+            data = safefs.read_fd(handle)
+        finally:
+            os.close(handle)
     except OSError as exc:  # a directory planted under an entry's name
         _refuse(fd, name, where, f"unreadable ({exc.strerror})")
         return None

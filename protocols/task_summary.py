@@ -253,8 +253,10 @@ def load(path: Path, directory: tuple[int, int]) -> _Summary:
     except OSError:  # missing, a link (LinkRefused), unreadable
         return _Summary()
     try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read()
+        try:
+            data = safefs.read_fd(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
     except OSError:
         return _Summary()
     try:

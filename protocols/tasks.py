@@ -225,13 +225,15 @@ class TaskBoard:
         except (safefs.LinkRefused, OSError) as exc:  # a link: ELOOP with O_NOFOLLOW
             log.warning("skipping task file %s: %s", path, exc)
             return None
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
+        try:
+            st = os.fstat(fd)
             signature = signature_of(st)
             hit, cached = self._cache.get(path, signature)
             if cached_ok and hit:
                 return cached
-            data = handle.read()
+            data = safefs.read_fd(fd, st.st_size)
+        finally:
+            os.close(fd)
         try:
             raw = json.loads(data)
         except ValueError as exc:

@@ -331,3 +331,58 @@ def test_a_writer_of_several_entries_that_finds_the_lock_taken_is_carried_whole(
     finally:
         go.set()
         holder.join(30)
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """A list whose length says how often `owner.name` was called from now on."""
+    calls: list[int] = []
+    original = getattr(owner, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_lone_send_looks_at_the_spool_and_reads_the_record_once(
+    mailbox: Mailbox, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody waited when the hold began: no second round; the record read for the repeat
+    check is the one the record's append is checked against (one writer at a time)."""
+    from protocols.inbox import InboxFile
+
+    mailbox.send("alice", "first", sender="bob")
+    pending = _count_calls(monkeypatch, Spool, "pending")
+    recorded = _count_calls(monkeypatch, InboxFile, "recorded")
+    mailbox.send("alice", "second", sender="bob")
+    assert (len(pending), len(recorded)) == (1, 1)
+    assert texts(paths) == ["first", "second"]
+    lines = [json.loads(line)["text"] for line in paths.inbox_archive("alice").open()]
+    assert lines == ["first", "second"]  # recorded once each, with the record read once
+
+
+def test_a_hold_that_carried_spooled_entries_looks_once_more(
+    mailbox: Mailbox, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What was spooled while the first round was written goes in a second round of the same
+    hold (an entry spooled during the commit stands in for a writer that came meanwhile)."""
+    from protocols.inbox import InboxFile
+
+    spool = spool_of(paths)
+    spool.put(new_item("waiting", "carol")).close()
+    original = InboxFile.append_locked
+    rounds: list[int] = []
+
+    def append_then_another_comes(self: InboxFile, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        rounds.append(1)
+        if len(rounds) == 1:
+            spool.put(new_item("came meanwhile", "dave")).close()
+
+    monkeypatch.setattr(InboxFile, "append_locked", append_then_another_comes)
+    pending = _count_calls(monkeypatch, Spool, "pending")
+    mailbox.send("alice", "own", sender="bob")
+    assert texts(paths) == ["waiting", "own", "came meanwhile"]
+    assert len(pending) == 2 and names_in(spool) == []
