@@ -56,11 +56,11 @@ class TeamPaths:
         where = Path(root) if root is not None else config_root()
         return cls(where, team, task_list or None, store or None)
 
-    @property
+    @functools.cached_property  # (every send asks for it: kept once made, like tasks_dir)
     def team_dir(self) -> Path:
         return self.root / "teams" / self.team
 
-    @property
+    @functools.cached_property  # (every send asks for it: kept once made, like tasks_dir)
     def config(self) -> Path:
         return self.team_dir / "config.json"
 
@@ -69,7 +69,7 @@ class TeamPaths:
         """swarm's copy of the last config.json it wrote (for one a killed writer cut short)."""
         return self.team_dir / ".swarm-config-last-good.json"
 
-    @property
+    @functools.cached_property  # (every send asks for it: kept once made, like tasks_dir)
     def inboxes(self) -> Path:
         return self.team_dir / "inboxes"
 
