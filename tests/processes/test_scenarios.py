@@ -141,6 +141,23 @@ def on_input(*rules: tuple[str, Turn]) -> Any:
     return play
 
 
+def once_seen(*rules: tuple[str, Turn]) -> Any:
+    """A lead script that plays each rule's turn once, as soon as its text is anywhere in the
+    conversation (the person's line, a teammate's message, a tool's result); anything else is
+    acknowledged."""
+    played: set[int] = set()
+
+    def play(body: dict[str, Any]) -> Turn:
+        text = json.dumps(body["messages"])
+        for index, (needle, turn) in enumerate(rules):
+            if needle in text and index not in played:
+                played.add(index)
+                return turn
+        return Turn.text("noted")
+
+    return play
+
+
 def says(text: str) -> Turn:
     return Turn.tool("SendMessage", {"to": "team-lead", "message": text, "summary": text[:40]})
 
@@ -155,12 +172,18 @@ def test_1_a_developer_writes_the_schema_and_a_tester_checks_it(
     schema = "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL);\n"
     lead = run(
         {
-            "team-lead": [
-                spawn("alice", "Create schema.sql with a users table.", mode="acceptEdits"),
-                Turn.text("Alice is on it."),
-                spawn("bob", "Check that schema.sql exists and list its contents."),
-                Turn.text("Bob is checking."),
-            ],
+            # by what the conversation holds, not by turn number: on a loaded machine alice's
+            # report can come with the result of her spawn, in the same request
+            "team-lead": once_seen(
+                (
+                    "Spawn alice",
+                    spawn("alice", "Create schema.sql with a users table.", mode="acceptEdits"),
+                ),
+                (
+                    "schema.sql is written",
+                    spawn("bob", "Check that schema.sql exists and list its contents."),
+                ),
+            ),
             "alice": [
                 Turn.tool("Write", {"file_path": "schema.sql", "content": schema}),
                 says("schema.sql is written with a users table $(x) 'é'"),
