@@ -2,8 +2,10 @@
 
 Looking is cheap whatever the board holds: the board is listed only when it changed (an inotify
 event on the task directory, or a change of the directory's time: every swarm write renames a
-file into it), when a message came, or every `BOARD_RESCAN_S` as the safety net for what neither
-shows (a lost event about an in-place write; ten times as often when inotify is unavailable).
+file into it), when a protocol message came (a lead that writes task files in place, as Claude
+Code does, says so with a ``task_assignment``; a plain message is no reason to look), or every
+`BOARD_RESCAN_S` as the safety net for what neither shows (a lost event about an in-place write;
+ten times as often when inotify is unavailable).
 What it takes: a task the lead assigned to it (or its predecessor of the same name left), else
 the lowest claimable task (`TaskBoard.claim_next`).
 """
@@ -48,7 +50,8 @@ class BoardWatch:
 
     def next_task(self, force: bool, skip: Container[str] = ()) -> Task | None:
         """A task claimed for this teammate, looked for only when the board changed or `force`
-        (a message came); `skip` holds tasks it did but has not recorded yet."""
+        (a protocol message came: it may be about the board); `skip` holds tasks it did but has
+        not recorded yet."""
         if not (force or self.changed()):
             return None
         self._checked = self._clock()

@@ -280,8 +280,13 @@ class Teammate:
         # turn that just went over says so in its idle notification, below
         answered = bool(plain or noticed)
         affordable = self.budget is None or self.budget.settle(announce_over=not answered)
+        # a protocol message may be about the board (a task assigned by a lead that writes task
+        # files in place, as Claude Code does: no doorbell rings for that); a plain one is for
+        # the brain. Looking at the board costs a teammate without inotify a stat of every task
+        # file, so a broadcast does not send 72 of them to look at 2,000 tasks each
+        protocol = len(plain) < len(entries)
         task = (
-            self.board_watch.next_task(force=bool(entries), skip=self._unrecorded)
+            self.board_watch.next_task(force=protocol, skip=self._unrecorded)
             if affordable
             else None
         )
