@@ -80,14 +80,15 @@ def message_text(writer: int, seq: int) -> str:
 
 
 def profiled(target: Callable[..., None], name: str) -> Callable[..., None]:
-    """`target`, run under cProfile into ``$SWARM_BENCH_PROFILE/<name>-<pid>.prof`` when that is
-    set (``--profile DIR``), else `target` itself."""
+    """`target`, run under cProfile (CPU time) into ``$SWARM_BENCH_PROFILE/<name>-<pid>.prof``
+    when that is set (``--profile DIR``), else `target` itself."""
     where = os.environ.get(PROFILE_ENV)
     if not where:
         return target
 
     def run(*args: object) -> None:
-        profile = cProfile.Profile()
+        # CPU time: nine processes on two cores spend much of their wall time waiting for one
+        profile = cProfile.Profile(time.process_time)
         try:
             profile.runcall(target, *args)
         finally:
