@@ -597,10 +597,12 @@ class _Carried:
         return self._waiting is not None and self._waiting.done()
 
     def own(self) -> tuple[list[dict[str, Any]], set[str] | None]:
-        """What the lock holder applies as its own besides the spool: its items unless they
-        were spooled (they are in the spool then), and its marks either way (setting ``read`` twice
-        changes nothing, and they are counted as this call's)."""
-        return (self.items if self.names is None else []), self.marks
+        """What the lock holder applies as its own besides the spool: its items and its marks,
+        spooled or not. A spooled copy found in the spool goes in first and the own one is then
+        a repeat (skipped by identity); one that is not there (its slot file removed by another
+        process) is committed all the same. Setting ``read`` twice changes nothing, and the
+        marks are counted as this call's."""
+        return self.items, self.marks
 
     def withdraw(self) -> None:
         if self.names:
