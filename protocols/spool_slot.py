@@ -20,10 +20,9 @@ the inbox holds them; ``m``: a reader's read marks, a JSON list of identities), 
 each exactly its length in bytes. A file that does not say so is refused like any hostile file.
 
 A process keeps at most `KEPT` slots open (two descriptors each); one not used for a while is
-closed and its file left idle. Whoever makes a new slot removes idle slots older than
-`IDLE_SWEEP_S` (their processes are gone, or send here rarely: one that does again just makes a
-new slot). A slot is never shared by two sends at once: a thread that finds its process's slot
-busy takes another. A forked child makes its own.
+closed and its file left idle. Whoever makes a new slot removes idle slots whose process is
+gone and that were not written for `IDLE_SWEEP_S`. A slot is never shared by two sends at
+once: a thread that finds its process's slot busy takes another. A forked child makes its own.
 """
 
 from __future__ import annotations
@@ -167,15 +166,31 @@ def parse(data: bytes) -> tuple[str, list[bytes]]:
 
 
 def sweep_idle(dir_fd: int, older_than_s: float = IDLE_SWEEP_S) -> None:
-    """Remove idle slots (plain files) not written for `older_than_s`."""
+    """Remove idle slots (plain files) not written for `older_than_s` whose process is gone
+    (a slot of a live process is left: its next send would only make a new one). A process
+    whose pid was taken again is taken for alive: its slot goes once that one ends too."""
     limit = time.time() - older_than_s
     for name in os.listdir(dir_fd):
-        if not name.startswith(IDLE_PREFIX):
+        if not name.startswith(IDLE_PREFIX) or _alive(name[len(IDLE_PREFIX) :]):
             continue
         with contextlib.suppress(OSError):
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if st.st_mtime < limit and stat.S_ISREG(st.st_mode):
                 os.unlink(name, dir_fd=dir_fd)
+
+
+def _alive(slot_id: str) -> bool:
+    """Whether the process that made the slot `slot_id` (``<pid>-<hex>``) may still run."""
+    pid = slot_id.partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # another user's process (PermissionError), or not a pid we can ask
+    return True
 
 
 class SlotPool:

@@ -7,6 +7,7 @@ import json
 import logging
 import multiprocessing
 import os
+import subprocess
 import threading
 import time
 from multiprocessing.queues import Queue
@@ -143,7 +144,7 @@ def test_parse_takes_only_what_the_header_says() -> None:
             parse(bad)
 
 
-def test_idle_slots_left_long_ago_are_swept_and_their_writer_makes_a_new_one(
+def test_idle_slots_of_gone_processes_left_long_ago_are_swept(
     mailbox: Mailbox, paths: TeamPaths
 ) -> None:
     mailbox.send("alice", "first", sender="bob")
@@ -152,18 +153,23 @@ def test_idle_slots_left_long_ago_are_swept_and_their_writer_makes_a_new_one(
     mailbox.send("alice", "two", sender="bob")
     waiting.close()
     [mine] = listed(spool, IDLE_PREFIX)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
     old = time.time() - spool_slot.IDLE_SWEEP_S - 5
-    dead = spool.path / f"{IDLE_PREFIX}1-deadbeef"
-    dead.write_bytes(b"")
-    for path in (dead, spool.path / mine):
+    dead_old = spool.path / f"{IDLE_PREFIX}{gone.pid}-deadbeef"
+    dead_young = spool.path / f"{IDLE_PREFIX}{gone.pid}-0000beef"
+    for path in (dead_old, dead_young):
+        path.write_bytes(b"")
+    for path in (dead_old, spool.path / mine):
         os.utime(path, (old, old))
     fd = os.open(spool.path, os.O_RDONLY)
     try:
         spool_slot.sweep_idle(fd)
     finally:
         os.close(fd)
-    assert listed(spool, IDLE_PREFIX) == []
-    again = spool.put(new_item("three", "carol"))  # its slot is gone: a new one
+    assert listed(spool, IDLE_PREFIX) == sorted([mine, dead_young.name])  # mine: still alive
+    os.unlink(spool.path / mine)  # gone all the same (a person tidying up): a new slot
+    again = spool.put(new_item("three", "carol"))
     mailbox.send("alice", "four", sender="bob")
     assert again.done()
     again.close()
