@@ -7,10 +7,13 @@ handed to callers, `InboxEntry`, is in `protocols.inbox_entry`, and only readers
 - loading: a file that does not parse is re-read for a moment (Claude Code writes in place); one
   that stays broken is moved aside to ``<name>.json.corrupt-<ms>``, the error is logged, and a
   fresh inbox starts;
-- writing: under the lock, atomically; an append splices the new entry before the closing ``]``;
+- writing: under the lock, atomically; an append splices the new entry before the closing ``]``,
+  and does not even parse the file when it is what the last swarm commit left
+  (`protocols.inbox_splice`: the commit leaves a digest of it in the lock's flock file);
 - the record: ``<agent>.archive.jsonl`` beside the inbox is swarm's append-only record of every
   message that went through the inbox. swarm appends each message it writes right after the
-  inbox write, and records what others wrote (Claude Code) whenever it holds the lock or
+  inbox write, and records what others wrote (Claude Code) whenever it parses the file under
+  the lock (every write but an append to a file swarm left, and always before compacting) or
   `observe`s, so a reader that deletes what it read (Claude Code 2.1.160 and later) takes
   nothing from the history. The live file is only the delivery queue;
 - compaction: once more than `compact_after` entries are read, the live file is rewritten
@@ -32,11 +35,11 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from protocols import safefs
+from protocols import inbox_splice, safefs
 from protocols.clock import now_ms
 from protocols.errors import LockLost, ProtocolsError
 from protocols.file_cache import Signature, signature_of
@@ -96,14 +99,41 @@ def entry_of(item: Any) -> InboxEntry:
     return InboxEntry.from_json_dict(item)
 
 
-@dataclass
 class Loaded:
-    """An inbox as read: its raw items (dicts, or anything else kept verbatim) and its text."""
+    """An inbox as read: its text, and its raw items (dicts, or anything else kept verbatim).
+    Loaded for a commit (`InboxFile.load_locked` with ``lazy``), the items are parsed only when
+    something asks for them: an append needs only the text (`protocols.inbox_splice`)."""
 
-    items: list[Any]
-    text: str
-    signature: Signature | None
-    _ids: list[str | None] = field(default_factory=list, repr=False)
+    def __init__(
+        self,
+        items: list[Any] | None,
+        text: str,
+        signature: Signature | None,
+        digest: bytes = b"",
+    ) -> None:
+        self._items = items
+        self.text = text
+        self.signature = signature
+        self.digest = digest  # of the bytes read, when loaded lazily (`inbox_splice.digest`)
+        self._ids: list[str | None] = []
+
+    @property
+    def parsed(self) -> bool:
+        return self._items is not None
+
+    @property
+    def items(self) -> list[Any]:
+        """The items (parsed now if they were not: ValueError if the text is no JSON array)."""
+        if self._items is None:
+            items = json.loads(self.text)
+            if not isinstance(items, list):
+                raise ValueError("an inbox that is not a JSON array")
+            self._items = items
+        return self._items
+
+    @items.setter
+    def items(self, value: list[Any]) -> None:
+        self._items = value
 
     def identities(self) -> list[str | None]:
         """Each item's identity (None for an item that is not an object), worked out once:
@@ -177,8 +207,10 @@ class InboxFile:
             return None
         return signature_of(st)
 
-    def try_load(self) -> Loaded | None:
-        """Load without the lock; None if the file does not parse right now."""
+    def try_load(self, lazy: bool = False) -> Loaded | None:
+        """Load without the lock; None if the file does not parse right now. `lazy`: a file
+        whole as its writers write it (`inbox_splice.whole`) is not parsed until its items are
+        asked for."""
         try:
             fd = safefs.open_path(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -193,6 +225,8 @@ class InboxFile:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
+        if lazy and inbox_splice.whole(text):
+            return Loaded(None, text, signature, inbox_splice.digest(data))
         try:
             items = json.loads(text)
         except ValueError:
@@ -201,12 +235,12 @@ class InboxFile:
             return None
         return Loaded(items, text, signature)
 
-    def _parsed(self) -> Loaded | None:
+    def _parsed(self, lazy: bool = False) -> Loaded | None:
         """Load without the lock, waiting out a half-written file for `parse_retry_s`; None if
         it still does not parse."""
 
         def attempt() -> Loaded:
-            loaded = self.try_load()
+            loaded = self.try_load(lazy)
             if loaded is None:
                 raise ValueError(f"{self.path} does not parse as a JSON array")
             return loaded
@@ -221,11 +255,25 @@ class InboxFile:
         empty and is left for its readers to deal with). For status views and listings."""
         return self._parsed() or Loaded([], "[]", None)
 
-    def load_locked(self) -> Loaded:
-        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
-        loaded = self._parsed()
+    def load_locked(self, lazy: bool = False) -> Loaded:
+        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside.
+        `lazy`: see `try_load` (then `parse_locked` before using the items)."""
+        loaded = self._parsed(lazy)
         if loaded is not None:
             return loaded
+        self._set_aside()
+        return Loaded([], "[]", None)
+
+    def parse_locked(self, loaded: Loaded) -> None:
+        """Parse a lazily loaded inbox now (lock held): one that looked whole but does not
+        parse is moved aside as `load_locked` does, and `loaded` is then a fresh, empty one."""
+        try:
+            loaded.items  # noqa: B018 - parsed here, on purpose
+        except ValueError:
+            self._set_aside()
+            loaded.items, loaded.text = [], "[]"
+
+    def _set_aside(self) -> None:
         aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
         safefs.replace(self.path, aside)
         log.error(
@@ -237,7 +285,6 @@ class InboxFile:
         )
         ensure_file(self.path, "[]", self.durability)
         note_written(self.path)  # our own change, under our lock
-        return Loaded([], "[]", None)
 
     def load(self) -> Loaded:
         """Load for reading: lock-free when the file parses, else under the lock."""
@@ -354,7 +401,9 @@ class InboxFile:
         finally:
             carried.close()
         try:
-            loaded = self.load_locked()
+            loaded = self.load_locked(lazy=True)
+            if not loaded.parsed and guard.note() != loaded.digest:
+                self.parse_locked(loaded)  # not as the last swarm commit left it: check it
             done = self.commit_spool_locked(loaded, compact_after, *carried.own())
             # what was spooled while that commit was being written goes in one more round
             # under the same hold: fewer hand-overs of the lock when many write at once. A
@@ -365,6 +414,9 @@ class InboxFile:
                 if not more:
                     break
                 more = self.commit_spool_locked(loaded, compact_after).taken > 0
+            # the file is now `loaded.text`, written or parsed by this hold: the next holder
+            # may append to it without parsing it
+            guard.set_note(inbox_splice.digest(loaded.text.encode("utf-8")))
             return done.marked
         finally:
             guard.release()
@@ -394,6 +446,14 @@ class InboxFile:
         taken += [(item, dumps_pretty(item, level=1)) for item in own or ()]
         if not taken and not marks and own_marks is None:
             return Committed(0, 0)
+        counted = Committed(len(pending) + len(own or ()), 0, len(pending))
+        if not marks and own_marks is None and not loaded.parsed:
+            ids = [i for item, _ in taken if (i := inbox_splice.msg_id(item)) is not None]
+            if len(ids) == len(taken):  # an append of messages the text can be asked about
+                self._append_unparsed(loaded, taken, ids, compact_after)
+                spool.remove([p.name for p in pending])
+                return counted
+        self.parse_locked(loaded)
         known = set(loaded.identities())
         read_record: set[str] | None  # the record as read in this hold, passed on to its writes
         try:
@@ -434,7 +494,58 @@ class InboxFile:
         elif own_marks is not None:  # a reader with nothing to mark still records
             self.record_locked(loaded.items, known=read_record)
         spool.remove([p.name for p in pending])
-        return Committed(len(pending) + len(own or ()), marked, len(pending))
+        return Committed(counted.taken, marked, counted.spooled)
+
+    def _append_unparsed(
+        self,
+        loaded: Loaded,
+        taken: list[tuple[dict[str, Any], str]],
+        ids: list[str],
+        compact_after: int,
+    ) -> None:
+        """Append the messages of `taken` (item, text as the inbox holds it) that neither the
+        inbox nor the record's tail holds, to an inbox not parsed (`protocols.inbox_splice`);
+        then record them. An inbox with more read entries than `compact_after` is parsed and
+        compacted by `append_locked` instead."""
+        tail = self._record_tail()
+        seen: set[str] = set()
+        fresh, rendered = [], []
+        for (item, text), message_id in zip(taken, ids, strict=True):
+            if message_id in seen or inbox_splice.holds(loaded.text, message_id):
+                continue
+            seen.add(message_id)
+            if not inbox_splice.recorded(tail, message_id):
+                fresh.append(item)
+                rendered.append(text)
+        if not fresh:
+            return
+        if inbox_splice.read_entries(loaded.text) > compact_after >= 0:
+            self.parse_locked(loaded)
+            self.append_locked(loaded, fresh, compact_after, rendered)
+            return
+        loaded.text = inbox_splice.appended(loaded.text, rendered)
+        atomic_write_text(self.path, loaded.text, self.durability)
+        try:  # as `append_locked`: not synced here; compaction syncs the record first
+            lines = "".join(dumps_compact(i) + "\n" for i in fresh)
+            append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=False)
+        except (OSError, ProtocolsError) as exc:  # delivered: compaction records it
+            log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
+
+    def _record_tail(self) -> bytes:
+        """The last `inbox_splice.TAIL_BYTES` of the record (empty: none, or unreadable)."""
+        try:
+            fd = safefs.open_path(self.archive, os.O_RDONLY)
+        except FileNotFoundError:
+            return b""
+        except (OSError, ProtocolsError) as exc:  # a planted link, say: deliver all the same
+            log.error("%s: the record could not be read (%s)", self.archive, exc)
+            return b""
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - inbox_splice.TAIL_BYTES)
+            return safefs.read_fd(fd, size, start)
+        finally:
+            os.close(fd)
 
     def store_locked(
         self,

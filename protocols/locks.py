@@ -72,6 +72,7 @@ _COMMIT_S = 0.001  # about what one durable inbox commit takes
 # needs to carry them
 _MAX_CARRIED_BACKOFF_S = 0.01
 _RECORD_BYTES = 80
+_NOTE_BYTES = 80  # after the record: what the last holder knew of the target (`FileGuard.note`)
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -270,6 +271,26 @@ class FileGuard:
         if st is not None and self._made is not None and st.st_ino == self._made[0]:
             self._made = (st.st_ino, st.st_ctime_ns)
             self._write_record(fd, st.st_ino, st.st_ctime_ns)
+
+    def note(self) -> bytes:
+        """What the last holder that wrote a note said of the target (b"": nothing). Kept in
+        the flock file, beside the holder's record; only meaningful while the lock is held."""
+        fd = self._fd
+        if fd is None:
+            raise RuntimeError(f"{self.target} is not locked by this FileGuard")
+        try:
+            return os.pread(fd, _NOTE_BYTES, _RECORD_BYTES).rstrip()
+        except OSError:
+            return b""
+
+    def set_note(self, note: bytes) -> None:
+        """Leave `note` (at most `_NOTE_BYTES`, no trailing spaces) for the next holder."""
+        fd = self._fd
+        if fd is None:
+            raise RuntimeError(f"{self.target} is not locked by this FileGuard")
+        if len(note) > _NOTE_BYTES:
+            raise ValueError(f"a lock note of {len(note)} bytes; at most {_NOTE_BYTES}")
+        os.pwrite(fd, note.ljust(_NOTE_BYTES), _RECORD_BYTES)
 
     def confirm(self) -> os.stat_result | None:
         """Raise `LockLost` unless the lock is still ours and the target unchanged since this
