@@ -42,6 +42,9 @@ ENTRIES = "members"  # and the members' raw entries
 _REQUIRED_TEAM_KEYS = {"name": str, "createdAt": int, "leadAgentId": str}
 _REQUIRED_MEMBER_KEYS = {"agentId": str, "name": str, "joinedAt": int}
 _OPTIONAL_MEMBER_KEYS = {"color": str, "backendType": str, "isActive": bool}
+_TEAM_KEYS = tuple(_REQUIRED_TEAM_KEYS.items())
+_MEMBER_KEYS = tuple(_REQUIRED_MEMBER_KEYS.items())
+_OPTIONAL_KEYS = tuple(_OPTIONAL_MEMBER_KEYS.items())
 
 
 def unknown_member_text(name: str, team: str, members: list[str]) -> str:
@@ -336,29 +339,29 @@ class TeamFile:
 
 def _member_entries(raw: Any) -> list[dict[str, Any]] | None:
     """The member entries of a parsed config.json that has the shape `TeamFile.entries` trusts
-    (None: it has not; the model is to judge it)."""
-    if not isinstance(raw, dict) or not _has_keys(raw, _REQUIRED_TEAM_KEYS):
+    (None: it has not; the model is to judge it). Types are JSON's own, checked exactly (a
+    bool is no int: JSON's true is not a time); every member of a team checks every member's
+    entry each time config.json changes, so this runs in a tight loop."""
+    if type(raw) is not dict or not _has_keys(raw, _TEAM_KEYS):
         return None
     members = raw.get("members", [])
-    if not isinstance(members, list):
+    if type(members) is not list:
         return None
     for member in members:
-        if not isinstance(member, dict) or not _has_keys(member, _REQUIRED_MEMBER_KEYS):
+        if type(member) is not dict or not _has_keys(member, _MEMBER_KEYS):
             return None
-        for key, kind in _OPTIONAL_MEMBER_KEYS.items():
+        for key, kind in _OPTIONAL_KEYS:
             value = member.get(key)
-            if value is not None and not _is(value, kind):
+            if value is not None and type(value) is not kind:
                 return None
     return members
 
 
-def _has_keys(raw: dict[str, Any], required: dict[str, type]) -> bool:
-    return all(_is(raw.get(key), kind) for key, kind in required.items())
-
-
-def _is(value: Any, kind: type) -> bool:
-    """isinstance, where a bool is no int (JSON's true is not a time)."""
-    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+def _has_keys(raw: dict[str, Any], required: tuple[tuple[str, type], ...]) -> bool:
+    for key, kind in required:  # noqa: SIM110 - a loop: all() over a generator costs more here
+        if type(raw.get(key)) is not kind:
+            return False
+    return True
 
 
 def _cut_short(text: str, exc: ValueError) -> bool:
