@@ -34,6 +34,7 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from teammate.brains.shell import ShellBrain
 from teammate.options import UsageError, parse
+from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
 
@@ -449,6 +450,34 @@ def test_quick_answers_do_not_read_the_roster_again_after_it_changes(
     answers = [e.text for e in lead.read_all("team-lead") if e.text.startswith("Received")]
     assert len(answers) == 4
     assert team.load().member("alice").isActive is False
+
+
+def test_a_status_that_did_not_change_is_not_written_again(team: TeamFile, tmp_path: Path) -> None:
+    """Idle before a quick answer and idle after it: the status file is left as it was (it
+    says since when the teammate has been idle); a change is written at once."""
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    reporter = StatusReporter(team.paths, "alice", "shell")
+    teammate = Teammate(
+        options, ShellBrain(tmp_path), team.paths, say=lambda _: None, reporter=reporter
+    )
+    teammate.member = team.load().member("alice")
+    lead = Mailbox(team.paths)
+    status_path = team.paths.agent_status("alice")
+    lead.send("alice", "first", sender="team-lead")
+    teammate.step()
+    written = status_path.stat()
+    assert read_status(team.paths, "alice").state == "idle"  # type: ignore[union-attr]
+    for n in range(3):
+        lead.send("alice", f"note {n}", sender="team-lead")
+        teammate.step()
+        assert not lead.read_unread("alice")
+    again = status_path.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    board = TaskBoard(team.paths)
+    board.create("work", metadata={"command": "true"})
+    teammate.step()  # a task: its activity changes, and the file says so
+    assert status_path.stat().st_ino != written.st_ino
+    assert "#1" in read_status(team.paths, "alice").activity  # type: ignore[union-attr]
 
 
 def test_a_worker_given_two_tasks_by_the_lead_does_both(
