@@ -163,6 +163,13 @@ class TeamFile:
             raise UnknownMember(unknown_member_text(name, self.paths.team, self.member_names()))
         return found
 
+    def is_active(self, name: str) -> bool | None:
+        """Member `name`'s ``isActive`` as config.json has it (None: no such member, or no
+        flag); no copy of its entry is made."""
+        found = next((e for e in self._entries() if e["name"] == name), None)
+        value = found.get("isActive") if found is not None else None
+        return value if isinstance(value, bool) else None
+
     def member_names(self) -> list[str]:
         """Names of the current members (cheap: no model, no copy)."""
         return [e["name"] for e in self._entries()]

@@ -756,8 +756,7 @@ class Teammate:
         and the lead read it, and a failure to write it must not fail a turn)."""
         try:
             # its raw entry: no model of the whole team (200 members: ~6 ms of pydantic a turn)
-            current = self.team.entry(self.name)
-            if current is not None and current.get("isActive") is not active:
+            if self.team.is_active(self.name) is not active:
                 self.team.update_member(self.name, isActive=active)
         except (UnknownMember, ProtocolsError):
             pass

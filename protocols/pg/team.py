@@ -115,6 +115,11 @@ class PgTeamFile:
         found = self.load().member(name)
         return found.to_json_dict() if found is not None else None
 
+    def is_active(self, name: str) -> bool | None:
+        """Member `name`'s ``isActive`` (None: no such member)."""
+        found = self.load().member(name)
+        return found.isActive if found is not None else None
+
     def require_entry(self, name: str) -> dict[str, Any]:
         """Member `name`'s entry; `UnknownMember` naming the members if there is none."""
         config = self.load()
