@@ -198,7 +198,7 @@ class InboxFile:
         # never the team's folder: a team deleted under a late writer stays deleted
         safefs.makedir_in(self.path.parent)
         ensure_file(self.path, "[]", self.durability)  # the lock target must exist
-        return FileGuard(self.path, timeout=self.lock_timeout)
+        return FileGuard(self.path, timeout=self.lock_timeout, keep_lock_dir=True)
 
     def signature(self) -> Signature | None:
         try:
@@ -391,7 +391,7 @@ class InboxFile:
         own read marks marked."""
         if not exists:
             ensure_file(self.path, "[]", self.durability)  # the lock target must exist
-        guard = FileGuard(self.path, timeout=self.lock_timeout)
+        guard = FileGuard(self.path, timeout=self.lock_timeout, keep_lock_dir=True)
         try:
             if not guard.acquire_unless(carried.done, on_busy=carried.spool_it):
                 return None  # another writer's commit carried it

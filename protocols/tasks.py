@@ -114,7 +114,9 @@ class TaskBoard:
 
     def _list_lock(self) -> FileGuard:
         ensure_file(self.paths.tasks_lock_target, "", self.durability)
-        return FileGuard(self.paths.tasks_lock_target, timeout=self.lock_timeout)
+        return FileGuard(
+            self.paths.tasks_lock_target, timeout=self.lock_timeout, keep_lock_dir=True
+        )
 
     def _task_lock(self, task_id: str) -> FileGuard:
         return FileGuard(self.paths.task(task_id), timeout=self.lock_timeout)

@@ -246,7 +246,7 @@ class TeamFile:
         """Apply `change` to the current config under the lock and write the result."""
         if not self.exists():
             raise TeamNotFound(f"team {self.paths.team!r} not found (no {self.paths.config})")
-        with FileGuard(self.paths.config):
+        with FileGuard(self.paths.config, keep_lock_dir=True):
             config = change(self._read())
             write_json(self.paths.config, config.to_json_dict(), self.durability)
         self._keep_backup(config)
