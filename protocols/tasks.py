@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from protocols import safefs, task_index, task_summary
 from protocols.clock import now_iso
@@ -49,6 +49,8 @@ from protocols.jsonio import (
 )
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.paths import TeamPaths
+from protocols.plain import Plain
+from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_index import TaskIndex
@@ -165,8 +167,11 @@ class TaskBoard:
         rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self._read_at)
         return rows if include_internal else [r for r in rows if not r.internal]
 
-    def _read_at(self, name: str, dir_fd: int) -> Task | None:
-        return self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
+    def _read_at(self, name: str, dir_fd: int) -> Task | Plain | None:
+        """The task in `name` for the summary: read without its model when the file is plainly
+        a task (`protocols.shapes.TASK`), so a look at a changed board loads no pydantic."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        return self._read_any(path, dir_fd=dir_fd, plain=True)
 
     def _scan(self) -> builtins.list[Task]:
         """Every valid task (internal ones too), by id, from the files themselves.
@@ -201,15 +206,26 @@ class TaskBoard:
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         `dir_fd` is the tasks directory, opened by the caller without following links.
         """
+        return cast("Task | None", self._read_any(path, cached_ok, dir_fd))
+
+    def _read_any(
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, plain: bool = False
+    ) -> Task | Plain | None:
+        """`_read`; with `plain`, a file that is plainly a task is read without its model (and
+        not cached: the cache holds models)."""
         name = os.path.basename(path)
         try:
-            return parse_patiently(lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S)
+            return parse_patiently(
+                lambda: self._load(path, name, cached_ok, dir_fd, plain), PARSE_RETRY_S
+            )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
             if self._cache.signature(path) != bad.signature:  # once per version of the file
                 log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
             return self._cache.put(path, bad.signature, None)
 
-    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> Task | None:
+    def _load(
+        self, path: str, name: str, cached_ok: bool, dir_fd: int | None, plain: bool = False
+    ) -> Task | Plain | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
         a file that does not parse and was written moments ago, `_Invalid` for a bad one."""
         try:
@@ -239,6 +255,9 @@ class TaskBoard:
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
+        found = TASK.read(raw) if plain else None
+        if found is not None and found.id == name.removesuffix(".json"):
+            return found  # what the model would have made of it, without the model
         from protocols.task_model import Task  # reading tasks needs the model; creating does not
 
         try:
