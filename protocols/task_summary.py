@@ -108,7 +108,7 @@ def _look(
     key matches and the file is older than `old` by more than `RACY_NS`; read the others. The
     rows and keys, whether they differ from `old`'s, and whether every file was settled (older
     than this look by more than `RACY_NS`)."""
-    names, changed = _names(os.listdir(dir_fd), old)
+    ids, changed = _ids(os.listdir(dir_fd), old)
     trusted_before = old.taken_ns - RACY_NS
     recent_after = started - RACY_NS
     at_of, old_keys = old.at, old.keys
@@ -116,7 +116,8 @@ def _look(
     keys: list[Key] = []
     settled = True
     stat_of = os.stat
-    for name in names:
+    for task_id in ids:
+        name = f"{task_id}.json"
         try:
             st = stat_of(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -126,7 +127,7 @@ def _look(
         newest = max(st.st_mtime_ns, st.st_ctime_ns)
         recent = newest >= recent_after
         settled = settled and not recent
-        at = at_of.get(name)
+        at = at_of.get(task_id)
         known = at is not None and old_keys[at] == key
         if known and newest < trusted_before:
             row = old.row(at)  # type: ignore[arg-type]
@@ -137,7 +138,7 @@ def _look(
                 keys.append(key)
                 continue
         task = read(name, dir_fd)
-        fresh = invalid_row(name) if task is None else TaskRow.of(name, task)
+        fresh = invalid_row(task_id) if task is None else TaskRow.of(task_id, task)
         written.append(fresh)
         keys.append(key)
         # a file changed moments ago that still holds what its row says is no change: a
@@ -147,15 +148,15 @@ def _look(
     return written, keys, changed, settled
 
 
-def _names(listed: list[str], old: Summary) -> tuple[list[str], bool]:
-    """The task files among `listed`, by id, and whether they are other files than `old`'s
-    (its order is kept when they are the same: no sort)."""
-    known = old.at
+def _ids(listed: list[str], old: Summary) -> tuple[list[str], bool]:
+    """The ids of the task files among `listed`, in order, and whether they are other files
+    than `old`'s (its order is kept when they are the same: no sort)."""
+    known = {f"{task_id}.json" for task_id in old.at}
     present = set(listed)  # every known name must be there: names the directory really has
-    if known.keys() <= present and not any(TASK_FILE.match(n) for n in present - known.keys()):
-        return list(known), False
-    found = sorted((int(m.group(1)), n) for n in listed if (m := TASK_FILE.match(n)))
-    return [name for _, name in found], True
+    if known <= present and not any(TASK_FILE.match(n) for n in present - known):
+        return list(old.at), False
+    found = sorted((int(m.group(1)), m.group(1)) for n in listed if (m := TASK_FILE.match(n)))
+    return [task_id for _, task_id in found], True
 
 
 def _same(old: TaskRow, fresh: TaskRow) -> bool:

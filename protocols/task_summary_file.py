@@ -12,7 +12,7 @@ What: four parts in compact JSON (no raw newline inside a line):
    were older than the look by more than ``RACY_NS``), ``taken_ns`` (when that look began: every
    row was read after it), the number of rows and a CRC-32 of the rest of the file;
 2. what a view shows of each task file, by id, as columns (one list per field, parsed and
-   checked at C speed): name, status, subject, owner, blockedBy, failure, internal;
+   checked at C speed): id, status, subject, owner, blockedBy, failure, internal;
 3. each file's stat key (inode, size, mtime_ns, ctime_ns), as columns: parsed only when the
    directory changed since;
 4. one line per row, in their order: the task as `Task.to_json_dict` gives it (what its file
@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
 import re
 import time
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from protocols import safefs
 from protocols.jsonio import dumps_compact
@@ -56,31 +58,33 @@ TEMP_MAX_AGE_S = 60.0  # a temporary file older than this was left by a writer t
 VIEW_COLUMNS = 7  # `TaskRow`'s fields but the last
 KEY_COLUMNS = 4  # a `Key`'s
 STATUS_SET = frozenset((*STATUSES, ""))  # "": a file that holds no valid task
-# every name a task file's (`protocols.task.TASK_FILE`), one a line: 10,000 names in one match
-_NAMES = re.compile(r"(?:[0-9]{1,18}\.json\n)*")
+# every id a task file's (`protocols.task.TASK_FILE`), one a line: 10,000 ids in one match
+_IDS = re.compile(r"(?:\d{1,18}\n)*")  # \d as in TASK_FILE
 
 Key = tuple[int, int, int, int]  # a file's inode, size, mtime_ns and ctime_ns
 
 
 class TaskRow(NamedTuple):
-    """One task file as the summary keeps it: its name, what a view shows of the task, and the
+    """One task file as the summary keeps it: its id, what a view shows of the task, and the
     task as its file holds it. A file that holds no valid task has the status ``""`` (it is
     kept so that it does not count as a change at every look)."""
 
-    name: str
+    id: str  # its file is ``<id>.json``
     status: str
     subject: str
     owner: str | None
     blockedBy: list[str]
     failure: str  # why it failed; empty when it did not
     internal: bool
-    full: bytes | dict[str, Any]  # its JSON: as the summary holds it, or parsed
+    # its JSON: parsed (read from its file), one line (`line`), or the summary's lines, where
+    # its own is found by its id when first asked for (a text ``swarm status`` never asks)
+    full: bytes | dict[str, Any] | Lines
 
     @classmethod
-    def of(cls, name: str, task: Task | Plain) -> TaskRow:
-        """The row of `task`, read from `name`."""
+    def of(cls, task_id: str, task: Task | Plain) -> TaskRow:
+        """The row of `task`, read from the file of `task_id`."""
         return cls(
-            name,
+            task_id,
             str(task.status),
             task.subject,
             task.owner,
@@ -91,8 +95,9 @@ class TaskRow(NamedTuple):
         )
 
     @property
-    def id(self) -> str:
-        return self.name.removesuffix(".json")
+    def name(self) -> str:
+        """Its file's name."""
+        return f"{self.id}.json"
 
     @property
     def unfinished(self) -> bool:
@@ -108,19 +113,37 @@ class TaskRow(NamedTuple):
 
     def to_json_dict(self) -> dict[str, Any]:
         """The task as its file holds it (`Task.to_json_dict`)."""
-        full = json.loads(self.full) if isinstance(self.full, bytes) else self.full
+        full = self.full if isinstance(self.full, dict) else json.loads(self.line())
         if not isinstance(full, dict) or full.get("id") != self.id:  # a forged summary
             full = {"id": self.id, "subject": self.subject, "status": self.status}
         return dict(full)
 
     def line(self) -> bytes:
         """Its task as a line of the summary's last part."""
+        if isinstance(self.full, Lines):
+            return self.full.line_of(self.id)
         return self.full if isinstance(self.full, bytes) else dumps_compact(self.full).encode()
 
 
-def invalid_row(name: str) -> TaskRow:
+class Lines:
+    """The summary's last part, a line per row: split, and each id's line found, when first
+    asked for."""
+
+    def __init__(self, ids: list[str], data: bytes) -> None:
+        self._ids = ids
+        self._data = data
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, bytes]:
+        return dict(zip(self._ids, self._data.split(b"\n"), strict=True)) if self._ids else {}
+
+    def line_of(self, task_id: str) -> bytes:
+        return self._by_id[task_id]
+
+
+def invalid_row(task_id: str) -> TaskRow:
     """The row of a file that holds no valid task."""
-    return TaskRow(name, "", "", None, [], "", False, b"{}")
+    return TaskRow(task_id, "", "", None, [], "", False, b"{}")
 
 
 _EMPTY_VIEW: list[list[Any]] = [[] for _ in range(VIEW_COLUMNS)]
@@ -142,7 +165,7 @@ class Summary:
         self.dir_times: list[int] | None = header.get("dir_times")
         self.settled: bool = header.get("settled") is True
         self.view = view
-        self.names: list[str] = view[0]
+        self.ids: list[str] = view[0]
         self._keys = keys
         self._fulls = fulls
 
@@ -154,10 +177,6 @@ class Summary:
         )
 
     @functools.cached_property
-    def lines(self) -> list[bytes]:
-        return self._fulls.split(b"\n") if self.names else []
-
-    @functools.cached_property
     def keys(self) -> list[Key]:
         """Each row's key; none at all (every file read again) if they are not what they
         should be."""
@@ -165,7 +184,7 @@ class Summary:
             columns = json.loads(self._keys)
         except ValueError:
             return []
-        n = len(self.names)
+        n = len(self.ids)
         if not (
             type(columns) is list
             and len(columns) == KEY_COLUMNS
@@ -176,48 +195,46 @@ class Summary:
 
     @functools.cached_property
     def at(self) -> dict[str, int]:
-        """Each name's row (only rows whose key is known)."""
-        return {name: i for i, name in enumerate(self.names)} if self.keys else {}
+        """Each id's row (only rows whose key is known)."""
+        return {task_id: i for i, task_id in enumerate(self.ids)} if self.keys else {}
 
     @functools.cached_property
     def all_rows(self) -> list[TaskRow]:
-        """Every row, built at C speed (a map over the columns)."""
-        return list(map(_make_row, *self.view, self.lines))
+        """Every row, built at C speed (``tuple.__new__`` mapped over the zipped columns)."""
+        lines = itertools.repeat(Lines(self.ids, self._fulls))
+        rows = map(tuple.__new__, itertools.repeat(TaskRow), zip(*self.view, lines, strict=False))
+        return cast("list[TaskRow]", list(rows))
 
     def row(self, at: int) -> TaskRow:
         return self.all_rows[at]
 
 
-def _make_row(*values: Any) -> TaskRow:
-    return tuple.__new__(TaskRow, values)
-
-
-def _only(values: list[Any], *types: type) -> bool:
+def _only(values: Iterable[Any], *types: type) -> bool:
     """Whether every value is of exactly one of `types` (at C speed: a set of their types)."""
     return set(map(type, values)) <= set(types)
 
 
 def _valid(view: Any) -> bool:
     """Whether the view columns read from the file hold what a view expects (a summary written
-    by another program could hold anything): every name a task file's, once; every status
+    by another program could hold anything): every id a task file's, once; every status
     known; every other value of its type."""
     if type(view) is not list or len(view) != VIEW_COLUMNS or not _only(view, list):
         return False
-    names, statuses, subjects, owners, blocked, failures, internals = view
-    n = len(names)
-    if any(len(column) != n for column in view) or not _only(names, str):
+    ids, statuses, subjects, owners, blocked, failures, internals = view
+    n = len(ids)
+    if any(len(column) != n for column in view) or not _only(ids, str):
         return False
-    joined = "\n".join(names) + "\n" if n else ""
+    joined = "\n".join(ids) + "\n" if n else ""
     return (
         joined.count("\n") == n
-        and _NAMES.fullmatch(joined) is not None
-        and len(set(names)) == n
+        and _IDS.fullmatch(joined) is not None
+        and len(set(ids)) == n
         and _only(statuses, str)
         and set(statuses) <= STATUS_SET
         and _only(subjects, str)
         and _only(owners, str, type(None))
         and _only(blocked, list)
-        and _only([b for blockers in blocked for b in blockers], str)
+        and _only(itertools.chain.from_iterable(blocked), str)
         and _only(failures, str)
         and _only(internals, bool)
     )

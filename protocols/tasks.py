@@ -212,7 +212,7 @@ class TaskBoard:
         self, path: str, cached_ok: bool = False, dir_fd: int | None = None, plain: bool = False
     ) -> Task | Plain | None:
         """`_read`; with `plain`, a file that is plainly a task is read without its model (and
-        not cached: the cache holds models)."""
+        not cached: the cache holds models; what it held of the file is dropped)."""
         name = os.path.basename(path)
         try:
             return parse_patiently(
@@ -257,6 +257,7 @@ class TaskBoard:
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
         found = TASK.read(raw) if plain else None
         if found is not None and found.id == name.removesuffix(".json"):
+            self._cache.drop(path)  # what it held of this file may be older: not kept
             return found  # what the model would have made of it, without the model
         from protocols.task_model import Task  # reading tasks needs the model; creating does not
 

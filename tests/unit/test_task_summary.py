@@ -141,8 +141,8 @@ def test_a_same_size_rewrite_with_the_same_stat_is_seen_if_racy(
     directory, times = (here.st_dev, here.st_ino), (here.st_mtime_ns, here.st_ctime_ns)
     stale = task_summary.load(paths.task_summary, directory)
     keys = [
-        (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if name == "1.json" else key
-        for name, key in zip(stale.names, stale.keys, strict=True)
+        (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if task_id == "1" else key
+        for task_id, key in zip(stale.ids, stale.keys, strict=True)
     ]
     task_summary.save(
         paths.task_summary, directory, times, True, st.st_ctime_ns + 1, stale.all_rows, keys
@@ -265,7 +265,7 @@ def test_a_flipped_byte_is_caught_by_the_checksum(board: TaskBoard, paths: TeamP
 
 @pytest.mark.parametrize(
     "column, value",
-    [(0, "../x.json"), (0, "1.json\n2.json"), (1, "done"), (2, 42), (3, 7), (4, [1]), (6, 0)],
+    [(0, "../x"), (0, "1\n2"), (0, "3"), (1, "done"), (2, 42), (3, 7), (4, [1]), (6, 0)],
 )
 def test_columns_of_the_wrong_types_are_not_used(
     board: TaskBoard, paths: TeamPaths, column: int, value: object
@@ -276,7 +276,7 @@ def test_columns_of_the_wrong_types_are_not_used(
     directory, times = (here.st_dev, here.st_ino), (here.st_mtime_ns, here.st_ctime_ns)
     summary = task_summary.load(paths.task_summary, directory)
     rows = [
-        row._replace(**{row._fields[column]: value}) if at == 0 else row
+        row._replace(full=row.line(), **{row._fields[column]: value}) if at == 0 else row
         for at, row in enumerate(summary.all_rows)
     ]
     task_summary.save(
@@ -395,5 +395,5 @@ def test_concurrent_writers_leave_a_whole_summary(board: TaskBoard, paths: TeamP
     assert [w.wait(timeout=120) for w in writers] == [0, 0, 0, 0]
     here = os.stat(paths.tasks_dir)
     summary = task_summary.load(paths.task_summary, (here.st_dev, here.st_ino))
-    assert len(summary.names) == 44
+    assert len(summary.ids) == 44
     assert not [p for p in paths.task_summary.parent.iterdir() if p != paths.task_summary]
