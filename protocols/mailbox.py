@@ -42,6 +42,7 @@ from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
     from protocols.messages import StructuredMessage
+    from protocols.shapes import PlainEntry
 
 log = logging.getLogger(__name__)
 
@@ -365,6 +366,11 @@ class Mailbox:
         read without locks and without ever writing."""
         return self.inbox(agent).history()
 
+    def peek_plain(self, agent: str) -> list[InboxEntry | PlainEntry]:
+        """`peek_all` for a reader that only shows the entries: one that is plainly an entry is
+        read without the model (`InboxFile.plain_history`)."""
+        return self.inbox(agent).plain_history()
+
     def observe(self, agent: str) -> int:
         """Record what others wrote into `agent`'s inbox and swarm has not recorded yet (taking
         the lock only when there is some); returns how many. Run by swarm's watchers, so a
@@ -397,7 +403,7 @@ class Mailbox:
         with inbox.lock():
             return inbox.record_locked(inbox.load_locked().items)
 
-    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
+    def mark_read(self, agent: str, entries: Iterable[InboxEntry | PlainEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
         if not wanted:

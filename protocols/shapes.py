@@ -30,6 +30,7 @@ from protocols.plain import (
     one_of,
     optional,
 )
+from protocols.status_keys import zero_usage
 from protocols.values import MemberState, TaskStatus
 
 OPT_STR = optional(STR)
@@ -37,19 +38,6 @@ OPT_INT = optional(INT)
 OPT_BOOL = optional(BOOL)
 TASK_ID = matching(r"[0-9]{1,18}")  # `protocols.task.ID_PATTERN`, whole
 USAGE = dict_of(INT)
-
-
-def zero_usage() -> dict[str, int]:
-    """`protocols.status.zero_usage` (here too, so that reading a status loads no model)."""
-    return dict.fromkeys(USAGE_KEYS, 0)
-
-
-USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-)
 
 TASK = Shape(
     "Task",
