@@ -43,13 +43,14 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from protocols import safefs
 from protocols.task import TASK_FILE
 from protocols.task_summary_file import (
     RACY_NS,
     VIEW_COLUMNS,
+    Invalid,
     Key,
     Summary,
     TaskRow,
@@ -62,19 +63,30 @@ if TYPE_CHECKING:
     from protocols.plain import Plain
     from protocols.task_model import Task
 
-__all__ = ["RACY_NS", "Reader", "TaskRow", "load", "rows", "save"]
+__all__ = ["RACY_NS", "Invalid", "Reader", "TaskRow", "load", "rows", "save"]
 
-# reads the task file `name` in the task directory opened as `dir_fd` (no link followed):
-# the task (its model, or a record read without it), or None for no valid task there
-Reader = Callable[[str, int], "Task | Plain | None"]
+
+class Reader(Protocol):
+    """How a look reads task files (`protocols.tasks.TaskBoard`)."""
+
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
+        """The task in file `name` of the task directory opened as `dir_fd` (no link followed):
+        its model, or a record read without it; `Invalid` (warned about) for a file that holds
+        no valid task; None for no file to read there (gone, a link: warned about)."""
+        ...
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        """Warn about file `name` again, found unchanged and still invalid for `reason`."""
+        ...
 
 
 def rows(
-    tasks_dir: Path, summary: Path, read: Reader, clock: Callable[[], int] = time.time_ns
+    tasks_dir: Path, summary: Path, reader: Reader, clock: Callable[[], int] = time.time_ns
 ) -> list[TaskRow]:
     """Every valid task of `tasks_dir`, by id, as rows: from `summary` where it is known to be
-    current, else read with `read`; `summary` is written again if anything changed. `clock`
-    (ns since the epoch, the clock file times count on) dates the look."""
+    current, else read with `reader`; `summary` is written again if anything changed. `clock`
+    (ns since the epoch, the clock file times count on) dates the look. An invalid file is
+    warned about at every look, as by any listing (when it is unchanged, for the reason kept)."""
     started = clock()
     try:
         dir_fd = safefs.open_dir(tasks_dir)
@@ -87,12 +99,12 @@ def rows(
         old = load(summary, directory)
         if old.trusted(times):
             found = old.all_rows
-            # an invalid file is read (and warned about) again, as by any listing; one that
-            # reads as a task now was changed without the directory's knowledge: look again
-            if all(read(row.name, dir_fd) is None for row in found if not row.status):
+            # an invalid file is warned about again; one kept without a reason is read again,
+            # and if it now reads as anything, it changed without the directory's knowledge
+            if all(_still_invalid(row, reader, dir_fd) for row in found if not row.status):
                 return [row for row in found if row.status]
             old = Summary()
-        written, keys, changed, settled = _look(dir_fd, old, read, started)
+        written, keys, changed, settled = _look(dir_fd, old, reader, started)
     finally:
         os.close(dir_fd)
     settled = settled and max(times) < started - RACY_NS
@@ -101,8 +113,17 @@ def rows(
     return [row for row in written if row.status]
 
 
+def _still_invalid(row: TaskRow, reader: Reader, dir_fd: int) -> bool:
+    """Warn about an unchanged invalid file again: for its kept reason, or by reading it
+    (whether it still reads as nothing)."""
+    if row.failure:
+        reader.invalid_again(row.name, row.failure)
+        return True
+    return reader.read_task(row.name, dir_fd) is None
+
+
 def _look(
-    dir_fd: int, old: Summary, read: Reader, started: int
+    dir_fd: int, old: Summary, reader: Reader, started: int
 ) -> tuple[list[TaskRow], list[Key], bool, bool]:
     """List the directory and stat every task file, using `old`'s row of a file only when its
     key matches and the file is older than `old` by more than `RACY_NS`; read the others. The
@@ -132,13 +153,16 @@ def _look(
         if known and newest < trusted_before:
             row = old.row(at)  # type: ignore[arg-type]
             if not row.status:  # invalid, and still the same
-                read(name, dir_fd)  # warned about again, as by any listing
+                _still_invalid(row, reader, dir_fd)
             if not row.status or stat.S_ISREG(st.st_mode):
                 written.append(row)
                 keys.append(key)
                 continue
-        task = read(name, dir_fd)
-        fresh = invalid_row(task_id) if task is None else TaskRow.of(task_id, task)
+        task = reader.read_task(name, dir_fd)
+        if task is None or isinstance(task, Invalid):
+            fresh = invalid_row(task_id, task.reason if task is not None else "")
+        else:
+            fresh = TaskRow.of(task_id, task)
         written.append(fresh)
         keys.append(key)
         # a file changed moments ago that still holds what its row says is no change: a

@@ -67,7 +67,7 @@ Key = tuple[int, int, int, int]  # a file's inode, size, mtime_ns and ctime_ns
 class TaskRow(NamedTuple):
     """One task file as the summary keeps it: its id, what a view shows of the task, and the
     task as its file holds it. A file that holds no valid task has the status ``""`` (it is
-    kept so that it does not count as a change at every look)."""
+    kept so that it does not count as a change at every look), and why in ``failure``."""
 
     id: str  # its file is ``<id>.json``
     status: str
@@ -141,9 +141,17 @@ class Lines:
         return self._by_id[task_id]
 
 
-def invalid_row(task_id: str) -> TaskRow:
-    """The row of a file that holds no valid task."""
-    return TaskRow(task_id, "", "", None, [], "", False, b"{}")
+class Invalid(NamedTuple):
+    """What reading a file that holds no valid task gave: why (its first line), which a look
+    that finds it unchanged warns about again without reading it."""
+
+    reason: str
+
+
+def invalid_row(task_id: str, reason: str = "") -> TaskRow:
+    """The row of a file that holds no valid task: the status ``""``, and why in ``failure``
+    (empty when there is no why to keep: a link, a file gone)."""
+    return TaskRow(task_id, "", "", None, [], reason, False, b"{}")
 
 
 _EMPTY_VIEW: list[list[Any]] = [[] for _ in range(VIEW_COLUMNS)]

@@ -54,6 +54,7 @@ from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_index import TaskIndex
+from protocols.task_summary import Invalid
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
@@ -164,14 +165,21 @@ class TaskBoard:
         new process trusts only for files whose stat it checked, parsing the others; so a look
         at an unchanged board costs a stat of every file, not a parse. The process's index is
         neither used nor built."""
-        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self._read_at)
+        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self)
         return rows if include_internal else [r for r in rows if not r.internal]
 
-    def _read_at(self, name: str, dir_fd: int) -> Task | Plain | None:
-        """The task in `name` for the summary: read without its model when the file is plainly
-        a task (`protocols.shapes.TASK`), so a look at a changed board loads no pydantic."""
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
+        """The task in `name` for the summary (`task_summary.Reader`): read without its model
+        when the file is plainly a task (`protocols.shapes.TASK`), so a look at a changed board
+        loads no pydantic; `Invalid` with the reason warned about for an invalid file."""
         path = os.path.join(str(self.paths.tasks_dir), name)
         return self._read_any(path, dir_fd=dir_fd, plain=True)
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        """`task_summary.Reader`: an invalid file found unchanged, warned about as `_read` does
+        (every look warns, as every listing does)."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        log.warning("skipping invalid task file %s: %s", path, reason)
 
     def _scan(self) -> builtins.list[Task]:
         """Every valid task (internal ones too), by id, from the files themselves.
@@ -210,18 +218,21 @@ class TaskBoard:
 
     def _read_any(
         self, path: str, cached_ok: bool = False, dir_fd: int | None = None, plain: bool = False
-    ) -> Task | Plain | None:
-        """`_read`; with `plain`, a file that is plainly a task is read without its model (and
-        not cached: the cache holds models; what it held of the file is dropped)."""
+    ) -> Task | Plain | Invalid | None:
+        """`_read`; with `plain` (for the summary), a file that is plainly a task is read
+        without its model (and not cached: the cache holds models; what it held of the file is
+        dropped), and an invalid one gives its reason (`Invalid`), not None."""
         name = os.path.basename(path)
         try:
             return parse_patiently(
                 lambda: self._load(path, name, cached_ok, dir_fd, plain), PARSE_RETRY_S
             )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
+            reason = _first_line(bad.error)
             if self._cache.signature(path) != bad.signature:  # once per version of the file
-                log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
-            return self._cache.put(path, bad.signature, None)
+                log.warning("skipping invalid task file %s: %s", path, reason)
+            self._cache.put(path, bad.signature, None)
+            return Invalid(reason) if plain else None
 
     def _load(
         self, path: str, name: str, cached_ok: bool, dir_fd: int | None, plain: bool = False

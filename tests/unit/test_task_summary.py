@@ -19,6 +19,7 @@ from helpers import swarm
 
 from protocols import task_summary
 from protocols.paths import TeamPaths
+from protocols.plain import Plain
 from protocols.task import TASK_FILE
 from protocols.task_model import Task
 from protocols.tasks import TaskBoard
@@ -49,15 +50,18 @@ class Looks:
         self.board = board
         self.parsed: list[str] = []
 
-    def read(self, name: str, dir_fd: int) -> Task | None:
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | task_summary.Invalid | None:
         self.parsed.append(name)
-        return self.board._read_at(name, dir_fd)
+        return self.board.read_task(name, dir_fd)
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        self.board.invalid_again(name, reason)
 
     def __call__(self, ahead_ns: int = AHEAD_NS) -> list[task_summary.TaskRow]:
         self.parsed = []
         paths = self.board.paths
         clock: Callable[[], int] = lambda: time.time_ns() + ahead_ns  # noqa: E731
-        return task_summary.rows(paths.tasks_dir, paths.task_summary, self.read, clock)
+        return task_summary.rows(paths.tasks_dir, paths.task_summary, self, clock)
 
 
 def same_as_the_files(rows: list[task_summary.TaskRow], board: TaskBoard) -> None:
@@ -221,15 +225,23 @@ def test_added_and_removed_files_are_seen(board: TaskBoard, paths: TeamPaths) ->
     assert [r.id for r in found] == ["1", "2", "4"]
 
 
-def test_an_invalid_file_is_skipped_and_no_change(board: TaskBoard, paths: TeamPaths) -> None:
+def test_an_invalid_file_is_skipped_and_no_change(
+    board: TaskBoard, paths: TeamPaths, caplog: pytest.LogCaptureFixture
+) -> None:
     look = Looks(board)
     paths.task("9").write_text('{"id": "8", "subject": "wrong id"}')
     found = look()
     assert [r.id for r in found] == ["1", "2", "3", "4"]
     written = paths.task_summary.stat().st_mtime_ns
+    caplog.clear()
     look()
-    assert look.parsed == ["9.json"]  # parsed (and warned about) again, as by any listing
+    assert look.parsed == []  # unchanged: its reason is kept (no model loaded for it again)
+    assert "skipping invalid task file" in caplog.text and "9.json" in caplog.text
     assert paths.task_summary.stat().st_mtime_ns == written
+    os.utime(paths.tasks_dir)  # the directory changed: every file is stat'ed, 9 is unchanged
+    caplog.clear()
+    look()
+    assert look.parsed == [] and "9.json: 1 validation error for Task" in caplog.text
 
 
 @pytest.mark.parametrize(
