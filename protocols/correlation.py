@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,8 @@ _ID_MS = re.compile(r"^(?:shutdown|plan_approval|perm|sandbox)-(\d+)[@-]")
 
 
 def _base36(length: int = 7) -> str:
+    import secrets  # (it loads OpenSSL: only a process that makes ids pays for it)
+
     return "".join(secrets.choice(_BASE36) for _ in range(length))
 
 

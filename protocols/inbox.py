@@ -30,7 +30,6 @@ Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import uuid
@@ -54,13 +53,14 @@ from protocols.jsonio import (
     sync_file,
 )
 from protocols.locks import REDO_ATTEMPTS, FileGuard, note_written
-from protocols.spool import Spool, Waiting
+from protocols.logs import logger
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
     from protocols.shapes import PlainEntry
+    from protocols.spool import Spool, Waiting
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
@@ -351,6 +351,8 @@ class InboxFile:
     @property
     def spool(self) -> Spool:
         if self._spool is None:
+            from protocols.spool import Spool  # a writer's: a reader never needs it
+
             self._spool = Spool(self.path)
         return self._spool
 

@@ -99,10 +99,12 @@ def rows(
         old = load(summary, directory)
         if old.trusted(times):
             found = old.all_rows
+            valid = [row for row in found if row.status]
             # an invalid file is warned about again; one kept without a reason is read again,
             # and if it now reads as anything, it changed without the directory's knowledge
-            if all(_still_invalid(row, reader, dir_fd) for row in found if not row.status):
-                return [row for row in found if row.status]
+            invalid = (row for row in found if not row.status) if len(valid) < len(found) else ()
+            if all(_still_invalid(row, reader, dir_fd) for row in invalid):
+                return valid
             old = Summary()
         written, keys, changed, settled = _look(dir_fd, old, reader, started)
     finally:

@@ -30,7 +30,6 @@ import contextlib
 import functools
 import itertools
 import json
-import logging
 import os
 import re
 import time
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from protocols import safefs
 from protocols.jsonio import dumps_compact
+from protocols.logs import logger
 from protocols.task import STATUSES, failure_of, is_internal
 from protocols.values import TaskStatus
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from protocols.plain import Plain
     from protocols.task_model import Task
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 FORMAT = "swarm-task-summary"
 VERSION = 2

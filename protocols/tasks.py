@@ -25,15 +25,15 @@ process was paused is done again from a fresh read (`redo_if_lock_lost`), never 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from protocols import safefs, task_index, task_summary
+from protocols import safefs, task_summary
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
@@ -48,20 +48,21 @@ from protocols.jsonio import (
     write_json,
 )
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.paths import TeamPaths
 from protocols.plain import Plain
 from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_graph import check_acyclic, waits_for
-from protocols.task_index import TaskIndex
 from protocols.task_summary import Invalid
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
+    from protocols.task_index import TaskIndex
     from protocols.task_model import Task
     from protocols.task_summary import TaskRow
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 # a task file that does not parse is re-read this long, but only while it is fresh (Claude Code
 # writes task files in place): an old broken file is skipped at once
@@ -111,7 +112,14 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
         self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
-        self._index = task_index.shared(str(paths.tasks_dir))
+
+    @functools.cached_property
+    def _index(self) -> TaskIndex:
+        """The process's index of this board, made when first used (a look through the
+        summary, ``swarm status``, never uses it: nor inotify)."""
+        from protocols import task_index
+
+        return task_index.shared(str(self.paths.tasks_dir))
 
     # locks
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFo
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
 from protocols.paths import TeamPaths
 from protocols.shapes import TEAM_CONFIG
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from protocols.plain import Plain
     from protocols.team_config import Member, TeamConfig
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 
 CONFIG = "config.json"  # a TeamFile's cache: the file's JSON text

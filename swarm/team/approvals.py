@@ -181,15 +181,20 @@ def genuine(entry: Entry, message: Any) -> bool:
     )
 
 
-def pending_requests(paths: TeamPaths, lead: Sequence[Entry] | None = None) -> list[Pending]:
+def pending_requests(
+    paths: TeamPaths, lead: Sequence[Entry] | None = None, members: Sequence[Any] | None = None
+) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
-    locks, no writes); `lead` is the lead's archive + inbox when the caller already has it.
-    The inboxes are read as a view reads them (`Mailbox.peek_plain`): what is plainly a message
-    needs no model, so ``swarm status`` loads no pydantic for them."""
-    mailbox = lead_mailbox(paths)
+    locks, no writes); `lead` is the lead's archive + inbox, and `members` the team's members
+    (`TeamFile.members`), when the caller already has them. The inboxes are read as a view
+    reads them (`Mailbox.peek_plain`): what is plainly a message needs no model, so ``swarm
+    status`` loads no pydantic for them."""
+    mailbox = open_store(paths).mailbox()  # only read: the lead's signer is not needed
     if lead is None:
         lead = mailbox.peek_plain(LEAD_NAME)
-    joined = {m.name: m.joinedAt for m in open_store(paths).team_file().members()}
+    if members is None:
+        members = open_store(paths).team_file().members()
+    joined = {m.name: m.joinedAt for m in members}
     asked = []
     for entry, message in structured(lead):
         if not is_request(message) or not genuine(entry, message):

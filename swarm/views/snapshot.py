@@ -180,7 +180,7 @@ def snapshot(
         tasks=tasks,
         failed=failed,
         blocked=_still_blocked(everything, visible),
-        requests=[_request_view(p, now) for p in pending_requests(paths, lead)],
+        requests=[_request_view(p, now) for p in pending_requests(paths, lead, members)],
         messages=[_message_view(e, colors, now) for e in last],
         usage={k: sum(m.usage[k] for m in views) for k in USAGE_KEYS},
         cost_usd=sum(costs) if costs else None,
