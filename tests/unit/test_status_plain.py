@@ -4,7 +4,7 @@ exactly what the models show: the text and the JSON of a busy team (control char
 sub-agents, permission, sandbox and plan requests, answered ones) with hostile files in it
 (wrong types the models coerce or refuse, a file that is no JSON, a link, an unknown state) are
 the same with the shapes as with every record handed to its model. And the shapes are what a
-look at such a team really uses: it loads no pydantic."""
+look at such a team really uses: ``swarm status`` loads no pydantic."""
 
 from __future__ import annotations
 
@@ -169,22 +169,21 @@ def test_the_shapes_show_what_the_models_show(
     assert "  5 (0) / 2 " in text  # dmitri's usage, "5" and 2.0 made ints by the model
 
 
-def test_a_look_at_it_loads_no_pydantic(team: TeamPaths) -> None:
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"]])
+def test_swarm_status_loads_no_pydantic(team: TeamPaths, args: list[str]) -> None:
     program = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from protocols.paths import TeamPaths\n"
-        "from swarm.views.snapshot import snapshot, to_json\n"
-        "from swarm.views.table import render\n"
-        "view = snapshot(TeamPaths(Path(sys.argv[1]), 't'), once=True)\n"
-        "render(view)\n"
+        "import io, sys\n"
+        "from swarm.cli.main import main\n"
+        "sys.stdout = io.StringIO()\n"
+        "code = main(sys.argv[1:])\n"
+        "assert code == 0 and 'alice' in sys.stdout.getvalue(), code\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core'))\n"
         "assert not loaded, loaded\n"
     )
     plain_team(team)
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(team.root)}
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(team.root), "SWARM_TEAM": "t"}
     result = subprocess.run(
-        [sys.executable, "-c", program, str(team.root)], capture_output=True, text=True, env=env
+        [sys.executable, "-c", program, *args], capture_output=True, text=True, env=env
     )
     assert result.returncode == 0, result.stderr
 
