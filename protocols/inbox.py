@@ -30,7 +30,6 @@ Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import uuid
@@ -54,12 +53,14 @@ from protocols.jsonio import (
     sync_file,
 )
 from protocols.locks import REDO_ATTEMPTS, FileGuard, note_written
-from protocols.spool import Spool, Waiting
+from protocols.logs import logger
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
+    from protocols.shapes import PlainEntry
+    from protocols.spool import Spool, Waiting
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
@@ -97,6 +98,26 @@ def entry_of(item: Any) -> InboxEntry:
     from protocols.inbox_entry import InboxEntry
 
     return InboxEntry.from_json_dict(item)
+
+
+def read_entry(item: Any, plain: bool = False) -> InboxEntry | PlainEntry | None:
+    """`item` as a message, None (and a warning) if it is not one. With `plain`, an item that
+    is plainly an entry is read without the model (`protocols.shapes.PlainEntry`)."""
+    if plain:
+        from protocols.shapes import PlainEntry
+
+        found = PlainEntry.read(item)
+        if found is not None:
+            return found
+    return _model_entry(item)
+
+
+def _model_entry(item: Any) -> InboxEntry | None:
+    try:
+        return entry_of(item)
+    except (TypeError, ValueError):
+        log.warning("an inbox item that is not a message was left as it is: %r", item)
+        return None
 
 
 class Loaded:
@@ -146,13 +167,7 @@ class Loaded:
 
     def entries(self) -> list[InboxEntry]:
         """The items that are valid messages (others are logged and kept in the file)."""
-        result = []
-        for item in self.items:
-            try:
-                result.append(entry_of(item))
-            except (TypeError, ValueError):
-                log.warning("an inbox item that is not a message was left as it is: %r", item)
-        return result
+        return [e for e in map(_model_entry, self.items) if e is not None]
 
     def unread(self) -> list[InboxEntry]:
         """Unread messages, each identity once: a second entry with a ``msg_id`` already in the
@@ -336,6 +351,8 @@ class InboxFile:
     @property
     def spool(self) -> Spool:
         if self._spool is None:
+            from protocols.spool import Spool  # a writer's: a reader never needs it
+
             self._spool = Spool(self.path)
         return self._spool
 
@@ -651,12 +668,22 @@ class InboxFile:
         """Every message the inbox has had, oldest first, each once, read without a lock: the
         record, then what is live and not recorded yet. A live entry's read mark wins; a
         recorded message that is no longer live was read (compacted, or deleted by its reader)."""
-        live: dict[str, InboxEntry] = {}
-        for entry in self.peek().entries():
-            live.setdefault(entry.identity, entry)
-        result: list[InboxEntry] = []
+        return self._history(plain=False)
+
+    def plain_history(self) -> list[InboxEntry | PlainEntry]:
+        """`history` for a reader that only shows it (``swarm status``): an entry that is
+        plainly one is read without the model, as a `PlainEntry`."""
+        return self._history(plain=True)
+
+    def _history(self, plain: bool) -> list[Any]:
+        live: dict[str, Any] = {}
+        for item in self.peek().items:
+            entry = read_entry(item, plain)
+            if entry is not None:
+                live.setdefault(entry.identity, entry)
+        result: list[Any] = []
         shown: set[str] = set()
-        for entry in self.read_archive():
+        for entry in RecordEntries.entries(self.archive, plain):
             identity = entry.identity
             if identity in shown:
                 continue
@@ -780,6 +807,24 @@ def _add_entry(entries: list[InboxEntry], line: bytes, path: Path) -> None:
         log.warning("skipping a damaged line in %s", path)
 
 
+def _add_plain_entry(entries: list[InboxEntry | PlainEntry], line: bytes, path: Path) -> None:
+    from protocols.shapes import PlainEntry
+
+    try:
+        item = json.loads(line)
+    except ValueError:
+        log.warning("skipping a damaged line in %s", path)
+        return
+    found = PlainEntry.read(item)
+    if found is not None:
+        entries.append(found)
+        return
+    try:
+        entries.append(entry_of(item))
+    except (TypeError, ValueError):
+        log.warning("skipping a damaged line in %s", path)
+
+
 class RecordIndex:
     """The identities in each record file this process has looked at, read incrementally: each
     call reads only what was appended since the last."""
@@ -798,18 +843,27 @@ class RecordEntries:
     appended since its last look, not the whole record (40,000 entries: ~1.7 s a look)."""
 
     _fold: _RecordFold[list[InboxEntry]] = _RecordFold(list, _add_entry)
+    # the same, an entry that is plainly one read without the model (`InboxFile.history`)
+    _plain: _RecordFold[list[InboxEntry | PlainEntry]] = _RecordFold(list, _add_plain_entry)
 
     @classmethod
     def forget(cls) -> None:
         """Drop every record read: the next look parses each one whole (a cold start)."""
         cls._fold.forget()
+        cls._plain.forget()
 
     @classmethod
-    def entries(cls, path: Path) -> list[InboxEntry]:
+    def entries(cls, path: Path, plain: bool = False) -> list[Any]:
         """The entries, oldest first (a copy of the list: the entries themselves are shared)."""
-        return list(cls._fold.get(path) or [])
+        return list((cls._plain if plain else cls._fold).get(path) or [])
 
 
-def _marked_read(entry: InboxEntry) -> InboxEntry:
+def _marked_read(entry: Any) -> Any:
     """`entry` with ``read: true`` (a shallow copy: no validation, cheap for a long record)."""
-    return entry if entry.is_read else entry.model_copy(update={"read": True})
+    from protocols.shapes import PlainEntry
+
+    if entry.is_read:
+        return entry
+    if isinstance(entry, PlainEntry):
+        return entry.marked_read()
+    return entry.model_copy(update={"read": True})

@@ -51,9 +51,7 @@ import contextlib
 import errno
 import fcntl
 import functools
-import logging
 import os
-import random
 import stat
 import threading
 import time
@@ -65,10 +63,11 @@ from typing import ParamSpec, TypeVar
 from protocols import safefs
 from protocols.errors import InvalidSetting, LockLost, LockTimeout
 from protocols.file_cache import Signature, signature_of
-from protocols.flock_wait import wait_for_flock
+from protocols.flock_wait import jitter, wait_for_flock
+from protocols.logs import logger
 from protocols.pids import ProcessIdentity, start_time
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 STALE_S = 10.0
 REFRESH_S = 5.0
@@ -417,7 +416,7 @@ class FileGuard:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._timed_out()
-            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            time.sleep(min(delay * (0.5 + jitter()), remaining))
             delay = min(delay * 1.5, _MAX_CARRIED_BACKOFF_S)
         return True
 
@@ -443,7 +442,7 @@ class FileGuard:
                     f"could not lock {self.target}: {self.lock_dir} has been held for "
                     f"{self.timeout:g} s (by Claude Code or a hung process); nothing was written"
                 )
-            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            time.sleep(min(delay * (0.5 + jitter()), remaining))
             delay = min(delay * 2, 0.05)
 
     def _try_make_lock_dir(self, fd: int) -> bool:

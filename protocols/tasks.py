@@ -25,15 +25,15 @@ process was paused is done again from a fresh read (`redo_if_lock_lost`), never 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from protocols import safefs, task_index, task_summary
+from protocols import safefs, task_summary
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
@@ -48,17 +48,21 @@ from protocols.jsonio import (
     write_json,
 )
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.paths import TeamPaths
+from protocols.plain import Plain
+from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_graph import check_acyclic, waits_for
-from protocols.task_index import TaskIndex
+from protocols.task_summary import Invalid
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
+    from protocols.task_index import TaskIndex
     from protocols.task_model import Task
     from protocols.task_summary import TaskRow
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 # a task file that does not parse is re-read this long, but only while it is fresh (Claude Code
 # writes task files in place): an old broken file is skipped at once
@@ -108,7 +112,14 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
         self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
-        self._index = task_index.shared(str(paths.tasks_dir))
+
+    @functools.cached_property
+    def _index(self) -> TaskIndex:
+        """The process's index of this board, made when first used (a look through the
+        summary, ``swarm status``, never uses it: nor inotify)."""
+        from protocols import task_index
+
+        return task_index.shared(str(self.paths.tasks_dir))
 
     # locks
 
@@ -164,11 +175,21 @@ class TaskBoard:
         new process trusts only for files whose stat it checked, parsing the others; so a look
         at an unchanged board costs a stat of every file, not a parse. The process's index is
         neither used nor built."""
-        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self._read_at)
+        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self)
         return rows if include_internal else [r for r in rows if not r.internal]
 
-    def _read_at(self, name: str, dir_fd: int) -> Task | None:
-        return self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
+        """The task in `name` for the summary (`task_summary.Reader`): read without its model
+        when the file is plainly a task (`protocols.shapes.TASK`), so a look at a changed board
+        loads no pydantic; `Invalid` with the reason warned about for an invalid file."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        return self._read_any(path, dir_fd=dir_fd, plain=True)
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        """`task_summary.Reader`: an invalid file found unchanged, warned about as `_read` does
+        (every look warns, as every listing does)."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        log.warning("skipping invalid task file %s: %s", path, reason)
 
     def _scan(self) -> builtins.list[Task]:
         """Every valid task (internal ones too), by id, from the files themselves.
@@ -203,15 +224,29 @@ class TaskBoard:
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         `dir_fd` is the tasks directory, opened by the caller without following links.
         """
+        return cast("Task | None", self._read_any(path, cached_ok, dir_fd))
+
+    def _read_any(
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, plain: bool = False
+    ) -> Task | Plain | Invalid | None:
+        """`_read`; with `plain` (for the summary), a file that is plainly a task is read
+        without its model (and not cached: the cache holds models; what it held of the file is
+        dropped), and an invalid one gives its reason (`Invalid`), not None."""
         name = os.path.basename(path)
         try:
-            return parse_patiently(lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S)
+            return parse_patiently(
+                lambda: self._load(path, name, cached_ok, dir_fd, plain), PARSE_RETRY_S
+            )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
+            reason = _first_line(bad.error)
             if self._cache.signature(path) != bad.signature:  # once per version of the file
-                log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
-            return self._cache.put(path, bad.signature, None)
+                log.warning("skipping invalid task file %s: %s", path, reason)
+            self._cache.put(path, bad.signature, None)
+            return Invalid(reason) if plain else None
 
-    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> Task | None:
+    def _load(
+        self, path: str, name: str, cached_ok: bool, dir_fd: int | None, plain: bool = False
+    ) -> Task | Plain | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
         a file that does not parse and was written moments ago, `_Invalid` for a bad one."""
         try:
@@ -241,6 +276,10 @@ class TaskBoard:
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
+        found = TASK.read(raw) if plain else None
+        if found is not None and found.id == name.removesuffix(".json"):
+            self._cache.drop(path)  # what it held of this file may be older: not kept
+            return found  # what the model would have made of it, without the model
         from protocols.task_model import Task  # reading tasks needs the model; creating does not
 
         try:

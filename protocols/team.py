@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,17 +24,21 @@ from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFo
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
 from protocols.paths import TeamPaths
+from protocols.shapes import TEAM_CONFIG
 
 if TYPE_CHECKING:
+    from protocols.plain import Plain
     from protocols.team_config import Member, TeamConfig
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 
 CONFIG = "config.json"  # a TeamFile's cache: the file's JSON text
 ENTRIES = "members"  # and the members' raw entries
+MEMBERS = "members as read"  # and the members as `members` reads them
 
 # what `TeamFile.entries` checks before it trusts the raw JSON: the keys the model requires, and
 # the optional ones a send reads, with the types the model gives them
@@ -140,6 +143,22 @@ class TeamFile:
         if signature:
             self._cache.put(CONFIG, signature, json.dumps(raw))
         return config
+
+    def members(self) -> list[Member] | list[Plain]:
+        """The current members, for a reader that only shows them: read without the model when
+        config.json is plainly a team file (`protocols.shapes.TEAM_CONFIG`), else as `load`
+        reads them (an invalid file raises as it does). Kept until the file changes; do not
+        change them."""
+        signature = self._signature()
+        hit, cached = self._cache.get(MEMBERS, signature)
+        if hit and cached is not None:
+            return cached
+        raw = self._read_raw()
+        plain = TEAM_CONFIG.read(raw)
+        members = plain.members if plain is not None else self._validated(raw).members
+        if signature:
+            self._cache.put(MEMBERS, signature, members)
+        return members
 
     def entries(self) -> list[dict[str, Any]]:
         """The members' entries as config.json has them (copies), read without a model.

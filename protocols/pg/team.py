@@ -106,6 +106,10 @@ class PgTeamFile:
     def load(self) -> TeamConfig:
         return self.db.run(lambda c: _load(c, self.team), "load team")
 
+    def members(self) -> list[Member]:
+        """The current members (`TeamFile.members`)."""
+        return self.load().members
+
     def entries(self) -> list[dict[str, Any]]:
         """The members' entries as config.json would have them."""
         return [m.to_json_dict() for m in self.load().members]
