@@ -13,7 +13,9 @@ What it does
       switches of all their threads) per second;
     * broadcast: a message to ``*`` (`Mailbox.broadcast`, what ``swarm send '*'`` does) from the
       lead, timed until every recipient has marked it read (the entry is read, or already
-      moved to the archive); then the same to the pollers.
+      moved to the archive); then the same to the pollers; ``--broadcasts`` times (3), once
+      everybody is idle again. A single broadcast's time swings with what the disk did just
+      before: the table shows the median and the slowest, and the verdict takes the slowest.
 
     At the first size a second team of as many teammates on an empty board is measured in the
     same window: idle cost must not depend on what the board holds. The teammates that could
@@ -33,6 +35,7 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,11 +92,13 @@ class Row:
     cpu: float  # % of one core, all teammates
     wakes: float  # per second, all teammates
     polling: int  # teammates without inotify (woken by doorbells, and a look every 2 s)
-    written_ms: float  # the broadcast call itself
-    read_ms: float  # until every teammate marked it read
+    written_ms: float  # the broadcast call itself (median of the broadcasts)
+    read_ms: float  # until every teammate marked it read (median of the broadcasts)
     poll_cpu: float
     poll_wakes: float
     poll_read_ms: float
+    read_max_ms: float = 0.0  # the slowest of the broadcasts
+    poll_read_max_ms: float = 0.0
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -358,6 +363,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="each CPU window")
     parser.add_argument("--plot", type=Path, default=Path("docs/images/idle_cpu.png"))
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--broadcasts",
+        type=int,
+        default=3,
+        help="broadcasts at each size (the figures are their median; the verdict takes the "
+        "slowest: every one must be read by all within the target)",
+    )
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     rows: list[Row] = []
@@ -384,8 +396,17 @@ def main() -> None:
                     empty_cpu, full_cpu = figures["empty"][0], figures["swarm"][0]
                     empty.stop()
                 polling = sum(1 for pid in groups["swarm"] if inotify_instances(pid) == 0)
-                written, read = broadcast_ms(mates.paths, mates.names, f"hello {count}")
-                _, poll_read = broadcast_ms(pollers.paths, pollers.names, f"hello {count}")
+                timings, poll_timings = [], []
+                for n in range(args.broadcasts):
+                    if n:
+                        mates.settle()
+                    timings.append(broadcast_ms(mates.paths, mates.names, f"hello {count}.{n}"))
+                    poll_timings.append(
+                        broadcast_ms(pollers.paths, pollers.names, f"hello {count}.{n}")
+                    )
+                written = statistics.median(t[0] for t in timings)
+                read = statistics.median(t[1] for t in timings)
+                poll_read = statistics.median(t[1] for t in poll_timings)
                 rows.append(
                     Row(
                         count,
@@ -397,6 +418,8 @@ def main() -> None:
                         figures["poll"][0],
                         figures["poll"][1],
                         poll_read,
+                        max(t[1] for t in timings),
+                        max(t[1] for t in poll_timings),
                     )
                 )
                 print(
@@ -420,21 +443,23 @@ def report(
     print()
     print(f"{args.seconds:g} s windows, board of {args.completed:,} completed tasks")
     print(
-        "teammates | swarm: CPU %  wakes/s  no-inotify  broadcast sent / all read ms | "
-        "1 s pollers: CPU %  wakes/s  all read ms"
+        "teammates | swarm: CPU %  wakes/s  no-inotify  broadcast sent / all read ms (max) | "
+        "1 s pollers: CPU %  wakes/s  all read ms (max)"
     )
     for r in rows:
         print(
             f"{r.count:>9} | {r.cpu:>12.2f} {r.wakes:>8.0f} {r.polling:>11} "
-            f"{r.written_ms:>14.0f} / {r.read_ms:<8.0f} | {r.poll_cpu:>18.2f} "
-            f"{r.poll_wakes:>8.0f} {r.poll_read_ms:>12.0f}"
+            f"{r.written_ms:>14.0f} / {r.read_ms:.0f} ({r.read_max_ms:.0f}) | "
+            f"{r.poll_cpu:>18.2f} {r.poll_wakes:>8.0f} {r.poll_read_ms:>8.0f} "
+            f"({r.poll_read_max_ms:.0f})"
         )
     last = rows[-1]
     cpu_ok = last.cpu < CPU_TARGET_PERCENT
-    read_ok = last.read_ms < BROADCAST_TARGET_MS
+    read_ok = last.read_max_ms < BROADCAST_TARGET_MS
     print(
         f"{last.count} idle teammates: {last.cpu:.2f}% of a core  target < {CPU_TARGET_PERCENT}%"
-        f"  {verdict(cpu_ok)}; broadcast read by all in {last.read_ms:.0f} ms  target < "
+        f"  {verdict(cpu_ok)}; {args.broadcasts} broadcasts read by all in {last.read_ms:.0f} ms"
+        f" (median), {last.read_max_ms:.0f} ms (slowest)  target < "
         f"{BROADCAST_TARGET_MS:.0f} ms  {verdict(read_ok)}"
     )
     print(
@@ -446,6 +471,7 @@ def report(
         print(f"plot: {args.plot}")
     pairs = [f"cpu_percent_{r.count}={r.cpu:.2f}" for r in rows]
     pairs += [f"broadcast_ms_{r.count}={r.read_ms:.0f}" for r in rows]
+    pairs += [f"broadcast_max_ms_{r.count}={r.read_max_ms:.0f}" for r in rows]
     pairs += [f"poller_cpu_percent_{r.count}={r.poll_cpu:.2f}" for r in rows]
     pairs += [f"poller_broadcast_ms_{r.count}={r.poll_read_ms:.0f}" for r in rows]
     pairs += [f"polling_{last.count}={last.polling}", f"empty_board_cpu_percent={empty_cpu:.2f}"]
