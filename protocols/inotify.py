@@ -19,8 +19,11 @@ reports (``IN_ATTRIB``: its last link went); the watch is then moved to the new 
 the watchers are told, so a write after their next read is always heard. A file that does not
 exist yet is waited for through a watch on its directory. Directories are watched for files
 created, renamed into or written in them; a subscriber may ask for more (`watch_dir`'s
-`events`: files modified, removed, their attributes changed), and the kernel's watch asks for
-what its subscribers want together, each subscriber hearing only its own kinds of event.
+`events`: files modified, removed, their attributes changed) or leave out hidden names
+(``hidden``), and the kernel's watch asks for what its subscribers want together, each
+subscriber hearing only its own kinds of event. The kernel cannot leave out subdirectories or
+names: an event that no subscriber of its directory hears is dropped on its mask and the first
+byte of its name, before anything else about it is decoded.
 
 `sync` delivers, before it returns, every event the kernel has queued: the kernel queues an
 event inside the system call that made the change, so after `sync` every change completed
@@ -75,6 +78,7 @@ _DIR_SELF = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW  # every
 DIR_MASK = (DIR_EVENTS & ~IN_ISDIR) | _DIR_SELF
 APPEARED = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE
 _EVENT = struct.Struct("iIII")
+_DOT = ord(".")
 
 Callback = Callable[[str | None], None]  # the name that changed; None: anything may have
 Calls = list[tuple[Callback, str | None]]
@@ -88,6 +92,8 @@ class _Watch:
     mask: int = 0  # what the kernel's watch asks for (a directory: its subscribers' union)
     callbacks: dict[int, Callback] = field(default_factory=dict)
     events: dict[int, int] = field(default_factory=dict)  # a dir: what each subscriber hears
+    # a dir: subscribers that hear no hidden names (``.x``: temporary files, private locks)
+    no_hidden: set[int] = field(default_factory=set)
     pending: dict[str, _Watch] = field(default_factory=dict)  # a dir: files not there yet
     parent: _Watch | None = None  # a file not there yet: the dir watch that waits for it
 
@@ -97,6 +103,30 @@ def _wanted(events: int, mask: int) -> bool:
     if mask & IN_ISDIR and not events & IN_ISDIR:
         return False
     return bool(mask & events & ~IN_ISDIR)
+
+
+@dataclass(frozen=True)
+class _Sieve:
+    """What nobody hears of one directory watch's events, so they are dropped before anything
+    about them is decoded (a claim's lock directories and temporary files beside the task
+    files make about twenty events, of which the board's index needs two)."""
+
+    kinds: int  # the kinds some subscriber (or a file waited for) hears
+    subdirectories: bool  # some subscriber hears about subdirectories
+    hidden: bool  # some subscriber hears hidden names
+
+
+def _sieve(watch: _Watch) -> _Sieve:
+    kinds = 0
+    subdirectories = hidden = bool(watch.pending)  # a file waited for: as before, every event
+    if watch.pending:
+        kinds |= APPEARED
+    for handle in watch.callbacks:
+        events = watch.events.get(handle, DIR_EVENTS)
+        kinds |= events
+        subdirectories = subdirectories or bool(events & IN_ISDIR)
+        hidden = hidden or handle not in watch.no_hidden
+    return _Sieve(kinds & ~IN_ISDIR, subdirectories, hidden)
 
 
 class Notifier:
@@ -157,18 +187,26 @@ class Notifier:
             return self._subscribe(watch, callback)
 
     def watch_dir(
-        self, path: str, callback: Callback, events: int = DIR_EVENTS, passive: bool = False
+        self,
+        path: str,
+        callback: Callback,
+        events: int = DIR_EVENTS,
+        passive: bool = False,
+        hidden: bool = True,
     ) -> int:
         """Call `callback(name)` whenever a file in the directory `path` has one of `events`
         (by default: it appeared or was written; with `IN_ISDIR`, subdirectories too), and
         `callback(None)` when the directory went away, was armed again or events were lost.
-        `passive`: only when some thread calls `sync` (module doc). Raises OSError if the
-        directory cannot be watched (missing, a link, no watches left)."""
+        `passive`: only when some thread calls `sync` (module doc). `hidden`: names that begin
+        with a dot too (temporary files and private lock directories are hidden). Raises
+        OSError if the directory cannot be watched (missing, a link, no watches left)."""
         try:
             with self._lock:
                 watch = self._dir(path, must=True)
                 handle = self._subscribe(watch, callback, passive)
                 watch.events[handle] = events
+                if not hidden:
+                    watch.no_hidden.add(handle)
                 try:
                     self._set_dir_mask(watch)
                 except OSError:
@@ -237,6 +275,7 @@ class Notifier:
         if len(self._passive) == len(self._by_handle):  # nobody left who waits for the reader
             self._reader_needed.clear()
         watch.events.pop(handle, None)
+        watch.no_hidden.discard(handle)
         self._release(watch)
         if watch.callbacks and watch.is_dir:
             with contextlib.suppress(OSError):  # it asks for more than needed meanwhile
@@ -402,19 +441,38 @@ class Notifier:
                 return
 
     def _handle(self, data: bytes) -> Calls:
+        """The calls that the events in `data` make. A directory's event that none of its
+        subscribers hears (`_Sieve`) is dropped on its mask and the first byte of its name,
+        before the name is decoded (the board's directory sees about twenty events per claim,
+        most of them about lock directories and temporary files)."""
         calls: Calls = []
         offset = 0
-        while offset + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
-            offset += _EVENT.size + length
-            name = os.fsdecode(raw.rstrip(b"\0")) or None
+        size = _EVENT.size
+        unpack = _EVENT.unpack_from
+        sieves: dict[int, _Sieve] = {}  # this batch's, made under the lock: nothing changes
+        while offset + size <= len(data):
+            wd, mask, _cookie, length = unpack(data, offset)
+            start = offset + size
+            offset = start + length
             if mask & IN_Q_OVERFLOW:
                 calls.extend(self._overflowed())
                 continue
             watch = self._by_wd.get(wd)
             if watch is None:
                 continue  # a watch already moved or dropped
+            if watch.is_dir and not mask & GONE:
+                if not length:
+                    continue  # the directory's own attributes: nothing in it changed
+                sieve = sieves.get(wd)
+                if sieve is None:
+                    sieve = sieves[wd] = _sieve(watch)
+                if (
+                    not mask & sieve.kinds
+                    or (mask & IN_ISDIR and not sieve.subdirectories)
+                    or (data[start] == _DOT and not sieve.hidden)
+                ):
+                    continue
+            name = os.fsdecode(data[start:offset].rstrip(b"\0")) or None
             if watch.is_dir:
                 calls.extend(self._dir_event(watch, mask, name))
             else:
@@ -435,10 +493,12 @@ class Notifier:
             return [(c, None) for c in [*watch.callbacks.values(), *waiting]]
         if name is None:
             return []  # the directory's own attributes: nothing in it changed
+        hidden = name.startswith(".")
         calls: Calls = [
             (c, name)
             for handle, c in watch.callbacks.items()
             if _wanted(watch.events.get(handle, DIR_EVENTS), mask)
+            and not (hidden and handle in watch.no_hidden)
         ]
         pending = watch.pending.get(name)
         if pending is not None and mask & APPEARED:

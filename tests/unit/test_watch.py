@@ -327,3 +327,35 @@ def test_a_directory_watch_armed_again_by_another_watcher_still_says_it_cannot_t
             assert watch.changes() == {"2.json"}
     finally:
         watch.close()
+
+
+def test_subscribers_of_one_directory_each_hear_hidden_names_only_if_they_asked(
+    tmp_path: Path,
+) -> None:
+    """Hidden names (temporary files, private lock directories) are dropped undecoded for a
+    subscriber that does not want them, never for its neighbours on the same directory, nor
+    for a hidden file someone waits for there."""
+    try:
+        notifier = Notifier.shared()
+    except OSError:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    heard: dict[str, list[str | None]] = {"all": [], "visible": [], "waited": []}
+    handles = [
+        notifier.watch_dir(str(tmp_path), heard["visible"].append, passive=True, hidden=False),
+        notifier.watch_dir(str(tmp_path), heard["all"].append, passive=True),
+    ]
+    try:
+        (tmp_path / ".tmp-1").write_text("x")
+        (tmp_path / "1.json").write_text("x")
+        notifier.sync()
+        assert set(heard["visible"]) == {"1.json"}
+        assert set(heard["all"]) == {".tmp-1", "1.json"}
+        notifier.unwatch(handles.pop())  # only the subscriber without hidden names is left
+        handles.append(notifier.watch_file(str(tmp_path / ".later"), heard["waited"].append))
+        (tmp_path / ".later").write_text("x")  # waited for through the directory's watch
+        notifier.sync()
+        assert heard["waited"] and set(heard["waited"]) == {".later"}
+        assert set(heard["visible"]) == {"1.json"}
+    finally:
+        for handle in handles:
+            notifier.unwatch(handle)
