@@ -78,6 +78,9 @@ _DIR_SELF = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW  # every
 DIR_MASK = (DIR_EVENTS & ~IN_ISDIR) | _DIR_SELF
 APPEARED = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE
 _EVENT = struct.Struct("iIII")
+_BUFFER = 65536
+# the largest event: its header and a name of NAME_MAX bytes, NUL-terminated and padded
+_LARGEST = _EVENT.size + 256
 _DOT = ord(".")
 
 Callback = Callable[[str | None], None]  # the name that changed; None: anything may have
@@ -401,7 +404,7 @@ class Notifier:
         with self._reading:
             while True:
                 try:
-                    data = os.read(self.fd, 65536)
+                    data = os.read(self.fd, _BUFFER)
                 except BlockingIOError:
                     return
                 try:
@@ -412,6 +415,10 @@ class Notifier:
                     continue
                 for callback, name in calls:
                     callback(name)
+                if len(data) <= _BUFFER - _LARGEST:
+                    # a read stops early only when the queue is empty: whatever was queued
+                    # when `sync` was called has been read (one system call, not two)
+                    return
 
     def _run_later(self) -> None:
         """Make the calls noted under the lock (one caller at a time, like the reader's)."""

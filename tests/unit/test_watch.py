@@ -359,3 +359,22 @@ def test_subscribers_of_one_directory_each_hear_hidden_names_only_if_they_asked(
     finally:
         for handle in handles:
             notifier.unwatch(handle)
+
+
+def test_sync_delivers_more_events_than_one_read_holds(tmp_path: Path) -> None:
+    """`sync` stops reading at the first read that did not fill its buffer: a queue longer
+    than one buffer is still delivered whole before it returns."""
+    try:
+        notifier = Notifier.shared()
+    except OSError:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    heard: set[str | None] = set()
+    handle = notifier.watch_dir(str(tmp_path), heard.add, passive=True)
+    try:
+        names = {f"{n:04d}-{'x' * 60}.json" for n in range(3000)}  # ~80 bytes per event
+        for name in names:
+            (tmp_path / name).write_text("")  # IN_CREATE and IN_CLOSE_WRITE: ~480 KB queued
+        notifier.sync()
+        assert heard == names
+    finally:
+        notifier.unwatch(handle)
