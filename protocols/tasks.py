@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -50,6 +50,7 @@ from protocols.jsonio import (
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.paths import TeamPaths
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
+from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_index import TaskIndex
 from protocols.values import TaskStatus
@@ -107,7 +108,7 @@ class TaskBoard:
         self.durability = durability
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
-        self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
+        self._cache: FileCache[str, TaskFacts | None] = FileCache()  # None: an invalid file
         self._index = task_index.shared(str(paths.tasks_dir))
 
     # locks
@@ -136,7 +137,8 @@ class TaskBoard:
 
     def get(self, task_id: str | int) -> Task | None:
         """The task, or None if there is no valid file for it."""
-        return self._read(str(self.paths.task(str(task_id))))
+        facts = self._read(str(self.paths.task(str(task_id))))
+        return facts.task() if facts is not None else None
 
     def require(self, task_id: str | int) -> Task:
         task = self.get(task_id)
@@ -166,9 +168,10 @@ class TaskBoard:
         return rows if include_internal else [r for r in rows if not r.internal]
 
     def _read_at(self, name: str, dir_fd: int) -> Task | None:
-        return self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
+        facts = self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
+        return facts.task() if facts is not None else None
 
-    def _scan(self) -> builtins.list[Task]:
+    def _scan(self) -> builtins.list[TaskFacts]:
         """Every valid task (internal ones too), by id, from the files themselves.
 
         The directory is opened once (without following links) and every file is looked at
@@ -186,15 +189,34 @@ class TaskBoard:
 
     def _refresh(self) -> TaskIndex:
         """The index, brought up to date from the files (hold its lock)."""
-        self._index.refresh(self._read_id, self._scan)
+        self._index.refresh(self._read_ids, self._scan)
         return self._index
 
-    def _read_id(self, task_id: str) -> Task | None:
+    def _read_ids(self, task_ids: Iterable[str]) -> Iterator[tuple[str, TaskFacts | None]]:
+        """What the files of `task_ids` hold now, read relative to the directory opened once."""
+        directory = str(self.paths.tasks_dir)
+        try:
+            dir_fd = safefs.open_dir(directory)
+        except FileNotFoundError:
+            for task_id in task_ids:
+                yield task_id, None
+            return
+        try:
+            for task_id in task_ids:
+                path = os.path.join(directory, f"{task_id}.json")
+                yield task_id, self._read(path, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _read_id(self, task_id: str) -> TaskFacts | None:
         return self._read(os.path.join(str(self.paths.tasks_dir), f"{task_id}.json"))
 
-    def _read(self, path: str, cached_ok: bool = False, dir_fd: int | None = None) -> Task | None:
-        """The task in `path`; None if there is none, or the file is invalid (a warning is
-        logged once per version of the file). A file whose id is not its name is invalid.
+    def _read(
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None
+    ) -> TaskFacts | None:
+        """The task in `path` (what choosing a claim needs of it; its model on demand); None if
+        there is none, or the file is invalid (a warning is logged once per version of the
+        file). A file whose id is not its name is invalid.
 
         With `cached_ok`, a file whose (inode, size, mtime) did not change since it was last
         parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
@@ -209,9 +231,11 @@ class TaskBoard:
                 log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
             return self._cache.put(path, bad.signature, None)
 
-    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> Task | None:
+    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> TaskFacts | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
-        a file that does not parse and was written moments ago, `_Invalid` for a bad one."""
+        a file that does not parse and was written moments ago, `_Invalid` for a bad one. A
+        plainly valid file is not made a model (`protocols.task_facts`); any other is, to
+        decide."""
         try:
             if cached_ok and dir_fd is not None:
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -239,15 +263,13 @@ class TaskBoard:
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
-        from protocols.task_model import Task  # reading tasks needs the model; creating does not
-
-        try:
-            task = Task.from_json_dict(raw)
-        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise _Invalid(signature, exc) from None
-        if task.id != name.removesuffix(".json"):
-            raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
-        return self._cache.put(path, signature, task)
+        except RecursionError:  # nested thousands deep: no task file is
+            raise _Invalid(signature, ValueError("its JSON is nested too deeply")) from None
+        task_id = name.removesuffix(".json")
+        facts = facts_of(raw, task_id)
+        if facts is None:
+            facts = _model_facts(raw, task_id, signature)
+        return self._cache.put(path, signature, facts)
 
     # writing
 
@@ -542,15 +564,16 @@ class TaskBoard:
             index.put(task_id, None)
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
         with self._task_lock(task_id):
-            task = self.get(task_id)  # re-read under the task's own lock
-            index.put(task_id, task)
-            if task is None:
+            facts = self._read_id(task_id)  # re-read under the task's own lock
+            index.put(task_id, facts)
+            if facts is None:
                 return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
+            task = facts.task()
             if task.status == "completed":
                 return ClaimResult(False, task, ClaimFailure.ALREADY_RESOLVED)
             if task.owner and task.owner != agent:
                 return ClaimResult(False, task, ClaimFailure.ALREADY_CLAIMED)
-            blockers = self._open_blockers(task, index)
+            blockers = self._open_blockers(facts, index)
             if blockers:
                 return ClaimResult(False, task, ClaimFailure.BLOCKED, blocked_by=blockers)
             if check_busy:
@@ -564,14 +587,14 @@ class TaskBoard:
                 updates["metadata"] = _with(task, FAILED, None)
             claimed = task.updated(**updates)
             self._write(claimed, sync_dir=False)  # `_synced` does it, out of the locks
-            index.put(task_id, claimed)
+            index.put(task_id, TaskFacts.of_task(claimed))
         return ClaimResult(True, claimed)
 
-    def _open_blockers(self, task: Task, index: TaskIndex) -> builtins.list[str]:
+    def _open_blockers(self, task: TaskFacts, index: TaskIndex) -> builtins.list[str]:
         """`task`'s blockers that exist and are not completed, each read from its file."""
         open_ids = []
         for blocker in task.blockedBy:
-            other = self.get(blocker)
+            other = self._read_id(blocker)
             index.put(blocker, other)
             if other is not None and other.unfinished:
                 open_ids.append(blocker)
@@ -584,7 +607,7 @@ class TaskBoard:
         for other_id in index.busy_with(agent):
             if other_id == task_id:
                 continue
-            other = self.get(other_id)
+            other = self._read_id(other_id)
             index.put(other_id, other)
             if other is not None and other.owner == agent and other.busy:
                 busy.append(other_id)
@@ -640,6 +663,20 @@ def notify_owner(mailbox: Sender | None, task: Task, actor: str | None) -> None:
         mailbox.send(task.owner, message, sender=actor or "team-lead")
     except ProtocolsError as exc:
         log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
+
+
+def _model_facts(raw: object, task_id: str, signature: Signature) -> TaskFacts:
+    """The facts of a file that is not plainly valid, from its model (`_Invalid` if there is
+    none: reading tasks needs the model, creating them does not)."""
+    from protocols.task_model import Task
+
+    try:
+        task = Task.from_json_dict(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError, RecursionError) as exc:  # pydantic's errors are ValueErrors
+        raise _Invalid(signature, exc) from None
+    if task.id != task_id:
+        raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
+    return TaskFacts.of_task(task)
 
 
 def _open_task(path: str, name: str, dir_fd: int | None) -> int:
