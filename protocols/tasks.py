@@ -506,15 +506,17 @@ class TaskBoard:
         """Auto-claim: the lowest-id pending, unowned, unblocked, not failed task. None if
         there is none.
 
-        A first look without the lock finds out whether anything is claimable at all, so idle
-        workers asking again and again take no locks and write nothing. (Without inotify that
-        look costs a stat of every file, so it is skipped while the index, even if out of date,
-        has a candidate: the look under the lock decides anyway.) Under the lock the index
-        chooses (lowest id first) and `_claim_locked` decides from the files.
+        While the index, even if out of date, has a candidate, the lock is taken at once: the
+        look under it brings the index up to date and decides. Only an index without one looks
+        first without the lock, so idle workers asking again and again take no locks and write
+        nothing. (The look under the lock is needed anyway; one look instead of two per claim
+        is half the fixed cost of bringing the index up to date, which every worker pays for
+        every other worker's claims.) Under the lock the index chooses (lowest id first) and
+        `_claim_locked` decides from the files.
         """
         with self._index.lock:
             index = self._index
-            hopeful = not index.watch.available and next(index.candidates(), None) is not None
+            hopeful = next(index.candidates(), None) is not None
             if not hopeful and next(self._refresh().candidates(), None) is None:
                 return None
         with self._list_lock(), self._index.lock:
