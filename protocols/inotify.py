@@ -82,6 +82,8 @@ _BUFFER = 65536
 # the largest event: its header and a name of NAME_MAX bytes, NUL-terminated and padded
 _LARGEST = _EVENT.size + 256
 _DOT = ord(".")
+_LOUD = GONE | IN_Q_OVERFLOW  # events never dropped undecoded
+_UNSEEN: tuple[int, int, bool] = (0, 0, False)  # a sieve not made yet (compared by identity)
 
 Callback = Callable[[str | None], None]  # the name that changed; None: anything may have
 Calls = list[tuple[Callback, str | None]]
@@ -108,18 +110,15 @@ def _wanted(events: int, mask: int) -> bool:
     return bool(mask & events & ~IN_ISDIR)
 
 
-@dataclass(frozen=True)
-class _Sieve:
-    """What nobody hears of one directory watch's events, so they are dropped before anything
-    about them is decoded (a claim's lock directories and temporary files beside the task
-    files make about twenty events, of which the board's index needs two)."""
-
-    kinds: int  # the kinds some subscriber (or a file waited for) hears
-    subdirectories: bool  # some subscriber hears about subdirectories
-    hidden: bool  # some subscriber hears hidden names
+Sieve = tuple[int, int, bool]  # kinds of event heard, kinds dropped, hidden names heard
 
 
-def _sieve(watch: _Watch) -> _Sieve:
+def _sieve(watch: _Watch) -> Sieve:
+    """What none of a directory watch's subscribers hears, so that `Notifier._handle` drops it
+    before anything about it is decoded (a claim's lock directories and temporary files beside
+    the task files make about twenty events, of which the board's index needs two): the kinds
+    of event some subscriber (or a file waited for) hears, the kinds dropped (subdirectories,
+    unless someone hears them), and whether hidden names are heard."""
     kinds = 0
     subdirectories = hidden = bool(watch.pending)  # a file waited for: as before, every event
     if watch.pending:
@@ -129,7 +128,7 @@ def _sieve(watch: _Watch) -> _Sieve:
         kinds |= events
         subdirectories = subdirectories or bool(events & IN_ISDIR)
         hidden = hidden or handle not in watch.no_hidden
-    return _Sieve(kinds & ~IN_ISDIR, subdirectories, hidden)
+    return kinds & ~IN_ISDIR, 0 if subdirectories else IN_ISDIR, hidden
 
 
 class Notifier:
@@ -449,48 +448,62 @@ class Notifier:
 
     def _handle(self, data: bytes) -> Calls:
         """The calls that the events in `data` make. A directory's event that none of its
-        subscribers hears (`_Sieve`) is dropped on its mask and the first byte of its name,
+        subscribers hears (`_sieve`) is dropped on its mask and the first byte of its name,
         before the name is decoded (the board's directory sees about twenty events per claim,
-        most of them about lock directories and temporary files)."""
+        most of them about lock directories and temporary files), in as few steps as can be:
+        every process watching the board pays this for every claim of every other process."""
         calls: Calls = []
         offset = 0
+        end = len(data)
         size = _EVENT.size
         unpack = _EVENT.unpack_from
-        sieves: dict[int, _Sieve] = {}  # this batch's, made under the lock: nothing changes
-        while offset + size <= len(data):
+        # per watch descriptor of this batch: (kinds heard, kinds dropped, hidden names heard)
+        # of a directory watch, None for anything else (made under the lock: nothing changes,
+        # but for a watch gone or armed again in this batch, after which they are made again)
+        sieves: dict[int, Sieve | None] = {}
+        while offset < end:
             wd, mask, _cookie, length = unpack(data, offset)
             start = offset + size
             offset = start + length
-            if mask & IN_Q_OVERFLOW:
-                calls.extend(self._overflowed())
-                continue
+            if not mask & _LOUD:
+                sieve = sieves.get(wd, _UNSEEN)
+                if sieve is _UNSEEN:
+                    sieve = sieves[wd] = self._sieve_of(wd)
+                if sieve is not None:
+                    kinds, dropped, hidden = sieve
+                    if (
+                        not mask & kinds
+                        or mask & dropped
+                        or not length  # the directory's own attributes: nothing in it changed
+                        or (not hidden and data[start] == _DOT)
+                    ):
+                        continue
+            else:
+                sieves.clear()
+                if mask & IN_Q_OVERFLOW:
+                    calls.extend(self._overflowed())
+                    continue
             watch = self._by_wd.get(wd)
             if watch is None:
                 continue  # a watch already moved or dropped
-            if watch.is_dir and not mask & GONE:
-                if not length:
-                    continue  # the directory's own attributes: nothing in it changed
-                sieve = sieves.get(wd)
-                if sieve is None:
-                    sieve = sieves[wd] = _sieve(watch)
-                if (
-                    not mask & sieve.kinds
-                    or (mask & IN_ISDIR and not sieve.subdirectories)
-                    or (data[start] == _DOT and not sieve.hidden)
-                ):
-                    continue
             name = os.fsdecode(data[start:offset].rstrip(b"\0")) or None
             if watch.is_dir:
                 calls.extend(self._dir_event(watch, mask, name))
             else:
                 if mask & (IN_ATTRIB | GONE):
                     self._arm_file(watch, gone=bool(mask & IN_IGNORED))
+                    sieves.clear()
                 base = os.path.basename(watch.path)
                 calls.extend((c, base) for c in watch.callbacks.values())
         if self._later:
             calls.extend(self._later)
             self._later = []
         return calls
+
+    def _sieve_of(self, wd: int) -> Sieve | None:
+        """`_sieve` of the directory watched as `wd` (None: no directory's)."""
+        watch = self._by_wd.get(wd)
+        return _sieve(watch) if watch is not None and watch.is_dir else None
 
     def _dir_event(self, watch: _Watch, mask: int, name: str | None) -> Calls:
         if mask & GONE:
