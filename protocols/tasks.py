@@ -28,6 +28,7 @@ import builtins
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -225,7 +226,12 @@ class TaskBoard:
         """
         name = os.path.basename(path)
         try:
-            return parse_patiently(lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S)
+            try:
+                return self._load(path, name, cached_ok, dir_fd)
+            except _Torn:  # perhaps being written in place: patience
+                return parse_patiently(
+                    lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S
+                )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
             if self._cache.signature(path) != bad.signature:  # once per version of the file
                 log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
@@ -252,6 +258,8 @@ class TaskBoard:
         try:
             st = os.fstat(fd)
             signature = signature_of(st)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO, a device, a directory: no task file
+                raise _Invalid(signature, ValueError("it is not a regular file"))
             hit, cached = self._cache.get(path, signature)
             if cached_ok and hit:
                 return cached
@@ -259,7 +267,7 @@ class TaskBoard:
         finally:
             os.close(fd)
         try:
-            raw = json.loads(data)
+            raw = _decode(data)
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
@@ -683,10 +691,31 @@ def _model_facts(raw: object, task_id: str, signature: Signature) -> TaskFacts:
 
 def _open_task(path: str, name: str, dir_fd: int | None) -> int:
     """A task file opened for reading without following a link: relative to the directory the
-    caller opened safely, else through `safefs`."""
+    caller opened safely, else through `safefs`. Without blocking: a FIFO planted as a task
+    file would otherwise hang the open until someone writes into it (the caller then finds it
+    is no regular file)."""
     if dir_fd is None:
-        return safefs.open_path(path, os.O_RDONLY)
-    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        return safefs.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
+    return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_scan_json = json.JSONDecoder().raw_decode
+
+
+def _decode(data: bytes) -> Any:
+    """`json.loads(data)`, the usual way cheaper: a UTF-8 text that is one JSON value from its
+    first byte to its last (as swarm and Claude Code write them) is decoded directly; anything
+    else (a byte-order mark, other encodings, white space around the value, extra data) goes
+    to `json.loads`, which accepts or refuses it as it always did."""
+    try:
+        text = data.decode("utf-8")
+        value, end = _scan_json(text)
+    except ValueError:
+        return json.loads(data)
+    if end != len(text):
+        return json.loads(data)
+    return value
 
 
 def _adding(field: str, task_id: str) -> Callable[[Task], Task]:

@@ -9,6 +9,8 @@ deep) are skipped as invalid while the other tasks are still claimed."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from protocols.paths import TeamPaths
 from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_model import Task
-from protocols.tasks import ClaimFailure, TaskBoard
+from protocols.tasks import ClaimFailure, TaskBoard, _decode
 from protocols.team import TeamFile
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "cc-2.1.88" / "tasks"
@@ -155,3 +157,44 @@ def test_a_hostile_task_file_is_skipped_and_the_others_are_still_claimed(
     taken = [board.claim_next(name) for name in ("alice", "bob")]
     assert [t.task.id for t in taken if t is not None and t.task is not None] == ["1", "3"]
     assert board.claim_next("carol") is None
+
+
+@given(st.one_of(st.binary(max_size=12), json_value.map(lambda v: json.dumps(v).encode())))
+def test_the_quick_decode_answers_as_json_loads(data: bytes) -> None:
+    try:
+        expected: Any = ("value", json.loads(data))
+    except ValueError:
+        expected = "refused"
+    try:
+        found: Any = ("value", _decode(data))
+    except ValueError:
+        found = "refused"
+    assert found == expected
+
+
+FIFO_ON_THE_BOARD = """
+import os, sys
+from pathlib import Path
+from protocols.paths import TeamPaths
+from protocols.tasks import TaskBoard
+board = TaskBoard(TeamPaths(Path(sys.argv[1]), "t"))
+first = board.create("one")
+board.list()
+os.mkfifo(board.paths.task("2"))  # nobody ever writes into it
+board.create("three")
+print([t.id for t in board.list()], board.claim_next("alice").task.id, board.get("2"))
+"""
+
+
+def test_a_fifo_planted_as_a_task_file_hangs_nobody(team: TeamFile, config_root: Path) -> None:
+    """Opening a FIFO for reading waits for a writer: every look at the board would hang."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIFO_ON_THE_BOARD, str(config_root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "['1', '3'] 1 None"
+    assert "not a regular file" in done.stderr  # the warning names why it was skipped
