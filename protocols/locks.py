@@ -79,7 +79,12 @@ R = TypeVar("R")
 
 def default_timeout() -> float:
     """How long a lock is waited for: ``$SWARM_LOCK_TIMEOUT`` seconds, else 30."""
-    value = os.environ.get("SWARM_LOCK_TIMEOUT", "")
+    return _timeout_of(os.environ.get("SWARM_LOCK_TIMEOUT", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _timeout_of(value: str) -> float:
+    """`default_timeout` for the setting's text (once per text: every lock asks)."""
     try:
         seconds = float(value) if value else DEFAULT_TIMEOUT_S
     except ValueError:
@@ -129,10 +134,11 @@ class FileGuard:
         stale: float = STALE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.target = Path(target)
-        self._name = self.target.name
+        self.target = target if isinstance(target, Path) else Path(target)
+        self._key = str(self.target)  # in `_HELD`
+        self._parent, self._name = os.path.split(self._key)
         self._lock_name = self._name + ".lock"
-        self.lock_dir = os.path.join(os.path.dirname(target), self._lock_name)  # Claude Code's
+        self.lock_dir = os.path.join(self._parent, self._lock_name)  # Claude Code's
         self.timeout = default_timeout() if timeout is None else timeout
         self.stale = stale
         self._clock = clock
@@ -300,7 +306,7 @@ class FileGuard:
         return flock_path_for(self.target)
 
     def _open_dirs(self) -> None:
-        self._dir_fd = safefs.open_dir(self.target.parent)
+        self._dir_fd = safefs.open_dir(self._parent)
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:  # in the directory just opened link-free; a link there is refused (ELOOP)
@@ -558,13 +564,13 @@ _HELD_GUARD = threading.Lock()
 
 def _register(guard: FileGuard) -> None:
     with _HELD_GUARD:
-        _HELD[str(guard.target)] = guard
+        _HELD[guard._key] = guard
 
 
 def _unregister(guard: FileGuard) -> None:
     with _HELD_GUARD:
-        if _HELD.get(str(guard.target)) is guard:
-            del _HELD[str(guard.target)]
+        if _HELD.get(guard._key) is guard:
+            del _HELD[guard._key]
 
 
 def held_guard(target: Path) -> FileGuard | None:
