@@ -74,6 +74,12 @@ class TaskFacts:
         """Pending, unowned, not failed, not internal: what `claim_next` may take."""
         return self.status == _PENDING and not self.owner and not self.failed and not self.internal
 
+    @property
+    def raw(self) -> dict[str, Any] | None:
+        """The file's JSON object as read (do not change it); None once the model was built,
+        or when the file was read through the model."""
+        return self._raw
+
     def task(self) -> Task:
         """The model, built from the file's JSON the first time it is asked for."""
         if self._task is None:

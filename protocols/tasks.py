@@ -40,6 +40,7 @@ from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import (
     Durability,
+    atomic_write_bytes,
     atomic_write_text,
     default_durability,
     dumps_pretty,
@@ -51,6 +52,7 @@ from protocols.jsonio import (
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.paths import TeamPaths
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
+from protocols.task_edit import edited, plain_text
 from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_index import TaskIndex
@@ -423,9 +425,13 @@ class TaskBoard:
 
         if add_blocks or add_blocked_by:
             before, after = self._update_links(task_id, change, add_blocks, add_blocked_by)
-        else:
+            owner = before.owner
+        elif metadata_changes:
             before, after = self._rewrite(task_id, change)
-        if after.owner and after.owner != before.owner:
+            owner = before.owner
+        else:  # fields set and nothing else: the file's JSON is edited as it is
+            owner, after = self._rewrite_plain(task_id, changes)
+        if after.owner and after.owner != owner:
             self._notify_owner(after, actor)
         return after
 
@@ -573,32 +579,30 @@ class TaskBoard:
         if not safefs.exists(self.paths.task(task_id)):
             index.put(task_id, None)
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
-        with self._task_lock(task_id):
-            facts = self._read_id(task_id)  # re-read under the task's own lock
+        with self._task_lock(task_id) as guard:
+            facts = self._read_in(guard, task_id)  # re-read under the task's own lock
             index.put(task_id, facts)
             if facts is None:
                 return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
-            task = facts.task()
-            if task.status == "completed":
-                return ClaimResult(False, task, ClaimFailure.ALREADY_RESOLVED)
-            if task.owner and task.owner != agent:
-                return ClaimResult(False, task, ClaimFailure.ALREADY_CLAIMED)
+            if facts.status == "completed":
+                return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_RESOLVED)
+            if facts.owner and facts.owner != agent:
+                return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_CLAIMED)
             blockers = self._open_blockers(facts, index)
             if blockers:
-                return ClaimResult(False, task, ClaimFailure.BLOCKED, blocked_by=blockers)
+                return ClaimResult(False, facts.task(), ClaimFailure.BLOCKED, blocked_by=blockers)
             if check_busy:
                 busy = self._busy_with(agent, task_id, index)
                 if busy:
-                    return ClaimResult(False, task, ClaimFailure.AGENT_BUSY, busy_with=busy)
+                    return ClaimResult(False, facts.task(), ClaimFailure.AGENT_BUSY, busy_with=busy)
             updates: dict[str, Any] = {"owner": agent}
-            if start and task.status == "pending":
+            if start and facts.status == "pending":
                 updates["status"] = "in_progress"
-            if task.failed:  # claimed by name: a deliberate retry
-                updates["metadata"] = _with(task, FAILED, None)
-            claimed = task.updated(**updates)
-            self._write(claimed, sync_dir=False)  # `_synced` does it, out of the locks
-            index.put(task_id, TaskFacts.of_task(claimed))
-        return ClaimResult(True, claimed)
+            if facts.failed:  # claimed by name: a deliberate retry
+                updates["metadata"] = _with(facts.task(), FAILED, None)
+            claimed = self._change(task_id, facts, updates, sync_dir=False)  # see `_synced`
+            index.put(task_id, claimed)
+        return ClaimResult(True, claimed.task())
 
     def _open_blockers(self, task: TaskFacts, index: TaskIndex) -> builtins.list[str]:
         """`task`'s blockers that exist and are not completed, each read from its file."""
@@ -622,6 +626,40 @@ class TaskBoard:
             if other is not None and other.owner == agent and other.busy:
                 busy.append(other_id)
         return busy
+
+    def _read_in(self, guard: FileGuard, task_id: str) -> TaskFacts | None:
+        """The task's file, read relative to its directory as its held lock opened it."""
+        path = os.path.join(str(self.paths.tasks_dir), f"{task_id}.json")
+        return self._read(path, dir_fd=guard.dir_fd)
+
+    def _change(
+        self, task_id: str, facts: TaskFacts, changes: dict[str, Any], sync_dir: bool = True
+    ) -> TaskFacts:
+        """Write the task `facts` were read from with `changes` made (hold its lock): its
+        file's JSON edited as it is when that is a plain edit (`protocols.task_edit`), else
+        through the model. What the file holds now."""
+        raw = facts.raw
+        out = edited(raw, changes) if raw is not None else None
+        text = plain_text(out) if out is not None else None
+        if out is None or text is None:
+            task = facts.task().updated(**changes)
+            self._write(task, sync_dir)
+            return TaskFacts.of_task(task)
+        path = self.paths.task(task_id)
+        atomic_write_bytes(path, text.encode("utf-8"), self.durability, sync_dir)
+        return facts_of(out, task_id) or _model_facts(out, task_id, (0, 0, 0))
+
+    @redo_if_lock_lost
+    def _rewrite_plain(self, task_id: str, changes: dict[str, Any]) -> tuple[str | None, Task]:
+        """An update that only sets fields (`_change`): the owner before, and the task after."""
+        with self._task_lock(task_id) as guard:
+            facts = self._read_in(guard, task_id)
+            if facts is None:
+                raise TaskNotFound(f"task #{task_id} not found in team {self.paths.team!r}")
+            owner = facts.owner
+            if changes:
+                facts = self._change(task_id, facts, changes)
+        return owner, facts.task()
 
     @redo_if_lock_lost
     def _rewrite(self, task_id: str, change: Callable[[Task], Task]) -> tuple[Task, Task]:
