@@ -392,11 +392,19 @@ def sweep(args: argparse.Namespace) -> None:
         trees = {"index": REPO} | ({"baseline": old} if old is not None else {})
         cells: dict[tuple[str, int, int], dict[str, Any]] = {}
         print(f"claims per second, {args.cap:g} s cap per run, durability {default_durability()}")
-        print(f"baseline: protocols of {args.baseline_ref} (before the index), same script")
-        print(f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'index/s':>9} {'ratio':>6}  checks")
+        print(f"baseline: protocols of {args.baseline_ref}, same script; load {_load()}")
+        print(
+            f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'this/s':>9} {'ratio':>6}"
+            f" {'CPU ms/claim':>14}  checks"
+        )
+        cell = 0
         for tasks in args.sweep_tasks:
             for workers in args.sweep_workers:
-                for label in sorted(trees):  # baseline, then index: side by side
+                # side by side, each tree first in every other cell: on a disk that frees
+                # inodes slowly (ext4 without a journal), a run pays for the one before it
+                order = sorted(trees) if cell % 2 == 0 else sorted(trees, reverse=True)
+                cell += 1
+                for label in order:
                     cells[(label, tasks, workers)] = run_child(trees[label], tasks, workers, args)
                 new = cells[("index", tasks, workers)]
                 base = cells.get(("baseline", tasks, workers))
@@ -407,9 +415,11 @@ def sweep(args: argparse.Namespace) -> None:
                 )
                 base_rate = f"{base['claims_per_s']:11.0f}" if base else f"{'-':>11}"
                 ratio = f"{new['claims_per_s'] / base['claims_per_s']:5.1f}x" if base else "     -"
+                cpu = f"{base['cpu_ms_per_claim']:.2f} / " if base else ""
+                cpu += f"{new['cpu_ms_per_claim']:.2f}"
                 print(
-                    f"{tasks:>6} {workers:>7} {base_rate} {new['claims_per_s']:9.0f} {ratio}  "
-                    f"{checks}",
+                    f"{tasks:>6} {workers:>7} {base_rate} {new['claims_per_s']:9.0f} {ratio}"
+                    f" {cpu:>14}  {checks}; load {_load()}",
                     flush=True,
                 )
     if args.png:
@@ -445,7 +455,8 @@ def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Names
                 if (label, t, workers) in cells
             ]
             if points:
-                name = f"{'with index' if label == 'index' else 'baseline'}, {workers} w"
+                tree = "this tree" if label == "index" else args.baseline_ref
+                name = f"{tree}, {workers} w"
                 series.append(Series(name, colours.get(workers, "black"), points, dashed))
     line_chart(
         Path(args.png),
@@ -455,6 +466,14 @@ def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Names
         series,
         target=("target 1,000/s", TARGET_PER_S),
     )
+
+
+def _load() -> str:
+    """The machine's load average over the last minute (the sweep is noisy when it is high)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
 
 
 def _short(tasks: int) -> str:
