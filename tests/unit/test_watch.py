@@ -124,6 +124,7 @@ def test_subdirectories_are_news_only_when_asked_for(inboxes: Path, subdirectori
         settled(watcher)
         watcher.take_changed(inboxes)
         (inboxes / "bob.json.lock").mkdir()  # a lock directory, as every claim makes
+        (inboxes / ".bob.json.tmp-1").write_text("[5]")  # a write's temporary file
         replace(inboxes / "bob.json", "[5]")  # inotify keeps order: the mkdir is heard first
         names: set[str] = set()
         while "bob.json" not in names:
@@ -132,6 +133,7 @@ def test_subdirectories_are_news_only_when_asked_for(inboxes: Path, subdirectori
             assert changed is not None
             names |= changed
         assert ("bob.json.lock" in names) is subdirectories
+        assert (".bob.json.tmp-1" in names) is subdirectories
 
 
 def test_lost_events_wake_every_watcher_and_say_that_anything_may_have_changed(
