@@ -408,10 +408,12 @@ def sweep(args: argparse.Namespace) -> None:
                     cells[(label, tasks, workers)] = run_child(trees[label], tasks, workers, args)
                 new = cells[("index", tasks, workers)]
                 base = cells.get(("baseline", tasks, workers))
+                watched = f"{new['watched']}/{workers}"
+                if base is not None:  # without inotify a look at the board reads every file
+                    watched = f"{base['watched']}/{workers} and {watched}"
                 checks = (
                     f"double {new['double_claims']}, early {new['blocked_violations']}, "
-                    f"lost {new['lost']}; inotify {new['watched']}/{workers}"
-                    + (", capped" if new["capped"] else "")
+                    f"lost {new['lost']}; inotify {watched}" + (", capped" if new["capped"] else "")
                 )
                 base_rate = f"{base['claims_per_s']:11.0f}" if base else f"{'-':>11}"
                 ratio = f"{new['claims_per_s'] / base['claims_per_s']:5.1f}x" if base else "     -"
