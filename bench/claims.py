@@ -462,7 +462,8 @@ def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Names
                 series.append(Series(name, colours.get(workers, "black"), points, dashed))
     line_chart(
         Path(args.png),
-        f"TaskBoard.claim_next + complete: claims/s (durability {default_durability()})",
+        f"TaskBoard.claim_next + complete: claims/s (durability {default_durability()}, "
+        f"board in {tempfile.gettempdir()})",
         "tasks on the board",
         "claims/s",
         series,
