@@ -207,7 +207,7 @@ class TaskBoard:
         try:
             for task_id in task_ids:
                 path = os.path.join(directory, f"{task_id}.json")
-                yield task_id, self._read(path, dir_fd=dir_fd)
+                yield task_id, self._read(path, dir_fd=dir_fd, patient=False)
         finally:
             os.close(dir_fd)
 
@@ -215,7 +215,7 @@ class TaskBoard:
         return self._read(os.path.join(str(self.paths.tasks_dir), f"{task_id}.json"))
 
     def _read(
-        self, path: str, cached_ok: bool = False, dir_fd: int | None = None
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, patient: bool = True
     ) -> TaskFacts | None:
         """The task in `path` (what choosing a claim needs of it; its model on demand); None if
         there is none, or the file is invalid (a warning is logged once per version of the
@@ -225,12 +225,19 @@ class TaskBoard:
         parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         `dir_fd` is the tasks directory, opened by the caller without following links.
-        """
+
+        A file that does not parse and was written moments ago is read again for a while
+        (`PARSE_RETRY_S`): Claude Code writes in place. Not when `patient` is false (a look at
+        what inotify reported changed): the close that ends the write is reported too, and the
+        file is read again then; waiting here, under the list lock, would hold up every claim
+        while a file is written (or kept half written by a hostile writer)."""
         name = os.path.basename(path)
         try:
             try:
                 return self._load(path, name, cached_ok, dir_fd)
-            except _Torn:  # perhaps being written in place: patience
+            except _Torn:  # perhaps being written in place
+                if not patient:
+                    return None  # read again when its writer closes it
                 return parse_patiently(
                     lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S
                 )

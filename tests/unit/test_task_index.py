@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from protocols import dirwatch, task_index
+from protocols import tasks as tasks_module
 from protocols.dirwatch import DirWatch
 from protocols.inotify import Notifier
 from protocols.jsonio import atomic_write_bytes, ensure_file
@@ -338,3 +339,30 @@ def test_a_write_in_place_is_reported_once_its_writer_closes_the_file(tmp_path: 
         assert watch.changes() == {"7.json"}
     finally:
         watch.close()
+
+
+def test_a_half_written_task_file_is_read_again_at_its_close_not_waited_for(
+    board: TaskBoard, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index hears of an in-place write when its writer closes the file: a file found
+    half written then (a writer that wrote it in two goes, or a hostile one) is skipped until
+    the next close, never waited for under the list lock."""
+    needs_inotify()
+    task = board.create("a")
+    board.list()
+    whole = raw(paths, task.id)
+    text = json.dumps({**whole, "subject": "b"}, indent=2)
+    with open(paths.task(task.id), "r+b") as handle:  # the first go
+        handle.truncate(0)
+        handle.write(text[:20].encode())
+
+    def no_patience(*args: object) -> object:
+        raise AssertionError("waited for a file inotify will report again")
+
+    monkeypatch.setattr(tasks_module, "parse_patiently", no_patience)
+    assert board.list() == []  # half written: not a task, for now
+    assert board.claim_next("alice") is None
+    with open(paths.task(task.id), "r+b") as handle:  # the second go
+        handle.seek(20)
+        handle.write(text[20:].encode())
+    assert [t.subject for t in board.list()] == ["b"]
