@@ -84,6 +84,11 @@ class NewTask:
     owner: str | None = None
 
 
+class Unwritable(ProtocolsError, ValueError):
+    """A valid task file that swarm cannot write back (its JSON is nested too deeply for the
+    encoders): nothing was written."""
+
+
 class _Invalid(Exception):
     """A task file that is not a valid task (`TaskBoard._read` skips it, warning once)."""
 
@@ -607,7 +612,11 @@ class TaskBoard:
                 updates["status"] = "in_progress"
             if facts.failed:  # claimed by name: a deliberate retry
                 updates["metadata"] = _with(facts.task(), FAILED, None)
-            claimed = self._change(task_id, facts, updates, sync_dir=False)  # see `_synced`
+            try:
+                claimed = self._change(task_id, facts, updates, sync_dir=False)  # `_synced`
+            except Unwritable as exc:  # skipped, as an invalid file is: claim_next goes on
+                log.warning("%s; not claimed", exc)
+                return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
             index.put(task_id, claimed)
         return ClaimResult(True, claimed.task())
 
@@ -648,13 +657,20 @@ class TaskBoard:
         raw = facts.raw
         out = edited(raw, changes) if raw is not None else None
         text = plain_text(out) if out is not None else None
+        new: TaskFacts | None = None
         if out is None or text is None:
-            task = facts.task().updated(**changes)
-            self._write(task, sync_dir)
-            return TaskFacts.of_task(task)
+            try:  # a task nested hundreds deep reads, but neither json nor pydantic writes it
+                task = facts.task().updated(**changes)
+                text = dumps_pretty(task.to_json_dict())
+            except (ValueError, RecursionError) as exc:
+                raise Unwritable(f"task #{task_id} cannot be written back: {exc}") from None
+            new = TaskFacts.of_task(task)
         path = self.paths.task(task_id)
         atomic_write_bytes(path, text.encode("utf-8"), self.durability, sync_dir)
-        return facts_of(out, task_id) or _model_facts(out, task_id, (0, 0, 0))
+        if new is None and out is not None:
+            new = facts_of(out, task_id) or _model_facts(out, task_id, (0, 0, 0))
+        assert new is not None
+        return new
 
     @redo_if_lock_lost
     def _rewrite_plain(self, task_id: str, changes: dict[str, Any]) -> tuple[str | None, Task]:

@@ -198,3 +198,25 @@ def test_a_fifo_planted_as_a_task_file_hangs_nobody(team: TeamFile, config_root:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "['1', '3'] 1 None"
     assert "not a regular file" in done.stderr  # the warning names why it was skipped
+
+
+def test_a_task_too_deep_to_write_back_is_not_claimed_and_stops_nobody(
+    team: TeamFile, paths: TeamPaths
+) -> None:
+    """Metadata nested 900 deep parses, and makes a valid task, but neither json nor pydantic
+    writes it back: claiming it raised out of every claim_next (on main too), so one such file
+    stopped the whole board."""
+    board = TaskBoard(paths)
+    board.create("one")
+    deep = "[" * 900 + "]" * 900
+    paths.task("1").write_text(
+        '{"id": "1", "subject": "s", "description": "", "status": "pending", "blocks": [], '
+        f'"blockedBy": [], "metadata": {{"x": {deep}}}}}'
+    )
+    board.create("two")
+    before = paths.task("1").read_bytes()
+    assert board.claim("1", "alice").reason == ClaimFailure.TASK_NOT_FOUND
+    taken = board.claim_next("alice")
+    assert taken is not None and taken.task is not None and taken.task.id == "2"
+    assert board.claim_next("bob") is None
+    assert paths.task("1").read_bytes() == before  # nothing written
