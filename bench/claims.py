@@ -38,6 +38,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -392,7 +393,10 @@ def sweep(args: argparse.Namespace) -> None:
         trees = {"index": REPO} | ({"baseline": old} if old is not None else {})
         cells: dict[tuple[str, int, int], dict[str, Any]] = {}
         print(f"claims per second, {args.cap:g} s cap per run, durability {default_durability()}")
-        print(f"baseline: protocols of {args.baseline_ref}, same script; load {_load()}")
+        print(
+            f"baseline: protocols of {args.baseline_ref}, same script; {args.rounds} run(s) of"
+            f" each cell per tree (medians); load {_load()}"
+        )
         print(
             f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'this/s':>9} {'ratio':>6}"
             f" {'CPU ms/claim':>14}  checks"
@@ -400,12 +404,16 @@ def sweep(args: argparse.Namespace) -> None:
         cell = 0
         for tasks in args.sweep_tasks:
             for workers in args.sweep_workers:
-                # side by side, each tree first in every other cell: on a disk that frees
-                # inodes slowly (ext4 without a journal), a run pays for the one before it
-                order = sorted(trees) if cell % 2 == 0 else sorted(trees, reverse=True)
-                cell += 1
-                for label in order:
-                    cells[(label, tasks, workers)] = run_child(trees[label], tasks, workers, args)
+                runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+                for _ in range(args.rounds):
+                    # side by side, each tree first in every other run: on a disk that frees
+                    # inodes slowly (ext4 without a journal), a run pays for the one before it
+                    order = sorted(trees) if cell % 2 == 0 else sorted(trees, reverse=True)
+                    cell += 1
+                    for label in order:
+                        runs[label].append(run_child(trees[label], tasks, workers, args))
+                for label, done in runs.items():
+                    cells[(label, tasks, workers)] = _median_run(done)
                 new = cells[("index", tasks, workers)]
                 base = cells.get(("baseline", tasks, workers))
                 watched = f"{new['watched']}/{workers}"
@@ -471,6 +479,18 @@ def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Names
     )
 
 
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell's runs as one: the median claims/s and CPU per claim, the checks added up."""
+    cell = dict(runs[0])
+    for key in ("claims_per_s", "cpu_ms_per_claim", "system_ms_per_claim"):
+        cell[key] = statistics.median(run[key] for run in runs)
+    for key in ("double_claims", "blocked_violations", "lost"):
+        cell[key] = sum(run[key] for run in runs)
+    cell["watched"] = min(run["watched"] for run in runs)
+    cell["capped"] = any(run["capped"] for run in runs)
+    return cell
+
+
 def _load() -> str:
     """The machine's load average over the last minute (the sweep is noisy when it is high)."""
     try:
@@ -495,6 +515,9 @@ def main() -> None:
     parser.add_argument("--sweep-tasks", type=int, nargs="+", default=list(SWEEP_TASKS))
     parser.add_argument("--sweep-workers", type=int, nargs="+", default=list(SWEEP_WORKERS))
     parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="sweep: runs of each cell per tree (medians)"
+    )
     parser.add_argument("--profile", help="profile the workers (CPU time) into this directory")
     parser.add_argument("--png", default=str(REPO / "docs" / "images" / "claims.png"))
     args = parser.parse_args()
