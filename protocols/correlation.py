@@ -12,29 +12,20 @@ the team (an old ``shutdown_request`` left in the inbox of a re-spawned teammate
 
 from __future__ import annotations
 
+import functools
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.clock import ms_from_iso, now_ms
-from protocols.messages import (
-    PermissionRequest,
-    PermissionResponse,
-    PlanApprovalRequest,
-    PlanApprovalResponse,
-    SandboxPermissionRequest,
-    SandboxPermissionResponse,
-    ShutdownApproved,
-    ShutdownRejected,
-    ShutdownRequest,
-)
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ID_MS = re.compile(r"^(?:shutdown|plan_approval|perm|sandbox)-(\d+)[@-]")
 
 
 def _base36(length: int = 7) -> str:
+    import secrets  # (it loads OpenSSL: only a process that makes ids pays for it)
+
     return "".join(secrets.choice(_BASE36) for _ in range(length))
 
 
@@ -87,13 +78,28 @@ def is_stale(request: Any, joined_at_ms: int) -> bool:
     return sent is not None and sent < joined_at_ms
 
 
-RESPONSE_TO = {
-    ShutdownApproved: ShutdownRequest,
-    ShutdownRejected: ShutdownRequest,
-    PlanApprovalResponse: PlanApprovalRequest,
-    PermissionResponse: PermissionRequest,
-    SandboxPermissionResponse: SandboxPermissionRequest,
-}
+@functools.cache
+def _response_to() -> dict[type, type]:
+    """Each response's request model (loaded when first asked: `request_id_of` needs none)."""
+    from protocols.messages import (
+        PermissionRequest,
+        PermissionResponse,
+        PlanApprovalRequest,
+        PlanApprovalResponse,
+        SandboxPermissionRequest,
+        SandboxPermissionResponse,
+        ShutdownApproved,
+        ShutdownRejected,
+        ShutdownRequest,
+    )
+
+    return {
+        ShutdownApproved: ShutdownRequest,
+        ShutdownRejected: ShutdownRequest,
+        PlanApprovalResponse: PlanApprovalRequest,
+        PermissionResponse: PermissionRequest,
+        SandboxPermissionResponse: SandboxPermissionRequest,
+    }
 
 
 @dataclass
@@ -119,7 +125,7 @@ class PendingRequests:
         if not rid:
             return None
         request = self.outstanding.get(rid)
-        expected: type | None = RESPONSE_TO.get(type(response))  # type: ignore[call-overload]
+        expected = _response_to().get(type(response))
         if request is None or expected is None or not isinstance(request, expected):
             return None
         return self.outstanding.pop(rid)

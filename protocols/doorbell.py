@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import select
 import stat
 from pathlib import Path
 
 from protocols import safefs
+from protocols.logs import logger
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 BELL_DIR = ".swarm-doorbells"
 ANY = "*"  # the key of a bell for anything written in its directory

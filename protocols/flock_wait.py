@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import random
 import threading
 import time
 
@@ -164,5 +163,13 @@ def _poll(fd: int, deadline: float) -> bool:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        time.sleep(min(delay * (0.5 + random.random()), remaining))
+        time.sleep(min(delay * (0.5 + jitter()), remaining))
         delay = min(delay * 1.5, 0.002)
+
+
+def jitter() -> float:
+    """A random fraction in [0, 1) for a back-off (`random` loaded only by a process that
+    waits: a look at the team never does)."""
+    import random
+
+    return random.random()

@@ -7,10 +7,13 @@ handed to callers, `InboxEntry`, is in `protocols.inbox_entry`, and only readers
 - loading: a file that does not parse is re-read for a moment (Claude Code writes in place); one
   that stays broken is moved aside to ``<name>.json.corrupt-<ms>``, the error is logged, and a
   fresh inbox starts;
-- writing: under the lock, atomically; an append splices the new entry before the closing ``]``;
+- writing: under the lock, atomically; an append splices the new entry before the closing ``]``,
+  and does not even parse the file when it is what the last swarm commit left
+  (`protocols.inbox_splice`: the commit leaves a digest of it in the lock's flock file);
 - the record: ``<agent>.archive.jsonl`` beside the inbox is swarm's append-only record of every
   message that went through the inbox. swarm appends each message it writes right after the
-  inbox write, and records what others wrote (Claude Code) whenever it holds the lock or
+  inbox write, and records what others wrote (Claude Code) whenever it parses the file under
+  the lock (every write but an append to a file swarm left, and always before compacting) or
   `observe`s, so a reader that deletes what it read (Claude Code 2.1.160 and later) takes
   nothing from the history. The live file is only the delivery queue;
 - compaction: once more than `compact_after` entries are read, the live file is rewritten
@@ -27,16 +30,15 @@ Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from protocols import safefs
+from protocols import inbox_splice, safefs
 from protocols.clock import now_ms
 from protocols.errors import LockLost, ProtocolsError
 from protocols.file_cache import Signature, signature_of
@@ -51,12 +53,14 @@ from protocols.jsonio import (
     sync_file,
 )
 from protocols.locks import REDO_ATTEMPTS, FileGuard, note_written
-from protocols.spool import Spool, Waiting
+from protocols.logs import logger
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
+    from protocols.shapes import PlainEntry
+    from protocols.spool import Spool, Waiting
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 S = TypeVar("S")
 
 ARCHIVE_TAIL_BYTES = 64 * 1024
@@ -96,14 +100,61 @@ def entry_of(item: Any) -> InboxEntry:
     return InboxEntry.from_json_dict(item)
 
 
-@dataclass
-class Loaded:
-    """An inbox as read: its raw items (dicts, or anything else kept verbatim) and its text."""
+def read_entry(item: Any, plain: bool = False) -> InboxEntry | PlainEntry | None:
+    """`item` as a message, None (and a warning) if it is not one. With `plain`, an item that
+    is plainly an entry is read without the model (`protocols.shapes.PlainEntry`)."""
+    if plain:
+        from protocols.shapes import PlainEntry
 
-    items: list[Any]
-    text: str
-    signature: Signature | None
-    _ids: list[str | None] = field(default_factory=list, repr=False)
+        found = PlainEntry.read(item)
+        if found is not None:
+            return found
+    return _model_entry(item)
+
+
+def _model_entry(item: Any) -> InboxEntry | None:
+    try:
+        return entry_of(item)
+    except (TypeError, ValueError):
+        log.warning("an inbox item that is not a message was left as it is: %r", item)
+        return None
+
+
+class Loaded:
+    """An inbox as read: its text, and its raw items (dicts, or anything else kept verbatim).
+    Loaded for a commit (`InboxFile.load_locked` with ``lazy``), the items are parsed only when
+    something asks for them: an append needs only the text (`protocols.inbox_splice`)."""
+
+    def __init__(
+        self,
+        items: list[Any] | None,
+        text: str,
+        signature: Signature | None,
+        digest: bytes = b"",
+    ) -> None:
+        self._items = items
+        self.text = text
+        self.signature = signature
+        self.digest = digest  # of the bytes read, when loaded lazily (`inbox_splice.digest`)
+        self._ids: list[str | None] = []
+
+    @property
+    def parsed(self) -> bool:
+        return self._items is not None
+
+    @property
+    def items(self) -> list[Any]:
+        """The items (parsed now if they were not: ValueError if the text is no JSON array)."""
+        if self._items is None:
+            items = json.loads(self.text)
+            if not isinstance(items, list):
+                raise ValueError("an inbox that is not a JSON array")
+            self._items = items
+        return self._items
+
+    @items.setter
+    def items(self, value: list[Any]) -> None:
+        self._items = value
 
     def identities(self) -> list[str | None]:
         """Each item's identity (None for an item that is not an object), worked out once:
@@ -116,13 +167,7 @@ class Loaded:
 
     def entries(self) -> list[InboxEntry]:
         """The items that are valid messages (others are logged and kept in the file)."""
-        result = []
-        for item in self.items:
-            try:
-                result.append(entry_of(item))
-            except (TypeError, ValueError):
-                log.warning("an inbox item that is not a message was left as it is: %r", item)
-        return result
+        return [e for e in map(_model_entry, self.items) if e is not None]
 
     def unread(self) -> list[InboxEntry]:
         """Unread messages, each identity once: a second entry with a ``msg_id`` already in the
@@ -168,7 +213,7 @@ class InboxFile:
         # never the team's folder: a team deleted under a late writer stays deleted
         safefs.makedir_in(self.path.parent)
         ensure_file(self.path, "[]", self.durability)  # the lock target must exist
-        return FileGuard(self.path, timeout=self.lock_timeout)
+        return FileGuard(self.path, timeout=self.lock_timeout, keep_lock_dir=True)
 
     def signature(self) -> Signature | None:
         try:
@@ -177,8 +222,10 @@ class InboxFile:
             return None
         return signature_of(st)
 
-    def try_load(self) -> Loaded | None:
-        """Load without the lock; None if the file does not parse right now."""
+    def try_load(self, lazy: bool = False) -> Loaded | None:
+        """Load without the lock; None if the file does not parse right now. `lazy`: a file
+        whole as its writers write it (`inbox_splice.whole`) is not parsed until its items are
+        asked for."""
         try:
             fd = safefs.open_path(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -193,6 +240,8 @@ class InboxFile:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
+        if lazy and inbox_splice.whole(text):
+            return Loaded(None, text, signature, inbox_splice.digest(data))
         try:
             items = json.loads(text)
         except ValueError:
@@ -201,12 +250,12 @@ class InboxFile:
             return None
         return Loaded(items, text, signature)
 
-    def _parsed(self) -> Loaded | None:
+    def _parsed(self, lazy: bool = False) -> Loaded | None:
         """Load without the lock, waiting out a half-written file for `parse_retry_s`; None if
         it still does not parse."""
 
         def attempt() -> Loaded:
-            loaded = self.try_load()
+            loaded = self.try_load(lazy)
             if loaded is None:
                 raise ValueError(f"{self.path} does not parse as a JSON array")
             return loaded
@@ -221,11 +270,25 @@ class InboxFile:
         empty and is left for its readers to deal with). For status views and listings."""
         return self._parsed() or Loaded([], "[]", None)
 
-    def load_locked(self) -> Loaded:
-        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside."""
-        loaded = self._parsed()
+    def load_locked(self, lazy: bool = False) -> Loaded:
+        """Load under the lock, waiting out a half-written file; a corrupt one is moved aside.
+        `lazy`: see `try_load` (then `parse_locked` before using the items)."""
+        loaded = self._parsed(lazy)
         if loaded is not None:
             return loaded
+        self._set_aside()
+        return Loaded([], "[]", None)
+
+    def parse_locked(self, loaded: Loaded) -> None:
+        """Parse a lazily loaded inbox now (lock held): one that looked whole but does not
+        parse is moved aside as `load_locked` does, and `loaded` is then a fresh, empty one."""
+        try:
+            loaded.items  # noqa: B018 - parsed here, on purpose
+        except ValueError:
+            self._set_aside()
+            loaded.items, loaded.text = [], "[]"
+
+    def _set_aside(self) -> None:
         aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
         safefs.replace(self.path, aside)
         log.error(
@@ -237,7 +300,6 @@ class InboxFile:
         )
         ensure_file(self.path, "[]", self.durability)
         note_written(self.path)  # our own change, under our lock
-        return Loaded([], "[]", None)
 
     def load(self) -> Loaded:
         """Load for reading: lock-free when the file parses, else under the lock."""
@@ -289,6 +351,8 @@ class InboxFile:
     @property
     def spool(self) -> Spool:
         if self._spool is None:
+            from protocols.spool import Spool  # a writer's: a reader never needs it
+
             self._spool = Spool(self.path)
         return self._spool
 
@@ -344,7 +408,7 @@ class InboxFile:
         own read marks marked."""
         if not exists:
             ensure_file(self.path, "[]", self.durability)  # the lock target must exist
-        guard = FileGuard(self.path, timeout=self.lock_timeout)
+        guard = FileGuard(self.path, timeout=self.lock_timeout, keep_lock_dir=True)
         try:
             if not guard.acquire_unless(carried.done, on_busy=carried.spool_it):
                 return None  # another writer's commit carried it
@@ -354,7 +418,9 @@ class InboxFile:
         finally:
             carried.close()
         try:
-            loaded = self.load_locked()
+            loaded = self.load_locked(lazy=True)
+            if not loaded.parsed and guard.note() != loaded.digest:
+                self.parse_locked(loaded)  # not as the last swarm commit left it: check it
             done = self.commit_spool_locked(loaded, compact_after, *carried.own())
             # what was spooled while that commit was being written goes in one more round
             # under the same hold: fewer hand-overs of the lock when many write at once. A
@@ -365,6 +431,9 @@ class InboxFile:
                 if not more:
                     break
                 more = self.commit_spool_locked(loaded, compact_after).taken > 0
+            # the file is now `loaded.text`, written or parsed by this hold: the next holder
+            # may append to it without parsing it
+            guard.set_note(inbox_splice.digest(loaded.text.encode("utf-8")))
             return done.marked
         finally:
             guard.release()
@@ -394,6 +463,14 @@ class InboxFile:
         taken += [(item, dumps_pretty(item, level=1)) for item in own or ()]
         if not taken and not marks and own_marks is None:
             return Committed(0, 0)
+        counted = Committed(len(pending) + len(own or ()), 0, len(pending))
+        if not marks and own_marks is None and not loaded.parsed:
+            ids = [i for item, _ in taken if (i := inbox_splice.msg_id(item)) is not None]
+            if len(ids) == len(taken):  # an append of messages the text can be asked about
+                self._append_unparsed(loaded, taken, ids, compact_after)
+                spool.remove([p.name for p in pending])
+                return counted
+        self.parse_locked(loaded)
         known = set(loaded.identities())
         read_record: set[str] | None  # the record as read in this hold, passed on to its writes
         try:
@@ -434,7 +511,58 @@ class InboxFile:
         elif own_marks is not None:  # a reader with nothing to mark still records
             self.record_locked(loaded.items, known=read_record)
         spool.remove([p.name for p in pending])
-        return Committed(len(pending) + len(own or ()), marked, len(pending))
+        return Committed(counted.taken, marked, counted.spooled)
+
+    def _append_unparsed(
+        self,
+        loaded: Loaded,
+        taken: list[tuple[dict[str, Any], str]],
+        ids: list[str],
+        compact_after: int,
+    ) -> None:
+        """Append the messages of `taken` (item, text as the inbox holds it) that neither the
+        inbox nor the record's tail holds, to an inbox not parsed (`protocols.inbox_splice`);
+        then record them. An inbox with more read entries than `compact_after` is parsed and
+        compacted by `append_locked` instead."""
+        tail = self._record_tail()
+        seen: set[str] = set()
+        fresh, rendered = [], []
+        for (item, text), message_id in zip(taken, ids, strict=True):
+            if message_id in seen or inbox_splice.holds(loaded.text, message_id):
+                continue
+            seen.add(message_id)
+            if not inbox_splice.recorded(tail, message_id):
+                fresh.append(item)
+                rendered.append(text)
+        if not fresh:
+            return
+        if inbox_splice.read_entries(loaded.text) > compact_after >= 0:
+            self.parse_locked(loaded)
+            self.append_locked(loaded, fresh, compact_after, rendered)
+            return
+        loaded.text = inbox_splice.appended(loaded.text, rendered)
+        atomic_write_text(self.path, loaded.text, self.durability)
+        try:  # as `append_locked`: not synced here; compaction syncs the record first
+            lines = "".join(dumps_compact(i) + "\n" for i in fresh)
+            append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=False)
+        except (OSError, ProtocolsError) as exc:  # delivered: compaction records it
+            log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
+
+    def _record_tail(self) -> bytes:
+        """The last `inbox_splice.TAIL_BYTES` of the record (empty: none, or unreadable)."""
+        try:
+            fd = safefs.open_path(self.archive, os.O_RDONLY)
+        except FileNotFoundError:
+            return b""
+        except (OSError, ProtocolsError) as exc:  # a planted link, say: deliver all the same
+            log.error("%s: the record could not be read (%s)", self.archive, exc)
+            return b""
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - inbox_splice.TAIL_BYTES)
+            return safefs.read_fd(fd, size, start)
+        finally:
+            os.close(fd)
 
     def store_locked(
         self,
@@ -540,12 +668,22 @@ class InboxFile:
         """Every message the inbox has had, oldest first, each once, read without a lock: the
         record, then what is live and not recorded yet. A live entry's read mark wins; a
         recorded message that is no longer live was read (compacted, or deleted by its reader)."""
-        live: dict[str, InboxEntry] = {}
-        for entry in self.peek().entries():
-            live.setdefault(entry.identity, entry)
-        result: list[InboxEntry] = []
+        return self._history(plain=False)
+
+    def plain_history(self) -> list[InboxEntry | PlainEntry]:
+        """`history` for a reader that only shows it (``swarm status``): an entry that is
+        plainly one is read without the model, as a `PlainEntry`."""
+        return self._history(plain=True)
+
+    def _history(self, plain: bool) -> list[Any]:
+        live: dict[str, Any] = {}
+        for item in self.peek().items:
+            entry = read_entry(item, plain)
+            if entry is not None:
+                live.setdefault(entry.identity, entry)
+        result: list[Any] = []
         shown: set[str] = set()
-        for entry in self.read_archive():
+        for entry in RecordEntries.entries(self.archive, plain):
             identity = entry.identity
             if identity in shown:
                 continue
@@ -597,10 +735,12 @@ class _Carried:
         return self._waiting is not None and self._waiting.done()
 
     def own(self) -> tuple[list[dict[str, Any]], set[str] | None]:
-        """What the lock holder applies as its own besides the spool: its items unless they
-        were spooled (they are in the spool then), and its marks either way (setting ``read`` twice
-        changes nothing, and they are counted as this call's)."""
-        return (self.items if self.names is None else []), self.marks
+        """What the lock holder applies as its own besides the spool: its items and its marks,
+        spooled or not. A spooled copy found in the spool goes in first and the own one is then
+        a repeat (skipped by identity); one that is not there (its slot file removed by another
+        process) is committed all the same. Setting ``read`` twice changes nothing, and the
+        marks are counted as this call's."""
+        return self.items, self.marks
 
     def withdraw(self) -> None:
         if self.names:
@@ -667,6 +807,24 @@ def _add_entry(entries: list[InboxEntry], line: bytes, path: Path) -> None:
         log.warning("skipping a damaged line in %s", path)
 
 
+def _add_plain_entry(entries: list[InboxEntry | PlainEntry], line: bytes, path: Path) -> None:
+    from protocols.shapes import PlainEntry
+
+    try:
+        item = json.loads(line)
+    except ValueError:
+        log.warning("skipping a damaged line in %s", path)
+        return
+    found = PlainEntry.read(item)
+    if found is not None:
+        entries.append(found)
+        return
+    try:
+        entries.append(entry_of(item))
+    except (TypeError, ValueError):
+        log.warning("skipping a damaged line in %s", path)
+
+
 class RecordIndex:
     """The identities in each record file this process has looked at, read incrementally: each
     call reads only what was appended since the last."""
@@ -685,18 +843,27 @@ class RecordEntries:
     appended since its last look, not the whole record (40,000 entries: ~1.7 s a look)."""
 
     _fold: _RecordFold[list[InboxEntry]] = _RecordFold(list, _add_entry)
+    # the same, an entry that is plainly one read without the model (`InboxFile.history`)
+    _plain: _RecordFold[list[InboxEntry | PlainEntry]] = _RecordFold(list, _add_plain_entry)
 
     @classmethod
     def forget(cls) -> None:
         """Drop every record read: the next look parses each one whole (a cold start)."""
         cls._fold.forget()
+        cls._plain.forget()
 
     @classmethod
-    def entries(cls, path: Path) -> list[InboxEntry]:
+    def entries(cls, path: Path, plain: bool = False) -> list[Any]:
         """The entries, oldest first (a copy of the list: the entries themselves are shared)."""
-        return list(cls._fold.get(path) or [])
+        return list((cls._plain if plain else cls._fold).get(path) or [])
 
 
-def _marked_read(entry: InboxEntry) -> InboxEntry:
+def _marked_read(entry: Any) -> Any:
     """`entry` with ``read: true`` (a shallow copy: no validation, cheap for a long record)."""
-    return entry if entry.is_read else entry.model_copy(update={"read": True})
+    from protocols.shapes import PlainEntry
+
+    if entry.is_read:
+        return entry
+    if isinstance(entry, PlainEntry):
+        return entry.marked_read()
+    return entry.model_copy(update={"read": True})

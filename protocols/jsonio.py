@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import logging
 import os
 import stat
 import time
@@ -36,6 +35,7 @@ from typing import Any, Literal, TypeVar
 from protocols import doorbell, safefs
 from protocols.errors import InvalidSetting
 from protocols.locks import held_guard, open_to_keep
+from protocols.logs import logger
 
 Durability = Literal["power", "process"]
 TEMP_DIR = ".swarm-tmp"
@@ -43,7 +43,7 @@ TEMP_MARKER = ".tmp-"
 NEW_MARKER = ".new-"
 NEW_TEMP_MAX_AGE_S = 60.0
 T = TypeVar("T")
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 def parse_patiently(parse: Callable[[], T], wait_s: float) -> T:

@@ -11,6 +11,14 @@
    refreshed every 5 s by one background thread (alive only while a lock is held), so a long
    hold is not taken for stale.
 
+A file locked again and again (an inbox, the task list, config.json: ``keep_lock_dir``) keeps
+its lock directory between holds, under a hidden private name beside it (``.X.lock.new``): a
+hold renames it into place (its time set to now first: Claude Code judges a lock by its mtime)
+and a release renames it back, so no directory is made and removed per hold. On this project's
+machine (ext4 without a journal, mounted ``discard``) making and removing one cost ~150 µs of
+kernel CPU and often waited for the device; a rename costs a few µs. ``X.lock`` still appears
+and goes in one step each way, as ``mkdir`` and ``rmdir`` make it.
+
 While a swarm process holds ``X.lock`` it records ``pid start inode ctime`` of that directory in
 its flock file. The next swarm process (which then holds the flock) can tell that a leftover
 ``X.lock`` was made by a swarm process that has died (the pid is gone, or taken by a process that
@@ -43,9 +51,7 @@ import contextlib
 import errno
 import fcntl
 import functools
-import logging
 import os
-import random
 import stat
 import threading
 import time
@@ -57,10 +63,11 @@ from typing import ParamSpec, TypeVar
 from protocols import safefs
 from protocols.errors import InvalidSetting, LockLost, LockTimeout
 from protocols.file_cache import Signature, signature_of
-from protocols.flock_wait import wait_for_flock
+from protocols.flock_wait import jitter, wait_for_flock
+from protocols.logs import logger
 from protocols.pids import ProcessIdentity, start_time
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 STALE_S = 10.0
 REFRESH_S = 5.0
@@ -72,6 +79,8 @@ _COMMIT_S = 0.001  # about what one durable inbox commit takes
 # needs to carry them
 _MAX_CARRIED_BACKOFF_S = 0.01
 _RECORD_BYTES = 80
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NOTE_BYTES = 80  # after the record: what the last holder knew of the target (`FileGuard.note`)
 REDO_ATTEMPTS = 5
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -133,8 +142,12 @@ class FileGuard:
         timeout: float | None = None,
         stale: float = STALE_S,
         clock: Callable[[], float] = time.time,
+        keep_lock_dir: bool = False,
     ) -> None:
         self.target = target if isinstance(target, Path) else Path(target)
+        # the lock directory is kept under its private name between holds, for the next holder
+        # (a file locked again and again: an inbox, the task list, config.json); see `release`
+        self.keep_lock_dir = keep_lock_dir
         self._key = str(self.target)  # in `_HELD`
         self._parent, self._name = os.path.split(self._key)
         self._lock_name = self._name + ".lock"
@@ -235,8 +248,9 @@ class FileGuard:
         kept = -1
         try:
             if self.owns_lock_dir():
-                kept = open_to_keep(self._lock_name, self.dir_fd)
-                os.rmdir(self._lock_name, dir_fd=self.dir_fd)
+                if not self._keep_lock_dir():
+                    kept = open_to_keep(self._lock_name, self.dir_fd)
+                    os.rmdir(self._lock_name, dir_fd=self.dir_fd)
                 self._write_record(fd, 0, 0)  # released: the next holder finds nothing to tidy
             else:
                 log.warning("lock %s was taken by another process while held", self.lock_dir)
@@ -252,6 +266,18 @@ class FileGuard:
                 self._close_dirs()
                 if kept >= 0:
                     os.close(kept)  # the directory is freed here, outside every lock
+
+    def _keep_lock_dir(self) -> bool:
+        """Release by renaming the lock directory back to its private name, for the next
+        holder (`keep_lock_dir`); False if it was not kept (then it is to be removed). The
+        rename, like the ``rmdir`` it stands for, makes ``X.lock`` go in one step."""
+        if not self.keep_lock_dir:
+            return False
+        try:
+            rename_noreplace(self.dir_fd, self._lock_name, self.dir_fd, self._private)
+        except (FileExistsError, NotImplementedError):
+            return False
+        return True
 
     def owns_lock_dir(self) -> bool:
         """Whether ``X.lock`` is still the directory this guard made."""
@@ -276,6 +302,26 @@ class FileGuard:
         if st is not None and self._made is not None and st.st_ino == self._made[0]:
             self._made = (st.st_ino, st.st_ctime_ns)
             self._write_record(fd, st.st_ino, st.st_ctime_ns)
+
+    def note(self) -> bytes:
+        """What the last holder that wrote a note said of the target (b"": nothing). Kept in
+        the flock file, beside the holder's record; only meaningful while the lock is held."""
+        fd = self._fd
+        if fd is None:
+            raise RuntimeError(f"{self.target} is not locked by this FileGuard")
+        try:
+            return os.pread(fd, _NOTE_BYTES, _RECORD_BYTES).rstrip()
+        except OSError:
+            return b""
+
+    def set_note(self, note: bytes) -> None:
+        """Leave `note` (at most `_NOTE_BYTES`, no trailing spaces) for the next holder."""
+        fd = self._fd
+        if fd is None:
+            raise RuntimeError(f"{self.target} is not locked by this FileGuard")
+        if len(note) > _NOTE_BYTES:
+            raise ValueError(f"a lock note of {len(note)} bytes; at most {_NOTE_BYTES}")
+        os.pwrite(fd, note.ljust(_NOTE_BYTES), _RECORD_BYTES)
 
     def confirm(self) -> os.stat_result | None:
         """Raise `LockLost` unless the lock is still ours and the target unchanged since this
@@ -376,7 +422,7 @@ class FileGuard:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._timed_out()
-            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            time.sleep(min(delay * (0.5 + jitter()), remaining))
             delay = min(delay * 1.5, _MAX_CARRIED_BACKOFF_S)
         return True
 
@@ -402,27 +448,29 @@ class FileGuard:
                     f"could not lock {self.target}: {self.lock_dir} has been held for "
                     f"{self.timeout:g} s (by Claude Code or a hung process); nothing was written"
                 )
-            time.sleep(min(delay * (0.5 + random.random()), remaining))
+            time.sleep(min(delay * (0.5 + jitter()), remaining))
             delay = min(delay * 2, 0.05)
 
     def _try_make_lock_dir(self, fd: int) -> bool:
         """Make Claude Code's lock directory, recorded as ours before anyone can see it.
 
         The directory is made under a hidden private name beside the target (``.X.lock.new``),
-        its inode recorded in the flock file, and only then renamed into place without replacing
-        anything (``renameat2(RENAME_NOREPLACE)``). A process killed at any point leaves either
+        or taken there as the last holder kept it (`keep_lock_dir`), its inode recorded in the
+        flock file, and only then renamed into place without replacing anything
+        (``renameat2(RENAME_NOREPLACE)``). A process killed at any point leaves either
         no lock directory or one the record names, so the next swarm process never has to wait
         out the stale window for it. (We hold the flock, so the private name is ours alone; one
-        left by a killed process is removed.) The rename stays inside the directory: a rename
-        between directories takes the file system's one rename lock, which every writer then
-        queues on.
+        left by a killed process is taken, or removed if it is not an empty directory.) The
+        rename stays inside the directory: a rename between directories takes the file system's
+        one rename lock, which every writer then queues on.
         """
         here = self.dir_fd
         try:
             os.mkdir(self._private, 0o755, dir_fd=here)
-        except FileExistsError:  # left by a swarm process killed before its rename
-            self._clear_private(here)
-            os.mkdir(self._private, 0o755, dir_fd=here)
+        except FileExistsError:  # kept by the last holder, or left by a killed one
+            if not self._reuse_private(here):
+                self._clear_private(here)
+                os.mkdir(self._private, 0o755, dir_fd=here)
         try:
             private = os.stat(self._private, dir_fd=here, follow_symlinks=False)
             self._write_record(fd, private.st_ino, 0)
@@ -443,6 +491,23 @@ class FileGuard:
         st = os.stat(self._lock_name, dir_fd=here, follow_symlinks=False)
         self._made = (st.st_ino, st.st_ctime_ns)
         self._write_record(fd, st.st_ino, st.st_ctime_ns)
+        return True
+
+    def _reuse_private(self, here: int) -> bool:
+        """Take the directory at the private name as this hold's lock directory if it is an
+        empty one (kept by the last holder: no inode made and freed per hold, which on a file
+        system like this project's costs more than all the rest of a lock). Its time is set to
+        now first: Claude Code judges a lock directory by its mtime, and must see a fresh one."""
+        try:
+            fd = os.open(self._private, _DIR_FLAGS, dir_fd=here)
+        except OSError:  # a file or a link planted there (`_clear_private` deals with it)
+            return False
+        try:
+            if os.listdir(fd):
+                return False  # not ours: `_clear_private` refuses it by name
+            os.utime(fd)
+        finally:
+            os.close(fd)
         return True
 
     def _clear_private(self, here: int) -> None:

@@ -22,7 +22,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,16 +33,18 @@ from protocols.file_cache import Signature
 from protocols.inbox import MSG_V, InboxFile, entry_of, msg_id_for
 from protocols.jsonio import Durability
 from protocols.locks import redo_if_lock_lost
+from protocols.logs import logger
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile, unknown_member_text
-from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
     from protocols.messages import StructuredMessage
+    from protocols.shapes import PlainEntry
+    from protocols.watch import InboxWatcher
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 BROADCAST = "*"
 DEFAULT_COMPACT_AFTER = 32
@@ -139,7 +140,7 @@ class Mailbox:
         durability: Durability | None = None,
         lock_timeout: float | None = None,
         compact_after: int = DEFAULT_COMPACT_AFTER,
-        rescan_s: float = DEFAULT_RESCAN_S,
+        rescan_s: float | None = None,
         signer: EntrySigner | None = None,
         on_read: Callable[[set[str]], None] | None = None,
     ) -> None:
@@ -151,8 +152,16 @@ class Mailbox:
         self.lock_timeout = lock_timeout
         self.compact_after = compact_after
         self._inboxes: dict[str, InboxFile] = {}
-        self.rescan_s = rescan_s
+        self._rescan_s = rescan_s  # None: `protocols.watch.DEFAULT_RESCAN_S`
         self._observed: dict[str, Signature] = {}  # each inbox as `observe_team` last saw it
+
+    @property
+    def rescan_s(self) -> float:
+        """How often a wait looks again without being woken (the watcher loads when a wait
+        needs it: a look at the inboxes never does)."""
+        from protocols.watch import DEFAULT_RESCAN_S
+
+        return DEFAULT_RESCAN_S if self._rescan_s is None else self._rescan_s
 
     def inbox(self, agent: str) -> InboxFile:
         """The inbox file of `agent` (one object per name, kept: its paths are worked out once)."""
@@ -365,6 +374,11 @@ class Mailbox:
         read without locks and without ever writing."""
         return self.inbox(agent).history()
 
+    def peek_plain(self, agent: str) -> list[InboxEntry | PlainEntry]:
+        """`peek_all` for a reader that only shows the entries: one that is plainly an entry is
+        read without the model (`InboxFile.plain_history`)."""
+        return self.inbox(agent).plain_history()
+
     def observe(self, agent: str) -> int:
         """Record what others wrote into `agent`'s inbox and swarm has not recorded yet (taking
         the lock only when there is some); returns how many. Run by swarm's watchers, so a
@@ -397,7 +411,7 @@ class Mailbox:
         with inbox.lock():
             return inbox.record_locked(inbox.load_locked().items)
 
-    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
+    def mark_read(self, agent: str, entries: Iterable[InboxEntry | PlainEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
         if not wanted:
@@ -434,6 +448,8 @@ class Mailbox:
         ends the wait too.
         """
         if watcher is None:
+            from protocols.watch import InboxWatcher
+
             with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
                 return self.wait(agent, timeout, own, until)
         deadline = time.monotonic() + timeout
@@ -472,6 +488,8 @@ class Mailbox:
         logged and skipped. Returns (entry, message), or None on timeout.
         """
         if watcher is None:
+            from protocols.watch import InboxWatcher
+
             with InboxWatcher(self.paths.inbox(agent), rescan_s=self.rescan_s) as own:
                 return self.await_message(agent, match, timeout, own, mark, sender)
         deadline = time.monotonic() + timeout

@@ -76,6 +76,14 @@ def printable_line(text: str) -> str:
     return _UNSAFE_LINE.sub(_escape, text)
 
 
+def printable_lines(lines: list[str]) -> list[str]:
+    """`printable_line` of each of `lines` (the same list when none needs escaping: one scan
+    of them all, since every character escaped is escaped on its own)."""
+    if _UNSAFE_LINE.search("".join(lines)) is None:
+        return lines
+    return [printable_line(line) for line in lines]
+
+
 def printable_json_text(text: str) -> str:
     """JSON text (one document, or one line of a JSON-lines file) with every unsafe character
     written as a ``\\uXXXX`` escape; raw newlines and tabs, whitespace between tokens, stay.

@@ -1,40 +1,42 @@
 """The send spool of one inbox: many writers, one lock hold and one fsync (group commit, issue 19).
 
 A swarm sender that finds an inbox's lock free writes the inbox itself, as before. One that
-finds it taken does not queue up for a write of its own: it drops its entry into the inbox's
-spool, ``inboxes/.swarm-spool/<agent>.json/``, as one small file (`Spool.put`), and waits. The
-lock holder, before it lets go, moves *every* spooled entry into the inbox in one durable write
+finds it taken does not queue up for a write of its own: it drops its send into the inbox's
+spool, ``inboxes/.swarm-spool/<agent>.json/``, through one of its process's reusable files there
+(`Spool.put`; `protocols.spool_slot`: a send allocates no inode), and waits. The lock holder,
+before it lets go, moves *every* spooled entry into the inbox in one durable write
 (`protocols.inbox.InboxFile.commit_spool_locked`), a few rounds while more arrive, and only
-then removes their spool files. A waiting sender whose file is gone was carried by that commit:
-its message is in the inbox, on disk, and its send is done without a write of its own. With
-eight writers the inbox is rewritten once per batch instead of once per message.
+then hands the spooled files back to their writers. A waiting sender whose file was handed back
+was carried by that commit: its message is in the inbox, on disk, and its send is done without
+a write of its own. With eight writers the inbox is rewritten once per batch instead of once
+per message.
 
 What stays true:
 
 - **Acknowledged means committed.** A send returns only once its entry is in the inbox file and
-  that write was synced (spool files are removed after the commit, never before).
+  that write was synced (a spooled file is handed back after the commit, never before; a file
+  that disappears otherwise is not taken for a commit: its writer commits the send itself).
 - **Claude Code sees no difference.** Its readers and writers only know the inbox file and its
   ``.lock`` directory; the commit takes that lock like any write. A spool file is never read by
   Claude Code, and is in a hidden folder that inbox watchers do not look into.
-- **Nothing twice.** A committer killed after its inbox write but before removing the spool
-  files leaves entries that are in the inbox already; the next commit skips every spooled entry
-  whose identity the inbox or its record holds.
-- **A writer killed after `put`** leaves its entry in the spool, unacknowledged; the next commit
+- **Nothing twice.** A committer killed after its inbox write but before handing the spooled
+  files back leaves entries that are in the inbox already; the next commit skips every spooled
+  entry whose identity the inbox or its record holds.
+- **A writer killed after `put`** leaves its send in the spool, unacknowledged; the next commit
   to that inbox delivers it (as a send whose reply was lost). A writer that gives up (its lock
-  wait timed out) takes its entry back first.
-- **Half-written and hostile files.** An entry file is written under its final name in one
-  ``write``; one that does not parse is left alone for `WRITING_S` (its writer may be writing
-  it), then refused like any hostile file (a planted link, a directory, JSON that is not an
-  object, a name that is not an entry's): moved to ``<spool>/.refused-<name>`` with an error
-  logged, never delivered, never fatal.
-- Entries are committed in the order they were spooled (names start with the time in ns), so
+  wait timed out) takes its send back first.
+- **Half-written and hostile files.** A send is published whole, in one rename; a file that
+  does not hold one (a planted link, a directory, bytes that are not what its header says, JSON
+  that is not an object, a name that is not a spooled send's) is moved to
+  ``<spool>/.refused-<name>`` with an error logged, never delivered, never fatal.
+- Sends are committed in the order they were spooled (names start with the time in ns), so
   one sender's messages keep their order: each send waits for its commit before the next.
 - **Several entries in one send** (`Spool.put_many`: a teammate's answer and its idle
-  notification) are spooled as one file each, named ``<ns>-<pid>-<random>-<k>of<n>.json``, and
-  committed together, in that order: a committer that sees only some of them (it listed the
-  folder while they were being written) leaves them all for its next round, unless they are
-  older than `WRITING_S` (their writer died part way: the ones there are delivered, in order).
-  Each file is an ordinary entry file, so a committer of an older swarm still delivers them.
+  notification) are one spooled file, committed together, in that order.
+- Spool files of one entry each, as swarm wrote them before (``<ns>-<pid>-<random>.json``,
+  ``...-<k>of<n>.json`` for several, ``.read`` for read marks), are still delivered: one that does
+  not parse is left alone for `WRITING_S` (its writer may be writing it), the parts of a send
+  that are not all there are waited for as long.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
+from protocols import safefs, spool_slot
 from protocols.jsonio import dumps_pretty
 
 log = logging.getLogger(__name__)
@@ -73,63 +75,40 @@ class Spool:
 
     def put(self, item: dict[str, Any]) -> Waiting:
         """Spool one entry; what to ask whether it still waits. Not synced: the commit that
-        carries it into the inbox is. Written straight under its final name with one
-        ``write``: a committer that reads it before it is whole finds no JSON object (no
-        strict prefix of one parses) and leaves it for the next round."""
-        data = dumps_pretty(item, level=1).encode("utf-8")  # as the inbox will hold it
-        return self._put(data, ENTRY_SUFFIX)
+        carries it into the inbox is."""
+        return self.put_many([item])
 
     def put_many(self, items: list[dict[str, Any]]) -> Waiting:
         """Spool several entries, to be committed together and in this order (module doc);
-        what to ask whether any of them still waits."""
-        if len(items) == 1:
-            return self.put(items[0])
-        if not 1 < len(items) <= MAX_PARTS:
+        what to ask whether they still wait."""
+        if not 1 <= len(items) <= MAX_PARTS:
             raise ValueError(f"spool 1 to {MAX_PARTS} entries at once, not {len(items)}")
-        stem = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}"
-        names = [f"{stem}-{k:03d}of{len(items):03d}" for k in range(1, len(items) + 1)]
-        waiting = Waiting(self._open_dir(create=True), "")
-        try:
-            for name, item in zip(names, items, strict=True):
-                data = dumps_pretty(item, level=1).encode("utf-8")
-                waiting.names.append(self._write(waiting.fd, name + ENTRY_SUFFIX, data))
-        except BaseException:
-            self.remove(waiting.names)
-            waiting.close()
-            raise
-        return waiting
+        # stored as the inbox will hold them: the commit splices them in without rendering
+        parts = [dumps_pretty(item, level=1).encode("utf-8") for item in items]
+        return self._fill(spool_slot.ENTRIES, parts)
 
     def put_marks(self, identities: set[str]) -> Waiting:
         """Spool a reader's read marks (the identities it has read): the holder sets ``read``
         on those entries in its next write, as `Mailbox.mark_read` would."""
-        return self._put(json.dumps(sorted(identities)).encode("utf-8"), MARKS_SUFFIX)
+        return self._fill(spool_slot.MARKS, [json.dumps(sorted(identities)).encode("utf-8")])
 
-    def _put(self, data: bytes, suffix: str) -> Waiting:
-        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{suffix}"
-        fd = self._open_dir(create=True)
-        try:
-            self._write(fd, name, data)
-        except BaseException:
-            os.close(fd)
-            raise
-        return Waiting(fd, name)
-
-    @staticmethod
-    def _write(fd: int, name: str, data: bytes) -> str:
-        """Create `name` in the spool folder `fd` holding `data` (one ``write``); its name."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        out = os.open(name, flags, 0o644, dir_fd=fd)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view) :]
-        except BaseException:
-            os.close(out)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=fd)
-            raise
-        os.close(out)
-        return name
+    def _fill(self, kind: str, parts: list[bytes]) -> Waiting:
+        """Write `parts` into one of this process's slots here (`protocols.spool_slot`)."""
+        folder = str(self.path)
+        for attempt in (1, 2):
+            slot = spool_slot.POOL.take(folder, lambda: self._open_dir(create=True))
+            try:
+                slot.fill(kind, parts)
+            except spool_slot.SlotLost:  # swept meanwhile: a new slot, once
+                slot.close()
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                spool_slot.POOL.give_back(folder, slot)  # still idle: reusable
+                raise
+            return Waiting(slot, folder)
+        raise AssertionError("unreachable")
 
     def pending(self) -> list[Spooled]:
         """The spooled entries, oldest first. Call with the inbox's lock held: the names are
@@ -139,22 +118,25 @@ class Spool:
         except FileNotFoundError:
             return []
         try:
-            found = []
+            found: list[Spooled] = []
             for name in sorted(os.listdir(fd)):
-                if name.startswith(REFUSED_PREFIX):
+                if name.startswith((REFUSED_PREFIX, spool_slot.IDLE_PREFIX)):
                     continue
-                if name.startswith(".") or not name.endswith((ENTRY_SUFFIX, MARKS_SUFFIX)):
+                if name.endswith(spool_slot.SLOT_SUFFIX) and spool_slot.idle_name_of(name):
+                    found += _read_slot(fd, name, self.path)
+                elif name.startswith(".") or not name.endswith((ENTRY_SUFFIX, MARKS_SUFFIX)):
                     _refuse(fd, name, self.path, "not a spooled entry's name")
-                    continue
-                spooled = _read_entry(fd, name, self.path)
-                if spooled is not None:
-                    found.append(spooled)
+                else:  # a spool file of one entry, as swarm wrote them before its slots
+                    spooled = _read_entry(fd, name, self.path)
+                    if spooled is not None:
+                        found.append(spooled)
             return _whole_sends(found)
         finally:
             os.close(fd)
 
     def remove(self, names: list[str]) -> None:
-        """Remove committed entries (call only after the inbox write that carries them)."""
+        """Remove committed entries (call only after the inbox write that carries them): a
+        slot is made idle again for its writer, a file of one entry removed."""
         if not names:
             return
         try:
@@ -162,9 +144,12 @@ class Spool:
         except FileNotFoundError:
             return
         try:
-            for name in names:
+            for name in dict.fromkeys(names):  # a slot's entries share its name
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=fd)
+                    if name.endswith(spool_slot.SLOT_SUFFIX):
+                        spool_slot.rename_back(fd, name)
+                    else:
+                        os.unlink(name, dir_fd=fd)
         finally:
             os.close(fd)
 
@@ -255,6 +240,44 @@ def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
     return Spooled(name, item, text.strip())  # one JSON object: splicing it keeps the array valid
 
 
+def _read_slot(fd: int, name: str, where: Path) -> list[Spooled]:
+    """The entries or read marks in the pending slot `name` ([]: refused, or gone). A slot is
+    published whole (`protocols.spool_slot`): one that does not parse is refused at once."""
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return []  # taken back by its writer
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        _refuse(fd, name, where, "a symbolic link")
+        return []
+    try:
+        try:
+            data = safefs.read_fd(handle)
+        finally:
+            os.close(handle)
+        kind, parts = spool_slot.parse(data)
+        if kind == spool_slot.MARKS:
+            marks = json.loads(parts[0].decode("utf-8")) if len(parts) == 1 else None
+            if not isinstance(marks, list) or not all(isinstance(i, str) for i in marks):
+                raise ValueError("read marks that are not a list of identities")
+            return [Spooled(name, None, "", frozenset(marks))]
+        found = []
+        for part in parts:
+            text = part.decode("utf-8")
+            item = json.loads(text)
+            if not isinstance(item, dict):
+                raise ValueError("an entry that is not a JSON object")
+            found.append(Spooled(name, item, text.strip()))
+        return found
+    except OSError as exc:  # a directory planted under a slot's name
+        _refuse(fd, name, where, f"unreadable ({exc.strerror})")
+    except (ValueError, UnicodeDecodeError) as exc:
+        _refuse(fd, name, where, f"not a spool slot ({exc})")
+    return []
+
+
 def _refuse(fd: int, name: str, where: Path, why: str) -> None:
     log.error("%s/%s: %s; moved aside, not delivered", where, name, why)
     with contextlib.suppress(OSError):
@@ -270,18 +293,14 @@ def _young(fd: int, name: str) -> bool:
 
 
 class Waiting:
-    """An entry just spooled, asked about again and again while its writer waits for the lock:
-    does it still wait? (No: it was committed.) It keeps the spool folder open, so each
-    question is one ``stat``; close it when done."""
+    """A send just spooled in a slot, asked about again and again while its writer waits for
+    the lock: was it carried? Close it when done (the slot goes back to the process's pool)."""
 
-    def __init__(self, fd: int, name: str) -> None:
-        self.names = [name] if name else []  # several, for `Spool.put_many`
-        self._fd: int | None = fd
-
-    @property
-    def fd(self) -> int:
-        assert self._fd is not None, "closed"
-        return self._fd
+    def __init__(self, slot: spool_slot.Slot, folder: str) -> None:
+        self.slot = slot
+        self.folder = folder
+        self.names = [slot.pending] if slot.pending else []
+        self._open = True
 
     def __enter__(self) -> Waiting:
         return self
@@ -290,19 +309,14 @@ class Waiting:
         self.close()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._open:
+            self._open = False
+            spool_slot.POOL.give_back(self.folder, self.slot)
 
     def __call__(self) -> bool:
-        """True while the entry (any of the entries) is still in the spool."""
-        for name in self.names:
-            try:
-                os.stat(name, dir_fd=self._fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            return True
-        return False
+        """True while the send is still under its pending name."""
+        return self.slot.waits()
 
     def done(self) -> bool:
-        return not self()
+        """Carried: committed by a lock holder (not merely gone: `Slot.carried`)."""
+        return self.slot.carried()

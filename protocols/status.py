@@ -26,23 +26,13 @@ from protocols.clock import now_iso
 from protocols.jsonio import Durability, write_json
 from protocols.paths import TeamPaths
 from protocols.records import Record
+from protocols.status_keys import LABEL_MARK, USAGE_KEYS, subagent_label, zero_usage
 from protocols.values import MemberState
 
-USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-)
-
+__all__ = ["LABEL_MARK", "USAGE_KEYS", "subagent_label", "zero_usage"]  # and the models below
 
 SUBAGENT_STATES = ("running", "completed", "failed", "killed")
-LABEL_MARK = "\u203a"  # between a member's name and its sub-agent's in labels
 FINISHED_KEPT = 5  # finished sub-agents a status file keeps (every running one is kept)
-
-
-def zero_usage() -> dict[str, int]:
-    return dict.fromkeys(USAGE_KEYS, 0)
 
 
 class SubAgentStatus(Record):
@@ -70,11 +60,6 @@ class SubAgentStatus(Record):
     def label(self, member: str) -> str:
         """``alice \u203a Explore``, or ``alice \u203a <name>`` when it was given a name."""
         return subagent_label(member, self.name or self.agentType)
-
-
-def subagent_label(member: str, label: str) -> str:
-    """How a member's sub-agent is called where people read it: ``alice \u203a reviewer``."""
-    return f"{member} {LABEL_MARK} {label}"
 
 
 def keep_recent(
@@ -185,6 +170,14 @@ def read_status(paths: TeamPaths, name: str) -> AgentStatus | None:
 def _read(path: Path) -> AgentStatus | None:
     try:
         value: Any = json.loads(safefs.read_text(path))
+    except (OSError, ValueError):  # a link (LinkRefused) is an OSError too
+        return None
+    return status_of(value)
+
+
+def status_of(value: Any) -> AgentStatus | None:
+    """A decoded status file as its model; None if it is not one."""
+    try:
         return AgentStatus.from_json_dict(value)
-    except (OSError, ValueError, ValidationError):  # a link (LinkRefused) is an OSError too
+    except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
         return None

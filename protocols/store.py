@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import parse_qsl, urlsplit
 
 from protocols import safefs
-from protocols.errors import InvalidSetting
+from protocols.errors import InvalidSetting, ProtocolsError
 from protocols.paths import TeamPaths, config_root
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from protocols.pg.store import PgStore
     from protocols.pg.tasks import PgTaskBoard
     from protocols.pg.team import PgTeamFile
+    from protocols.plain import Plain
     from protocols.status import AgentStatus
     from protocols.tasks import Sender, TaskBoard
     from protocols.team import TeamFile
@@ -224,6 +225,23 @@ class FileStore:
         from protocols.status import read_status
 
         return read_status(self.paths, name)
+
+    def peek_status(self, name: str) -> AgentStatus | Plain | None:
+        """`read_status` for a reader that only shows it: a file that is plainly a status file
+        (`protocols.shapes.AGENT_STATUS`) is read without its model, so a look at 200 members
+        loads no pydantic. None too for a name that can be no file's (a planted entry)."""
+        from protocols.shapes import AGENT_STATUS
+
+        try:
+            value = json.loads(safefs.read_text(self.paths.agent_status(name)))
+        except (OSError, ValueError, ProtocolsError):  # ValueError: bad JSON, or bad UTF-8
+            return None
+        found = AGENT_STATUS.read(value)
+        if found is not None:
+            return found
+        from protocols.status import status_of
+
+        return status_of(value)
 
     def write_status(self, status: AgentStatus) -> None:
         from protocols.status import write_status

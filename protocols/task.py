@@ -98,8 +98,8 @@ def list_line(task: TaskLike) -> str:
     """Claude Code's TaskList line: ``#<id> [<status>] <subject>[ (<owner>)][ [blocked by #a]]``;
     a failed task shows ``[failed]`` for its status."""
     owner = f" ({task.owner})" if task.owner else ""
-    blockers = ", ".join("#" + b for b in task.blockedBy)
-    blocked = f" [blocked by {blockers}]" if blockers else ""
+    blocked_by = task.blockedBy  # (most have none: `swarm status` lists 10,000 tasks)
+    blocked = f" [blocked by {', '.join('#' + b for b in blocked_by)}]" if blocked_by else ""
     status = FAILED if task.failed else task.status
     return f"#{task.id} [{status}] {task.subject}{owner}{blocked}"
 

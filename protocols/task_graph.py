@@ -8,7 +8,6 @@ functions over a ``{id: Task}`` map read under the list lock.
 
 from __future__ import annotations
 
-import graphlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,8 @@ if TYPE_CHECKING:
 def check_acyclic(edges: Mapping[str, Iterable[str]]) -> None:
     """Raise `InvalidTaskUpdate` naming the cycle if `edges` (task -> the tasks it waits for)
     has one, as ``dependency cycle: #3 waits for #5 waits for #3``."""
+    import graphlib  # only for a process that adds dependencies (a look never checks)
+
     sorter = graphlib.TopologicalSorter({k: list(v) for k, v in edges.items()})
     try:
         sorter.prepare()

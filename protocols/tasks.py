@@ -25,8 +25,8 @@ process was paused is done again from a fresh read (`redo_if_lock_lost`), never 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
-import logging
 import os
 import stat
 import time
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from protocols import safefs, task_index, task_summary
+from protocols import safefs, task_summary
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
@@ -50,19 +50,23 @@ from protocols.jsonio import (
     write_json,
 )
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.paths import TeamPaths
+from protocols.plain import Plain
+from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
 from protocols.task_edit import edited, plain_text
 from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_graph import check_acyclic, waits_for
-from protocols.task_index import TaskIndex
+from protocols.task_summary import Invalid
 from protocols.values import TaskStatus
 
 if TYPE_CHECKING:
+    from protocols.task_index import TaskIndex
     from protocols.task_model import Task
     from protocols.task_summary import TaskRow
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 # a task file that does not parse is re-read this long, but only while it is fresh (Claude Code
 # writes task files in place): an old broken file is skipped at once
@@ -117,13 +121,22 @@ class TaskBoard:
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
         self._cache: FileCache[str, TaskFacts | None] = FileCache()  # None: an invalid file
-        self._index = task_index.shared(str(paths.tasks_dir))
+
+    @functools.cached_property
+    def _index(self) -> TaskIndex:
+        """The process's index of this board, made when first used (a look through the
+        summary, ``swarm status``, never uses it: nor inotify)."""
+        from protocols import task_index
+
+        return task_index.shared(str(self.paths.tasks_dir))
 
     # locks
 
     def _list_lock(self) -> FileGuard:
         ensure_file(self.paths.tasks_lock_target, "", self.durability)
-        return FileGuard(self.paths.tasks_lock_target, timeout=self.lock_timeout)
+        return FileGuard(
+            self.paths.tasks_lock_target, timeout=self.lock_timeout, keep_lock_dir=True
+        )
 
     def _task_lock(self, task_id: str) -> FileGuard:
         return FileGuard(self.paths.task(task_id), timeout=self.lock_timeout)
@@ -172,12 +185,25 @@ class TaskBoard:
         new process trusts only for files whose stat it checked, parsing the others; so a look
         at an unchanged board costs a stat of every file, not a parse. The process's index is
         neither used nor built."""
-        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self._read_at)
+        rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self)
         return rows if include_internal else [r for r in rows if not r.internal]
 
-    def _read_at(self, name: str, dir_fd: int) -> Task | None:
-        facts = self._read(os.path.join(str(self.paths.tasks_dir), name), dir_fd=dir_fd)
-        return facts.task() if facts is not None else None
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
+        """The task in `name` for the summary (`task_summary.Reader`): read without its model
+        when the file is plainly a task (`protocols.shapes.TASK`), so a look at a changed board
+        loads no pydantic; `Invalid` with the reason warned about for an invalid file."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        found = self._read_any(path, dir_fd=dir_fd)
+        if not isinstance(found, TaskFacts):
+            return found
+        plain = TASK.read(found.raw) if found.raw is not None else None
+        return plain if plain is not None else found.task()
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        """`task_summary.Reader`: an invalid file found unchanged, warned about as `_read` does
+        (every look warns, as every listing does)."""
+        path = os.path.join(str(self.paths.tasks_dir), name)
+        log.warning("skipping invalid task file %s: %s", path, reason)
 
     def _scan(self) -> builtins.list[TaskFacts]:
         """Every valid task (internal ones too), by id, from the files themselves.
@@ -236,6 +262,13 @@ class TaskBoard:
         what inotify reported changed): the close that ends the write is reported too, and the
         file is read again then; waiting here, under the list lock, would hold up every claim
         while a file is written (or kept half written by a hostile writer)."""
+        found = self._read_any(path, cached_ok, dir_fd, patient)
+        return found if isinstance(found, TaskFacts) else None
+
+    def _read_any(
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, patient: bool = True
+    ) -> TaskFacts | Invalid | None:
+        """`_read`, with the reason (`Invalid`) for an invalid file instead of None."""
         name = os.path.basename(path)
         try:
             try:
@@ -247,9 +280,11 @@ class TaskBoard:
                     lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S
                 )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
+            reason = _first_line(bad.error)
             if self._cache.signature(path) != bad.signature:  # once per version of the file
-                log.warning("skipping invalid task file %s: %s", path, _first_line(bad.error))
-            return self._cache.put(path, bad.signature, None)
+                log.warning("skipping invalid task file %s: %s", path, reason)
+            self._cache.put(path, bad.signature, None)
+            return Invalid(reason)
 
     def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> TaskFacts | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for

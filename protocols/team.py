@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,23 +24,30 @@ from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFo
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.logs import logger
 from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
 from protocols.paths import TeamPaths
+from protocols.shapes import TEAM_CONFIG
 
 if TYPE_CHECKING:
+    from protocols.plain import Plain
     from protocols.team_config import Member, TeamConfig
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 PARSE_RETRY_S = 0.5  # how long a config.json that does not parse is taken for half-written
 
 CONFIG = "config.json"  # a TeamFile's cache: the file's JSON text
 ENTRIES = "members"  # and the members' raw entries
+MEMBERS = "members as read"  # and the members as `members` reads them
 
 # what `TeamFile.entries` checks before it trusts the raw JSON: the keys the model requires, and
 # the optional ones a send reads, with the types the model gives them
 _REQUIRED_TEAM_KEYS = {"name": str, "createdAt": int, "leadAgentId": str}
 _REQUIRED_MEMBER_KEYS = {"agentId": str, "name": str, "joinedAt": int}
 _OPTIONAL_MEMBER_KEYS = {"color": str, "backendType": str, "isActive": bool}
+_TEAM_KEYS = tuple(_REQUIRED_TEAM_KEYS.items())
+_MEMBER_KEYS = tuple(_REQUIRED_MEMBER_KEYS.items())
+_OPTIONAL_KEYS = tuple(_OPTIONAL_MEMBER_KEYS.items())
 
 
 def unknown_member_text(name: str, team: str, members: list[str]) -> str:
@@ -138,6 +144,22 @@ class TeamFile:
             self._cache.put(CONFIG, signature, json.dumps(raw))
         return config
 
+    def members(self) -> list[Member] | list[Plain]:
+        """The current members, for a reader that only shows them: read without the model when
+        config.json is plainly a team file (`protocols.shapes.TEAM_CONFIG`), else as `load`
+        reads them (an invalid file raises as it does). Kept until the file changes; do not
+        change them."""
+        signature = self._signature()
+        hit, cached = self._cache.get(MEMBERS, signature)
+        if hit and cached is not None:
+            return cached
+        raw = self._read_raw()
+        plain = TEAM_CONFIG.read(raw)
+        members = plain.members if plain is not None else self._validated(raw).members
+        if signature:
+            self._cache.put(MEMBERS, signature, members)
+        return members
+
     def entries(self) -> list[dict[str, Any]]:
         """The members' entries as config.json has them (copies), read without a model.
 
@@ -159,6 +181,13 @@ class TeamFile:
         if found is None:
             raise UnknownMember(unknown_member_text(name, self.paths.team, self.member_names()))
         return found
+
+    def is_active(self, name: str) -> bool | None:
+        """Member `name`'s ``isActive`` as config.json has it (None: no such member, or no
+        flag); no copy of its entry is made."""
+        found = next((e for e in self._entries() if e["name"] == name), None)
+        value = found.get("isActive") if found is not None else None
+        return value if isinstance(value, bool) else None
 
     def member_names(self) -> list[str]:
         """Names of the current members (cheap: no model, no copy)."""
@@ -236,7 +265,7 @@ class TeamFile:
         """Apply `change` to the current config under the lock and write the result."""
         if not self.exists():
             raise TeamNotFound(f"team {self.paths.team!r} not found (no {self.paths.config})")
-        with FileGuard(self.paths.config):
+        with FileGuard(self.paths.config, keep_lock_dir=True):
             config = change(self._read())
             write_json(self.paths.config, config.to_json_dict(), self.durability)
         self._keep_backup(config)
@@ -336,29 +365,29 @@ class TeamFile:
 
 def _member_entries(raw: Any) -> list[dict[str, Any]] | None:
     """The member entries of a parsed config.json that has the shape `TeamFile.entries` trusts
-    (None: it has not; the model is to judge it)."""
-    if not isinstance(raw, dict) or not _has_keys(raw, _REQUIRED_TEAM_KEYS):
+    (None: it has not; the model is to judge it). Types are JSON's own, checked exactly (a
+    bool is no int: JSON's true is not a time); every member of a team checks every member's
+    entry each time config.json changes, so this runs in a tight loop."""
+    if type(raw) is not dict or not _has_keys(raw, _TEAM_KEYS):
         return None
     members = raw.get("members", [])
-    if not isinstance(members, list):
+    if type(members) is not list:
         return None
     for member in members:
-        if not isinstance(member, dict) or not _has_keys(member, _REQUIRED_MEMBER_KEYS):
+        if type(member) is not dict or not _has_keys(member, _MEMBER_KEYS):
             return None
-        for key, kind in _OPTIONAL_MEMBER_KEYS.items():
+        for key, kind in _OPTIONAL_KEYS:
             value = member.get(key)
-            if value is not None and not _is(value, kind):
+            if value is not None and type(value) is not kind:
                 return None
     return members
 
 
-def _has_keys(raw: dict[str, Any], required: dict[str, type]) -> bool:
-    return all(_is(raw.get(key), kind) for key, kind in required.items())
-
-
-def _is(value: Any, kind: type) -> bool:
-    """isinstance, where a bool is no int (JSON's true is not a time)."""
-    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+def _has_keys(raw: dict[str, Any], required: tuple[tuple[str, type], ...]) -> bool:
+    for key, kind in required:  # noqa: SIM110 - a loop: all() over a generator costs more here
+        if type(raw.get(key)) is not kind:
+            return False
+    return True
 
 
 def _cut_short(text: str, exc: ValueError) -> bool:

@@ -36,6 +36,7 @@ class StatusReporter:
         self.usage = Usage()
         self.budget: Budget | None = None  # an agent with a limit (`teammate.budget`)
         self._lock = threading.RLock()
+        self._written: dict[str, Any] | None = None  # the last status written, but its time
 
     def attach_budget(self, budget: Budget) -> None:
         """Keep `budget`'s limits and spend in the status file (and count each call in it)."""
@@ -127,13 +128,22 @@ class StatusReporter:
     def _write(self) -> None:
         if self.budget is not None:
             self.status.budget = self.budget.status()
-        if self.paths is not None:
-            # the status file is for people watching; never stop work over it
-            with contextlib.suppress(OSError, ProtocolsError):
-                if self.paths.store is None:
-                    write_status(self.paths, self.status)
-                else:  # PostgreSQL (`protocols.store`)
-                    open_store(self.paths).write_status(self.status)
+        # the same status again but for its time (an idle teammate answering a broadcast: idle
+        # before and after) is not written: the file says since when it has been so, and each
+        # write is a new file (200 teammates answering at once: 200 more)
+        if self.paths is None:
+            return
+        shown = self.status.to_json_dict()
+        shown.pop("updatedAt", None)
+        if shown == self._written:
+            return
+        # the status file is for people watching; never stop work over it
+        with contextlib.suppress(OSError, ProtocolsError):
+            if self.paths.store is None:
+                write_status(self.paths, self.status)
+            else:  # PostgreSQL (`protocols.store`)
+                open_store(self.paths).write_status(self.status)
+            self._written = shown
 
 
 def tool_activity(name: str, tool_input: dict[str, Any]) -> str:

@@ -127,7 +127,11 @@ class Teammate:
         self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store`)
         self.mailbox = self.store.mailbox(on_read=self.lead_check.spend)
         self.board = self.store.task_board(self.mailbox)
-        self.team = self.store.team_file()
+        # one reader of config.json for the mailbox's member checks and its own entry: it
+        # parses the file once after a change, not once per reader (200 members: ~1 ms each)
+        self.team = (
+            self.mailbox.team if isinstance(self.mailbox, Mailbox) else self.store.team_file()
+        )
         self._say = say
         self.member: Member | None = None
         self.stopped = False
@@ -752,8 +756,7 @@ class Teammate:
         and the lead read it, and a failure to write it must not fail a turn)."""
         try:
             # its raw entry: no model of the whole team (200 members: ~6 ms of pydantic a turn)
-            current = self.team.entry(self.name)
-            if current is not None and current.get("isActive") is not active:
+            if self.team.is_active(self.name) is not active:
                 self.team.update_member(self.name, isActive=active)
         except (UnknownMember, ProtocolsError):
             pass

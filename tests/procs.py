@@ -13,18 +13,20 @@ traceback instead of dying silently, so the test can show what went wrong.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import multiprocessing
 import os
 import random
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing import context as mp_context
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
-from multiprocessing.synchronize import Barrier
+from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 from typing import Any
 
@@ -519,3 +521,29 @@ def _plant(path: Path, kind: str, data: bytes | None, outside: str, round_: int)
         temp = path.with_name(f".{path.name}.vandal")
         temp.write_bytes(data)
         os.replace(temp, path)
+
+
+def _hold_kernel_lock(target: str, ready: Event, release: Event) -> None:
+    """Another swarm process holding a file's lock (its kernel part) until released."""
+    fd = os.open(target, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    ready.set()
+    release.wait(30)
+
+
+@contextlib.contextmanager
+def another_process_holding(target: Path) -> Iterator[None]:
+    """Inside: another process holds swarm's kernel lock of `target` (`flock` is per open
+    file, so a thread of this process would not do: the guard's own checks see through it)."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(
+        target=_hold_kernel_lock, args=(str(locks_module.flock_path_for(target)), ready, release)
+    )
+    holder.start()
+    try:
+        assert ready.wait(30), "the other process did not take the lock"
+        yield
+    finally:
+        release.set()
+        holder.join(30)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from pydantic import ValidationError
@@ -43,6 +43,9 @@ from protocols.pg.notify import Listener, notify
 from protocols.pg.team import require_member, roster
 from protocols.pg.watch import PgWatcher
 from protocols.watch import DEFAULT_RESCAN_S
+
+if TYPE_CHECKING:
+    from protocols.shapes import PlainEntry
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +249,10 @@ class PgMailbox:
         """Every message `agent` was ever sent, each once, oldest first."""
         return self._select(agent, "all")
 
+    def peek_plain(self, agent: str) -> list[InboxEntry]:
+        """`peek_all` (`Mailbox.peek_plain`: the store hands models)."""
+        return self.peek_all(agent)
+
     def observe(self, agent: str) -> int:
         """Nothing to record: no reader deletes a stored message (`Mailbox.observe`)."""
         return 0
@@ -256,7 +263,7 @@ class PgMailbox:
     def compact(self, agent: str, keep_read: int = 0) -> None:
         """Nothing to do: read entries leave the live queue as they are marked."""
 
-    def mark_read(self, agent: str, entries: Iterable[InboxEntry]) -> int:
+    def mark_read(self, agent: str, entries: Iterable[InboxEntry | PlainEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
         if not wanted:

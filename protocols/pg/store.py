@@ -125,6 +125,10 @@ class PgStore:
     def read_status(self, name: str) -> AgentStatus | None:
         return pg_status.read_status(self.db, self.team, name)
 
+    def peek_status(self, name: str) -> AgentStatus | None:
+        """`read_status` for a reader that only shows it (`FileStore.peek_status`)."""
+        return self.read_status(name)
+
     def write_status(self, status: AgentStatus) -> None:
         pg_status.write_status(self.db, self.team, status)
 

@@ -106,6 +106,10 @@ class PgTeamFile:
     def load(self) -> TeamConfig:
         return self.db.run(lambda c: _load(c, self.team), "load team")
 
+    def members(self) -> list[Member]:
+        """The current members (`TeamFile.members`)."""
+        return self.load().members
+
     def entries(self) -> list[dict[str, Any]]:
         """The members' entries as config.json would have them."""
         return [m.to_json_dict() for m in self.load().members]
@@ -114,6 +118,11 @@ class PgTeamFile:
         """Member `name`'s entry, or None."""
         found = self.load().member(name)
         return found.to_json_dict() if found is not None else None
+
+    def is_active(self, name: str) -> bool | None:
+        """Member `name`'s ``isActive`` (None: no such member)."""
+        found = self.load().member(name)
+        return found.isActive if found is not None else None
 
     def require_entry(self, name: str) -> dict[str, Any]:
         """Member `name`'s entry; `UnknownMember` naming the members if there is none."""

@@ -14,13 +14,16 @@ read completes nothing rather than failing the shell.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
-from click.shell_completion import CompletionItem
 
 from protocols import safefs
 from protocols.errors import Error
 from protocols.paths import TeamPaths, config_root
+
+if TYPE_CHECKING:  # click loads it when the shell asks (every command imports this module)
+    from click.shell_completion import CompletionItem
 
 
 def complete_team(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -58,6 +61,8 @@ def complete_member(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """The members of the team given so far whose name starts with what was typed."""
+    from click.shell_completion import CompletionItem
+
     return [CompletionItem(n) for n in member_names(ctx) if n.startswith(incomplete)]
 
 
@@ -65,6 +70,8 @@ def complete_recipient(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """A member, or ``*`` (everyone but the sender)."""
+    from click.shell_completion import CompletionItem
+
     items = complete_member(ctx, param, incomplete)
     return items + ([CompletionItem("*", help="everyone")] if "*".startswith(incomplete) else [])
 
@@ -73,6 +80,8 @@ def complete_request(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """The ids of requests waiting for the lead, each with who asks and for what."""
+    from click.shell_completion import CompletionItem
+
     team = _team_of(ctx)
     if team is None:
         return []

@@ -40,7 +40,7 @@ from protocols.watch import InboxWatcher
 from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
 from swarm.team.actions import send_shutdown_request
-from swarm.team.approvals import REQUEST_TYPES, Pending, describe_request
+from swarm.team.approvals import Pending, describe_request, is_request
 from swarm.team.lifecycle import finish_shutdown
 from swarm.team.signatures import lead_mailbox
 from swarm.views import request_text
@@ -184,7 +184,7 @@ class Leader:
             return LeadEvent("malformed", who, f"malformed message: {exc}", color, entry)
         if message is None:
             return LeadEvent("message", who, entry.text, color, entry)
-        if isinstance(message, REQUEST_TYPES):
+        if is_request(message):
             if not requests_mod.genuine(entry, message):
                 claimed = describe_request(entry, message).teammate
                 text = f"ignored a {message.type} in the name of {claimed!r}: only {claimed!r} may"

@@ -23,34 +23,36 @@ and who gave it. The lead's copy of the request is then marked read.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from protocols import safefs
 from protocols.clock import ms_from_iso, now_iso
 from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import (
-    PermissionRequest,
-    PermissionResponse,
-    PlanApprovalRequest,
-    PlanApprovalResponse,
-    SandboxPermissionRequest,
-    SandboxPermissionResponse,
-    decode,
-)
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
-from protocols.permissions import permission_response
-from protocols.signing import plan_digest
-from protocols.status import subagent_label
+from protocols.status_keys import subagent_label
 from protocols.store import open_store
 from protocols.values import PermissionMode
 from swarm.team.signatures import lead_mailbox, lead_wrote
 
-REQUEST_TYPES = (PermissionRequest, SandboxPermissionRequest, PlanApprovalRequest)
-RESPONSE_TYPES = (PermissionResponse, SandboxPermissionResponse, PlanApprovalResponse)
+if TYPE_CHECKING:
+    from protocols.inbox_entry import InboxEntry
+    from protocols.shapes import PlainEntry
+
+    Entry = InboxEntry | PlainEntry
+
+# a structured message is told by its type, whether it is a model or a `protocols.plain.Plain`
+# (requests are read without pydantic when they are plainly what they say: `peek_plain`)
+REQUEST_KINDS = frozenset(
+    {"permission_request", "sandbox_permission_request", "plan_approval_request"}
+)
+RESPONSE_KINDS = frozenset(
+    {"permission_response", "sandbox_permission_response", "plan_approval_response"}
+)
 AGENT_LABEL_MAX = 80  # a longer "label" is not one: the description is left as it is
 LABELLED_KINDS = frozenset({"permission_request", "file"})  # the teammate writes the description
 
@@ -73,7 +75,7 @@ class Pending:
     description: str
     created_ms: int | None
     message: Any = None  # the structured request, or the legacy file record
-    entry: InboxEntry | None = None
+    entry: Entry | None = None
 
     @property
     def agent(self) -> str | None:
@@ -115,9 +117,14 @@ def sub_agent_of(pending: Pending) -> tuple[str | None, str]:
     return subagent_label(pending.teammate, label), rest
 
 
-def describe_request(entry: InboxEntry, message: Any) -> Pending:
+def is_request(message: Any) -> bool:
+    """Whether a structured message (a model or a `Plain`) is a request to the lead."""
+    return getattr(message, "type", None) in REQUEST_KINDS
+
+
+def describe_request(entry: Entry, message: Any) -> Pending:
     created = ms_from_iso(entry.timestamp)
-    if isinstance(message, PermissionRequest):
+    if message.type == "permission_request":
         return Pending(
             message.request_id,
             message.type,
@@ -129,7 +136,7 @@ def describe_request(entry: InboxEntry, message: Any) -> Pending:
             message,
             entry,
         )
-    if isinstance(message, SandboxPermissionRequest):
+    if message.type == "sandbox_permission_request":
         host = message.hostPattern.host
         return Pending(
             message.requestId,
@@ -155,7 +162,7 @@ def describe_request(entry: InboxEntry, message: Any) -> Pending:
     )
 
 
-def structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
+def structured(entries: Sequence[Entry]) -> list[tuple[Entry, Any]]:
     result = []
     for entry in entries:
         try:
@@ -167,36 +174,45 @@ def structured(entries: list[InboxEntry]) -> list[tuple[InboxEntry, Any]]:
     return result
 
 
-def genuine(entry: InboxEntry, message: Any) -> bool:
+def genuine(entry: Entry, message: Any) -> bool:
     """Whether a request names the member that sent it (the entry's ``from``)."""
     return describe_request(entry, message).teammate == entry.from_ and (
         getattr(message, "from_", entry.from_) == entry.from_
     )
 
 
-def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> list[Pending]:
+def pending_requests(
+    paths: TeamPaths, lead: Sequence[Entry] | None = None, members: Sequence[Any] | None = None
+) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
-    locks, no writes); `lead` is the lead's archive + inbox when the caller already has it."""
-    mailbox = lead_mailbox(paths)
-    lead = mailbox.peek_all(LEAD_NAME) if lead is None else lead
-    joined = {m.name: m.joinedAt for m in open_store(paths).team_file().load().members}
+    locks, no writes); `lead` is the lead's archive + inbox, and `members` the team's members
+    (`TeamFile.members`), when the caller already has them. The inboxes are read as a view
+    reads them (`Mailbox.peek_plain`): what is plainly a message needs no model, so ``swarm
+    status`` loads no pydantic for them."""
+    mailbox = open_store(paths).mailbox()  # only read: the lead's signer is not needed
+    if lead is None:
+        lead = mailbox.peek_plain(LEAD_NAME)
+    if members is None:
+        members = open_store(paths).team_file().members()
+    joined = {m.name: m.joinedAt for m in members}
     asked = []
     for entry, message in structured(lead):
-        if not isinstance(message, REQUEST_TYPES) or not genuine(entry, message):
+        if not is_request(message) or not genuine(entry, message):
             continue
         sent = ms_from_iso(entry.timestamp)
         if entry.from_ in joined and (sent is None or sent >= joined[entry.from_]):
             asked.append((entry, message))
     answered: set[str] = set()
-    by_lead = lead_wrote(paths)
+    # the lead's key is read (and the signature library loaded) only for an answer to check
+    by_lead = _lazily(lambda: lead_wrote(paths))
     for name in {entry.from_ for entry, _ in asked}:
-        answered |= {id_ for id_ in _answered_ids(mailbox.peek_all(name), by_lead)}
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_plain(name), by_lead)}
     found: dict[str, Pending] = {}
     for entry, message in asked:
         pending = describe_request(entry, message)
         if pending.id not in answered:
             found.setdefault(pending.id, pending)
-    for record in open_store(paths).permissions().pending():
+    for record in _legacy_pending(paths):
         if record.workerName not in joined:
             continue  # its worker left: closed when it did
         found.setdefault(
@@ -215,16 +231,36 @@ def pending_requests(paths: TeamPaths, lead: list[InboxEntry] | None = None) -> 
     return sorted(found.values(), key=lambda p: p.created_ms or 0)
 
 
+def _lazily(
+    make: Callable[[], Callable[[Mapping[str, Any]], bool]],
+) -> Callable[[Mapping[str, Any]], bool]:
+    """A check made by `make` when first used."""
+    made = functools.cache(make)
+    return lambda entry: made()(entry)
+
+
+def _legacy_pending(paths: TeamPaths) -> list[Any]:
+    """The legacy request files waiting (`PermissionStore.pending`); on files, a directory
+    with no request file in it is told without loading the store's models."""
+    store = open_store(paths)
+    if store.kind == "files":
+        try:
+            if not any(n.endswith(".json") for n in safefs.listdir(paths.permissions_pending)):
+                return []
+        except FileNotFoundError:
+            return []
+    return list(store.permissions().pending())
+
+
 def _answered_ids(
-    entries: list[InboxEntry], by_lead: Callable[[Mapping[str, Any]], bool]
+    entries: Sequence[Entry], by_lead: Callable[[Mapping[str, Any]], bool]
 ) -> set[str]:
     """Ids of the requests the lead answered in these entries (only the lead's answers count,
     signed when the lead signs, as they do for the teammate)."""
     return {
         rid
-        for e, m in structured(entries)
-        if isinstance(m, RESPONSE_TYPES)
-        and e.from_ == LEAD_NAME
+        for e, m in structured([e for e in entries if e.from_ == LEAD_NAME])
+        if getattr(m, "type", None) in RESPONSE_KINDS
         and (rid := request_id_of(m)) is not None
         and by_lead(e.to_json_dict())
     }
@@ -287,14 +323,19 @@ def _response(
     updated_input: dict[str, Any] | None,
     permission_mode: str | None,
 ) -> Any:
-    if isinstance(message, PermissionRequest):
+    """The lead's answer to request `message` (a model or a `Plain`: told by its type)."""
+    from protocols.messages import PlanApprovalResponse, SandboxPermissionResponse
+    from protocols.permissions import permission_response
+    from protocols.signing import plan_digest
+
+    if message.type == "permission_request":
         return permission_response(
             request_id,
             approved=approve,
             updated_input=updated_input,
             error=text or "Permission denied by the lead",
         )
-    if isinstance(message, SandboxPermissionRequest):
+    if message.type == "sandbox_permission_request":
         return SandboxPermissionResponse(
             requestId=request_id, host=message.hostPattern.host, allow=approve, timestamp=now_iso()
         )
@@ -317,17 +358,25 @@ def _response(
 
 def _answers(item: dict[str, Any], request_id: str) -> bool:
     """Whether inbox item `item` is the lead's answer to `request_id`."""
+    from protocols.messages import decode
+
     if item.get("from") != LEAD_NAME or not isinstance(item.get("text"), str):
         return False
     try:
         message = decode(item["text"])
     except ProtocolsError:
         return False
-    return isinstance(message, RESPONSE_TYPES) and request_id_of(message) == request_id
+    return (
+        message is not None
+        and message.type in RESPONSE_KINDS
+        and (request_id_of(message) == request_id)
+    )
 
 
 def _told(item: dict[str, Any]) -> str:
     """``approved by swarm lead at 2026-...`` for an answer already in an inbox."""
+    from protocols.messages import decode
+
     message = decode(item["text"])
     approved = getattr(message, "approved", None)
     if approved is None:

@@ -23,44 +23,55 @@ from typing import TYPE_CHECKING, Any
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
+from protocols.plain import Plain
 from protocols.store import open_store
 from protocols.values import MemberState
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from protocols.pg.leases import Lease
     from protocols.team_config import Member
+
+    # a member: its model, read without it (`TeamFile.members`), or its raw entry
+    AnyMember: TypeAlias = Member | Plain | Mapping[str, Any]
 
 MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
 HOST_KEY = "swarmHost"  # the `swarm host serve` that started the member (PostgreSQL teams)
 
 
-def member_entry(member: Member | Mapping[str, Any]) -> Mapping[str, Any]:
-    """The member's entry as config.json has it: a `Member`'s, or the raw entry itself
-    (`protocols.team.TeamFile.entries`, which `swarm send` reads without loading the models)."""
-    return member if isinstance(member, Mapping) else member.to_json_dict()
+def member_entry(member: AnyMember) -> Mapping[str, Any]:
+    """The member's entry as config.json has it: a `Member`'s (or one read without the model),
+    or the raw entry itself (`protocols.team.TeamFile.entries`, which `swarm send` reads
+    without loading the models)."""
+    if isinstance(member, Mapping):
+        return member
+    if isinstance(member, Plain):
+        return member.raw  # the entry itself (its model's defaults are nothing liveness reads)
+    return member.to_json_dict()
 
 
-def member_identity(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
+def member_identity(member: AnyMember) -> ProcessIdentity | None:
     """The member's process as its entry records it (None: no process recorded yet)."""
     return ProcessIdentity.from_value(dict(member_entry(member)))
 
 
-def member_pid(member: Member | Mapping[str, Any]) -> int | None:
+def member_pid(member: AnyMember) -> int | None:
     identity = member_identity(member)
     return identity.pid if identity is not None else None
 
 
-def spawner_of(member: Member | Mapping[str, Any]) -> ProcessIdentity | None:
+def spawner_of(member: AnyMember) -> ProcessIdentity | None:
     """The ``swarm spawn`` process that added the member (None: not added by swarm spawn)."""
     return ProcessIdentity.from_value(member_entry(member).get("spawnedBy"))
 
 
-def is_mcp(member: Member | Mapping[str, Any]) -> bool:
+def is_mcp(member: AnyMember) -> bool:
     """Whether the member is an MCP session (its recorded process is a shared server's)."""
     return member_entry(member).get("backendType") == MCP_BACKEND
 
 
-def member_state(member: Member | Mapping[str, Any]) -> MemberState:
+def member_state(member: AnyMember) -> MemberState:
     """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
     entry = member_entry(member)
     if entry.get("name") == LEAD_NAME:
@@ -78,7 +89,7 @@ def member_state(member: Member | Mapping[str, Any]) -> MemberState:
     return MemberState.WORKING if entry.get("isActive") is True else MemberState.IDLE
 
 
-def member_host(member: Member | Mapping[str, Any]) -> str | None:
+def member_host(member: AnyMember) -> str | None:
     """The host whose agent started the member (None: started by a ``swarm spawn`` here)."""
     host = member_entry(member).get(HOST_KEY)
     return host if isinstance(host, str) and host else None
@@ -91,7 +102,7 @@ class Liveness:
     leases: Mapping[str, Lease] | None = None
     hosts: Mapping[str, bool] = field(default_factory=dict)  # host name: alive
 
-    def state(self, member: Member | Mapping[str, Any]) -> MemberState:
+    def state(self, member: AnyMember) -> MemberState:
         entry = member_entry(member)
         lease = None if self.leases is None else self.leases.get(entry.get("name", ""))
         if lease is None or entry.get("name") == LEAD_NAME or is_mcp(entry):

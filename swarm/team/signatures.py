@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from protocols import keyfile
 from protocols.paths import TeamPaths
 from protocols.store import open_store
 
 if TYPE_CHECKING:
+    from protocols.keyfile import KeyFileSigner
     from protocols.store import AnyMailbox
 
 
@@ -39,8 +39,10 @@ def signatures_on(environ: Mapping[str, str] | None = None) -> bool:
     return value.strip().lower() not in _OFF
 
 
-def lead_signer(paths: TeamPaths) -> keyfile.KeyFileSigner | None:
+def lead_signer(paths: TeamPaths) -> KeyFileSigner | None:
     """The signer of the team's lead entries; None when signatures are off."""
+    from protocols import keyfile  # the key's module loads only where a key is used
+
     return keyfile.KeyFileSigner(paths.lead_key) if signatures_on() else None
 
 
@@ -54,6 +56,8 @@ def verify_key(paths: TeamPaths, environ: Mapping[str, str] | None = None) -> st
     None when signatures are off. Raises `protocols.keyfile.KeyFileRefused`."""
     if not signatures_on(environ):
         return None
+    from protocols import keyfile
+
     return keyfile.load_or_create(paths.lead_key).verify_key()
 
 
@@ -61,6 +65,8 @@ def lead_wrote(paths: TeamPaths) -> Callable[[Mapping[str, Any]], bool]:
     """Whether an inbox entry (as JSON) is one the lead wrote: signed with the team's key when
     there is one (signatures on); otherwise any entry counts, as before. Raises
     `protocols.keyfile.KeyFileRefused` for a key file that is not safe."""
+    from protocols import keyfile
+
     signer = keyfile.load(paths.lead_key) if signatures_on() else None
     if signer is None:
         return lambda entry: True

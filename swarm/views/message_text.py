@@ -10,12 +10,14 @@ summary its sender wrote about it. The facts are raw text: callers escape them
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
 from protocols.printable import printable_line
 from swarm.views.request_text import target
+
+if TYPE_CHECKING:
+    from protocols.inbox_entry import InboxEntry
 
 
 def _idle_facts(m: Any) -> str:

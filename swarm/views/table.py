@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from protocols.names import LEAD_NAME
 from protocols.prices import usd
-from protocols.printable import printable_line
+from protocols.printable import printable_line, printable_lines
 from protocols.task import list_line
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 
@@ -156,7 +156,7 @@ def render(view: TeamView) -> str:
         shown = listed[-COMPLETED_SHOWN:] if status == "completed" else listed
         if len(shown) < len(listed):
             lines.append(f"    ... {len(listed) - len(shown)} earlier")
-        lines += [f"    {printable_line(list_line(t))}" for t in shown]
+        lines += ["    " + line for line in printable_lines([list_line(t) for t in shown])]
     if view.failed:
         lines.append(f"  failed ({len(view.failed)}): swarm task retry ID puts one back")
         lines += [f"    {printable_line(list_line(t) + ': ' + t.failure)}" for t in view.failed]

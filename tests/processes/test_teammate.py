@@ -34,6 +34,7 @@ from protocols.team import TeamFile
 from protocols.watch import InboxWatcher
 from teammate.brains.shell import ShellBrain
 from teammate.options import UsageError, parse
+from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 
 
@@ -415,6 +416,68 @@ def test_a_brain_may_refuse_a_shutdown(team: TeamFile, tmp_path: Path) -> None:
     assert isinstance(refusal, ShutdownRejected)
     assert (refusal.requestId, refusal.reason) == (request.requestId, "still refactoring auth.py")
     assert mailbox.read_unread("alice") == []
+
+
+def test_quick_answers_do_not_read_the_roster_again_after_it_changes(
+    team: TeamFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its mailbox's member check and its own ``isActive`` share one reader of config.json:
+    after a roster change it parses the file once a message, not once per reader (a broadcast
+    after the team grew made every member parse the team twice, 200 members at a time)."""
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    teammate = Teammate(options, ShellBrain(tmp_path), team.paths, say=lambda _: None)
+    teammate.member = team.load().member("alice")
+    assert teammate.team is teammate.mailbox.team
+    lead = Mailbox(team.paths)
+    lead.send("alice", "first", sender="team-lead")
+    teammate.step()  # the first turn's end finds isActive true (set as it joined) and writes it
+    assert team.load().member("alice").isActive is False
+    reads: list[int] = []
+    original = TeamFile._read_raw
+
+    def counted(self: TeamFile) -> Any:
+        if self is not team and self is not lead.team:  # the test's own readers do not count
+            reads.append(1)
+        return original(self)
+
+    monkeypatch.setattr(TeamFile, "_read_raw", counted)
+    for n in range(3):
+        team.add_member(f"new-{n}", cwd=tmp_path)  # the roster changes before each message
+        lead.send("alice", f"note {n}", sender="team-lead")
+        teammate.step()
+    assert len(reads) == 3  # once a message, not once for the recipient check and again for
+    # its own flag
+    answers = [e.text for e in lead.read_all("team-lead") if e.text.startswith("Received")]
+    assert len(answers) == 4
+    assert team.load().member("alice").isActive is False
+
+
+def test_a_status_that_did_not_change_is_not_written_again(team: TeamFile, tmp_path: Path) -> None:
+    """Idle before a quick answer and idle after it: the status file is left as it was (it
+    says since when the teammate has been idle); a change is written at once."""
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    reporter = StatusReporter(team.paths, "alice", "shell")
+    teammate = Teammate(
+        options, ShellBrain(tmp_path), team.paths, say=lambda _: None, reporter=reporter
+    )
+    teammate.member = team.load().member("alice")
+    lead = Mailbox(team.paths)
+    status_path = team.paths.agent_status("alice")
+    lead.send("alice", "first", sender="team-lead")
+    teammate.step()
+    written = status_path.stat()
+    assert read_status(team.paths, "alice").state == "idle"  # type: ignore[union-attr]
+    for n in range(3):
+        lead.send("alice", f"note {n}", sender="team-lead")
+        teammate.step()
+        assert not lead.read_unread("alice")
+    again = status_path.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    board = TaskBoard(team.paths)
+    board.create("work", metadata={"command": "true"})
+    teammate.step()  # a task: its activity changes, and the file says so
+    assert status_path.stat().st_ino != written.st_ino
+    assert "#1" in read_status(team.paths, "alice").activity  # type: ignore[union-attr]
 
 
 def test_a_worker_given_two_tasks_by_the_lead_does_both(

@@ -133,3 +133,49 @@ def test_something_planted_at_the_private_lock_name_is_removed_not_followed(
     with pytest.raises(LockTimeout, match="directory with files in it"):
         FileGuard(target, timeout=1).acquire()
     assert (private / "x").exists()
+
+
+def test_a_kept_lock_directory_is_renamed_in_and_out_with_a_fresh_time(target: Path) -> None:
+    """`keep_lock_dir`: no directory made and removed per hold. ``X.lock`` still comes and
+    goes in one step, and Claude Code, which judges a lock by its mtime, sees a fresh one even
+    when the kept directory sat unused for an hour."""
+    private = target.parent / f".{target.name}.lock.new"
+    with FileGuard(target, keep_lock_dir=True):
+        first = os.stat(lock_dir_for(target)).st_ino
+        assert not private.exists()
+    assert not lock_dir_for(target).exists() and private.is_dir()
+    assert os.stat(private).st_ino == first
+    old = time.time() - 3600
+    os.utime(private, (old, old))
+    before = time.time()
+    with FileGuard(target, keep_lock_dir=True):
+        held = os.stat(lock_dir_for(target))
+        assert held.st_ino == first and held.st_mtime >= before - 1
+        assert not private.exists()
+        with pytest.raises(LockTimeout):  # still a lock to everyone else
+            FileGuard(target, timeout=0.2, keep_lock_dir=True).acquire()
+    with FileGuard(target):  # a guard that does not keep it takes it, and removes it after
+        assert os.stat(lock_dir_for(target)).st_ino == first
+    assert not lock_dir_for(target).exists() and not private.exists()
+
+
+def _hold_kept_and_die(target: str, ready: multiprocessing.synchronize.Event) -> None:
+    FileGuard(Path(target), keep_lock_dir=True).acquire()
+    ready.set()
+    os.kill(os.getpid(), 9)
+
+
+def test_a_kept_lock_directory_left_by_a_killed_holder_is_taken_over_at_once(
+    target: Path,
+) -> None:
+    with FileGuard(target, keep_lock_dir=True):
+        pass  # the directory is kept for the next holder, which is killed holding it
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_hold_kept_and_die, args=(str(target), ready))
+    child.start()
+    child.join(10)
+    assert child.exitcode == -9 and lock_dir_for(target).is_dir()
+    with FileGuard(target, timeout=2, keep_lock_dir=True):  # well inside the stale window
+        assert lock_dir_for(target).is_dir()
+    assert not lock_dir_for(target).exists()

@@ -6,8 +6,6 @@ not do)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import multiprocessing
@@ -15,19 +13,21 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import Any
 
 import pytest
+from procs import another_process_holding
 
 from protocols.errors import LockTimeout
 from protocols.jsonio import dumps_pretty
-from protocols.locks import FileGuard, flock_path_for, lock_dir_for
+from protocols.locks import FileGuard, lock_dir_for
 from protocols.mailbox import Mailbox, new_item
 from protocols.paths import TeamPaths
 from protocols.spool import REFUSED_PREFIX, WRITING_S, Spool
+from protocols.spool_slot import IDLE_PREFIX
 from protocols.team import TeamFile
 
 
@@ -45,20 +45,20 @@ def spool_of(paths: TeamPaths, agent: str = "alice") -> Spool:
 
 
 def names_in(spool: Spool) -> list[str]:
-    return sorted(os.listdir(spool.path)) if spool.path.exists() else []
+    """What the spool folder holds besides idle slots (a process's files kept for its next
+    send: `protocols.spool_slot`)."""
+    if not spool.path.exists():
+        return []
+    return sorted(n for n in os.listdir(spool.path) if not n.startswith(IDLE_PREFIX))
+
+
+def idle_slots(spool: Spool) -> list[str]:
+    return sorted(n for n in os.listdir(spool.path) if n.startswith(IDLE_PREFIX))
 
 
 def whole_entries(spool: Spool) -> list[str]:
-    """Spooled entries whose writer has finished writing them (a file is there, empty, between
-    its creation and its one write)."""
-    whole = []
-    for name in names_in(spool):
-        try:
-            json.loads((spool.path / name).read_bytes())
-        except (OSError, ValueError):
-            continue
-        whole.append(name)
-    return whole
+    """The texts of the entries spooled whole (a slot is published whole, in one rename)."""
+    return [s.item["text"] for s in spool.pending() if s.item is not None]
 
 
 def test_a_send_commits_what_waits_in_the_spool_first_then_its_own(
@@ -95,31 +95,6 @@ def test_an_entry_already_committed_is_not_committed_again(
     mailbox.send("alice", "last", sender="bob")
     assert texts(paths) == ["last"]
     assert [e.id for e in mailbox.peek_all("alice")].count(entry.id) == 1
-
-
-def _hold_kernel_lock(target: str, ready: Event, release: Event) -> None:
-    """Another swarm process holding the inbox's lock (its kernel part) until released."""
-    fd = os.open(target, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    ready.set()
-    release.wait(30)
-
-
-@contextlib.contextmanager
-def another_process_holding(target: Path) -> Iterator[None]:
-    """Inside: another process holds swarm's kernel lock of `target`."""
-    ctx = multiprocessing.get_context("spawn")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(
-        target=_hold_kernel_lock, args=(str(flock_path_for(target)), ready, release)
-    )
-    holder.start()
-    try:
-        assert ready.wait(30), "the other process did not take the lock"
-        yield
-    finally:
-        release.set()
-        holder.join(30)
 
 
 def _hold_and_commit(root: str, ready: Event, go: Event, taken: Queue[int]) -> None:
@@ -283,21 +258,20 @@ def test_several_entries_spooled_together_are_taken_only_whole_and_in_order(
 ) -> None:
     spool = spool_of(paths)
     waiting = spool.put_many([new_item(f"part {n}", "carol") for n in (1, 2, 3)])
-    assert len(waiting.names) == 3 and waiting()
-    first = waiting.names[0]
-    moved = spool.path / ".." / "aside"
-    os.replace(spool.path / first, moved)  # a listing that missed the first part
-    assert spool.pending() == []  # its writer wrote them just now: left for the next round
-    os.replace(moved, spool.path / first)
+    assert len(waiting.names) == 1 and waiting()  # one slot holds the three
     assert [s.item["text"] for s in spool.pending() if s.item] == ["part 1", "part 2", "part 3"]
+    assert not waiting.done()
     spool.remove(waiting.names)
     assert not waiting() and waiting.done()
     waiting.close()
-    # a writer that died part way, long ago: what it spooled is delivered, in order
+    # spool files of one entry each, as swarm wrote them before its slots: a writer that
+    # died part way, long ago, is delivered in order; one writing now is waited for
     stem = f"{time.time_ns() - int((WRITING_S + 1) * 1e9):020d}-1-dead"
     for k in (1, 2):
         item = dumps_pretty(new_item(f"left {k}", "carol"), level=1)
         (spool.path / f"{stem}-{k:03d}of003.json").write_text(item)
+    young = f"{time.time_ns():020d}-1-alive"
+    (spool.path / f"{young}-001of002.json").write_text(dumps_pretty(new_item("x", "dave")))
     assert [s.item["text"] for s in spool.pending() if s.item] == ["left 1", "left 2"]
 
 
@@ -321,7 +295,7 @@ def test_a_writer_of_several_entries_that_finds_the_lock_taken_is_carried_whole(
         deadline = time.monotonic() + 30
         while len(whole_entries(spool)) < 2 and time.monotonic() < deadline:
             time.sleep(0.001)
-        assert len(whole_entries(spool)) == 2, "the waiting writer did not spool its entries"
+        assert whole_entries(spool) == ["answer", "idle"], "the waiting writer did not spool"
         assert not sent, "the send returned before its entries were committed"
         go.set()
         assert taken.get(timeout=30) == 2  # one commit of the holder took both
@@ -355,9 +329,11 @@ def test_a_lone_send_looks_at_the_spool_and_reads_the_record_once(
 
     mailbox.send("alice", "first", sender="bob")
     pending = _count_calls(monkeypatch, Spool, "pending")
+    tail = _count_calls(monkeypatch, InboxFile, "_record_tail")
     recorded = _count_calls(monkeypatch, InboxFile, "recorded")
     mailbox.send("alice", "second", sender="bob")
-    assert (len(pending), len(recorded)) == (1, 1)
+    # an append asks the record's tail, not the whole record (`protocols.inbox_splice`)
+    assert (len(pending), len(tail), len(recorded)) == (1, 1, 0)
     assert texts(paths) == ["first", "second"]
     lines = [json.loads(line)["text"] for line in paths.inbox_archive("alice").open()]
     assert lines == ["first", "second"]  # recorded once each, with the record read once
@@ -368,20 +344,20 @@ def test_a_hold_that_carried_spooled_entries_looks_once_more(
 ) -> None:
     """What was spooled while the first round was written goes in a second round of the same
     hold (an entry spooled during the commit stands in for a writer that came meanwhile)."""
-    from protocols.inbox import InboxFile
+    from protocols import inbox as inbox_module
 
     spool = spool_of(paths)
     spool.put(new_item("waiting", "carol")).close()
-    original = InboxFile.append_locked
+    original = inbox_module.atomic_write_text
     rounds: list[int] = []
 
-    def append_then_another_comes(self: InboxFile, *args: object, **kwargs: object) -> None:
-        original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def write_then_another_comes(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
         rounds.append(1)
         if len(rounds) == 1:
             spool.put(new_item("came meanwhile", "dave")).close()
 
-    monkeypatch.setattr(InboxFile, "append_locked", append_then_another_comes)
+    monkeypatch.setattr(inbox_module, "atomic_write_text", write_then_another_comes)
     pending = _count_calls(monkeypatch, Spool, "pending")
     mailbox.send("alice", "own", sender="bob")
     assert texts(paths) == ["waiting", "own", "came meanwhile"]

@@ -19,6 +19,7 @@ from helpers import swarm
 
 from protocols import task_summary
 from protocols.paths import TeamPaths
+from protocols.plain import Plain
 from protocols.task import TASK_FILE
 from protocols.task_model import Task
 from protocols.tasks import TaskBoard
@@ -49,15 +50,18 @@ class Looks:
         self.board = board
         self.parsed: list[str] = []
 
-    def read(self, name: str, dir_fd: int) -> Task | None:
+    def read_task(self, name: str, dir_fd: int) -> Task | Plain | task_summary.Invalid | None:
         self.parsed.append(name)
-        return self.board._read_at(name, dir_fd)
+        return self.board.read_task(name, dir_fd)
+
+    def invalid_again(self, name: str, reason: str) -> None:
+        self.board.invalid_again(name, reason)
 
     def __call__(self, ahead_ns: int = AHEAD_NS) -> list[task_summary.TaskRow]:
         self.parsed = []
         paths = self.board.paths
         clock: Callable[[], int] = lambda: time.time_ns() + ahead_ns  # noqa: E731
-        return task_summary.rows(paths.tasks_dir, paths.task_summary, self.read, clock)
+        return task_summary.rows(paths.tasks_dir, paths.task_summary, self, clock)
 
 
 def same_as_the_files(rows: list[task_summary.TaskRow], board: TaskBoard) -> None:
@@ -129,7 +133,8 @@ def test_a_same_size_rewrite_with_the_same_stat_is_seen_if_racy(
 ) -> None:
     """The case inode, size and times cannot tell: a rewrite within the same tick of the
     clock. The summary is made to hold the file's new stat with the old content, taken moments
-    after the rewrite; the file is parsed again all the same (git's racy-index rule)."""
+    after the rewrite; the file is parsed again all the same (git's racy-index rule), and the
+    directory, changed moments before too, is not taken for unchanged."""
     look = Looks(board)
     look()
     path = paths.task("1")
@@ -137,36 +142,72 @@ def test_a_same_size_rewrite_with_the_same_stat_is_seen_if_racy(
     write_in_place(path, {**task, "subject": "BUILD"})  # same size, same mtime
     st = path.stat()
     here = os.stat(paths.tasks_dir)
-    stale = task_summary.load(paths.task_summary, (here.st_dev, here.st_ino))
-    rows = [
-        row._replace(
-            inode=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns
-        )
-        if row[0] == "1.json"
-        else row
-        for row in (
-            task_summary.TaskRow._make([*r, stale.lines[at]]) for at, r in enumerate(stale.rows)
-        )
+    directory, times = (here.st_dev, here.st_ino), (here.st_mtime_ns, here.st_ctime_ns)
+    stale = task_summary.load(paths.task_summary, directory)
+    keys = [
+        (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if task_id == "1" else key
+        for task_id, key in zip(stale.ids, stale.keys, strict=True)
     ]
-    directory = (here.st_dev, here.st_ino)
-    task_summary.save(paths.task_summary, directory, st.st_ctime_ns + 1, rows)
+    task_summary.save(
+        paths.task_summary, directory, times, True, st.st_ctime_ns + 1, stale.all_rows, keys
+    )
     found = look(ahead_ns=0)
     assert "1.json" in look.parsed
     assert found[0].subject == "BUILD"
     same_as_the_files(found, board)
 
 
+def under_its_lock(path: Path, task: dict[str, object]) -> None:
+    """Rewrite a task file in place as Claude Code does: under its lock, the directory
+    ``<N>.json.lock`` made beside it and removed after the write (spec section 6)."""
+    lock = path.with_name(path.name + ".lock")
+    lock.mkdir()
+    try:
+        write_in_place(path, task)
+    finally:
+        lock.rmdir()
+
+
 def test_a_same_size_rewrite_keeping_the_mtime_is_seen(board: TaskBoard, paths: TeamPaths) -> None:
     look = Looks(board)
     look()
+    look()
+    assert look.parsed == []
     path = paths.task("3")
     task = json.loads(path.read_text())
-    write_in_place(path, {**task, "subject": "SHIP"})
+    under_its_lock(path, {**task, "subject": "SHIP"})
     assert len(path.read_bytes()) == path.stat().st_size
     found = look()
     assert look.parsed == ["3.json"]
     assert [r.subject for r in found if r.id == "3"] == ["SHIP"]
     same_as_the_files(found, board)
+
+
+def test_a_settled_board_is_read_from_the_summary_alone(board: TaskBoard, paths: TeamPaths) -> None:
+    """While the task directory is as the summary found it, nothing in it is looked at: a file
+    rewritten in place *without the lock* (by hand) is not seen until the directory changes, as
+    the module says; then it is."""
+    look = Looks(board)
+    look()
+    path = paths.task("3")
+    task = json.loads(path.read_text())
+    write_in_place(path, {**task, "subject": "SHIP"}, keep_mtime=False)
+    assert [r.subject for r in look() if r.id == "3"] == ["ship"]  # the summary, trusted whole
+    assert look.parsed == []
+    os.utime(paths.tasks_dir)  # `touch tasks/t`: any change of the directory
+    assert [r.subject for r in look() if r.id == "3"] == ["SHIP"]
+    assert look.parsed == ["3.json"]
+
+
+def test_a_summary_taken_while_files_were_changing_is_not_trusted_whole(
+    board: TaskBoard, paths: TeamPaths
+) -> None:
+    look = Looks(board)
+    look(ahead_ns=0)  # taken now: the files are not settled yet
+    path = paths.task("3")
+    task = json.loads(path.read_text())
+    write_in_place(path, {**task, "subject": "SHIP"}, keep_mtime=False)  # no lock, by hand
+    assert [r.subject for r in look() if r.id == "3"] == ["SHIP"]
 
 
 def test_added_and_removed_files_are_seen(board: TaskBoard, paths: TeamPaths) -> None:
@@ -184,15 +225,23 @@ def test_added_and_removed_files_are_seen(board: TaskBoard, paths: TeamPaths) ->
     assert [r.id for r in found] == ["1", "2", "4"]
 
 
-def test_an_invalid_file_is_skipped_and_no_change(board: TaskBoard, paths: TeamPaths) -> None:
+def test_an_invalid_file_is_skipped_and_no_change(
+    board: TaskBoard, paths: TeamPaths, caplog: pytest.LogCaptureFixture
+) -> None:
     look = Looks(board)
     paths.task("9").write_text('{"id": "8", "subject": "wrong id"}')
     found = look()
     assert [r.id for r in found] == ["1", "2", "3", "4"]
     written = paths.task_summary.stat().st_mtime_ns
+    caplog.clear()
     look()
-    assert look.parsed == ["9.json"]  # parsed (and warned about) again, as by any listing
+    assert look.parsed == []  # unchanged: its reason is kept (no model loaded for it again)
+    assert "skipping invalid task file" in caplog.text and "9.json" in caplog.text
     assert paths.task_summary.stat().st_mtime_ns == written
+    os.utime(paths.tasks_dir)  # the directory changed: every file is stat'ed, 9 is unchanged
+    caplog.clear()
+    look()
+    assert look.parsed == [] and "9.json: 1 validation error for Task" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -226,17 +275,27 @@ def test_a_flipped_byte_is_caught_by_the_checksum(board: TaskBoard, paths: TeamP
     assert [r.subject for r in found][1] == "test"
 
 
-def test_rows_of_the_wrong_types_are_not_used(board: TaskBoard, paths: TeamPaths) -> None:
+@pytest.mark.parametrize(
+    "column, value",
+    [(0, "../x"), (0, "1\n2"), (0, "3"), (1, "done"), (2, 42), (3, 7), (4, [1]), (6, 0)],
+)
+def test_columns_of_the_wrong_types_are_not_used(
+    board: TaskBoard, paths: TeamPaths, column: int, value: object
+) -> None:
     look = Looks(board)
     look()
     here = os.stat(paths.tasks_dir)
-    summary = task_summary.load(paths.task_summary, (here.st_dev, here.st_ino))
-    bad = [list(r) for r in summary.rows]
-    bad[0][6] = 42  # a subject that is not text
-    rows = [task_summary.TaskRow._make([*r, summary.lines[at]]) for at, r in enumerate(bad)]
-    task_summary.save(paths.task_summary, (here.st_dev, here.st_ino), summary.taken_ns, rows)
+    directory, times = (here.st_dev, here.st_ino), (here.st_mtime_ns, here.st_ctime_ns)
+    summary = task_summary.load(paths.task_summary, directory)
+    rows = [
+        row._replace(full=row.line(), **{row._fields[column]: value}) if at == 0 else row
+        for at, row in enumerate(summary.all_rows)
+    ]
+    task_summary.save(
+        paths.task_summary, directory, times, True, summary.taken_ns, rows, summary.keys
+    )
     same_as_the_files(look(), board)
-    assert look.parsed == ["1.json"]
+    assert len(look.parsed) == 4  # the whole summary is refused
 
 
 def test_a_summary_of_another_directory_is_not_used(board: TaskBoard, paths: TeamPaths) -> None:
@@ -348,5 +407,5 @@ def test_concurrent_writers_leave_a_whole_summary(board: TaskBoard, paths: TeamP
     assert [w.wait(timeout=120) for w in writers] == [0, 0, 0, 0]
     here = os.stat(paths.tasks_dir)
     summary = task_summary.load(paths.task_summary, (here.st_dev, here.st_ino))
-    assert len(summary.rows) == 44
+    assert len(summary.ids) == 44
     assert not [p for p in paths.task_summary.parent.iterdir() if p != paths.task_summary]

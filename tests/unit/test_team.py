@@ -93,8 +93,12 @@ def test_update_and_remove_members(team: TeamFile) -> None:
     team.update_member("bob", isActive=False, tmuxPaneId="%3", pid=1234)
     bob = team.load().member("bob")
     assert bob.isActive is False and bob.tmuxPaneId == "%3" and bob.model_extra["pid"] == 1234
+    assert team.is_active("bob") is False and team.is_active("nobody") is None
+    team.update_member("bob", isActive=True)
+    assert team.is_active("bob") is True
     team.update_member("bob", isActive=None)
     assert "isActive" not in json.loads(team.paths.config.read_text())["members"][2]
+    assert team.is_active("bob") is None
     removed = team.remove_member("bob")
     assert removed.name == "bob"
     assert team.load().member_names() == ["team-lead", "alice", "carol"]
