@@ -38,6 +38,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,7 @@ class WorkerResult:
     watched: bool | None = None  # whether its board index had inotify (None: no index)
     full_looks: int = 0  # how often its index looked at every file
     cpu_s: float = 0.0  # CPU (user + system) the worker spent from the start signal to its end
+    system_s: float = 0.0  # of which in the kernel
 
 
 def make_board(paths: TeamPaths, tasks: int, block_every: int) -> dict[str, list[str]]:
@@ -124,18 +126,19 @@ def worker_main(
     profile_dir: str | None = None,
 ) -> None:
     """Claim, complete, repeat, until nothing is pending, the deadline or the cap. With
-    `profile_dir`, the claiming loop runs under cProfile and its stats go there: CPU time (16
-    workers on 2 cores spend most of their wall time waiting for a core), unless
-    ``SWARM_PROFILE_WALL`` is set."""
+    `profile_dir`, the claiming loop (from the start signal, as the CPU figure: not the
+    worker's first look at the board, nor its imports) runs under cProfile and its stats go
+    there: CPU time (16 workers on 2 cores spend most of their wall time waiting for a core),
+    unless ``SWARM_PROFILE_WALL`` is set."""
+    profiler = None
     if profile_dir is not None:
         import cProfile
 
         timer = time.perf_counter if os.environ.get("SWARM_PROFILE_WALL") else time.process_time
         profiler = cProfile.Profile(timer)
-        profiler.runcall(_work, root, worker, ready, go, results, deadline_s, cap_s)
+    _work(root, worker, ready, go, results, deadline_s, cap_s, profiler)
+    if profiler is not None and profile_dir is not None:
         profiler.dump_stats(os.path.join(profile_dir, f"{worker}.prof"))
-        return
-    _work(root, worker, ready, go, results, deadline_s, cap_s)
 
 
 def _work(
@@ -146,6 +149,7 @@ def _work(
     results: Queue,
     deadline_s: float,
     cap_s: float,
+    profiler: Any = None,
 ) -> None:
     board = TaskBoard(TeamPaths(Path(root), TEAM))
     board.list()  # a running teammate has looked at the board before
@@ -156,6 +160,9 @@ def _work(
     deadline = time.monotonic() + deadline_s
     cap = time.monotonic() + cap_s
     cpu_start = time.process_time()
+    system_start = os.times().system
+    if profiler is not None:
+        profiler.enable()
     while True:
         now = time.monotonic()
         if now > deadline:
@@ -190,6 +197,9 @@ def _work(
             Claim(claimed.task.id, worker, claim_start, claim_end, complete_start, complete_end)
         )
     result.cpu_s = time.process_time() - cpu_start
+    result.system_s = os.times().system - system_start
+    if profiler is not None:
+        profiler.disable()
     index = getattr(board, "_index", None)  # the baseline's board has none
     if index is not None:
         result.watched = index.watch.available
@@ -293,6 +303,7 @@ def run_case(
         "full_looks": sum(result.full_looks for result in done),
         # the workers' CPU (user + system, all of them) per successful claim and completion
         "cpu_ms_per_claim": 1000 * sum(r.cpu_s for r in done) / max(len(claims), 1),
+        "system_ms_per_claim": 1000 * sum(r.system_s for r in done) / max(len(claims), 1),
         "durability": durability,
     }
     per_worker = sorted(len(result.claims) for result in done)
@@ -323,7 +334,8 @@ def run_case(
     cores = os.cpu_count() or 1
     say(
         f"  CPU per claim + completion {figures['cpu_ms_per_claim']:.2f} ms (the workers', "
-        f"user + system): {cores} cores cap the rate at "
+        f"user + system; system {figures['system_ms_per_claim']:.2f}): "
+        f"{cores} cores cap the rate at "
         f"{1000 * cores / max(figures['cpu_ms_per_claim'], 1e-9):.0f}/s"
     )
     say(f"  errors {len(figures['errors'])}")
@@ -333,14 +345,18 @@ def run_case(
 
 
 def show_profile(directory: Path) -> None:
-    """The workers' profiles added up: where the wall time of the claiming loops went."""
+    """The workers' profiles added up: where the time of the claiming loops went, by own time
+    and by time in a function and what it calls."""
     import pstats
 
     files = sorted(str(p) for p in directory.glob("*.prof"))
     if files:
         clock = "wall" if os.environ.get("SWARM_PROFILE_WALL") else "CPU"
-        print(f"profile of {len(files)} workers ({clock} time, summed), by own time:")
-        pstats.Stats(*files).sort_stats("tottime").print_stats(14)
+        stats = pstats.Stats(*files, stream=sys.stdout)
+        stats.strip_dirs()
+        for order in ("tottime", "cumulative"):
+            print(f"profile of {len(files)} workers ({clock} time, summed), by {order}:")
+            stats.sort_stats(order).print_stats(20)
 
 
 def baseline_tree(ref: str, into: Path) -> Path | None:
@@ -377,24 +393,43 @@ def sweep(args: argparse.Namespace) -> None:
         trees = {"index": REPO} | ({"baseline": old} if old is not None else {})
         cells: dict[tuple[str, int, int], dict[str, Any]] = {}
         print(f"claims per second, {args.cap:g} s cap per run, durability {default_durability()}")
-        print(f"baseline: protocols of {args.baseline_ref} (before the index), same script")
-        print(f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'index/s':>9} {'ratio':>6}  checks")
+        print(
+            f"baseline: protocols of {args.baseline_ref}, same script; {args.rounds} run(s) of"
+            f" each cell per tree (medians); load {_load()}"
+        )
+        print(
+            f"{'tasks':>6} {'workers':>7} {'baseline/s':>11} {'this/s':>9} {'ratio':>6}"
+            f" {'CPU ms/claim':>14}  checks"
+        )
+        cell = 0
         for tasks in args.sweep_tasks:
             for workers in args.sweep_workers:
-                for label in sorted(trees):  # baseline, then index: side by side
-                    cells[(label, tasks, workers)] = run_child(trees[label], tasks, workers, args)
+                runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+                for _ in range(args.rounds):
+                    # side by side, each tree first in every other run: on a disk that frees
+                    # inodes slowly (ext4 without a journal), a run pays for the one before it
+                    order = sorted(trees) if cell % 2 == 0 else sorted(trees, reverse=True)
+                    cell += 1
+                    for label in order:
+                        runs[label].append(run_child(trees[label], tasks, workers, args))
+                for label, done in runs.items():
+                    cells[(label, tasks, workers)] = _median_run(done)
                 new = cells[("index", tasks, workers)]
                 base = cells.get(("baseline", tasks, workers))
+                watched = f"{new['watched']}/{workers}"
+                if base is not None:  # without inotify a look at the board reads every file
+                    watched = f"{base['watched']}/{workers} and {watched}"
                 checks = (
                     f"double {new['double_claims']}, early {new['blocked_violations']}, "
-                    f"lost {new['lost']}; inotify {new['watched']}/{workers}"
-                    + (", capped" if new["capped"] else "")
+                    f"lost {new['lost']}; inotify {watched}" + (", capped" if new["capped"] else "")
                 )
                 base_rate = f"{base['claims_per_s']:11.0f}" if base else f"{'-':>11}"
                 ratio = f"{new['claims_per_s'] / base['claims_per_s']:5.1f}x" if base else "     -"
+                cpu = f"{base['cpu_ms_per_claim']:.2f} / " if base else ""
+                cpu += f"{new['cpu_ms_per_claim']:.2f}"
                 print(
-                    f"{tasks:>6} {workers:>7} {base_rate} {new['claims_per_s']:9.0f} {ratio}  "
-                    f"{checks}",
+                    f"{tasks:>6} {workers:>7} {base_rate} {new['claims_per_s']:9.0f} {ratio}"
+                    f" {cpu:>14}  {checks}; load {_load()}",
                     flush=True,
                 )
     if args.png:
@@ -430,16 +465,38 @@ def draw(cells: dict[tuple[str, int, int], dict[str, Any]], args: argparse.Names
                 if (label, t, workers) in cells
             ]
             if points:
-                name = f"{'with index' if label == 'index' else 'baseline'}, {workers} w"
+                tree = "this tree" if label == "index" else args.baseline_ref
+                name = f"{tree}, {workers} w"
                 series.append(Series(name, colours.get(workers, "black"), points, dashed))
     line_chart(
         Path(args.png),
-        f"TaskBoard.claim_next + complete: claims/s (durability {default_durability()})",
+        f"TaskBoard.claim_next + complete: claims/s (durability {default_durability()}, "
+        f"board in {tempfile.gettempdir()})",
         "tasks on the board",
         "claims/s",
         series,
         target=("target 1,000/s", TARGET_PER_S),
     )
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell's runs as one: the median claims/s and CPU per claim, the checks added up."""
+    cell = dict(runs[0])
+    for key in ("claims_per_s", "cpu_ms_per_claim", "system_ms_per_claim"):
+        cell[key] = statistics.median(run[key] for run in runs)
+    for key in ("double_claims", "blocked_violations", "lost"):
+        cell[key] = sum(run[key] for run in runs)
+    cell["watched"] = min(run["watched"] for run in runs)
+    cell["capped"] = any(run["capped"] for run in runs)
+    return cell
+
+
+def _load() -> str:
+    """The machine's load average over the last minute (the sweep is noisy when it is high)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
 
 
 def _short(tasks: int) -> str:
@@ -458,6 +515,9 @@ def main() -> None:
     parser.add_argument("--sweep-tasks", type=int, nargs="+", default=list(SWEEP_TASKS))
     parser.add_argument("--sweep-workers", type=int, nargs="+", default=list(SWEEP_WORKERS))
     parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="sweep: runs of each cell per tree (medians)"
+    )
     parser.add_argument("--profile", help="profile the workers (CPU time) into this directory")
     parser.add_argument("--png", default=str(REPO / "docs" / "images" / "claims.png"))
     args = parser.parse_args()

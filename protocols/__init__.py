@@ -7,19 +7,20 @@ need from the submodules, or the common names from here:
 
 Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
 link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait woken by the release),
-`messages` (structured messages), `records` (order-keeping models), `team` (the file),
-`team_config` (its models), `inbox` (the file), `spool` (an inbox's group commit), `inbox_entry`
-(one message), `mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify instance),
-`doorbell` (waking a reader without inotify), `task` (task file names, claims), `task_model` (one
-task), `task_graph` (dependencies), `tasks` (the board), `store` (which store a team lives in:
-files or PostgreSQL, `open_store`), `task_index` (the board in memory), `task_summary` (the board
-summarised on disk, for a process that looks once), `dirwatch` (which names in
-a directory changed), `permissions`, `correlation` (request ids), `signing` and `keyfile` (lead
-signatures), `pids` (processes by identity), `status` (a teammate's status file), `prices` and
-`budget` (model prices, a member's budget file), `printable` (text safe for a terminal), `clock`,
-`errors` (the root of every package's errors), `values` (the shared enums), `file_cache`
-(re-reading a file only if it changed), `pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team
-mirrored into this host's files for Claude Code members, a Claude Code lead's session team too).
+`messages` (structured messages), `records` (order-keeping models), `team` (the file), `team_config`
+(its models), `inbox` (the file), `spool` (an inbox's group commit), `inbox_entry` (one message),
+`mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify instance), `doorbell` (waking a
+reader without inotify), `task` (task file names, claims), `task_model` (one task), `task_graph`
+(dependencies), `task_facts` (a task file read without its model), `task_edit` (a task file's JSON
+changed without its model), `tasks` (the board), `store` (which store a team lives in: files or
+PostgreSQL, `open_store`), `task_index` (the board in memory), `task_summary` (the board summarised
+on disk, for a process that looks once), `dirwatch` (which names in a directory changed),
+`permissions`, `correlation` (request ids), `signing` and `keyfile` (lead signatures), `pids`
+(processes by identity), `status` (a teammate's status file), `prices` and `budget` (model prices, a
+member's budget file), `printable` (text safe for a terminal), `clock`, `errors` (the root of every
+package's errors), `values` (the shared enums), `file_cache` (re-reading a file only if it changed),
+`pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team mirrored into this host's files for
+Claude Code members, a Claude Code lead's session team too).
 This package imports neither `swarm` nor `teammate`."""
 
 from __future__ import annotations

@@ -11,18 +11,24 @@ seconds, and until then every call answers None: the caller's full look (a ``sta
 file) is the fallback.
 
 The watch is one more watch on the process's one instance (`protocols.inotify.Notifier`), beside
-the inbox watchers: a directory costs a watch, not an instance. It asks for more kinds of event
-than an inbox watcher (a file modified, removed, its attributes changed), and hears nothing of
-subdirectories (the lock directories ``<N>.json.lock``). It is a passive subscriber: it reads
-what it heard when asked, so the instance's reader thread is not woken for it (in a process
-that only claims tasks it does not read at all).
+the inbox watchers: a directory costs a watch, not an instance. It hears what changes a file's
+content or whether it is there (`EVENTS`: created, closed after a write, renamed in or out,
+removed), and nothing of subdirectories (the lock directories ``<N>.json.lock``) or hidden names
+(temporary files ``.<N>.json.tmp-*``, private lock directories ``.<N>.json.lock.new``): of the
+twenty-odd events a claim and its completion make in the directory, the two that name a task
+file. The others are dropped by the notifier on their mask and first byte, undecoded. It is a
+passive subscriber: it reads what it heard when asked, so the instance's reader thread is not
+woken for it (in a process that only claims tasks it does not read at all).
 
 Why this can be trusted for a compare-and-set's inputs: the kernel queues the event inside the
-system call that made the change (``write``, ``rename``, ``unlink``, ``open(O_TRUNC)``), before
-that call returns, and `changes()` first has every queued event delivered (`Notifier.sync`). So
-every change that was complete when it was called has been reported, whoever made it (Claude
-Code writes task files in place; swarm renames new ones over them). File times are not used:
-they are coarse, and a rewrite in the same tick with the same size would look unchanged.
+system call that made the change (``rename``, ``link``, ``unlink``, and the ``close`` that ends
+a write in place), before that call returns, and `changes()` first has every queued event
+delivered (`Notifier.sync`). So every change that was complete when it was called has been
+reported, whoever made it (Claude Code writes task files in place: its write is complete when
+it closes the file, under the task's lock; swarm renames new files over them). A write not yet
+closed is not reported until it is: a look then reads the file once it is whole, not half
+written. File times are not used: they are coarse, and a rewrite in the same tick with the same
+size would look unchanged.
 """
 
 from __future__ import annotations
@@ -33,20 +39,19 @@ import time
 import weakref
 
 from protocols.inotify import (
-    IN_ATTRIB,
     IN_CLOSE_WRITE,
     IN_CREATE,
     IN_DELETE,
-    IN_MODIFY,
     IN_MOVED_FROM,
     IN_MOVED_TO,
     Notifier,
 )
 
-# a file created, written (each write, not only the close), renamed in or out, removed, touched
-EVENTS = (
-    IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE
-)
+# what changes a file's content or whether it is there (module doc): created (swarm's new task
+# files are hard-linked into place: IN_CREATE alone), closed after a write (Claude Code writes in
+# place), renamed in (swarm's writes) or out, removed. Not each write (IN_MODIFY: its close
+# follows), nor attributes (IN_ATTRIB: times, modes, link counts; no content).
+EVENTS = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE
 RETRY_S = 10.0  # how long to go without inotify before asking for an instance again
 
 
@@ -125,7 +130,9 @@ class DirWatch:
 
     def _subscribe(self, notifier: Notifier) -> None:
         try:
-            self._handle = notifier.watch_dir(self.path, self._heard.note, EVENTS, passive=True)
+            self._handle = notifier.watch_dir(
+                self.path, self._heard.note, EVENTS, passive=True, hidden=False
+            )
         except OSError:  # not there yet, a link, or no watches left: asked again next time
             return
         self._finalizer = weakref.finalize(self, notifier.unwatch, self._handle)

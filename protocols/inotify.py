@@ -19,8 +19,11 @@ reports (``IN_ATTRIB``: its last link went); the watch is then moved to the new 
 the watchers are told, so a write after their next read is always heard. A file that does not
 exist yet is waited for through a watch on its directory. Directories are watched for files
 created, renamed into or written in them; a subscriber may ask for more (`watch_dir`'s
-`events`: files modified, removed, their attributes changed), and the kernel's watch asks for
-what its subscribers want together, each subscriber hearing only its own kinds of event.
+`events`: files modified, removed, their attributes changed) or leave out hidden names
+(``hidden``), and the kernel's watch asks for what its subscribers want together, each
+subscriber hearing only its own kinds of event. The kernel cannot leave out subdirectories or
+names: an event that no subscriber of its directory hears is dropped on its mask and the first
+byte of its name, before anything else about it is decoded.
 
 `sync` delivers, before it returns, every event the kernel has queued: the kernel queues an
 event inside the system call that made the change, so after `sync` every change completed
@@ -75,6 +78,12 @@ _DIR_SELF = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW  # every
 DIR_MASK = (DIR_EVENTS & ~IN_ISDIR) | _DIR_SELF
 APPEARED = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE
 _EVENT = struct.Struct("iIII")
+_BUFFER = 65536
+# the largest event: its header and a name of NAME_MAX bytes, NUL-terminated and padded
+_LARGEST = _EVENT.size + 256
+_DOT = ord(".")
+_LOUD = GONE | IN_Q_OVERFLOW  # events never dropped undecoded
+_UNSEEN: tuple[int, int, bool] = (0, 0, False)  # a sieve not made yet (compared by identity)
 
 Callback = Callable[[str | None], None]  # the name that changed; None: anything may have
 Calls = list[tuple[Callback, str | None]]
@@ -88,6 +97,8 @@ class _Watch:
     mask: int = 0  # what the kernel's watch asks for (a directory: its subscribers' union)
     callbacks: dict[int, Callback] = field(default_factory=dict)
     events: dict[int, int] = field(default_factory=dict)  # a dir: what each subscriber hears
+    # a dir: subscribers that hear no hidden names (``.x``: temporary files, private locks)
+    no_hidden: set[int] = field(default_factory=set)
     pending: dict[str, _Watch] = field(default_factory=dict)  # a dir: files not there yet
     parent: _Watch | None = None  # a file not there yet: the dir watch that waits for it
 
@@ -97,6 +108,27 @@ def _wanted(events: int, mask: int) -> bool:
     if mask & IN_ISDIR and not events & IN_ISDIR:
         return False
     return bool(mask & events & ~IN_ISDIR)
+
+
+Sieve = tuple[int, int, bool]  # kinds of event heard, kinds dropped, hidden names heard
+
+
+def _sieve(watch: _Watch) -> Sieve:
+    """What none of a directory watch's subscribers hears, so that `Notifier._handle` drops it
+    before anything about it is decoded (a claim's lock directories and temporary files beside
+    the task files make about twenty events, of which the board's index needs two): the kinds
+    of event some subscriber (or a file waited for) hears, the kinds dropped (subdirectories,
+    unless someone hears them), and whether hidden names are heard."""
+    kinds = 0
+    subdirectories = hidden = bool(watch.pending)  # a file waited for: as before, every event
+    if watch.pending:
+        kinds |= APPEARED
+    for handle in watch.callbacks:
+        events = watch.events.get(handle, DIR_EVENTS)
+        kinds |= events
+        subdirectories = subdirectories or bool(events & IN_ISDIR)
+        hidden = hidden or handle not in watch.no_hidden
+    return kinds & ~IN_ISDIR, 0 if subdirectories else IN_ISDIR, hidden
 
 
 class Notifier:
@@ -157,18 +189,26 @@ class Notifier:
             return self._subscribe(watch, callback)
 
     def watch_dir(
-        self, path: str, callback: Callback, events: int = DIR_EVENTS, passive: bool = False
+        self,
+        path: str,
+        callback: Callback,
+        events: int = DIR_EVENTS,
+        passive: bool = False,
+        hidden: bool = True,
     ) -> int:
         """Call `callback(name)` whenever a file in the directory `path` has one of `events`
         (by default: it appeared or was written; with `IN_ISDIR`, subdirectories too), and
         `callback(None)` when the directory went away, was armed again or events were lost.
-        `passive`: only when some thread calls `sync` (module doc). Raises OSError if the
-        directory cannot be watched (missing, a link, no watches left)."""
+        `passive`: only when some thread calls `sync` (module doc). `hidden`: names that begin
+        with a dot too (temporary files and private lock directories are hidden). Raises
+        OSError if the directory cannot be watched (missing, a link, no watches left)."""
         try:
             with self._lock:
                 watch = self._dir(path, must=True)
                 handle = self._subscribe(watch, callback, passive)
                 watch.events[handle] = events
+                if not hidden:
+                    watch.no_hidden.add(handle)
                 try:
                     self._set_dir_mask(watch)
                 except OSError:
@@ -237,6 +277,7 @@ class Notifier:
         if len(self._passive) == len(self._by_handle):  # nobody left who waits for the reader
             self._reader_needed.clear()
         watch.events.pop(handle, None)
+        watch.no_hidden.discard(handle)
         self._release(watch)
         if watch.callbacks and watch.is_dir:
             with contextlib.suppress(OSError):  # it asks for more than needed meanwhile
@@ -362,7 +403,7 @@ class Notifier:
         with self._reading:
             while True:
                 try:
-                    data = os.read(self.fd, 65536)
+                    data = os.read(self.fd, _BUFFER)
                 except BlockingIOError:
                     return
                 try:
@@ -373,6 +414,10 @@ class Notifier:
                     continue
                 for callback, name in calls:
                     callback(name)
+                if len(data) <= _BUFFER - _LARGEST:
+                    # a read stops early only when the queue is empty: whatever was queued
+                    # when `sync` was called has been read (one system call, not two)
+                    return
 
     def _run_later(self) -> None:
         """Make the calls noted under the lock (one caller at a time, like the reader's)."""
@@ -402,30 +447,63 @@ class Notifier:
                 return
 
     def _handle(self, data: bytes) -> Calls:
+        """The calls that the events in `data` make. A directory's event that none of its
+        subscribers hears (`_sieve`) is dropped on its mask and the first byte of its name,
+        before the name is decoded (the board's directory sees about twenty events per claim,
+        most of them about lock directories and temporary files), in as few steps as can be:
+        every process watching the board pays this for every claim of every other process."""
         calls: Calls = []
         offset = 0
-        while offset + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
-            offset += _EVENT.size + length
-            name = os.fsdecode(raw.rstrip(b"\0")) or None
-            if mask & IN_Q_OVERFLOW:
-                calls.extend(self._overflowed())
-                continue
+        end = len(data)
+        size = _EVENT.size
+        unpack = _EVENT.unpack_from
+        # per watch descriptor of this batch: (kinds heard, kinds dropped, hidden names heard)
+        # of a directory watch, None for anything else (made under the lock: nothing changes,
+        # but for a watch gone or armed again in this batch, after which they are made again)
+        sieves: dict[int, Sieve | None] = {}
+        while offset < end:
+            wd, mask, _cookie, length = unpack(data, offset)
+            start = offset + size
+            offset = start + length
+            if not mask & _LOUD:
+                sieve = sieves.get(wd, _UNSEEN)
+                if sieve is _UNSEEN:
+                    sieve = sieves[wd] = self._sieve_of(wd)
+                if sieve is not None:
+                    kinds, dropped, hidden = sieve
+                    if (
+                        not mask & kinds
+                        or mask & dropped
+                        or not length  # the directory's own attributes: nothing in it changed
+                        or (not hidden and data[start] == _DOT)
+                    ):
+                        continue
+            else:
+                sieves.clear()
+                if mask & IN_Q_OVERFLOW:
+                    calls.extend(self._overflowed())
+                    continue
             watch = self._by_wd.get(wd)
             if watch is None:
                 continue  # a watch already moved or dropped
+            name = os.fsdecode(data[start:offset].rstrip(b"\0")) or None
             if watch.is_dir:
                 calls.extend(self._dir_event(watch, mask, name))
             else:
                 if mask & (IN_ATTRIB | GONE):
                     self._arm_file(watch, gone=bool(mask & IN_IGNORED))
+                    sieves.clear()
                 base = os.path.basename(watch.path)
                 calls.extend((c, base) for c in watch.callbacks.values())
         if self._later:
             calls.extend(self._later)
             self._later = []
         return calls
+
+    def _sieve_of(self, wd: int) -> Sieve | None:
+        """`_sieve` of the directory watched as `wd` (None: no directory's)."""
+        watch = self._by_wd.get(wd)
+        return _sieve(watch) if watch is not None and watch.is_dir else None
 
     def _dir_event(self, watch: _Watch, mask: int, name: str | None) -> Calls:
         if mask & GONE:
@@ -435,10 +513,12 @@ class Notifier:
             return [(c, None) for c in [*watch.callbacks.values(), *waiting]]
         if name is None:
             return []  # the directory's own attributes: nothing in it changed
+        hidden = name.startswith(".")
         calls: Calls = [
             (c, name)
             for handle, c in watch.callbacks.items()
             if _wanted(watch.events.get(handle, DIR_EVENTS), mask)
+            and not (hidden and handle in watch.no_hidden)
         ]
         pending = watch.pending.get(name)
         if pending is not None and mask & APPEARED:

@@ -76,6 +76,17 @@ def dumps_pretty(value: Any, level: int = 0) -> str:
         return text.replace("\n", "\n" + "  " * level) if level else text
 
 
+def plain_pretty(value: Any) -> str | None:
+    """`dumps_pretty(value)` when `value` holds only strings, integers, booleans, nulls, lists
+    and objects with string keys, and its text is valid UTF-8; None otherwise."""
+    try:
+        text = _pretty(value, "")
+        text.encode("utf-8")
+    except (_NotPlain, UnicodeEncodeError, RecursionError):
+        return None
+    return text
+
+
 class _NotPlain(Exception):
     """A value `_pretty` leaves to `json.dumps` (a key that is not a string, a float, ...)."""
 

@@ -88,7 +88,12 @@ R = TypeVar("R")
 
 def default_timeout() -> float:
     """How long a lock is waited for: ``$SWARM_LOCK_TIMEOUT`` seconds, else 30."""
-    value = os.environ.get("SWARM_LOCK_TIMEOUT", "")
+    return _timeout_of(os.environ.get("SWARM_LOCK_TIMEOUT", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _timeout_of(value: str) -> float:
+    """`default_timeout` for the setting's text (once per text: every lock asks)."""
     try:
         seconds = float(value) if value else DEFAULT_TIMEOUT_S
     except ValueError:
@@ -139,13 +144,14 @@ class FileGuard:
         clock: Callable[[], float] = time.time,
         keep_lock_dir: bool = False,
     ) -> None:
-        self.target = Path(target)
+        self.target = target if isinstance(target, Path) else Path(target)
         # the lock directory is kept under its private name between holds, for the next holder
         # (a file locked again and again: an inbox, the task list, config.json); see `release`
         self.keep_lock_dir = keep_lock_dir
-        self._name = self.target.name
+        self._key = str(self.target)  # in `_HELD`
+        self._parent, self._name = os.path.split(self._key)
         self._lock_name = self._name + ".lock"
-        self.lock_dir = os.path.join(os.path.dirname(target), self._lock_name)  # Claude Code's
+        self.lock_dir = os.path.join(self._parent, self._lock_name)  # Claude Code's
         self.timeout = default_timeout() if timeout is None else timeout
         self.stale = stale
         self._clock = clock
@@ -346,7 +352,7 @@ class FileGuard:
         return flock_path_for(self.target)
 
     def _open_dirs(self) -> None:
-        self._dir_fd = safefs.open_dir(self.target.parent)
+        self._dir_fd = safefs.open_dir(self._parent)
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:  # in the directory just opened link-free; a link there is refused (ELOOP)
@@ -623,13 +629,13 @@ _HELD_GUARD = threading.Lock()
 
 def _register(guard: FileGuard) -> None:
     with _HELD_GUARD:
-        _HELD[str(guard.target)] = guard
+        _HELD[guard._key] = guard
 
 
 def _unregister(guard: FileGuard) -> None:
     with _HELD_GUARD:
-        if _HELD.get(str(guard.target)) is guard:
-            del _HELD[str(guard.target)]
+        if _HELD.get(guard._key) is guard:
+            del _HELD[guard._key]
 
 
 def held_guard(target: Path) -> FileGuard | None:

@@ -1,10 +1,12 @@
 """What a process knows of one task board, kept up to date from the changes the kernel reports.
 
 The task files are the truth; this index is a cache of them in memory, one per process and task
-directory (`shared`), that every `TaskBoard` of the process uses. It holds the valid tasks by id,
-the ids of the *open* ones (pending, unowned, not failed, not internal) in order, and for each
-owner the tasks that keep it busy. So the questions a claim asks (the lowest claimable task; does
-this agent hold a task already) cost about as much as the answer, not a look at every file.
+directory (`shared`), that every `TaskBoard` of the process uses. It holds what choosing a claim
+needs of each valid task (`protocols.task_facts.TaskFacts`, read without building the task's
+model, which is built only when a listing asks for it), the ids of the *open* ones (pending,
+unowned, not failed, not internal) in order, and for each owner the tasks that keep it busy. So
+the questions a claim asks (the lowest claimable task; does this agent hold a task already) cost
+about as much as the answer, not a look at every file.
 
 It is never trusted blindly. Before each use, `refresh` asks the directory's `DirWatch` what
 changed since the last use and reads those files again, whoever wrote them (Claude Code writes
@@ -30,9 +32,14 @@ from typing import TYPE_CHECKING
 
 from protocols.dirwatch import DirWatch
 from protocols.task import TASK_FILE
+from protocols.task_facts import TaskFacts
 
 if TYPE_CHECKING:
     from protocols.task_model import Task
+
+
+# re-reads the files of the task ids given: (id, what its file holds now; None: no valid task)
+Reader = Callable[[list[str]], Iterable[tuple[str, TaskFacts | None]]]
 
 
 class TaskIndex:
@@ -43,27 +50,25 @@ class TaskIndex:
         self.watch = watch if watch is not None else DirWatch(directory)
         self.lock = threading.RLock()
         self.rebuilds = 0  # how often every file was looked at (for tests and benchmarks)
-        self._tasks: dict[str, Task] = {}
+        self._tasks: dict[str, TaskFacts] = {}
         self._sorted: list[str] | None = []  # ids by number; None: to be sorted again
         # (number, id) of the pending, unowned, not failed, not internal tasks, sorted
         self._open: list[tuple[int, str]] = []
         self._busy: dict[str, set[str]] = {}  # owner -> ids of tasks that keep it busy
 
-    def refresh(
-        self, read: Callable[[str], Task | None], scan: Callable[[], Iterable[Task]]
-    ) -> None:
-        """Bring the index up to date: `read(id)` re-reads the tasks whose files changed, or
+    def refresh(self, read: Reader, scan: Callable[[], Iterable[TaskFacts]]) -> None:
+        """Bring the index up to date: `read(ids)` re-reads the tasks whose files changed, or
         `scan()` (every valid task) replaces everything when the watch cannot tell."""
         changed = self.watch.changes()
         if changed is None:
             self._rebuild(scan())
             return
-        for name in changed:
-            if TASK_FILE.match(name):
-                task_id = name.removesuffix(".json")
-                self.put(task_id, read(task_id))
+        ids = [name.removesuffix(".json") for name in changed if TASK_FILE.match(name)]
+        if ids:
+            for task_id, task in read(ids):
+                self.put(task_id, task)
 
-    def put(self, task_id: str, task: Task | None) -> None:
+    def put(self, task_id: str, task: TaskFacts | None) -> None:
         """Record what the file of `task_id` now holds (None: no valid task there)."""
         old = self._tasks.pop(task_id, None)
         if old is not None:
@@ -75,21 +80,21 @@ class TaskIndex:
         self._tasks[task_id] = task
         if old is None:
             self._sorted = None
-        if _is_open(task):
+        if task.open:
             bisect.insort(self._open, (int(task_id), task_id))
         if task.owner and task.busy:
             self._busy.setdefault(task.owner, set()).add(task_id)
 
-    def get(self, task_id: str) -> Task | None:
+    def get(self, task_id: str) -> TaskFacts | None:
         return self._tasks.get(task_id)
 
     def tasks(self) -> list[Task]:
-        """Every valid task, by id."""
+        """Every valid task, by id (each model built once per version of its file)."""
         if self._sorted is None:
             self._sorted = sorted(self._tasks, key=int)
-        return [self._tasks[task_id] for task_id in self._sorted]
+        return [self._tasks[task_id].task() for task_id in self._sorted]
 
-    def candidates(self) -> Iterator[Task]:
+    def candidates(self) -> Iterator[TaskFacts]:
         """Open tasks whose blockers (as far as the index knows) are all completed, lowest id
         first. The index may change while this runs (a claim records its task)."""
         last = (-1, "")
@@ -102,7 +107,7 @@ class TaskIndex:
             if task is not None and not self.open_blockers(task):
                 yield task
 
-    def open_blockers(self, task: Task) -> list[str]:
+    def open_blockers(self, task: TaskFacts) -> list[str]:
         """Blockers of `task` that exist and are not completed, as far as the index knows."""
         blockers = []
         for blocker in task.blockedBy:
@@ -115,7 +120,7 @@ class TaskIndex:
         """Ids of the tasks that keep `agent` busy (owned, unfinished, not failed), by id."""
         return sorted(self._busy.get(agent, ()), key=int)
 
-    def _rebuild(self, tasks: Iterable[Task]) -> None:
+    def _rebuild(self, tasks: Iterable[TaskFacts]) -> None:
         """Make the index hold exactly `tasks`. A task that is the very object already held
         (the board's cache of unchanged files hands out the same one) costs nothing more."""
         self.rebuilds += 1
@@ -127,8 +132,8 @@ class TaskIndex:
         for gone in [task_id for task_id in self._tasks if task_id not in seen]:
             self.put(gone, None)
 
-    def _unlink(self, task: Task) -> None:
-        if _is_open(task):
+    def _unlink(self, task: TaskFacts) -> None:
+        if task.open:
             key = (int(task.id), task.id)
             at = bisect.bisect_left(self._open, key)
             if at < len(self._open) and self._open[at] == key:
@@ -139,10 +144,6 @@ class TaskIndex:
                 owned.discard(task.id)
                 if not owned:
                     del self._busy[task.owner]
-
-
-def _is_open(task: Task) -> bool:
-    return task.status == "pending" and not task.owner and not task.failed and not task.internal
 
 
 _SHARED: weakref.WeakValueDictionary[tuple[int, str], TaskIndex] = weakref.WeakValueDictionary()

@@ -28,10 +28,11 @@ import builtins
 import functools
 import json
 import os
+import stat
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocols import safefs, task_summary
 from protocols.clock import now_iso
@@ -39,6 +40,7 @@ from protocols.errors import InvalidTaskUpdate, ProtocolsError, TaskNotFound
 from protocols.file_cache import FileCache, Signature, signature_of
 from protocols.jsonio import (
     Durability,
+    atomic_write_bytes,
     atomic_write_text,
     default_durability,
     dumps_pretty,
@@ -53,6 +55,8 @@ from protocols.paths import TeamPaths
 from protocols.plain import Plain
 from protocols.shapes import TASK
 from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
+from protocols.task_edit import edited, plain_text
+from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_graph import check_acyclic, waits_for
 from protocols.task_summary import Invalid
 from protocols.values import TaskStatus
@@ -84,6 +88,11 @@ class NewTask:
     owner: str | None = None
 
 
+class Unwritable(ProtocolsError, ValueError):
+    """A valid task file that swarm cannot write back (its JSON is nested too deeply for the
+    encoders): nothing was written."""
+
+
 class _Invalid(Exception):
     """A task file that is not a valid task (`TaskBoard._read` skips it, warning once)."""
 
@@ -111,7 +120,7 @@ class TaskBoard:
         self.durability = durability
         self.lock_timeout = lock_timeout
         # path -> (inode, size, mtime_ns) and what that file held (None: invalid)
-        self._cache: FileCache[str, Task | None] = FileCache()  # None: an invalid file
+        self._cache: FileCache[str, TaskFacts | None] = FileCache()  # None: an invalid file
 
     @functools.cached_property
     def _index(self) -> TaskIndex:
@@ -149,7 +158,8 @@ class TaskBoard:
 
     def get(self, task_id: str | int) -> Task | None:
         """The task, or None if there is no valid file for it."""
-        return self._read(str(self.paths.task(str(task_id))))
+        facts = self._read(str(self.paths.task(str(task_id))))
+        return facts.task() if facts is not None else None
 
     def require(self, task_id: str | int) -> Task:
         task = self.get(task_id)
@@ -183,7 +193,11 @@ class TaskBoard:
         when the file is plainly a task (`protocols.shapes.TASK`), so a look at a changed board
         loads no pydantic; `Invalid` with the reason warned about for an invalid file."""
         path = os.path.join(str(self.paths.tasks_dir), name)
-        return self._read_any(path, dir_fd=dir_fd, plain=True)
+        found = self._read_any(path, dir_fd=dir_fd)
+        if not isinstance(found, TaskFacts):
+            return found
+        plain = TASK.read(found.raw) if found.raw is not None else None
+        return plain if plain is not None else found.task()
 
     def invalid_again(self, name: str, reason: str) -> None:
         """`task_summary.Reader`: an invalid file found unchanged, warned about as `_read` does
@@ -191,7 +205,7 @@ class TaskBoard:
         path = os.path.join(str(self.paths.tasks_dir), name)
         log.warning("skipping invalid task file %s: %s", path, reason)
 
-    def _scan(self) -> builtins.list[Task]:
+    def _scan(self) -> builtins.list[TaskFacts]:
         """Every valid task (internal ones too), by id, from the files themselves.
 
         The directory is opened once (without following links) and every file is looked at
@@ -209,46 +223,74 @@ class TaskBoard:
 
     def _refresh(self) -> TaskIndex:
         """The index, brought up to date from the files (hold its lock)."""
-        self._index.refresh(self._read_id, self._scan)
+        self._index.refresh(self._read_ids, self._scan)
         return self._index
 
-    def _read_id(self, task_id: str) -> Task | None:
+    def _read_ids(self, task_ids: Iterable[str]) -> Iterator[tuple[str, TaskFacts | None]]:
+        """What the files of `task_ids` hold now, read relative to the directory opened once."""
+        directory = str(self.paths.tasks_dir)
+        try:
+            dir_fd = safefs.open_dir(directory)
+        except FileNotFoundError:
+            for task_id in task_ids:
+                yield task_id, None
+            return
+        try:
+            for task_id in task_ids:
+                path = os.path.join(directory, f"{task_id}.json")
+                yield task_id, self._read(path, dir_fd=dir_fd, patient=False)
+        finally:
+            os.close(dir_fd)
+
+    def _read_id(self, task_id: str) -> TaskFacts | None:
         return self._read(os.path.join(str(self.paths.tasks_dir), f"{task_id}.json"))
 
-    def _read(self, path: str, cached_ok: bool = False, dir_fd: int | None = None) -> Task | None:
-        """The task in `path`; None if there is none, or the file is invalid (a warning is
-        logged once per version of the file). A file whose id is not its name is invalid.
+    def _read(
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, patient: bool = True
+    ) -> TaskFacts | None:
+        """The task in `path` (what choosing a claim needs of it; its model on demand); None if
+        there is none, or the file is invalid (a warning is logged once per version of the
+        file). A file whose id is not its name is invalid.
 
         With `cached_ok`, a file whose (inode, size, mtime) did not change since it was last
         parsed is not parsed again. File times are coarse (a few ms) and inodes are reused, so
         a cached read can be stale: it is only used for listings, never for a compare-and-set.
         `dir_fd` is the tasks directory, opened by the caller without following links.
-        """
-        return cast("Task | None", self._read_any(path, cached_ok, dir_fd))
+
+        A file that does not parse and was written moments ago is read again for a while
+        (`PARSE_RETRY_S`): Claude Code writes in place. Not when `patient` is false (a look at
+        what inotify reported changed): the close that ends the write is reported too, and the
+        file is read again then; waiting here, under the list lock, would hold up every claim
+        while a file is written (or kept half written by a hostile writer)."""
+        found = self._read_any(path, cached_ok, dir_fd, patient)
+        return found if isinstance(found, TaskFacts) else None
 
     def _read_any(
-        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, plain: bool = False
-    ) -> Task | Plain | Invalid | None:
-        """`_read`; with `plain` (for the summary), a file that is plainly a task is read
-        without its model (and not cached: the cache holds models; what it held of the file is
-        dropped), and an invalid one gives its reason (`Invalid`), not None."""
+        self, path: str, cached_ok: bool = False, dir_fd: int | None = None, patient: bool = True
+    ) -> TaskFacts | Invalid | None:
+        """`_read`, with the reason (`Invalid`) for an invalid file instead of None."""
         name = os.path.basename(path)
         try:
-            return parse_patiently(
-                lambda: self._load(path, name, cached_ok, dir_fd, plain), PARSE_RETRY_S
-            )
+            try:
+                return self._load(path, name, cached_ok, dir_fd)
+            except _Torn:  # perhaps being written in place
+                if not patient:
+                    return None  # read again when its writer closes it
+                return parse_patiently(
+                    lambda: self._load(path, name, cached_ok, dir_fd), PARSE_RETRY_S
+                )
         except (_Torn, _Invalid) as bad:  # still torn at the deadline, or plainly invalid
             reason = _first_line(bad.error)
             if self._cache.signature(path) != bad.signature:  # once per version of the file
                 log.warning("skipping invalid task file %s: %s", path, reason)
             self._cache.put(path, bad.signature, None)
-            return Invalid(reason) if plain else None
+            return Invalid(reason)
 
-    def _load(
-        self, path: str, name: str, cached_ok: bool, dir_fd: int | None, plain: bool = False
-    ) -> Task | Plain | None:
+    def _load(self, path: str, name: str, cached_ok: bool, dir_fd: int | None) -> TaskFacts | None:
         """One attempt of `_read`: `_Torn` (a ValueError, so `parse_patiently` tries again) for
-        a file that does not parse and was written moments ago, `_Invalid` for a bad one."""
+        a file that does not parse and was written moments ago, `_Invalid` for a bad one. A
+        plainly valid file is not made a model (`protocols.task_facts`); any other is, to
+        decide."""
         try:
             if cached_ok and dir_fd is not None:
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -265,6 +307,8 @@ class TaskBoard:
         try:
             st = os.fstat(fd)
             signature = signature_of(st)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO, a device, a directory: no task file
+                raise _Invalid(signature, ValueError("it is not a regular file"))
             hit, cached = self._cache.get(path, signature)
             if cached_ok and hit:
                 return cached
@@ -272,23 +316,17 @@ class TaskBoard:
         finally:
             os.close(fd)
         try:
-            raw = json.loads(data)
+            raw = _decode(data)
         except ValueError as exc:
             fresh = time.time() - st.st_mtime < FRESH_S  # being written in place: try again
             raise (_Torn if fresh else _Invalid)(signature, exc) from None
-        found = TASK.read(raw) if plain else None
-        if found is not None and found.id == name.removesuffix(".json"):
-            self._cache.drop(path)  # what it held of this file may be older: not kept
-            return found  # what the model would have made of it, without the model
-        from protocols.task_model import Task  # reading tasks needs the model; creating does not
-
-        try:
-            task = Task.from_json_dict(raw)
-        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise _Invalid(signature, exc) from None
-        if task.id != name.removesuffix(".json"):
-            raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
-        return self._cache.put(path, signature, task)
+        except RecursionError:  # nested thousands deep: no task file is
+            raise _Invalid(signature, ValueError("its JSON is nested too deeply")) from None
+        task_id = name.removesuffix(".json")
+        facts = facts_of(raw, task_id)
+        if facts is None:
+            facts = _model_facts(raw, task_id, signature)
+        return self._cache.put(path, signature, facts)
 
     # writing
 
@@ -434,9 +472,13 @@ class TaskBoard:
 
         if add_blocks or add_blocked_by:
             before, after = self._update_links(task_id, change, add_blocks, add_blocked_by)
-        else:
+            owner = before.owner
+        elif metadata_changes:
             before, after = self._rewrite(task_id, change)
-        if after.owner and after.owner != before.owner:
+            owner = before.owner
+        else:  # fields set and nothing else: the file's JSON is edited as it is
+            owner, after = self._rewrite_plain(task_id, changes)
+        if after.owner and after.owner != owner:
             self._notify_owner(after, actor)
         return after
 
@@ -525,15 +567,17 @@ class TaskBoard:
         """Auto-claim: the lowest-id pending, unowned, unblocked, not failed task. None if
         there is none.
 
-        A first look without the lock finds out whether anything is claimable at all, so idle
-        workers asking again and again take no locks and write nothing. (Without inotify that
-        look costs a stat of every file, so it is skipped while the index, even if out of date,
-        has a candidate: the look under the lock decides anyway.) Under the lock the index
-        chooses (lowest id first) and `_claim_locked` decides from the files.
+        While the index, even if out of date, has a candidate, the lock is taken at once: the
+        look under it brings the index up to date and decides. Only an index without one looks
+        first without the lock, so idle workers asking again and again take no locks and write
+        nothing. (The look under the lock is needed anyway; one look instead of two per claim
+        is half the fixed cost of bringing the index up to date, which every worker pays for
+        every other worker's claims.) Under the lock the index chooses (lowest id first) and
+        `_claim_locked` decides from the files.
         """
         with self._index.lock:
             index = self._index
-            hopeful = not index.watch.available and next(index.candidates(), None) is not None
+            hopeful = next(index.candidates(), None) is not None
             if not hopeful and next(self._refresh().candidates(), None) is None:
                 return None
         with self._list_lock(), self._index.lock:
@@ -582,37 +626,40 @@ class TaskBoard:
         if not safefs.exists(self.paths.task(task_id)):
             index.put(task_id, None)
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
-        with self._task_lock(task_id):
-            task = self.get(task_id)  # re-read under the task's own lock
-            index.put(task_id, task)
-            if task is None:
+        with self._task_lock(task_id) as guard:
+            facts = self._read_in(guard, task_id)  # re-read under the task's own lock
+            index.put(task_id, facts)
+            if facts is None:
                 return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
-            if task.status == "completed":
-                return ClaimResult(False, task, ClaimFailure.ALREADY_RESOLVED)
-            if task.owner and task.owner != agent:
-                return ClaimResult(False, task, ClaimFailure.ALREADY_CLAIMED)
-            blockers = self._open_blockers(task, index)
+            if facts.status == "completed":
+                return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_RESOLVED)
+            if facts.owner and facts.owner != agent:
+                return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_CLAIMED)
+            blockers = self._open_blockers(facts, index)
             if blockers:
-                return ClaimResult(False, task, ClaimFailure.BLOCKED, blocked_by=blockers)
+                return ClaimResult(False, facts.task(), ClaimFailure.BLOCKED, blocked_by=blockers)
             if check_busy:
                 busy = self._busy_with(agent, task_id, index)
                 if busy:
-                    return ClaimResult(False, task, ClaimFailure.AGENT_BUSY, busy_with=busy)
+                    return ClaimResult(False, facts.task(), ClaimFailure.AGENT_BUSY, busy_with=busy)
             updates: dict[str, Any] = {"owner": agent}
-            if start and task.status == "pending":
+            if start and facts.status == "pending":
                 updates["status"] = "in_progress"
-            if task.failed:  # claimed by name: a deliberate retry
-                updates["metadata"] = _with(task, FAILED, None)
-            claimed = task.updated(**updates)
-            self._write(claimed, sync_dir=False)  # `_synced` does it, out of the locks
+            if facts.failed:  # claimed by name: a deliberate retry
+                updates["metadata"] = _with(facts.task(), FAILED, None)
+            try:
+                claimed = self._change(task_id, facts, updates, sync_dir=False)  # `_synced`
+            except Unwritable as exc:  # skipped, as an invalid file is: claim_next goes on
+                log.warning("%s; not claimed", exc)
+                return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
             index.put(task_id, claimed)
-        return ClaimResult(True, claimed)
+        return ClaimResult(True, claimed.task())
 
-    def _open_blockers(self, task: Task, index: TaskIndex) -> builtins.list[str]:
+    def _open_blockers(self, task: TaskFacts, index: TaskIndex) -> builtins.list[str]:
         """`task`'s blockers that exist and are not completed, each read from its file."""
         open_ids = []
         for blocker in task.blockedBy:
-            other = self.get(blocker)
+            other = self._read_id(blocker)
             index.put(blocker, other)
             if other is not None and other.unfinished:
                 open_ids.append(blocker)
@@ -625,11 +672,52 @@ class TaskBoard:
         for other_id in index.busy_with(agent):
             if other_id == task_id:
                 continue
-            other = self.get(other_id)
+            other = self._read_id(other_id)
             index.put(other_id, other)
             if other is not None and other.owner == agent and other.busy:
                 busy.append(other_id)
         return busy
+
+    def _read_in(self, guard: FileGuard, task_id: str) -> TaskFacts | None:
+        """The task's file, read relative to its directory as its held lock opened it."""
+        path = os.path.join(str(self.paths.tasks_dir), f"{task_id}.json")
+        return self._read(path, dir_fd=guard.dir_fd)
+
+    def _change(
+        self, task_id: str, facts: TaskFacts, changes: dict[str, Any], sync_dir: bool = True
+    ) -> TaskFacts:
+        """Write the task `facts` were read from with `changes` made (hold its lock): its
+        file's JSON edited as it is when that is a plain edit (`protocols.task_edit`), else
+        through the model. What the file holds now."""
+        raw = facts.raw
+        out = edited(raw, changes) if raw is not None else None
+        text = plain_text(out) if out is not None else None
+        new: TaskFacts | None = None
+        if out is None or text is None:
+            try:  # a task nested hundreds deep reads, but neither json nor pydantic writes it
+                task = facts.task().updated(**changes)
+                text = dumps_pretty(task.to_json_dict())
+            except (ValueError, RecursionError) as exc:
+                raise Unwritable(f"task #{task_id} cannot be written back: {exc}") from None
+            new = TaskFacts.of_task(task)
+        path = self.paths.task(task_id)
+        atomic_write_bytes(path, text.encode("utf-8"), self.durability, sync_dir)
+        if new is None and out is not None:
+            new = facts_of(out, task_id) or _model_facts(out, task_id, (0, 0, 0))
+        assert new is not None
+        return new
+
+    @redo_if_lock_lost
+    def _rewrite_plain(self, task_id: str, changes: dict[str, Any]) -> tuple[str | None, Task]:
+        """An update that only sets fields (`_change`): the owner before, and the task after."""
+        with self._task_lock(task_id) as guard:
+            facts = self._read_in(guard, task_id)
+            if facts is None:
+                raise TaskNotFound(f"task #{task_id} not found in team {self.paths.team!r}")
+            owner = facts.owner
+            if changes:
+                facts = self._change(task_id, facts, changes)
+        return owner, facts.task()
 
     @redo_if_lock_lost
     def _rewrite(self, task_id: str, change: Callable[[Task], Task]) -> tuple[Task, Task]:
@@ -683,12 +771,47 @@ def notify_owner(mailbox: Sender | None, task: Task, actor: str | None) -> None:
         log.warning("task #%s: could not send task_assignment: %s", task.id, exc)
 
 
+def _model_facts(raw: object, task_id: str, signature: Signature) -> TaskFacts:
+    """The facts of a file that is not plainly valid, from its model (`_Invalid` if there is
+    none: reading tasks needs the model, creating them does not)."""
+    from protocols.task_model import Task
+
+    try:
+        task = Task.from_json_dict(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError, RecursionError) as exc:  # pydantic's errors are ValueErrors
+        raise _Invalid(signature, exc) from None
+    if task.id != task_id:
+        raise _Invalid(signature, ValueError(f"its id is {task.id!r}"))
+    return TaskFacts.of_task(task)
+
+
 def _open_task(path: str, name: str, dir_fd: int | None) -> int:
     """A task file opened for reading without following a link: relative to the directory the
-    caller opened safely, else through `safefs`."""
+    caller opened safely, else through `safefs`. Without blocking: a FIFO planted as a task
+    file would otherwise hang the open until someone writes into it (the caller then finds it
+    is no regular file)."""
     if dir_fd is None:
-        return safefs.open_path(path, os.O_RDONLY)
-    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        return safefs.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
+    return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_scan_json = json.JSONDecoder().raw_decode
+
+
+def _decode(data: bytes) -> Any:
+    """`json.loads(data)`, the usual way cheaper: a UTF-8 text that is one JSON value from its
+    first byte to its last (as swarm and Claude Code write them) is decoded directly; anything
+    else (a byte-order mark, other encodings, white space around the value, extra data) goes
+    to `json.loads`, which accepts or refuses it as it always did."""
+    try:
+        text = data.decode("utf-8")
+        value, end = _scan_json(text)
+    except ValueError:
+        return json.loads(data)
+    if end != len(text):
+        return json.loads(data)
+    return value
 
 
 def _adding(field: str, task_id: str) -> Callable[[Task], Task]:

@@ -54,8 +54,10 @@ class InboxWatcher:
 
     `paths` are files to watch by name; `directories` are watched for any file written in them
     (a teammate watches the task board's directory this way), and for their subdirectories
-    made or removed unless `subdirectories` is False (the board's lock directories come and go
-    with every claim: no news for an idle teammate).
+    made or removed and their hidden names unless `subdirectories` is False (the board's lock
+    directories, made under hidden names, and the hidden temporary files of every write come
+    and go with every claim: no news for an idle teammate, whom the write's final rename wakes;
+    they are dropped by the notifier before they are decoded).
     """
 
     def __init__(
@@ -103,7 +105,9 @@ class InboxWatcher:
             for directory in self.directories:
                 callback = self._callback(directory, None)
                 events = DIR_EVENTS if self.subdirectories else DIR_EVENTS & ~IN_ISDIR
-                self._handles.append(notifier.watch_dir(str(directory), callback, events))
+                self._handles.append(
+                    notifier.watch_dir(str(directory), callback, events, hidden=self.subdirectories)
+                )
         except BaseException:
             self._unsubscribe(notifier)
             raise

@@ -449,6 +449,80 @@ def claim_and_log(root: str, worker: str, log_path: str, deadline_s: float) -> N
         os.close(fd)
 
 
+HOSTILE_FIRST = 9001  # ids of the hostile files `vandalise` plants
+
+
+def _hostile(task_id: int) -> tuple[str, bytes | None]:
+    """What `vandalise` plants as ``<task_id>.json``: a kind, and its bytes (None: not a file
+    written with content)."""
+    kinds: list[tuple[str, bytes | None]] = [
+        ("torn", b'{"id": "%d", "subj' % task_id),
+        ("wrong types", b'{"id": "%d", "subject": 5, "description": "", "status": "pending"}'),
+        ("another id", json.dumps({"id": "1", "subject": "s", "description": ""}).encode()),
+        ("link", None),
+        ("fifo", None),
+        ("nested", b"[" * 100_000 + b"]" * 100_000),
+        ("directory", None),
+        (
+            "climbing blocker",
+            json.dumps(
+                {"id": str(task_id), "subject": "s", "description": "", "blockedBy": ["../x"]}
+            ).encode(),
+        ),
+        ("not an object", json.dumps(list(range(200_000))).encode()),  # ~1.3 MB
+    ]
+    return kinds[(task_id - HOSTILE_FIRST) % len(kinds)]
+
+
+def vandalise(
+    start: Barrier, results: Queue[Any], root: str, outside: str, last_real: int, kinds: int
+) -> None:
+    """Plant hostile task files (`_hostile`) on the board and keep rewriting them (in place,
+    by rename, removed and made again) until no real task (id <= `last_real`) is pending.
+    Reports how many times it planted one, or a traceback."""
+    planted = 0
+    try:
+        paths = child_paths(root)
+        board = TaskBoard(paths)
+        start.wait(START_TIMEOUT_S)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for task_id in range(HOSTILE_FIRST, HOSTILE_FIRST + kinds):
+                _plant(paths.task(task_id), *_hostile(task_id), outside, planted)
+                planted += 1
+            if not any(t.status == "pending" and int(t.id) <= last_real for t in board.list()):
+                break
+            time.sleep(0.002)  # pace: the workers, not the vandal, should have the cores
+    except Exception:
+        results.put(traceback.format_exc())
+        return
+    results.put(planted)
+
+
+def _plant(path: Path, kind: str, data: bytes | None, outside: str, round_: int) -> None:
+    if kind in ("link", "fifo", "directory"):
+        if not os.path.lexists(path):
+            if kind == "link":
+                os.symlink(outside, path)
+            elif kind == "fifo":
+                os.mkfifo(path)
+            else:
+                os.mkdir(path)
+        return
+    assert data is not None
+    if kind == "not an object" and path.exists():
+        return  # big: written once (every worker reads it again at each change)
+    if round_ % 3 == 0 and path.exists():
+        path.unlink()  # removed, and made again below
+    if round_ % 2 == 0:  # Claude Code's way: in place
+        with open(path, "wb") as handle:
+            handle.write(data)
+    else:  # swarm's way: a new file renamed over it
+        temp = path.with_name(f".{path.name}.vandal")
+        temp.write_bytes(data)
+        os.replace(temp, path)
+
+
 def _hold_kernel_lock(target: str, ready: Event, release: Event) -> None:
     """Another swarm process holding a file's lock (its kernel part) until released."""
     fd = os.open(target, os.O_RDWR | os.O_CREAT)

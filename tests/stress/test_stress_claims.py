@@ -31,12 +31,14 @@ from pathlib import Path
 
 import pytest
 from procs import (
+    HOSTILE_FIRST,
     ClaimAnswer,
     ClaimReport,
     claim_actions,
     claim_and_log,
     claim_until_done,
     run_together,
+    vandalise,
 )
 
 from protocols import ClaimFailure, TaskBoard, TeamFile, TeamPaths
@@ -266,3 +268,57 @@ _TROUBLE = {"error", "timeout", "refused"}
 
 def _claimed_at_least(log: Path, count: int) -> Callable[[], bool]:
     return lambda: sum(1 for x in log_lines(log) if x.startswith("claimed ")) >= count
+
+
+def test_workers_on_a_board_that_a_vandal_keeps_rewriting_claim_only_real_tasks(
+    team: TeamFile, paths: TeamPaths, config_root: Path, tmp_path: Path
+) -> None:
+    """Eight workers claim a board while another process keeps planting hostile task files
+    beside the real ones (torn JSON, wrong types, another task's id, a link to a valid task
+    outside, a FIFO, JSON nested 100,000 deep, a directory, a blocker that climbs out, a 1 MB
+    array), rewriting them in place and by rename, removing and making them again: no worker
+    fails or hangs, every real task is claimed exactly once and never too early, no hostile
+    file is ever claimed, and the file the link points to is untouched."""
+    board = TaskBoard(paths, durability="process")
+    last_real = 200
+    blocked_by: dict[str, list[str]] = {}
+    for n in range(1, last_real + 1):
+        task = board.create(f"task {n}", blocked_by=[str(b) for b in blockers_of(n)])
+        blocked_by[task.id] = list(task.blockedBy)
+    outside = tmp_path / "outside.json"
+    valid = {"id": str(HOSTILE_FIRST + 3), "subject": "outside", "description": ""}
+    outside.write_text(json.dumps(valid))
+    ctx = multiprocessing.get_context("spawn")
+    kinds = 9
+    workers = [
+        (claim_until_done, (str(config_root), f"w{k}", PROBE_BUSY_EVERY, WORK_DEADLINE_S))
+        for k in range(8)
+    ]
+    workers.append((vandalise, (str(config_root), str(outside), last_real, kinds)))
+
+    reports = run_together(ctx, workers, RUN_TIMEOUT_S)
+
+    planted = [r for r in reports if not isinstance(r, ClaimReport)]
+    assert len(planted) == 1 and isinstance(planted[0], int), planted
+    assert planted[0] >= kinds  # every kind was planted at least once
+    claim_reports = [r for r in reports if isinstance(r, ClaimReport)]
+    errors = [f"{r.worker}:\n{r.error}" for r in claim_reports if r.error]
+    assert not errors, "\n".join(errors)
+    assert [r.worker for r in claim_reports if r.timed_out] == []
+    claims = [c for r in claim_reports for c in r.claims]
+    claimed = Counter(c.task_id for c in claims)
+    assert {t for t, n in claimed.items() if n > 1} == set(), "claimed twice"
+    assert set(claimed) == set(blocked_by), "a hostile file claimed, or a real task never"
+    assert [seen for r in claim_reports for seen in r.open_blockers_seen] == []
+    completion_began = {c.task_id: c.complete_start for c in claims}
+    too_early = [
+        (c.task_id, b)
+        for c in claims
+        for b in blocked_by[c.task_id]
+        if c.claim_end < completion_began[b]
+    ]
+    assert too_early == []
+    assert outside.read_text() == json.dumps(valid)
+    final = {t.id: t for t in TaskBoard(paths).list()}
+    assert set(final) == set(blocked_by)  # the hostile files are skipped, as invalid
+    assert all(t.status == "completed" for t in final.values())

@@ -61,6 +61,7 @@ def helpers(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
         return thread
 
     monkeypatch.setattr(flock_wait.threading, "Thread", counted)
+    monkeypatch.setattr(flock_wait, "_IDLE", [])  # helpers kept by earlier tests: not these
     return made
 
 
@@ -155,3 +156,35 @@ def test_too_many_abandoned_waits_make_it_poll(
     abandoned.join(30)
     assert not abandoned.is_alive(), "the abandoned helper let go once the holder did"
     assert free(lock_file)
+
+
+def test_one_helper_thread_serves_wait_after_wait(
+    lock_file: Path, helpers: list[threading.Thread]
+) -> None:
+    """Starting a thread for every wait cost more CPU than the wait itself (nearly every claim
+    of sixteen workers waits for the list lock): a helper that took a lock for its caller waits
+    for the next one."""
+    for _ in range(3):
+        process = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(lock_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "held\n"
+            fd = open_lock(lock_file)
+            got: list[bool] = []
+            waiting = threading.Thread(
+                target=lambda fd=fd, got=got: got.append(wait_for_flock(fd, time.monotonic() + 30))
+            )
+            waiting.start()
+            release(process)
+            waiting.join(30)
+            assert got == [True]
+            os.close(fd)  # lets go of the lock
+        finally:
+            process.kill()
+            process.wait(10)
+    assert len(helpers) == 1
+    assert helpers[0].is_alive()  # idle, for the next wait

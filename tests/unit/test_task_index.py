@@ -10,14 +10,18 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from protocols import dirwatch, task_index
+from protocols import tasks as tasks_module
 from protocols.dirwatch import DirWatch
 from protocols.inotify import Notifier
+from protocols.jsonio import atomic_write_bytes, ensure_file
+from protocols.locks import FileGuard
 from protocols.paths import TeamPaths
 from protocols.tasks import ClaimFailure, TaskBoard
 from protocols.team import TeamFile
@@ -244,3 +248,121 @@ def test_a_forked_child_neither_steals_nor_removes_its_parents_watch(tmp_path: P
         (tmp_path / "1.json").write_text("{}")
         assert "1.json" in (watch.changes() or set()), use
     watch.close()
+
+
+def _cc_create(directory: Path) -> None:
+    (directory / "7.json").write_text("{}")  # Claude Code: open(O_CREAT|O_TRUNC), write, close
+
+
+def _swarm_create(directory: Path) -> None:
+    assert ensure_file(directory / "7.json", "{}")  # a new task: hard-linked into place
+
+
+def _cc_rewrite(directory: Path) -> None:
+    write_in_place(directory / "7.json", {"id": "7"}, keep_times=True)
+
+
+def _swarm_locked_write(directory: Path) -> None:
+    # under the task's lock: its lock directory made under a hidden name and renamed into
+    # place, a hidden temporary file beside the task renamed over it, the lock removed
+    with FileGuard(directory / "7.json"):
+        atomic_write_bytes(directory / "7.json", b'{"id": "7"}')
+
+
+def _swarm_unlocked_write(directory: Path) -> None:
+    atomic_write_bytes(directory / "7.json", b'{"id": "7"}')  # through .swarm-tmp/
+
+
+def _removed(directory: Path) -> None:
+    (directory / "7.json").unlink()
+
+
+def _renamed_away(directory: Path) -> None:
+    os.rename(directory / "7.json", directory.parent / "elsewhere.json")
+
+
+def _renamed_in(directory: Path) -> None:
+    (directory.parent / "elsewhere.json").write_text("{}")
+    os.rename(directory.parent / "elsewhere.json", directory / "7.json")
+
+
+@pytest.mark.parametrize(
+    ("change", "existing"),
+    [
+        (_cc_create, False),
+        (_swarm_create, False),
+        (_cc_rewrite, True),
+        (_swarm_locked_write, True),
+        (_swarm_unlocked_write, True),
+        (_removed, True),
+        (_renamed_away, True),
+        (_renamed_in, False),
+    ],
+)
+def test_every_change_of_a_task_file_is_reported_and_nothing_else(
+    tmp_path: Path, change: Callable[[Path], None], existing: bool
+) -> None:
+    """The watch asks the kernel for fewer kinds of event than it used to, and drops lock
+    directories and hidden names undecoded: each way a task file changes, Claude Code's and
+    swarm's, is still reported, and it is the only name reported."""
+    needs_inotify()
+    directory = tmp_path / "tasks"
+    directory.mkdir()
+    (directory / "3.json").write_text("{}")  # a neighbour nobody touches
+    if existing:
+        (directory / "7.json").write_text("{}")
+    watch = DirWatch(str(directory))
+    try:
+        assert watch.changes() is None  # the first look is a full one
+        assert watch.changes() == set()
+        change(directory)
+        assert watch.changes() == {"7.json"}
+        assert watch.changes() == set()
+    finally:
+        watch.close()
+
+
+def test_a_write_in_place_is_reported_once_its_writer_closes_the_file(tmp_path: Path) -> None:
+    """Claude Code's write in place is complete when it closes the file (under the task's
+    lock): the index hears of it then, and reads the file whole."""
+    needs_inotify()
+    (tmp_path / "7.json").write_text("{}")
+    watch = DirWatch(str(tmp_path))
+    try:
+        watch.changes()
+        assert watch.changes() == set()
+        with open(tmp_path / "7.json", "r+b") as handle:
+            handle.truncate(0)
+            handle.write(b'{"id": "7"}')
+            handle.flush()
+            assert watch.changes() == set()  # written, not yet closed
+        assert watch.changes() == {"7.json"}
+    finally:
+        watch.close()
+
+
+def test_a_half_written_task_file_is_read_again_at_its_close_not_waited_for(
+    board: TaskBoard, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index hears of an in-place write when its writer closes the file: a file found
+    half written then (a writer that wrote it in two goes, or a hostile one) is skipped until
+    the next close, never waited for under the list lock."""
+    needs_inotify()
+    task = board.create("a")
+    board.list()
+    whole = raw(paths, task.id)
+    text = json.dumps({**whole, "subject": "b"}, indent=2)
+    with open(paths.task(task.id), "r+b") as handle:  # the first go
+        handle.truncate(0)
+        handle.write(text[:20].encode())
+
+    def no_patience(*args: object) -> object:
+        raise AssertionError("waited for a file inotify will report again")
+
+    monkeypatch.setattr(tasks_module, "parse_patiently", no_patience)
+    assert board.list() == []  # half written: not a task, for now
+    assert board.claim_next("alice") is None
+    with open(paths.task(task.id), "r+b") as handle:  # the second go
+        handle.seek(20)
+        handle.write(text[20:].encode())
+    assert [t.subject for t in board.list()] == ["b"]

@@ -124,6 +124,7 @@ def test_subdirectories_are_news_only_when_asked_for(inboxes: Path, subdirectori
         settled(watcher)
         watcher.take_changed(inboxes)
         (inboxes / "bob.json.lock").mkdir()  # a lock directory, as every claim makes
+        (inboxes / ".bob.json.tmp-1").write_text("[5]")  # a write's temporary file
         replace(inboxes / "bob.json", "[5]")  # inotify keeps order: the mkdir is heard first
         names: set[str] = set()
         while "bob.json" not in names:
@@ -132,6 +133,7 @@ def test_subdirectories_are_news_only_when_asked_for(inboxes: Path, subdirectori
             assert changed is not None
             names |= changed
         assert ("bob.json.lock" in names) is subdirectories
+        assert (".bob.json.tmp-1" in names) is subdirectories
 
 
 def test_lost_events_wake_every_watcher_and_say_that_anything_may_have_changed(
@@ -327,3 +329,54 @@ def test_a_directory_watch_armed_again_by_another_watcher_still_says_it_cannot_t
             assert watch.changes() == {"2.json"}
     finally:
         watch.close()
+
+
+def test_subscribers_of_one_directory_each_hear_hidden_names_only_if_they_asked(
+    tmp_path: Path,
+) -> None:
+    """Hidden names (temporary files, private lock directories) are dropped undecoded for a
+    subscriber that does not want them, never for its neighbours on the same directory, nor
+    for a hidden file someone waits for there."""
+    try:
+        notifier = Notifier.shared()
+    except OSError:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    heard: dict[str, list[str | None]] = {"all": [], "visible": [], "waited": []}
+    handles = [
+        notifier.watch_dir(str(tmp_path), heard["visible"].append, passive=True, hidden=False),
+        notifier.watch_dir(str(tmp_path), heard["all"].append, passive=True),
+    ]
+    try:
+        (tmp_path / ".tmp-1").write_text("x")
+        (tmp_path / "1.json").write_text("x")
+        notifier.sync()
+        assert set(heard["visible"]) == {"1.json"}
+        assert set(heard["all"]) == {".tmp-1", "1.json"}
+        notifier.unwatch(handles.pop())  # only the subscriber without hidden names is left
+        handles.append(notifier.watch_file(str(tmp_path / ".later"), heard["waited"].append))
+        (tmp_path / ".later").write_text("x")  # waited for through the directory's watch
+        notifier.sync()
+        assert heard["waited"] and set(heard["waited"]) == {".later"}
+        assert set(heard["visible"]) == {"1.json"}
+    finally:
+        for handle in handles:
+            notifier.unwatch(handle)
+
+
+def test_sync_delivers_more_events_than_one_read_holds(tmp_path: Path) -> None:
+    """`sync` stops reading at the first read that did not fill its buffer: a queue longer
+    than one buffer is still delivered whole before it returns."""
+    try:
+        notifier = Notifier.shared()
+    except OSError:
+        pytest.skip("no inotify instance free (fs.inotify.max_user_instances used up)")
+    heard: set[str | None] = set()
+    handle = notifier.watch_dir(str(tmp_path), heard.add, passive=True)
+    try:
+        names = {f"{n:04d}-{'x' * 60}.json" for n in range(3000)}  # ~80 bytes per event
+        for name in names:
+            (tmp_path / name).write_text("")  # IN_CREATE and IN_CLOSE_WRITE: ~480 KB queued
+        notifier.sync()
+        assert heard == names
+    finally:
+        notifier.unwatch(handle)
