@@ -38,6 +38,19 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_
 NEEDS_A_PROCESS = {"spawn", "restart", "up", "lead", "watch", "wait", "mcp"}
 
 
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """A list whose length says how often `owner.name` was called from now on."""
+    calls: list[int] = []
+    original = getattr(owner, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def swarm(
     *args: str, team: str | None = "t", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

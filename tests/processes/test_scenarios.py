@@ -125,30 +125,27 @@ def on_input(*rules: tuple[str, Turn]) -> Any:
     """A lead script that answers what it was just told: the first rule whose text is in the
     last user message (a person's line or teammate messages) plays its turn, once; after a
     tool call the turn ends with text; anything else is acknowledged."""
-    played: set[int] = set()
-
-    def play(body: dict[str, Any]) -> Turn:
-        last = body["messages"][-1]["content"]
-        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
-            return Turn.text("ok")
-        text = json.dumps(last)
-        for index, (needle, turn) in enumerate(rules):
-            if needle in text and index not in played:
-                played.add(index)
-                return turn
-        return Turn.text("noted")
-
-    return play
+    return _playing(rules, whole_conversation=False)
 
 
 def once_seen(*rules: tuple[str, Turn]) -> Any:
     """A lead script that plays each rule's turn once, as soon as its text is anywhere in the
     conversation (the person's line, a teammate's message, a tool's result); anything else is
     acknowledged."""
+    return _playing(rules, whole_conversation=True)
+
+
+def _playing(rules: tuple[tuple[str, Turn], ...], whole_conversation: bool) -> Any:
     played: set[int] = set()
 
     def play(body: dict[str, Any]) -> Turn:
-        text = json.dumps(body["messages"])
+        last = body["messages"][-1]["content"]
+        if whole_conversation:
+            text = json.dumps(body["messages"])
+        elif any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
+            return Turn.text("ok")
+        else:
+            text = json.dumps(last)
         for index, (needle, turn) in enumerate(rules):
             if needle in text and index not in played:
                 played.add(index)

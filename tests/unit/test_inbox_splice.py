@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import count_calls
 
 from protocols import inbox_splice
 from protocols.inbox import InboxFile, identity_of
@@ -64,20 +65,8 @@ def test_appended_is_what_writing_the_longer_list_gives() -> None:
     assert inbox_splice.appended(dumps_pretty(items), rendered) == dumps_pretty(items + more)
 
 
-def _count(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    calls: list[int] = []
-    original = getattr(InboxFile, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(InboxFile, name, counted)
-    return calls
-
-
 def _unparsed_appends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _count(monkeypatch, "_append_unparsed")
+    return count_calls(monkeypatch, InboxFile, "_append_unparsed")
 
 
 def test_appends_after_a_swarm_commit_do_not_parse_the_inbox(
@@ -85,7 +74,7 @@ def test_appends_after_a_swarm_commit_do_not_parse_the_inbox(
 ) -> None:
     mailbox = Mailbox(team.paths)
     mailbox.send("alice", "first", sender="bob")  # the file was made: parsed once
-    loads = _count(monkeypatch, "parse_locked")
+    loads = count_calls(monkeypatch, InboxFile, "parse_locked")
     fast = _unparsed_appends(monkeypatch)
     for n in range(20):
         mailbox.send("alice", f"message {n}", sender="bob")
@@ -101,7 +90,7 @@ def test_a_file_written_since_by_someone_else_is_parsed_first(
     items = json.loads(paths.inbox("alice").read_text())
     items.append({"from": "cc", "text": "from Claude Code", "timestamp": "t", "read": False})
     paths.inbox("alice").write_text(json.dumps(items, indent=2))  # in place, its own format
-    loads = _count(monkeypatch, "parse_locked")
+    loads = count_calls(monkeypatch, InboxFile, "parse_locked")
     mailbox.send("alice", "second", sender="bob")
     mailbox.send("alice", "third", sender="bob")
     assert len(loads) == 2  # the first send after the foreign write: parsed, then trusted

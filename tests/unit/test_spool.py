@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import count_calls
 from procs import another_process_holding
 
 from protocols.errors import LockTimeout
@@ -307,19 +308,6 @@ def test_a_writer_of_several_entries_that_finds_the_lock_taken_is_carried_whole(
         holder.join(30)
 
 
-def _count_calls(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
-    """A list whose length says how often `owner.name` was called from now on."""
-    calls: list[int] = []
-    original = getattr(owner, name)
-
-    def counted(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, counted)
-    return calls
-
-
 def test_a_lone_send_looks_at_the_spool_and_reads_the_record_once(
     mailbox: Mailbox, paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,9 +316,9 @@ def test_a_lone_send_looks_at_the_spool_and_reads_the_record_once(
     from protocols.inbox import InboxFile
 
     mailbox.send("alice", "first", sender="bob")
-    pending = _count_calls(monkeypatch, Spool, "pending")
-    tail = _count_calls(monkeypatch, InboxFile, "_record_tail")
-    recorded = _count_calls(monkeypatch, InboxFile, "recorded")
+    pending = count_calls(monkeypatch, Spool, "pending")
+    tail = count_calls(monkeypatch, InboxFile, "_record_tail")
+    recorded = count_calls(monkeypatch, InboxFile, "recorded")
     mailbox.send("alice", "second", sender="bob")
     # an append asks the record's tail, not the whole record (`protocols.inbox_splice`)
     assert (len(pending), len(tail), len(recorded)) == (1, 1, 0)
@@ -358,7 +346,7 @@ def test_a_hold_that_carried_spooled_entries_looks_once_more(
             spool.put(new_item("came meanwhile", "dave")).close()
 
     monkeypatch.setattr(inbox_module, "atomic_write_text", write_then_another_comes)
-    pending = _count_calls(monkeypatch, Spool, "pending")
+    pending = count_calls(monkeypatch, Spool, "pending")
     mailbox.send("alice", "own", sender="bob")
     assert texts(paths) == ["waiting", "own", "came meanwhile"]
     assert len(pending) == 2 and names_in(spool) == []
