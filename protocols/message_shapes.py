@@ -170,20 +170,28 @@ SHAPES: dict[str, Shape] = {
 }
 
 
-def decode_plain(text: str) -> Any:
-    """`protocols.messages.decode` of `text`: None for a plain message; a `Plain` for a message
-    that is plainly of its type; else the model, or `MessageValidationError` for a known type
-    with bad fields (pydantic is loaded only then)."""
+def typed_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object with a string ``type``, as a structured message is; else None
+    (a plain message). Text that does not start like an object is not parsed at all."""
     if not text.lstrip().startswith("{"):
-        return None
+        return None  # not a JSON object; and a failed json.loads costs an exception
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         return None
-    kind = value.get("type")
-    shape = SHAPES.get(kind) if isinstance(kind, str) else None
+    return value
+
+
+def decode_plain(text: str) -> Any:
+    """`protocols.messages.decode` of `text`: None for a plain message; a `Plain` for a message
+    that is plainly of its type; else the model, or `MessageValidationError` for a known type
+    with bad fields (pydantic is loaded only then)."""
+    value = typed_object(text)
+    if value is None:
+        return None
+    shape = SHAPES.get(value["type"])
     if shape is None:
         return None
     if shape.accepts(value):

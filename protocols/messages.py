@@ -14,13 +14,13 @@ Unknown extra keys on a known type are kept and re-encoded after the known ones.
 from __future__ import annotations
 
 import functools
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from protocols.errors import MessageValidationError
 from protocols.jsonio import dumps_compact
+from protocols.message_shapes import typed_object
 from protocols.values import PermissionMode as Mode
 
 # a mode's text ("acceptEdits"), in these otherwise strict messages, read as the enum
@@ -252,16 +252,8 @@ def decode(text: str) -> StructuredMessage | None:
 
     Raises `MessageValidationError` for a known ``type`` with invalid fields.
     """
-    if not text.lstrip().startswith("{"):
-        return None  # not a JSON object; and a failed json.loads costs an exception
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    kind = value.get("type")
-    if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+    value = typed_object(text)
+    if value is None or value["type"] not in MESSAGE_TYPES:
         return None
     return from_dict(value)
 
