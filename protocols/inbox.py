@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Callable
@@ -230,6 +231,8 @@ class InboxFile:
             fd = safefs.open_path(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return Loaded([], "[]", None)
+        except safefs.NotRegularFile:  # a FIFO planted as the inbox: moved aside as corrupt
+            return None
         try:
             st = os.fstat(fd)
             signature = signature_of(st)
@@ -290,7 +293,12 @@ class InboxFile:
 
     def _set_aside(self) -> None:
         aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
+        mode = safefs.lstat(self.path).st_mode
         safefs.replace(self.path, aside)
+        if not stat.S_ISREG(mode):
+            kind = safefs.NotRegularFile(self.path, mode)
+            log.error("%s; moved it to %s and started a fresh inbox", kind, aside)
+            return
         log.error(
             "%s did not parse as a JSON array of messages for %.1f s; moved it to %s and "
             "started a fresh inbox (its messages can be recovered from that file)",

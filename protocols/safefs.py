@@ -59,6 +59,33 @@ class LinkRefused(ProtocolsError, OSError):
         )
 
 
+class NotRegularFile(ProtocolsError, OSError):
+    """Something other than a regular file (a FIFO, a socket, a device) where a team file
+    belongs. Opening a FIFO waits for a writer: one planted as an inbox or config.json would
+    hang every reader, so it is refused instead (`open_path`)."""
+
+    def __init__(self, path: StrPath, mode: int) -> None:
+        self.path = str(path)
+        kind = _KINDS.get(stat.S_IFMT(mode), "special file")
+        super().__init__(
+            errno.EINVAL,
+            f"{self.path} is a {kind}, not a regular file: swarm reads and writes only regular "
+            "files in a team's folders; remove it",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[1])
+
+
+_KINDS = {
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFDIR: "directory",
+}
+
+
 class PathRefused(ProtocolsError, ValueError):
     """A path with ``..`` in it (a name read from a file that tries to climb out)."""
 
@@ -150,19 +177,33 @@ def _absolute(path: StrPath) -> str:
 def open_path(path: StrPath, flags: int, mode: int = 0o644) -> int:
     """`os.open` of `path` with no symbolic link followed anywhere in it.
 
-    Raises `LinkRefused` for a link in the way (the final component included).
+    Raises `LinkRefused` for a link in the way (the final component included), and
+    `NotRegularFile` for a FIFO, socket or device at `path` unless `flags` has O_NONBLOCK (the
+    caller then checks what it opened; the descriptor is non-blocking either way, which changes
+    nothing for a regular file).
     """
     text = _absolute(path)
-    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+    # a caller passing O_NONBLOCK checks what it opened itself; for any other a FIFO must not
+    # hang the open (O_NONBLOCK, which changes nothing for a regular file) and is refused
+    guarded = not flags & (os.O_NONBLOCK | os.O_DIRECTORY | os.O_PATH)
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         fd = _openat2(text, flags, mode)
-        return fd if fd is not None else _walk(text, flags, mode)
+        fd = fd if fd is not None else _walk(text, flags, mode)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
             link = _link_on_the_way(text)
             if link is not None:
                 raise LinkRefused(text, link) from None
+        if exc.errno == errno.ENXIO and guarded:  # a FIFO without a reader, a socket
+            raise NotRegularFile(text, os.lstat(text).st_mode) from None
         raise
+    if guarded:
+        mode_now = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode_now):
+            os.close(fd)
+            raise NotRegularFile(text, mode_now)
+    return fd
 
 
 def open_dir(path: StrPath) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -127,6 +128,51 @@ def test_task_files_with_hostile_ids_are_skipped_by_teammates_and_commands(
     board.create("for bob", metadata={"command": "true"})
     wait_for(lambda: completed(paths, "9") or completed(paths, "10"), "a later task")
     assert restarted.poll() is None
+
+
+def swarm_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """`swarm ARGS` as its own process, given 60 s: a command that hangs fails the test."""
+    env = {**os.environ, "SWARM_TEAM": "t"}
+    command = [sys.executable, "-m", "swarm", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_a_fifo_planted_as_an_inbox_or_the_team_file_hangs_nobody(
+    team: TeamFile, procs: Processes, tmp_path: Path
+) -> None:
+    """Opening a FIFO waits for a writer: planted as alice's inbox or as config.json, it hung
+    `swarm status`, `send` and `inbox` for ever. The inbox is now moved aside as a corrupt one
+    is, config.json is refused by an error that names it, and alice lives through both."""
+    paths = team.paths
+    alice = procs.start(teammate_argv("alice"))
+    TaskBoard(paths).create("first", metadata={"command": "true"})
+    wait_for(lambda: completed(paths, "1"), "task 1")
+    inbox = paths.inbox("alice")
+    inbox.unlink(missing_ok=True)
+    os.mkfifo(inbox)
+    for args in (("status",), ("inbox", "alice"), ("send", "alice", "after the FIFO")):
+        done = swarm_process(*args)
+        assert done.returncode == 0, (args, done.stderr)
+    assert stat.S_ISREG(inbox.lstat().st_mode)
+    aside = [p for p in inbox.parent.iterdir() if p.name.startswith("alice.json.corrupt-")]
+    assert len(aside) == 1 and stat.S_ISFIFO(aside[0].lstat().st_mode)
+    assert "after the FIFO" in swarm_process("inbox", "alice").stdout
+
+    good = paths.config.read_bytes()
+    paths.config.unlink()
+    os.mkfifo(paths.config)
+    for args in (("status",), ("send", "alice", "hello"), ("team", "show", "t")):
+        done = swarm_process(*args)
+        assert done.returncode == 1, (args, done.stdout)
+        assert f"{paths.config} is a FIFO, not a regular file" in done.stderr
+        assert "Traceback" not in done.stderr
+    TaskBoard(paths).create("second", metadata={"command": "echo 2 > second.txt"})
+    wait_for(lambda: "problem" in activity(paths, "alice"), "alice to report the team file")
+    assert alice.poll() is None
+    paths.config.unlink()
+    paths.config.write_bytes(good)
+    wait_for(lambda: completed(paths, "2"), "task 2 once the team file is back")
+    assert alice.poll() is None and (tmp_path / "second.txt").exists()
 
 
 def test_a_message_with_a_lone_surrogate_is_no_poison(
