@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import uuid
@@ -799,7 +800,22 @@ class _RecordFold(Generic[S]):
             self._known.clear()
 
 
+# a record line's ``msg_id`` as `dumps_compact` writes it, when it is one `inbox_splice` can
+# search for: the quoted name cannot occur unescaped inside a JSON string, so a line holding it
+# once, whole between braces, has it as its one ``msg_id`` key (messages hold no objects)
+_MSG_ID_FIELD = b'"msg_id"'
+_MSG_ID_VALUE = re.compile(rb'"msg_id":"([A-Za-z0-9._:-]{1,200})"')  # inbox_splice.SAFE_ID
+
+
 def _add_identity(ids: set[str], line: bytes, path: Path) -> None:
+    """Add the identity of the record line `line`: every process parses every line every other
+    process appends (`RecordIndex`), under the inbox's lock, so a line of swarm's or Claude
+    Code's with a plain ``msg_id`` is not parsed as JSON. Any other is."""
+    if line.count(_MSG_ID_FIELD) == 1 and line[:1] == b"{" and line[-1:] == b"}":
+        found = _MSG_ID_VALUE.search(line)
+        if found is not None:
+            ids.add(found.group(1).decode("ascii"))
+            return
     try:
         item = json.loads(line)
     except ValueError:

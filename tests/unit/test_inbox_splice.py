@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 from helpers import count_calls
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from protocols import inbox_splice
-from protocols.inbox import InboxFile, identity_of
+from protocols.inbox import InboxFile, _add_identity, identity_of
 from protocols.jsonio import dumps_pretty
 from protocols.mailbox import Mailbox, new_item
 from protocols.paths import TeamPaths
@@ -169,3 +171,39 @@ def test_appending_without_parsing_leaves_what_parsing_leaves(
             _play(Mailbox(paths, compact_after=8), paths, seed)
         outcomes.append(_outcome(paths))
     assert outcomes[0] == outcomes[1]
+
+
+record_value = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(['"msg_id":"m-1"', '\\"msg_id\\":\\"m-2\\"', "msg_id", "{", "}", "x y"]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+)
+record_key = st.sampled_from(["msg_id", "id", "from", "text", "timestamp", "read", "other"])
+
+
+@given(st.lists(st.tuples(record_key, record_value), max_size=6))
+@example([("msg_id", "m-1"), ("msg_id", None), ("id", "i-1")])  # the last key wins
+@example([("msg_id", "m-1"), ("msg_id", "m-2")])
+@example([("text", "msg_id"), ("msg_id", "m-1")])
+@example([("msg_id", "m 1"), ("id", "i-1")])  # not plain: parsed
+def test_a_record_line_is_known_by_the_identity_its_parse_gives(pairs: list[Any]) -> None:
+    """`RecordIndex` reads a line with one plain ``msg_id`` without parsing it: it must find
+    the identity `json.loads` and `identity_of` would, whatever the line holds (a repeated key,
+    a ``msg_id`` that is not a string or not plain, the key's name inside a text)."""
+    text = "{" + ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in pairs) + "}"
+    line = text.encode("utf-8", "surrogatepass")
+    ids: set[str] = set()
+    _add_identity(ids, line, Path("record"))
+    assert ids == {identity_of(json.loads(line))}
+
+
+def test_a_damaged_record_line_adds_no_identity_unless_its_msg_id_is_plain() -> None:
+    ids: set[str] = set()
+    for line in (b"garbage", b"[1, 2]", b'{"msg_id": 3', b'"msg_id":"m-9"'):
+        _add_identity(ids, line, Path("record"))
+    assert ids == set()
+    # a line whose middle was lost still names its message: it is recorded, if torn
+    _add_identity(ids, b'{"from":"a","te,"msg_id":"m-7"}', Path("record"))
+    assert ids == {"m-7"}
