@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from protocols import safefs
 from protocols.errors import ProtocolsError
 from protocols.paths import config_root
 
@@ -145,7 +146,7 @@ def load_prices(root: Path | None = None) -> PriceTable:
     defaults = default_prices()
     path = prices_path(root)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safefs.read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return PriceTable(defaults, {})
     except OSError as exc:

@@ -59,19 +59,18 @@ class LinkRefused(ProtocolsError, OSError):
         )
 
 
+TEAM_FILES_ONLY = ": swarm reads and writes only regular files in a team's folders; remove it"
+
+
 class NotRegularFile(ProtocolsError, OSError):
     """Something other than a regular file (a FIFO, a socket, a device) where a team file
     belongs. Opening a FIFO waits for a writer: one planted as an inbox or config.json would
     hang every reader, so it is refused instead (`open_path`)."""
 
-    def __init__(self, path: StrPath, mode: int) -> None:
+    def __init__(self, path: StrPath, mode: int, why: str = TEAM_FILES_ONLY) -> None:
         self.path = str(path)
         kind = _KINDS.get(stat.S_IFMT(mode), "special file")
-        super().__init__(
-            errno.EINVAL,
-            f"{self.path} is a {kind}, not a regular file: swarm reads and writes only regular "
-            "files in a team's folders; remove it",
-        )
+        super().__init__(errno.EINVAL, f"{self.path} is a {kind}, not a regular file{why}")
 
     def __str__(self) -> str:
         return str(self.args[1])
@@ -278,6 +277,26 @@ def read_bytes(path: StrPath) -> bytes:
 
 def read_text(path: StrPath) -> str:
     return read_bytes(path).decode("utf-8")
+
+
+def read_regular(path: StrPath) -> bytes:
+    """What a file the user arranged holds (a CLAUDE.md, a skill, settings, a file a tool
+    reads): links are followed, as Claude Code follows them, but anything other than a regular
+    file is refused (`NotRegularFile`) rather than read: reading a FIFO waits for a writer
+    for ever, and a device may never end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise NotRegularFile(path, os.stat(path).st_mode, "") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, st.st_mode, "")
+        return read_fd(fd, st.st_size)
+    finally:
+        os.close(fd)
 
 
 def listdir(path: StrPath) -> list[str]:

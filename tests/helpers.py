@@ -38,6 +38,23 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_
 NEEDS_A_PROCESS = {"spawn", "restart", "up", "lead", "watch", "wait", "mcp"}
 
 
+def finishes(action: Callable[[], object], seconds: float = 30.0) -> object:
+    """What `action` returned or raised, run in a thread: a hang fails the test, not the run."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(action())
+        except BaseException as exc:  # handed to the test to judge
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"{action} still blocked after {seconds} s"
+    return outcome[0]
+
+
 def count_calls(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
     """A list whose length says how often `owner.name` was called from now on."""
     calls: list[int] = []

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocols import safefs
 from protocols.names import checked_component
 from teammate.agent.definitions import AgentDefinition
 from teammate.agent.skills import Skill, catalogue_text, preloaded_text
@@ -70,7 +71,7 @@ def read_with_imports(path: Path, seen: set[Path] | None = None, depth: int = 0)
     seen = seen if seen is not None else set()
     seen.add(path.resolve())
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = safefs.read_regular(path).decode("utf-8", errors="replace")
     except OSError as exc:
         return f"[{path} could not be read: {exc.strerror or exc}]"
     imported = []
@@ -139,7 +140,7 @@ def memory_text(directory: Path) -> str:
     `MEMORY_LINES` lines."""
     index = directory / "MEMORY.md"
     try:
-        lines = index.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = safefs.read_regular(index).decode("utf-8", errors="replace").splitlines()
     except OSError:
         lines = []
     shown = "\n".join(lines[:MEMORY_LINES])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from protocols import safefs
 from protocols.errors import Error
 from protocols.paths import config_root
 from protocols.values import PermissionMode
@@ -201,7 +202,7 @@ def project_agents_dir(project_dir: Path | None = None) -> Path:
 def parse_agent_file(path: Path) -> AgentDefinition:
     """The definition in one agent file; raises `AgentDefinitionError` naming file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safefs.read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentDefinitionError(f"{path}:1: cannot read agent file: {exc}") from None
     return parse_agent_text(text, path)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocols import safefs
 from protocols.errors import Error
 from protocols.values import PermissionMode
 
@@ -131,7 +132,7 @@ def _shifted(key: str, low: Settings) -> str:
 def load_settings(path: Path) -> Settings:
     """One settings file, checked; `SettingsError` names the file and the key."""
     try:
-        value: Any = json.loads(path.read_text(encoding="utf-8"))
+        value: Any = json.loads(safefs.read_regular(path).decode("utf-8"))
     except OSError as exc:
         raise SettingsError(f"cannot read settings {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

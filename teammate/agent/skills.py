@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols import safefs
 from teammate.agent.definitions import AgentDefinitionError, front_matter
 from teammate.permissions.policy import Rule, parse_rule
 
@@ -86,7 +87,7 @@ def discover(project_dir: Path, config_root: Path) -> dict[str, Skill]:
 def load_skill(path: Path) -> Skill | None:
     """The skill in `path`; None (with a warning saying why) when it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = safefs.read_regular(path).decode("utf-8", errors="replace")
     except OSError as exc:
         log.warning("%s: skill skipped: %s", path, exc.strerror or exc)
         return None

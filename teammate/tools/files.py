@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from protocols import safefs
 from teammate.tools.base import ToolContext, ToolError, tool
 
 DEFAULT_READ_LIMIT = 2000
@@ -83,7 +84,7 @@ def _existing_file(ctx: ToolContext, file_path: str) -> Path:
 def _read_text(path: Path) -> str:
     """A file's text; bytes that are not UTF-8 survive a round trip (``surrogateescape``)."""
     try:
-        data = path.read_bytes()
+        data = safefs.read_regular(path)
     except OSError as exc:
         raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
     if b"\0" in data:

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from protocols import safefs
 from teammate.tools.base import ToolContext, ToolError, tool
 from teammate.tools.files import clip, split_lines
 from teammate.tools.patterns import FileFilter, GlobPattern, split_literal_prefix, walk_files
@@ -99,8 +100,7 @@ def _matching_lines(
 def _read_text(path: str) -> str | None:
     """A file's text, or None for one that cannot be read or is binary (has a NUL byte)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = safefs.read_regular(path)
     except OSError:
         return None
     return None if b"\0" in data else data.decode("utf-8", errors="replace")

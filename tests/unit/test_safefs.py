@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import finishes
 
 from protocols import safefs
 
@@ -53,23 +52,6 @@ def test_lstat_describes_a_link_at_the_end_and_refuses_one_on_the_way(tmp_path: 
     assert not safefs.exists(real / "missing") and safefs.exists(real / "file")
 
 
-def _finishes(action: Callable[[], object], seconds: float = 30.0) -> object:
-    """What `action` returned or raised, run in a thread: a hang fails the test, not the run."""
-    outcome: list[object] = []
-
-    def run() -> None:
-        try:
-            outcome.append(action())
-        except BaseException as exc:  # handed to the test to judge
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert outcome, f"{action} still blocked after {seconds} s"
-    return outcome[0]
-
-
 @pytest.mark.parametrize(
     "flags",
     [os.O_RDONLY, os.O_WRONLY, os.O_RDWR, os.O_RDWR | os.O_APPEND, os.O_WRONLY | os.O_CREAT],
@@ -82,20 +64,20 @@ def test_a_fifo_or_a_socket_is_refused_by_every_open_instead_of_hanging_it(
     inbox or config.json hung every reader. It is refused, by a name that says what it is."""
     fifo = tmp_path / "inbox.json"
     os.mkfifo(fifo)
-    refused = _finishes(lambda: safefs.open_path(fifo, flags))
+    refused = finishes(lambda: safefs.open_path(fifo, flags))
     assert isinstance(refused, safefs.NotRegularFile), refused
     assert isinstance(refused, OSError)  # callers that handle an unreadable file handle it
     assert f"{fifo} is a FIFO, not a regular file" in str(refused)
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(tmp_path / "sock.json"))
-        refused = _finishes(lambda: safefs.open_path(tmp_path / "sock.json", flags))
+        refused = finishes(lambda: safefs.open_path(tmp_path / "sock.json", flags))
         assert isinstance(refused, safefs.NotRegularFile), refused
         assert "is a socket, not a regular file" in str(refused)
 
 
 def test_a_caller_passing_o_nonblock_gets_the_fifo_to_check_itself(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
-    fd = _finishes(lambda: safefs.open_path(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK))
+    fd = finishes(lambda: safefs.open_path(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK))
     assert isinstance(fd, int)
     try:
         assert stat.S_ISFIFO(os.fstat(fd).st_mode)
