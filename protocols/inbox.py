@@ -35,13 +35,13 @@ import re
 import stat
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from protocols import inbox_splice, safefs
-from protocols.clock import now_ms
+from protocols import inbox_splice, record_summary, safefs
+from protocols.clock import ms_from_iso, now_ms
 from protocols.errors import LockLost, ProtocolsError
 from protocols.file_cache import Signature, signature_of
 from protocols.jsonio import (
@@ -202,9 +202,11 @@ class InboxFile:
         durability: Durability | None = None,
         lock_timeout: float | None = None,
         parse_retry_s: float = 0.5,
+        record_summary: Path | None = None,
     ) -> None:
         self.path = path
         self.archive = archive
+        self.record_summary = record_summary  # where views keep what they read of the record
         self.durability = durability
         self.lock_timeout = lock_timeout
         self.parse_retry_s = parse_retry_s
@@ -684,7 +686,41 @@ class InboxFile:
         plainly one is read without the model, as a `PlainEntry`."""
         return self._history(plain=True)
 
+    def protocol_history(self) -> list[InboxEntry | PlainEntry]:
+        """The entries of `plain_history` that may be requests to the lead or its answers (their
+        record lines hold one of `record_summary.MARKS`), and every live one, in the same order:
+        all a view needs to tell which requests wait, without parsing the whole record (the
+        record's marked lines are kept in `record_summary`, when this inbox has one)."""
+        if self.record_summary is None:
+            return self.plain_history()
+        lines = record_summary.marked_lines(self.archive, self.record_summary)
+        return self._merged(_plain_entries(lines, self.archive), plain=True)
+
+    def recent_history(self, count: int) -> list[InboxEntry | PlainEntry]:
+        """The last `count` entries of `plain_history`, read from the record's last
+        `record_summary.TAIL_BYTES` and the live file (the whole record when `count` is more
+        than that tail holds). A message recorded before that tail is
+        not in it: a live one older than the tail's first message is taken for one and left
+        out (were it recorded later it would be among the last, as `plain_history` has it)."""
+        if count <= 0:
+            return []
+        lines, whole = record_summary.tail_lines(self.archive)
+        entries = _plain_entries(lines, self.archive)
+        if not whole and len(entries) < count:  # more than the tail holds: read it all
+            return self.plain_history()[-count:]
+        first = None if whole or not entries else ms_from_iso(entries[0].timestamp)
+        merged = self._merged(entries, plain=True, recorded_before=first)
+        return merged[-count:]
+
     def _history(self, plain: bool) -> list[Any]:
+        return self._merged(RecordEntries.entries(self.archive, plain), plain)
+
+    def _merged(
+        self, recorded: Iterable[Any], plain: bool, recorded_before: int | None = None
+    ) -> list[Any]:
+        """The record's entries `recorded`, each once (a live entry's read mark wins; one no
+        longer live was read), then the live entries the record does not hold, but those sent
+        before `recorded_before` (ms; the first message of a record's tail)."""
         live: dict[str, Any] = {}
         for item in self.peek().items:
             entry = read_entry(item, plain)
@@ -692,13 +728,18 @@ class InboxFile:
                 live.setdefault(entry.identity, entry)
         result: list[Any] = []
         shown: set[str] = set()
-        for entry in RecordEntries.entries(self.archive, plain):
+        for entry in recorded:
             identity = entry.identity
             if identity in shown:
                 continue
             shown.add(identity)
             result.append(live.get(identity) or _marked_read(entry))
-        result.extend(e for identity, e in live.items() if identity not in shown)
+        for identity, entry in live.items():
+            if identity in shown:
+                continue
+            sent = ms_from_iso(entry.timestamp) if recorded_before is not None else None
+            if sent is None or recorded_before is None or sent >= recorded_before:
+                result.append(entry)
         return result
 
     def read_archive(self) -> list[InboxEntry]:
@@ -829,6 +870,15 @@ def _add_entry(entries: list[InboxEntry], line: bytes, path: Path) -> None:
         entries.append(entry_of(json.loads(line)))
     except (TypeError, ValueError):
         log.warning("skipping a damaged line in %s", path)
+
+
+def _plain_entries(lines: Iterable[bytes], path: Path) -> list[InboxEntry | PlainEntry]:
+    """The record lines `lines` read as `InboxFile.plain_history` reads them (damaged ones
+    skipped, with a warning)."""
+    entries: list[InboxEntry | PlainEntry] = []
+    for line in lines:
+        _add_plain_entry(entries, line, path)
+    return entries
 
 
 def _add_plain_entry(entries: list[InboxEntry | PlainEntry], line: bytes, path: Path) -> None:

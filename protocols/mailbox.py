@@ -172,6 +172,7 @@ class Mailbox:
                 self.paths.inbox_archive(agent),
                 self.durability,
                 self.lock_timeout,
+                record_summary=self.paths.record_summary(agent),
             )
             if len(self._inboxes) < MAX_KEPT_INBOXES:
                 self._inboxes[agent] = inbox
@@ -378,6 +379,16 @@ class Mailbox:
         """`peek_all` for a reader that only shows the entries: one that is plainly an entry is
         read without the model (`InboxFile.plain_history`)."""
         return self.inbox(agent).plain_history()
+
+    def peek_protocol(self, agent: str) -> list[InboxEntry | PlainEntry]:
+        """The entries of `peek_plain` that may be requests to the lead or its answers, and
+        every live one (`InboxFile.protocol_history`): the whole record is not parsed."""
+        return self.inbox(agent).protocol_history()
+
+    def peek_recent(self, agent: str, count: int) -> list[InboxEntry | PlainEntry]:
+        """The last `count` entries of `peek_plain`, read from the record's tail
+        (`InboxFile.recent_history`)."""
+        return self.inbox(agent).recent_history(count)
 
     def observe(self, agent: str) -> int:
         """Record what others wrote into `agent`'s inbox and swarm has not recorded yet (taking

@@ -318,13 +318,15 @@ def save(
         "crc": zlib.crc32(body),
     }
     try:
-        _write(path, dumps_compact(header).encode() + b"\n" + body)
+        write_cache(path, dumps_compact(header).encode() + b"\n" + body)
     except OSError as exc:  # read-only, full, a link in the way (LinkRefused)
         log.debug("task summary %s not written: %s", path, exc)
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: a temporary file beside it, renamed over it."""
+def write_cache(path: Path, data: bytes) -> None:
+    """Replace the cache file `path` with `data`: a temporary file beside it, renamed over it,
+    not synced (temporary files of writers that died are removed). `OSError` (`LinkRefused`
+    too) if it cannot be written."""
     safefs.makedirs(path.parent)
     dir_fd = safefs.open_dir(path.parent)
     try:

@@ -253,6 +253,14 @@ class PgMailbox:
         """`peek_all` (`Mailbox.peek_plain`: the store hands models)."""
         return self.peek_all(agent)
 
+    def peek_protocol(self, agent: str) -> list[InboxEntry]:
+        """`peek_plain` (`Mailbox.peek_protocol`: the store reads no file to skip)."""
+        return self.peek_plain(agent)
+
+    def peek_recent(self, agent: str, count: int) -> list[InboxEntry]:
+        """The last `count` entries of `peek_plain` (`Mailbox.peek_recent`)."""
+        return self.peek_plain(agent)[-count:] if count > 0 else []
+
     def observe(self, agent: str) -> int:
         """Nothing to record: no reader deletes a stored message (`Mailbox.observe`)."""
         return 0

@@ -185,13 +185,14 @@ def pending_requests(
     paths: TeamPaths, lead: Sequence[Entry] | None = None, members: Sequence[Any] | None = None
 ) -> list[Pending]:
     """Requests to the lead with no answer from the lead yet, oldest first. Reads only (no
-    locks, no writes); `lead` is the lead's archive + inbox, and `members` the team's members
+    locks, no writes); `lead` is the lead's archive + inbox (or those of its entries that may be
+    requests, `Mailbox.peek_protocol`), and `members` the team's members
     (`TeamFile.members`), when the caller already has them. The inboxes are read as a view
-    reads them (`Mailbox.peek_plain`): what is plainly a message needs no model, so ``swarm
-    status`` loads no pydantic for them."""
+    reads them (`Mailbox.peek_protocol`): what is plainly a message needs no model, so ``swarm
+    status`` loads no pydantic for them, and a long record is not parsed whole."""
     mailbox = open_store(paths).mailbox()  # only read: the lead's signer is not needed
     if lead is None:
-        lead = mailbox.peek_plain(LEAD_NAME)
+        lead = mailbox.peek_protocol(LEAD_NAME)
     if members is None:
         members = open_store(paths).team_file().members()
     joined = {m.name: m.joinedAt for m in members}
@@ -206,7 +207,7 @@ def pending_requests(
     # the lead's key is read (and the signature library loaded) only for an answer to check
     by_lead = _lazily(lambda: lead_wrote(paths))
     for name in {entry.from_ for entry, _ in asked}:
-        answered |= {id_ for id_ in _answered_ids(mailbox.peek_plain(name), by_lead)}
+        answered |= {id_ for id_ in _answered_ids(mailbox.peek_protocol(name), by_lead)}
     found: dict[str, Pending] = {}
     for entry, message in asked:
         pending = describe_request(entry, message)

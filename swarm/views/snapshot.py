@@ -170,8 +170,9 @@ def snapshot(
     for task in tasks["in_progress"]:
         working.setdefault(task.owner, task)
     views = [_member_view(paths, m, working, prices, now, judge) for m in members]
-    lead = open_store(paths).mailbox().peek_plain(LEAD_NAME)
-    last = lead[max(0, len(lead) - messages) :]
+    mailbox = open_store(paths).mailbox()
+    lead = mailbox.peek_protocol(LEAD_NAME)  # the requests in the lead's history, not all of it
+    last = mailbox.peek_recent(LEAD_NAME, messages)
     colors = {m.name: m.color for m in members}
     costs = [m.cost_usd for m in views if m.cost_usd is not None]
     return TeamView(
