@@ -145,11 +145,14 @@ class TeamPaths:
         directory, where Claude Code never looks and the board's watchers are not woken."""
         return self.root / "swarm" / "task-summaries" / (self.task_list or self.team)
 
+    @property
+    def record_summaries(self) -> Path:
+        """swarm's summaries of the team's records (`protocols.record_summary`): beside the
+        board's, where Claude Code never looks."""
+        return self.root / "swarm" / "record-summaries" / self.team
+
     def record_summary(self, agent: str) -> Path:
-        """swarm's summary of `agent`'s record (`protocols.record_summary`): beside the board's,
-        where Claude Code never looks."""
-        name = checked_component(agent, "agent name")
-        return self.root / "swarm" / "record-summaries" / self.team / name
+        return self.record_summaries / checked_component(agent, "agent name")
 
     def task(self, task_id: str | int) -> Path:
         return self.tasks_dir / f"{checked_component(str(task_id), 'task id')}.json"

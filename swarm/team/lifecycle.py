@@ -451,6 +451,10 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
     safefs.rmtree(paths.team_dir, missing_ok=store.kind != "files")  # its pointer file, logs
     with contextlib.suppress(OSError):
         safefs.rmtree(paths.tasks_dir, missing_ok=True)
+    with contextlib.suppress(OSError):  # swarm's caches of what was just deleted
+        safefs.rmtree(paths.record_summaries, missing_ok=True)
+    with contextlib.suppress(OSError):
+        safefs.unlink(paths.task_summary, missing_ok=True)
     return results
 
 

@@ -180,7 +180,11 @@ def test_team_delete_refuses_live_members_unless_forced(
 ) -> None:
     swarm("team", "create", "t", team=None)
     spawn("w1", "subprocess", tmp_path)
-    pid = TeamFile(TeamPaths(config_root, "t")).load().member("w1").model_extra["pid"]
+    paths = TeamPaths(config_root, "t")
+    pid = TeamFile(paths).load().member("w1").model_extra["pid"]
+    for cache in (paths.task_summary, paths.record_summary("team-lead")):  # as a view keeps
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("a cache of the team's files")
     refused = swarm("team", "delete", "t", team=None)
     assert refused.returncode == 1 and "live members (w1)" in refused.stderr
     assert (config_root / "teams" / "t" / "config.json").exists()
@@ -188,6 +192,7 @@ def test_team_delete_refuses_live_members_unless_forced(
     assert forced.returncode == 0 and "shut down w1: approved" in forced.stdout
     assert not pid_alive(pid)
     assert not (config_root / "teams" / "t").exists()
+    assert not paths.task_summary.exists() and not paths.record_summaries.exists()
 
 
 def test_inbox_follow_prints_messages_as_they_arrive(team: TeamFile) -> None:
