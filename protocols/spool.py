@@ -47,6 +47,7 @@ import json
 import logging
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,15 +205,9 @@ def _whole_sends(found: list[Spooled]) -> list[Spooled]:
 
 def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
     """The entry in spool file `name`, or None (refused and moved aside, or not whole yet)."""
-    try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-    except FileNotFoundError:
-        return None  # committed and removed by a holder that lost its lock meanwhile
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        _refuse(fd, name, where, "a symbolic link")
-        return None
+    handle = _open_spooled(fd, name, where)
+    if handle is None:
+        return None  # refused, or committed and removed by a holder that lost its lock since
     try:
         try:
             data = safefs.read_fd(handle)
@@ -243,15 +238,9 @@ def _read_entry(fd: int, name: str, where: Path) -> Spooled | None:
 def _read_slot(fd: int, name: str, where: Path) -> list[Spooled]:
     """The entries or read marks in the pending slot `name` ([]: refused, or gone). A slot is
     published whole (`protocols.spool_slot`): one that does not parse is refused at once."""
-    try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-    except FileNotFoundError:
-        return []  # taken back by its writer
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        _refuse(fd, name, where, "a symbolic link")
-        return []
+    handle = _open_spooled(fd, name, where)
+    if handle is None:
+        return []  # refused, or taken back by its writer
     try:
         try:
             data = safefs.read_fd(handle)
@@ -276,6 +265,34 @@ def _read_slot(fd: int, name: str, where: Path) -> list[Spooled]:
     except (ValueError, UnicodeDecodeError) as exc:
         _refuse(fd, name, where, f"not a spool slot ({exc})")
     return []
+
+
+# O_NONBLOCK: the committer holds the inbox's lock, and a FIFO planted under a spool file's
+# name would keep it waiting for a writer for ever (every send to the inbox with it)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _open_spooled(fd: int, name: str, where: Path) -> int | None:
+    """Spool file `name` opened for reading; None if it is gone, or was refused (a link, or
+    not a regular file) and moved aside."""
+    try:
+        handle = os.open(name, _READ_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse(fd, name, where, "a symbolic link")
+            return None
+        if exc.errno == errno.ENXIO:  # a socket
+            _refuse(fd, name, where, "a socket, not a regular file")
+            return None
+        raise
+    mode = os.fstat(handle).st_mode
+    if not stat.S_ISREG(mode):  # a FIFO, a directory, a device
+        os.close(handle)
+        _refuse(fd, name, where, str(safefs.NotRegularFile(name, mode, "")))
+        return None
+    return handle
 
 
 def _refuse(fd: int, name: str, where: Path, why: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import count_calls
+from helpers import count_calls, finishes
 from procs import another_process_holding
 
 from protocols.errors import LockTimeout
@@ -179,14 +179,19 @@ def test_hostile_spool_files_are_moved_aside_and_the_rest_delivered(
     secret.write_text(json.dumps(new_item("from outside", "mallory")))
     (spool.path / "00000000000000000003-1-x.json").symlink_to(secret)
     (spool.path / "00000000000000000004-1-x.json").mkdir()
+    os.mkfifo(spool.path / "00000000000000000005-1-x.json")  # nobody ever writes into them:
+    os.mkfifo(spool.path / "00000000000000000006-1-x.slot")  # an open would wait for ever
     (spool.path / "stray.txt").write_text("x")
     with caplog.at_level(logging.ERROR, logger="protocols.spool"):
-        mailbox.send("alice", "own", sender="bob")
+        sent = finishes(lambda: mailbox.send("alice", "own", sender="bob"))
+    assert not isinstance(sent, BaseException), sent
     assert texts(paths) == ["first", "good", "own"]
     left = names_in(spool)
     assert left and all(name.startswith(REFUSED_PREFIX) for name in left), left
-    assert len(left) == 5
+    assert len(left) == 7
     assert "not JSON" in caplog.text and "symbolic link" in caplog.text
+    assert "is a FIFO, not a regular file" in caplog.text
+    assert "is a directory, not a regular file" in caplog.text
     assert json.loads(secret.read_text())["text"] == "from outside"  # untouched, unread
     mailbox.send("alice", "again", sender="bob")  # refused files are not looked at again
     assert texts(paths)[-1] == "again"
