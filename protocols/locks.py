@@ -395,13 +395,40 @@ class FileGuard:
         return signature_of(st)
 
     def _open_flock_file(self) -> int:
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            return os.open(self._name + ".flock", flags, 0o644, dir_fd=self._locks_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise safefs.LinkRefused(self.flock_path) from None
-            raise
+        """swarm's own lock file of the target, made if missing. One that is not a regular
+        file (a FIFO, a socket, a directory: planted, as swarm makes only files here) is moved
+        aside and made again: nobody can hold a lock through it, as no record can be read from
+        it, so no holder is cut off."""
+        name = self._name + ".flock"
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        for attempt in range(2):
+            try:
+                fd = os.open(name, flags, 0o644, dir_fd=self._locks_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise safefs.LinkRefused(self.flock_path) from None
+                if exc.errno not in (errno.ENXIO, errno.EISDIR) or attempt:  # a socket, a dir
+                    raise
+                self._set_aside(name)
+                continue
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode):
+                return fd
+            os.close(fd)
+            if attempt:
+                raise safefs.NotRegularFile(self.flock_path, mode)
+            self._set_aside(name)
+        raise AssertionError("unreachable")
+
+    def _set_aside(self, name: str) -> None:
+        aside = f".refused-{name}-{time.time_ns()}"
+        with contextlib.suppress(FileNotFoundError):  # another process did it first
+            os.rename(name, aside, src_dir_fd=self._locks_fd, dst_dir_fd=self._locks_fd)
+            log.error(
+                "%s was not a regular file (planted?); moved it to %s and made it again",
+                self.flock_path,
+                aside,
+            )
 
     def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
         """Wait for the kernel lock; False if `done()` turned true first (not taken).

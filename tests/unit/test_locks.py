@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import time
 from pathlib import Path
 
 import pytest
+from helpers import finishes
 
 from protocols.errors import LockTimeout
 from protocols.locks import FileGuard, _Refresher, flock_path_for, lock_dir_for
@@ -179,3 +181,34 @@ def test_a_kept_lock_directory_left_by_a_killed_holder_is_taken_over_at_once(
     with FileGuard(target, timeout=2, keep_lock_dir=True):  # well inside the stale window
         assert lock_dir_for(target).is_dir()
     assert not lock_dir_for(target).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "directory"])
+def test_a_flock_file_that_is_not_a_file_is_moved_aside_and_made_again(
+    target: Path, kind: str
+) -> None:
+    """swarm's own lock file planted as a FIFO, a socket or a directory: before, every lock of
+    the target failed with "Illegal seek" (a FIFO) or worse; now it is set aside and the lock
+    works, exclusive as ever."""
+    flock = flock_path_for(target)
+    flock.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(flock)
+    elif kind == "directory":
+        flock.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    if kind == "socket":
+        server.bind(str(flock))
+    try:
+        guard = FileGuard(target, timeout=5)
+        taken = finishes(guard.acquire)
+        assert not isinstance(taken, BaseException), taken
+        assert finishes(lambda: FileGuard(target, timeout=0.3).acquire()).__class__ is LockTimeout
+        guard.release()
+    finally:
+        server.close()
+    assert flock.is_file() and not flock.is_symlink()
+    aside = [p for p in flock.parent.iterdir() if p.name.startswith(f".refused-{flock.name}-")]
+    assert len(aside) == 1
+    with FileGuard(target, timeout=5):
+        pass
