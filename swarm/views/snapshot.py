@@ -1,14 +1,16 @@
 """A read-only view of a team at one moment, for `swarm status` and `swarm watch`.
 
-`snapshot` reads the team file, the status files, the task board, the lead's inbox (and its
-archive), the inboxes of members with a request waiting, and the legacy permission files, and
+`snapshot` reads the team file, the status files, the task board, the lead's inbox and the
+end of its record, the lines of the records that may hold requests or answers (kept in the
+records' summaries, `protocols.record_summary`: a long record is not read whole), the inboxes
+of members with a request waiting, and the legacy permission files, and
 returns plain frozen values. A member's sub-agents come from its status file (its running ones
 and the last few finished ones), each priced on its own model (else the member's); their tokens
 are already in the member's, so nothing adds them twice. It never writes a team file: inboxes
 are read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing
-is marked read; a look with ``once`` (``swarm status``) may rewrite the board's summary, swarm's
-own cache (`protocols.task_summary`). The lead's inbox is read once, for both the last
-messages and `pending_requests`. Its strings are as the files hold them (a teammate may have
+is marked read; a look may rewrite swarm's own caches: with ``once`` (``swarm status``) the
+board's summary (`protocols.task_summary`), and the records' summaries. Its strings are as the
+files hold them (a teammate may have
 written them): `status_table` and `dashboard` escape them.
 """
 
