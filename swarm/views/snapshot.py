@@ -10,8 +10,7 @@ are already in the member's, so nothing adds them twice. It never writes a team 
 are read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing
 is marked read; a look may rewrite swarm's own caches: with ``once`` (``swarm status``) the
 board's summary (`protocols.task_summary`), and the records' summaries. Its strings are as the
-files hold them (a teammate may have
-written them): `status_table` and `dashboard` escape them.
+files hold them (a teammate may have written them): `status_table` and `dashboard` escape them.
 """
 
 from __future__ import annotations
