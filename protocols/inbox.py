@@ -555,7 +555,7 @@ class InboxFile:
         atomic_write_text(self.path, loaded.text, self.durability)
         try:  # as `append_locked`: not synced here; compaction syncs the record first
             lines = "".join(dumps_compact(i) + "\n" for i in fresh)
-            append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=False)
+            self._append_record(lines.encode("utf-8"), sync=False)
         except (OSError, ProtocolsError) as exc:  # delivered: compaction records it
             log.error("%s: the message was delivered but not recorded: %s", self.archive, exc)
 
@@ -649,10 +649,34 @@ class InboxFile:
         fresh = self.unrecorded(items, identities, known)
         if fresh:
             lines = "".join(dumps_compact(i) + "\n" for i in fresh)
-            append_durably(self.archive, lines.encode("utf-8"), self.durability, sync=sync)
+            self._append_record(lines.encode("utf-8"), sync=sync)
         elif sync:
-            sync_file(self.archive, self.durability)
+            try:
+                sync_file(self.archive, self.durability)
+            except safefs.NotRegularFile:  # nothing was ever written into it
+                self._set_record_aside()
         return len(fresh)
+
+    def _append_record(self, data: bytes, sync: bool) -> None:
+        """Append `data` to the record (lock held). A record that is not a regular file (a
+        FIFO planted there: every append failed, so no compaction could ever happen and the
+        owner could mark nothing read) is moved aside as a corrupt inbox is, and a fresh one
+        started."""
+        try:
+            append_durably(self.archive, data, self.durability, sync=sync)
+        except safefs.NotRegularFile:
+            self._set_record_aside()
+            append_durably(self.archive, data, self.durability, sync=sync)
+
+    def _set_record_aside(self) -> None:
+        aside = self.archive.with_name(f"{self.archive.name}.corrupt-{now_ms()}")
+        mode = safefs.lstat(self.archive).st_mode
+        safefs.replace(self.archive, aside)
+        log.error(
+            "%s; moved it to %s and started a fresh record",
+            safefs.NotRegularFile(self.archive, mode, ""),
+            aside,
+        )
 
     def archive_tail(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> list[dict[str, Any]]:
         """The raw entries in the last `tail_bytes` of the record, oldest first."""

@@ -47,7 +47,7 @@ def marked_lines(record: Path, summary: Path) -> list[bytes]:
     record). A link in place of the record raises `safefs.LinkRefused`."""
     try:
         fd = safefs.open_path(record, os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, safefs.NotRegularFile):  # a FIFO: its next write moves it aside
         return []
     try:
         st = os.fstat(fd)
@@ -67,7 +67,7 @@ def tail_lines(record: Path, tail_bytes: int = TAIL_BYTES) -> tuple[list[bytes],
     only if it starts there), and whether they are all the record has (no record: none)."""
     try:
         fd = safefs.open_path(record, os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, safefs.NotRegularFile):
         return [], True
     try:
         size = os.fstat(fd).st_size

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers import finishes
 
 from protocols import inbox as inbox_module
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
@@ -355,3 +356,31 @@ def test_the_record_is_parsed_once_then_only_what_was_appended(
     assert mailbox.read_archive("alice")[-1].text == "torn"
     archive.write_bytes(archive.read_bytes().splitlines(keepends=True)[0])  # replaced, shorter
     assert [e.text for e in mailbox.read_archive("alice")] == ["one"]
+
+
+def test_a_fifo_planted_as_the_record_is_moved_aside_and_reading_goes_on(
+    mailbox: Mailbox, paths: TeamPaths, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every append to a record that is a FIFO failed, so no read entry could leave the live
+    inbox and the owner could mark nothing read: its messages came back for ever."""
+    mailbox.send("alice", "before", sender="team-lead")
+    record = paths.inbox_archive("alice")
+    record.unlink()
+    os.mkfifo(record)
+    for look in (lambda: mailbox.peek_recent("alice", 3), lambda: mailbox.peek_protocol("alice")):
+        seen = finishes(look)  # a view reads no record from it, and the live inbox as it is
+        assert isinstance(seen, list) and [e.text for e in seen] == ["before"], seen
+    for n in range(40):  # past compaction (32 read entries)
+        mailbox.send("alice", f"m{n}", sender="team-lead")
+    with caplog.at_level(logging.ERROR):
+        got = finishes(lambda: mailbox.read_unread("alice"))
+        assert isinstance(got, list) and len(got) == 41
+        assert finishes(lambda: mailbox.mark_read("alice", got)) == 41
+    assert mailbox.read_unread("alice") == []
+    assert record.is_file()  # a fresh record
+    aside = [p for p in record.parent.iterdir() if p.name.startswith(f"{record.name}.corrupt-")]
+    assert len(aside) == 1 and aside[0].is_fifo()
+    assert "is a FIFO, not a regular file; moved it to" in caplog.text
+    history = [e.text for e in mailbox.peek_all("alice")]
+    # "before" was in the record the FIFO replaced: recorded again as it left the live inbox
+    assert history == [f"m{n}" for n in range(40)] + ["before"]
