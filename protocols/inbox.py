@@ -295,13 +295,9 @@ class InboxFile:
             loaded.items, loaded.text = [], "[]"
 
     def _set_aside(self) -> None:
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms()}")
-        mode = safefs.lstat(self.path).st_mode
-        safefs.replace(self.path, aside)
-        if not stat.S_ISREG(mode):
-            kind = safefs.NotRegularFile(self.path, mode)
-            log.error("%s; moved it to %s and started a fresh inbox", kind, aside)
-            return
+        aside = _move_aside(self.path, "inbox")
+        if aside is None:
+            return  # not a regular file: said
         log.error(
             "%s did not parse as a JSON array of messages for %.1f s; moved it to %s and "
             "started a fresh inbox (its messages can be recovered from that file)",
@@ -654,7 +650,7 @@ class InboxFile:
             try:
                 sync_file(self.archive, self.durability)
             except safefs.NotRegularFile:  # nothing was ever written into it
-                self._set_record_aside()
+                _move_aside(self.archive, "record")
         return len(fresh)
 
     def _append_record(self, data: bytes, sync: bool) -> None:
@@ -665,18 +661,8 @@ class InboxFile:
         try:
             append_durably(self.archive, data, self.durability, sync=sync)
         except safefs.NotRegularFile:
-            self._set_record_aside()
+            _move_aside(self.archive, "record")
             append_durably(self.archive, data, self.durability, sync=sync)
-
-    def _set_record_aside(self) -> None:
-        aside = self.archive.with_name(f"{self.archive.name}.corrupt-{now_ms()}")
-        mode = safefs.lstat(self.archive).st_mode
-        safefs.replace(self.archive, aside)
-        log.error(
-            "%s; moved it to %s and started a fresh record",
-            safefs.NotRegularFile(self.archive, mode, ""),
-            aside,
-        )
 
     def archive_tail(self, tail_bytes: int = ARCHIVE_TAIL_BYTES) -> list[dict[str, Any]]:
         """The raw entries in the last `tail_bytes` of the record, oldest first."""
@@ -894,6 +880,21 @@ def _add_entry(entries: list[InboxEntry], line: bytes, path: Path) -> None:
         entries.append(entry_of(json.loads(line)))
     except (TypeError, ValueError):
         log.warning("skipping a damaged line in %s", path)
+
+
+def _move_aside(path: Path, what: str) -> Path | None:
+    """Move the broken file `path` (lock held) to ``<name>.corrupt-<ms>`` beside it, for a
+    fresh one to be started. For one that is not a regular file (a FIFO planted there) the
+    error is logged here and None returned; otherwise the caller says why, with the path
+    returned."""
+    aside = path.with_name(f"{path.name}.corrupt-{now_ms()}")
+    mode = safefs.lstat(path).st_mode
+    safefs.replace(path, aside)
+    if stat.S_ISREG(mode):
+        return aside
+    kind = safefs.NotRegularFile(path, mode, "")
+    log.error("%s; moved it to %s and started a fresh %s", kind, aside, what)
+    return None
 
 
 def _plain_entries(lines: Iterable[bytes], path: Path) -> list[InboxEntry | PlainEntry]:

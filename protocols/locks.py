@@ -399,26 +399,14 @@ class FileGuard:
         file (a FIFO, a socket, a directory: planted, as swarm makes only files here) is moved
         aside and made again: nobody can hold a lock through it, as no record can be read from
         it, so no holder is cut off."""
-        name = self._name + ".flock"
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        for attempt in range(2):
-            try:
-                fd = os.open(name, flags, 0o644, dir_fd=self._locks_fd)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise safefs.LinkRefused(self.flock_path) from None
-                if exc.errno not in (errno.ENXIO, errno.EISDIR) or attempt:  # a socket, a dir
-                    raise
-                self._set_aside(name)
-                continue
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISREG(mode):
-                return fd
-            os.close(fd)
-            if attempt:
-                raise safefs.NotRegularFile(self.flock_path, mode)
+        locks_fd, name = self._locks_fd, self._name + ".flock"
+        assert locks_fd is not None, "the lock's directories are open"
+        flags = os.O_RDWR | os.O_CREAT
+        try:
+            return safefs.open_at(locks_fd, name, flags, shown=self.flock_path)
+        except safefs.NotRegularFile:
             self._set_aside(name)
-        raise AssertionError("unreachable")
+        return safefs.open_at(locks_fd, name, flags, shown=self.flock_path)
 
     def _set_aside(self, name: str) -> None:
         aside = f".refused-{name}-{time.time_ns()}"

@@ -194,14 +194,44 @@ def open_path(path: StrPath, flags: int, mode: int = 0o644) -> int:
             link = _link_on_the_way(text)
             if link is not None:
                 raise LinkRefused(text, link) from None
-        if exc.errno == errno.ENXIO and guarded:  # a FIFO without a reader, a socket
+        if exc.errno == errno.ENXIO and guarded:  # a socket
             raise NotRegularFile(text, os.lstat(text).st_mode) from None
         raise
-    if guarded:
-        mode_now = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode_now):
-            os.close(fd)
-            raise NotRegularFile(text, mode_now)
+    return _regular(fd, text) if guarded else fd
+
+
+def open_at(
+    dir_fd: int,
+    name: str,
+    flags: int,
+    mode: int = 0o644,
+    shown: StrPath | None = None,
+    why: str = TEAM_FILES_ONLY,
+) -> int:
+    """`os.open` of `name` in the directory `dir_fd` (opened safely by the caller): a link
+    there is refused (`LinkRefused`), and so is anything but a regular file
+    (`NotRegularFile`, its message ending with `why`), without waiting on a FIFO. `shown`: the
+    path the errors name (`name` by default)."""
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    where = shown if shown is not None else name
+    try:
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkRefused(where) from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a socket; a directory opened to write
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            raise NotRegularFile(where, st.st_mode, why) from None
+        raise
+    return _regular(fd, where, why)
+
+
+def _regular(fd: int, path: StrPath, why: str = TEAM_FILES_ONLY) -> int:
+    """`fd` if it is a regular file's; else it is closed and `NotRegularFile` raised."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, mode, why)
     return fd
 
 
@@ -285,16 +315,13 @@ def read_regular(path: StrPath) -> bytes:
     file is refused (`NotRegularFile`) rather than read: reading a FIFO waits for a writer
     for ever, and a device may never end."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = _regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path, "")
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket
             raise NotRegularFile(path, os.stat(path).st_mode, "") from None
         raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(path, st.st_mode, "")
-        return read_fd(fd, st.st_size)
+        return read_fd(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
 

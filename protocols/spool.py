@@ -42,12 +42,10 @@ What stays true:
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,32 +265,19 @@ def _read_slot(fd: int, name: str, where: Path) -> list[Spooled]:
     return []
 
 
-# O_NONBLOCK: the committer holds the inbox's lock, and a FIFO planted under a spool file's
-# name would keep it waiting for a writer for ever (every send to the inbox with it)
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-
-
 def _open_spooled(fd: int, name: str, where: Path) -> int | None:
     """Spool file `name` opened for reading; None if it is gone, or was refused (a link, or
-    not a regular file) and moved aside."""
+    not a regular file: a FIFO would keep the committer, which holds the inbox's lock,
+    waiting for ever) and moved aside."""
     try:
-        handle = os.open(name, _READ_FLAGS, dir_fd=fd)
+        return safefs.open_at(fd, name, os.O_RDONLY, why="")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            _refuse(fd, name, where, "a symbolic link")
-            return None
-        if exc.errno == errno.ENXIO:  # a socket
-            _refuse(fd, name, where, "a socket, not a regular file")
-            return None
-        raise
-    mode = os.fstat(handle).st_mode
-    if not stat.S_ISREG(mode):  # a FIFO, a directory, a device
-        os.close(handle)
-        _refuse(fd, name, where, str(safefs.NotRegularFile(name, mode, "")))
-        return None
-    return handle
+    except safefs.LinkRefused:
+        _refuse(fd, name, where, "a symbolic link")
+    except safefs.NotRegularFile as exc:
+        _refuse(fd, name, where, str(exc))
+    return None
 
 
 def _refuse(fd: int, name: str, where: Path, why: str) -> None:

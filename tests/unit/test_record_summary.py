@@ -131,7 +131,7 @@ def test_the_summary_is_read_from_where_it_stopped_and_dropped_when_the_record_c
     scanned: list[int] = []
     real = record_summary._marked
 
-    def scanning(data: memoryview) -> list[bytes]:
+    def scanning(data: bytes) -> list[bytes]:
         scanned.append(len(data))
         return real(data)
 
