@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -107,8 +107,8 @@ def make_board(paths: TeamPaths, tasks: int, block_every: int) -> dict[str, list
             spec = NewTask(f"task {n}", f"benchmark task number {n}")
             if n % block_every == 0 and n > 1:  # blocked by n - 1: in this batch or before it
                 before = n - 1 - first
-                spec = replace(spec, after=(before,)) if before >= 0 else spec
-                spec = spec if before >= 0 else replace(spec, blocked_by=(str(n - 1),))
+                spec = spec._replace(after=(before,)) if before >= 0 else spec
+                spec = spec if before >= 0 else spec._replace(blocked_by=(str(n - 1),))
             specs.append(spec)
         for task in board.create_many(specs):
             blocked_by[task.id] = list(task.blockedBy)

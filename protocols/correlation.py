@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.clock import ms_from_iso, now_ms
@@ -102,11 +101,11 @@ def _response_to() -> dict[type, type]:
     }
 
 
-@dataclass
 class PendingRequests:
     """Requests this process sent and has not had answered, keyed by request id."""
 
-    outstanding: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, outstanding: dict[str, Any] | None = None) -> None:
+        self.outstanding: dict[str, Any] = {} if outstanding is None else outstanding
 
     def add(self, request: Any) -> str:
         rid = request_id_of(request)

@@ -34,11 +34,9 @@ import os
 import re
 import stat
 import threading
-import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from protocols import inbox_splice, record_summary, safefs
 from protocols.clock import ms_from_iso, now_ms
@@ -70,11 +68,13 @@ COMMIT_ROUNDS = 2  # a hold commits what was spooled, then once more what came m
 MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
 # swarm's msg_id is a UUID derived from its own id, so a send repeated with the same id (a retry
 # after a failure) carries the same msg_id, and the two ids never disagree
-_MSG_ID_NAMESPACE = uuid.UUID("6f1c2a4e-5b0d-4c7e-9a51-3e2f7d8b9c10")
+_MSG_ID_NAMESPACE = "6f1c2a4e-5b0d-4c7e-9a51-3e2f7d8b9c10"
 
 
 def msg_id_for(swarm_id: str) -> str:
-    return str(uuid.uuid5(_MSG_ID_NAMESPACE, swarm_id))
+    import uuid  # (here: uuid loads platform, ~2 ms a ``swarm status`` that sends nothing pays)
+
+    return str(uuid.uuid5(uuid.UUID(_MSG_ID_NAMESPACE), swarm_id))
 
 
 def identity_of(item: dict[str, Any]) -> str:
@@ -758,8 +758,7 @@ class InboxFile:
         return RecordEntries.entries(self.archive)
 
 
-@dataclass(frozen=True)
-class Committed:
+class Committed(NamedTuple):
     """What one commit round took: spooled files and own entries, and own read marks set."""
 
     taken: int

@@ -17,9 +17,8 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 TOKEN_VARIABLE = "SWARM_PROCESS_TOKEN"
 _PROC = Path("/proc")
@@ -82,8 +81,7 @@ def new_token() -> str:
     return os.urandom(8).hex()  # secrets.token_hex, without loading hmac and OpenSSL
 
 
-@dataclass(frozen=True)
-class ProcessIdentity:
+class ProcessIdentity(NamedTuple):
     """One process: its pid, when it started, and the token its descendants carry."""
 
     pid: int

@@ -25,9 +25,8 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocols import safefs
 from protocols.errors import ProtocolsError
@@ -55,8 +54,7 @@ def resolve_model(name: str, environ: Mapping[str, str] | None = None) -> str:
     return name.strip()
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(NamedTuple):
     """USD per million tokens."""
 
     input: float
@@ -88,8 +86,7 @@ def default_prices() -> dict[str, Price]:
     return table
 
 
-@dataclass(frozen=True)
-class PriceTable:
+class PriceTable(NamedTuple):
     """The defaults and the overrides from the prices file, kept apart for the lookup order."""
 
     defaults: Mapping[str, Price]
@@ -164,7 +161,7 @@ def load_prices(root: Path | None = None) -> PriceTable:
 
 
 def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Price]) -> Price:
-    names = [f.name for f in fields(Price)]
+    names = list(Price._fields)
     allowed = ", ".join(names)
     if not isinstance(value, dict):
         raise PriceFileError(f"{path}: {key!r} must be an object with the prices {allowed}")
@@ -184,7 +181,7 @@ def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Price]
             )
     base = defaults.get(key.lower())
     if base is not None:
-        return replace(base, **{k: float(v) for k, v in value.items()})
+        return base._replace(**{k: float(v) for k, v in value.items()})
     missing = [n for n in names if n not in value]
     if missing:
         raise PriceFileError(

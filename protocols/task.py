@@ -18,10 +18,9 @@ keeps no worker busy, until someone retries it (`TaskBoard.retry`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from protocols.values import TaskStatus
 
@@ -42,13 +41,12 @@ class ClaimFailure(StrEnum):
     AGENT_BUSY = "agent_busy"
 
 
-@dataclass
-class ClaimResult:
+class ClaimResult(NamedTuple):
     success: bool
     task: Task | None = None
     reason: ClaimFailure | None = None
-    blocked_by: list[str] = field(default_factory=list)
-    busy_with: list[str] = field(default_factory=list)
+    blocked_by: Sequence[str] = ()
+    busy_with: Sequence[str] = ()
     # the claim's fencing token on a store that fences (PostgreSQL): changes by the claimer pass
     # it back, and are refused once the task was claimed again; None on the file board
     epoch: int | None = None

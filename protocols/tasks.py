@@ -31,8 +31,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from protocols import safefs, task_summary
 from protocols.clock import now_iso
@@ -74,8 +73,7 @@ PARSE_RETRY_S = 0.2
 FRESH_S = 2.0
 
 
-@dataclass(frozen=True)
-class NewTask:
+class NewTask(NamedTuple):
     """A task to create. `blocked_by` names existing tasks by id; `after` names tasks of the
     same batch by their index in it (earlier or later)."""
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocols import safefs
 from protocols.clock import ms_from_iso, now_iso
@@ -65,8 +64,7 @@ class AlreadyAnswered(ProtocolsError):
     """Another answer to the request was given first; the message says which and by whom."""
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     id: str
     kind: str  # permission_request | sandbox_permission_request | plan_approval_request | file
     teammate: str

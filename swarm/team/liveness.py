@@ -17,8 +17,8 @@ files it judges by process exactly as `member_state` does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -95,12 +95,11 @@ def member_host(member: AnyMember) -> str | None:
     return host if isinstance(host, str) and host else None
 
 
-@dataclass(frozen=True)
-class Liveness:
+class Liveness(NamedTuple):
     """How one team's members are judged: by process (files: `leases` None), or by lease."""
 
     leases: Mapping[str, Lease] | None = None
-    hosts: Mapping[str, bool] = field(default_factory=dict)  # host name: alive
+    hosts: Mapping[str, bool] = MappingProxyType({})  # host name: alive (never changed)
 
     def state(self, member: AnyMember) -> MemberState:
         entry = member_entry(member)

@@ -15,8 +15,8 @@ files hold them (a teammate may have written them): `status_table` and `dashboar
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
@@ -50,8 +50,7 @@ READERS_KEPT = 8
 _READERS: dict[TeamPaths, tuple[AnyTeamFile, AnyTaskBoard]] = {}
 
 
-@dataclass(frozen=True)
-class SubAgentView:
+class SubAgentView(NamedTuple):
     """One sub-agent of a member, as its member's status file lists it."""
 
     agent_id: str
@@ -76,8 +75,7 @@ class SubAgentView:
         return self.state == "running"
 
 
-@dataclass(frozen=True)
-class MemberView:
+class MemberView(NamedTuple):
     name: str
     color: str | None
     state: str  # lead | working | waiting | idle | dead | starting | over budget
@@ -91,9 +89,9 @@ class MemberView:
     cost_usd: float | None
     pid: int | None
     backend: str | None
-    subagents: list[SubAgentView] = field(default_factory=list)  # running, then recent
+    subagents: Sequence[SubAgentView] = ()  # running, then recent
     # its MCP servers: {"name", "state", "error", "tools", "transport"} (status file)
-    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    mcp_servers: Sequence[dict[str, Any]] = ()
     # its limits and spend, when it has a limit: maxCostUsd, maxTokens, costUsd, tokens, over,
     # reason (`protocols.status.BudgetStatus`)
     budget: dict[str, Any] | None = None
@@ -109,8 +107,7 @@ class MemberView:
         return [s for s in self.subagents if s.running]
 
 
-@dataclass(frozen=True)
-class RequestView:
+class RequestView(NamedTuple):
     id: str
     kind: str
     teammate: str
@@ -121,16 +118,14 @@ class RequestView:
     agent: str | None = None  # the member's sub-agent that asked (a label: `Pending.agent`)
 
 
-@dataclass(frozen=True)
-class MessageView:
+class MessageView(NamedTuple):
     sender: str
     color: str | None
     text: str  # one line, at most TEXT_MAX characters
     age_s: float | None
 
 
-@dataclass(frozen=True)
-class TeamView:
+class TeamView(NamedTuple):
     team: str
     members: list[MemberView]
     tasks: dict[str, list[TaskLike]]  # pending, in_progress, completed: each by id (failed apart)
@@ -302,14 +297,22 @@ def to_json(view: TeamView) -> dict[str, Any]:
     """`view` as JSON-ready values (tasks as their files hold them)."""
     return {
         "team": view.team,
-        "members": [asdict(m) for m in view.members],
+        "members": [_member_json(m) for m in view.members],
         "tasks": {s: [t.to_json_dict() for t in listed] for s, listed in view.tasks.items()},
         "failed": [{**t.to_json_dict(), "failure": t.failure} for t in view.failed],
         "blocked": {k: list(v) for k, v in view.blocked.items()},
-        "requests": [asdict(r) for r in view.requests],
-        "messages": [asdict(m) for m in view.messages],
+        "requests": [r._asdict() for r in view.requests],
+        "messages": [m._asdict() for m in view.messages],
         "usage": dict(view.usage),
         "cost_usd": view.cost_usd,
+    }
+
+
+def _member_json(member: MemberView) -> dict[str, Any]:
+    return {
+        **member._asdict(),
+        "subagents": [s._asdict() for s in member.subagents],
+        "mcp_servers": list(member.mcp_servers),
     }
 
 
