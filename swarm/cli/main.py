@@ -7,10 +7,6 @@ one line on stderr with exit code 1; ``swarm --debug ...`` shows the traceback i
 
 from __future__ import annotations
 
-import atexit
-import errno
-import functools
-import gc
 import importlib
 import sys
 
@@ -18,6 +14,7 @@ import click
 
 from protocols.errors import Error
 from protocols.printable import printable
+from swarm.cli.quick import no_last_collection, os_error_text
 
 # each command's module is imported only when that command runs, so `swarm send` does not load
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
@@ -235,7 +232,7 @@ def _remember_store(ctx: click.Context, value: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _no_last_collection()
+    no_last_collection()
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="swarm", standalone_mode=False)
@@ -258,28 +255,3 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"swarm: error: {printable(os_error_text(exc))}", err=True)
         return 1
     return 0
-
-
-@functools.cache
-def _no_last_collection() -> None:
-    """At exit, skip the interpreter's last pass of the cycle collector over every object still
-    alive (~7 ms of a ~100 ms ``swarm status``): the process's end frees them all the same, and
-    Python does not promise to finalize objects alive at exit anyway. Once per process."""
-    atexit.register(gc.freeze)
-
-
-def os_error_text(exc: OSError) -> str:
-    """One line for a failed file operation: what failed, where, and what can be done."""
-    where = f": {exc.filename}" if exc.filename else ""
-    what = exc.strerror or str(exc)
-    hint = {
-        errno.ENOSPC: "free some space and try again; nothing was half written",
-        errno.EDQUOT: "the disk quota is used up; free some space and try again",
-        errno.EROFS: "the config root is on a read-only file system; set CLAUDE_CONFIG_DIR to a "
-        "writable directory",
-        errno.EACCES: "no permission; check the owner and mode of the config root "
-        "(CLAUDE_CONFIG_DIR)",
-        errno.EPERM: "not permitted; check the owner and mode of the config root "
-        "(CLAUDE_CONFIG_DIR)",
-    }.get(exc.errno or 0, "")
-    return f"{what}{where}" + (f" ({hint})" if hint else "")

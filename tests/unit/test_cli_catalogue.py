@@ -40,7 +40,8 @@ def test_the_summary_in_the_catalogue_is_the_commands_own(name: str) -> None:
 
 def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None:
     loaded = _modules_after(["--help"], tmp_path)
-    assert not [m for m in loaded if m.startswith("swarm.cli.") and m != "swarm.cli.main"]
+    entry = ("swarm.cli.main", "swarm.cli.quick")
+    assert not [m for m in loaded if m.startswith("swarm.cli.") and m not in entry]
     out = subprocess.run(
         [sys.executable, "-m", "swarm", "--help"], capture_output=True, text=True, check=True
     ).stdout
@@ -63,6 +64,21 @@ def test_the_everyday_commands_load_nothing_heavy(argv: list[str], tmp_path: Pat
     loaded = _modules_after(argv, tmp_path)
     heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == [], f"`swarm {' '.join(argv)}` imported {heavy}"
+
+
+# what a plain `swarm status` leaves out, each a few ms of its ~90 (bench/dashboard.py): click
+# (`swarm.cli.quick` answers it), dataclasses (each class is code compiled at import, ~1 ms;
+# its views are NamedTuples) and the inspect it loads, uuid (it loads platform)
+NOT_FOR_A_STATUS = ("click", "swarm.cli.main", "dataclasses", "inspect", "uuid")
+
+
+@pytest.mark.parametrize("argv", [["status"], ["status", "--json"], ["status", "-t", "t"]])
+def test_a_plain_status_loads_no_click_and_no_dataclasses(argv: list[str], tmp_path: Path) -> None:
+    loaded = _modules_after(argv, tmp_path)
+    found = sorted(
+        m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_STATUS)
+    )
+    assert found == [], f"`swarm {' '.join(argv)}` imported {found}"
 
 
 # what `swarm send` and `swarm task add` leave out besides: the models (pydantic builds them for
@@ -90,10 +106,11 @@ def test_send_and_task_add_load_no_model(argv: list[str], tmp_path: Path) -> Non
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> list[str]:
-    """The modules a `swarm ARGV` process had loaded when it finished (exit status 0)."""
+    """The modules a `swarm ARGV` process had loaded when it finished (exit status 0), in team
+    ``t`` (``$SWARM_TEAM``) of members team-lead and alice."""
     program = (
         "import json, sys\n"
-        "from swarm.cli.main import main\n"
+        "from swarm.cli.quick import main\n"  # the `swarm` script's entry point
         f"code = main({argv!r})\n"
         "print(json.dumps([code, sorted(sys.modules)]))\n"
     )
