@@ -30,10 +30,12 @@ Claude Code rewrites task files in place, and a same-size rewrite within one tic
 size and times); any other file is read again (and validated, as `TaskBoard` reads any task).
 
 Never fatal: a summary that cannot be used is ignored and written anew; one that cannot be
-written leaves the command answering all the same. It is written only when something changed or
-when it can be trusted whole from now on, so idle looks write nothing; concurrent writers each
-leave a whole summary, whichever rename comes last, and each is true of the files as they were
-at its own ``taken_ns``, so an older one landing last costs only re-reads.
+written leaves the command answering all the same. It is written only when it can be trusted
+whole from now on, or when the files it no longer tells (changed, added or removed since it was
+taken) are more than one row in `SAVE_SHARE`: idle looks write nothing, and a look at a busy
+board of 10,000 tasks reads a few changed files again rather than write ~2 MB each time.
+Concurrent writers each leave a whole summary, whichever rename comes last, and each is true of
+the files as they were at its own ``taken_ns``, so an older one landing last costs only re-reads.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ from protocols.task_summary_file import (
 if TYPE_CHECKING:
     from protocols.plain import Plain
     from protocols.task_model import Task
+
+# a look writes the summary again when it read more than one row in this many (files changed,
+# added or removed since the summary was taken), or when the summary is then trusted whole
+SAVE_SHARE = 100
 
 __all__ = ["RACY_NS", "Invalid", "Reader", "TaskRow", "load", "rows", "save"]
 
@@ -106,11 +112,14 @@ def rows(
             if all(_still_invalid(row, reader, dir_fd) for row in invalid):
                 return valid
             old = Summary()
-        written, keys, changed, settled = _look(dir_fd, old, reader, started)
+        written, keys, missed, settled = _look(dir_fd, old, reader, started)
     finally:
         os.close(dir_fd)
     settled = settled and max(times) < started - RACY_NS
-    if changed or (settled and not old.trusted(times)):
+    # written when it can be trusted whole from now on, or when what it no longer knows (files
+    # changed, added or removed since) is more than a share of the board: not at every look at
+    # a busy board, where a write (~30 ms at 10,000 tasks) costs more than a few files read again
+    if missed * SAVE_SHARE > len(written) or (settled and not old.trusted(times)):
         save(summary, directory, times, settled, started, written, keys)
     return [row for row in written if row.status]
 
@@ -126,31 +135,33 @@ def _still_invalid(row: TaskRow, reader: Reader, dir_fd: int) -> bool:
 
 def _look(
     dir_fd: int, old: Summary, reader: Reader, started: int
-) -> tuple[list[TaskRow], list[Key], bool, bool]:
+) -> tuple[list[TaskRow], list[Key], int, bool]:
     """List the directory and stat every task file, using `old`'s row of a file only when its
     key matches and the file is older than `old` by more than `RACY_NS`; read the others. The
-    rows and keys, whether they differ from `old`'s, and whether every file was settled (older
-    than this look by more than `RACY_NS`)."""
-    ids, changed = _ids(os.listdir(dir_fd), old)
+    rows and keys, how many files `old` no longer tells (changed, added or removed since), and
+    whether every file was settled (older than this look by more than `RACY_NS`)."""
+    ids = _ids(os.listdir(dir_fd), old)
     trusted_before = old.taken_ns - RACY_NS
     recent_after = started - RACY_NS
     at_of, old_keys = old.at, old.keys
     written: list[TaskRow] = []
     keys: list[Key] = []
     settled = True
+    missed = still_there = 0
     stat_of = os.stat
     for task_id in ids:
         name = f"{task_id}.json"
         try:
             st = stat_of(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
-            changed = True
+            missed += 1
             continue
         key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         newest = max(st.st_mtime_ns, st.st_ctime_ns)
         recent = newest >= recent_after
         settled = settled and not recent
         at = at_of.get(task_id)
+        still_there += at is not None
         known = at is not None and old_keys[at] == key
         if known and newest < trusted_before:
             row = old.row(at)  # type: ignore[arg-type]
@@ -170,19 +181,19 @@ def _look(
         # a file changed moments ago that still holds what its row says is no change: a
         # summary written now would not trust it either (so idle looks write nothing)
         if not (recent and known and _same(old.row(at), fresh)):  # type: ignore[arg-type]
-            changed = True
-    return written, keys, changed, settled
+            missed += 1
+    return written, keys, missed + len(at_of) - still_there, settled
 
 
-def _ids(listed: list[str], old: Summary) -> tuple[list[str], bool]:
-    """The ids of the task files among `listed`, in order, and whether they are other files
-    than `old`'s (its order is kept when they are the same: no sort)."""
+def _ids(listed: list[str], old: Summary) -> list[str]:
+    """The ids of the task files among `listed`, in order (`old`'s order when they are its
+    files: no sort)."""
     known = {f"{task_id}.json" for task_id in old.at}
     present = set(listed)  # every known name must be there: names the directory really has
     if known <= present and not any(TASK_FILE.match(n) for n in present - known):
-        return list(old.at), False
+        return list(old.at)
     found = sorted((int(m.group(1)), m.group(1)) for n in listed if (m := TASK_FILE.match(n)))
-    return [task_id for _, task_id in found], True
+    return [task_id for _, task_id in found]
 
 
 def _same(old: TaskRow, fresh: TaskRow) -> bool:

@@ -183,6 +183,35 @@ def test_a_same_size_rewrite_keeping_the_mtime_is_seen(board: TaskBoard, paths: 
     same_as_the_files(found, board)
 
 
+def test_a_busy_board_is_not_written_again_for_a_few_changed_files(
+    board: TaskBoard, paths: TeamPaths
+) -> None:
+    """A board that never settles (here a file dated in the future: it is always "just
+    changed") is summarised again only once more than one row in `SAVE_SHARE` changed since:
+    before that, a look reads the few changed files again rather than write the whole summary,
+    and answers the same."""
+    for i in range(200):
+        board.create(f"task {i}")
+    future = time.time_ns() + AHEAD_NS + 600 * 1_000_000_000
+    os.utime(paths.task("2"), ns=(future, future))
+    look = Looks(board)
+    look()
+    written = paths.task_summary.stat().st_ino
+    board.update("7", subject="changed")
+    same_as_the_files(look(), board)
+    assert sorted(look.parsed) == ["2.json", "7.json"]
+    assert paths.task_summary.stat().st_ino == written  # 1 row of 204: not written
+    same_as_the_files(look(), board)
+    assert sorted(look.parsed) == ["2.json", "7.json"]  # read again: the summary did not change
+    board.update("8", subject="changed too")
+    board.delete("9")
+    same_as_the_files(look(), board)
+    assert sorted(look.parsed) == ["2.json", "7.json", "8.json"]
+    assert paths.task_summary.stat().st_ino != written  # 3 rows of 204 > 1 in 100: written
+    same_as_the_files(look(), board)
+    assert look.parsed == ["2.json"]  # the one always "just changed"
+
+
 def test_a_settled_board_is_read_from_the_summary_alone(board: TaskBoard, paths: TeamPaths) -> None:
     """While the task directory is as the summary found it, nothing in it is looked at: a file
     rewritten in place *without the lock* (by hand) is not seen until the directory changes, as
