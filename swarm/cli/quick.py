@@ -30,7 +30,12 @@ COMPLETION_VARIABLE = "_SWARM_COMPLETE"  # click's shell completion for prog_nam
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `swarm` with `argv` (default: the process's arguments); the exit code."""
+    """Run `swarm` with `argv` (default: the process's arguments); the exit code.
+
+    Run as the program (no `argv`: the ``swarm`` script, ``python -m swarm``), a plain status
+    ends the process as soon as its text is out (`os._exit`): the interpreter's teardown of the
+    look's ~100,000 objects is ~3 ms, and nothing is left to do (no thread, no lock, no file
+    open; the summaries were written, the log lines flushed as they came)."""
     no_last_collection()
     args = sys.argv[1:] if argv is None else argv
     report = _quick_status(args)
@@ -46,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stderr.write(f"swarm: error: {printable(os_error_text(exc))}\n")
         return 1
+    if argv is None:
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
@@ -81,6 +89,8 @@ def _quick_status(args: list[str]) -> str | None:
     if form is None:
         return None
     team, as_json = form
+    collecting = gc.isenabled()
+    gc.disable()  # imports and the look make no cycles worth ~2 ms of collector passes
     try:
         from protocols import safefs
         from protocols.paths import config_root
@@ -93,6 +103,9 @@ def _quick_status(args: list[str]) -> str | None:
         return status_report(paths, as_json)
     except Exception:  # a bad name, a failed look: click does it again, and reports
         return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @functools.cache

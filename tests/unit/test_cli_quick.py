@@ -121,3 +121,28 @@ def test_a_look_that_fails_is_reported_by_the_click_command(config_root: Path) -
     assert quick == run("main", ["status"], env)
     assert quick[0] == 1 and quick[1] == ""
     assert quick[2].count("swarm: error:") == 1 and "FIFO" in quick[2]
+
+
+def test_the_program_prints_what_the_click_command_prints(config_root: Path) -> None:
+    """As the program (``python -m swarm``, the ``swarm`` script) the quick path ends the
+    process itself once its text is out: all of it is there, and the exit code is 0."""
+    build(config_root)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as people run it
+    env.update(ENV)
+    argv = ["status", "--team", "t"]
+
+    def program() -> tuple[int, str, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "swarm", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    before = program()
+    clicked = run("main", argv, env)
+    after = program()
+    assert clicked in (before, after)
+    assert clicked[0] == 0 and "team-lead" in clicked[1]
