@@ -29,6 +29,7 @@ Messaging rules (who may send what to whom) live in `protocols.mailbox`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -74,7 +75,14 @@ _MSG_ID_NAMESPACE = "6f1c2a4e-5b0d-4c7e-9a51-3e2f7d8b9c10"
 def msg_id_for(swarm_id: str) -> str:
     import uuid  # (here: uuid loads platform, ~2 ms a ``swarm status`` that sends nothing pays)
 
-    return str(uuid.uuid5(uuid.UUID(_MSG_ID_NAMESPACE), swarm_id))
+    return str(uuid.uuid5(_msg_id_namespace(), swarm_id))
+
+
+@functools.cache
+def _msg_id_namespace() -> Any:
+    import uuid
+
+    return uuid.UUID(_MSG_ID_NAMESPACE)
 
 
 def identity_of(item: dict[str, Any]) -> str:
