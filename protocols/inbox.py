@@ -57,6 +57,8 @@ from protocols.locks import REDO_ATTEMPTS, FileGuard, note_written
 from protocols.logs import logger
 
 if TYPE_CHECKING:
+    import uuid
+
     from protocols.inbox_entry import InboxEntry
     from protocols.shapes import PlainEntry
     from protocols.spool import Spool, Waiting
@@ -79,7 +81,7 @@ def msg_id_for(swarm_id: str) -> str:
 
 
 @functools.cache
-def _msg_id_namespace() -> Any:
+def _msg_id_namespace() -> uuid.UUID:
     import uuid
 
     return uuid.UUID(_MSG_ID_NAMESPACE)

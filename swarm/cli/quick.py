@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     open; the summaries were written, the log lines flushed as they came)."""
     no_last_collection()
     args = sys.argv[1:] if argv is None else argv
-    report = _quick_status(args)
+    try:
+        report = _quick_status(args)
+    except KeyboardInterrupt:  # Ctrl-C during the look: as click's commands end on it
+        sys.stderr.write("\naborted\n")
+        return 1
     if report is None:
         from swarm.cli.main import main as click_main
 

@@ -146,3 +146,27 @@ def test_the_program_prints_what_the_click_command_prints(config_root: Path) -> 
     after = program()
     assert clicked in (before, after)
     assert clicked[0] == 0 and "team-lead" in clicked[1]
+
+
+def test_ctrl_c_during_the_look_ends_as_the_click_command_does(
+    config_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Interrupted (Ctrl-C: KeyboardInterrupt) in the middle of the look, either path says
+    "aborted" on stderr, prints nothing else, and exits 1; no traceback."""
+    import swarm.cli.main
+    import swarm.cli.quick
+    import swarm.cli.status
+    import swarm.views.status_report
+
+    def interrupted(*_: object) -> str:
+        raise KeyboardInterrupt
+
+    build(config_root)
+    monkeypatch.setattr(swarm.views.status_report, "status_report", interrupted)
+    monkeypatch.setattr(swarm.cli.status, "status_report", interrupted)
+    argv = ["status", "--team", "t"]
+    assert swarm.cli.quick.main(argv) == 1
+    quick = capsys.readouterr()
+    assert swarm.cli.main.main(argv) == 1
+    clicked = capsys.readouterr()
+    assert (quick.out, quick.err) == (clicked.out, clicked.err) == ("", "\naborted\n")
