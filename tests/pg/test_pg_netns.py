@@ -274,11 +274,14 @@ def test_an_idle_teammate_outlives_an_outage_longer_than_its_retries_and_works_a
         pid = int(str(spawn_on_b(a, "w1")["pid"]))
         wait_for(lambda: "joined team" in w1_log.read_text(), "w1 to join")
         lab.ns.cut()
-        wait_for(
-            lambda: "problem:" in w1_log.read_text() and "did not answer" in w1_log.read_text(),
-            "w1 to find the store out of reach",
-            DEADLINE_S * 2,
-        )
+        try:
+            wait_for(
+                lambda: "problem:" in w1_log.read_text() and "did not answer" in w1_log.read_text(),
+                "w1 to find the store out of reach",
+                DEADLINE_S * 2,
+            )
+        except AssertionError as exc:  # seen twice under make test's load: say what w1 did
+            raise AssertionError(f"{exc}\nw1's log:\n{w1_log.read_text()}") from None
         lab.ns.restore()
         assert pid_alive(pid), w1_log.read_text()
         a.swarm("task", "add", "after", "--command", "echo back > after.txt")
