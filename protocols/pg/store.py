@@ -234,9 +234,9 @@ def _heartbeating(
                     if say is not None:
                         say(f"{exc}")
                     return
-                except UnknownMember as exc:  # removed, or its team deleted: it looks, once
-                    log.warning("heartbeat of %s: %s", name, exc)
+                except UnknownMember as exc:  # removed, or its team deleted: said and looked, once
                     if member:
+                        log.warning("heartbeat of %s: %s", name, exc)
                         news()
                     member = False
                 except Error as exc:  # the server is away: the next beat tries again

@@ -57,9 +57,11 @@ def spawn_on_b(a: Machine, name: str) -> dict[str, object]:
     return answer
 
 
-def gated(gate: Path, log: Path) -> str:
-    """A task command that waits for `gate`, then writes its working directory to `log`."""
-    return f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.05; done; pwd >> {shlex.quote(str(log))}"
+def gated(gate: Path, log: Path, started: Path | None = None) -> str:
+    """A task command that waits for `gate`, then writes its working directory to `log`; it
+    first writes that directory to `started`, if given (the command is running)."""
+    wait = f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.05; done; pwd >> {shlex.quote(str(log))}"
+    return wait if started is None else f"pwd >> {shlex.quote(str(started))}; {wait}"
 
 
 def events(db: Database) -> list[tuple[int, str, str, int]]:

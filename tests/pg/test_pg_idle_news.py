@@ -13,6 +13,7 @@ import errno
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import wait_for
@@ -64,6 +65,34 @@ def test_the_heartbeat_calls_on_news_for_a_message_no_notification_announced(
     with store.keep_alive("alice", on_news=news.set):
         PgMailbox(db, TEAM).send("alice", "unannounced", sender="bob")
         assert wait_for(news.is_set, "a beat to find alice's unread message")
+
+
+def test_a_member_removed_is_said_and_looked_at_once_not_at_every_beat(
+    db: Database,
+    pg_team: PgTeamFile,
+    conninfo: str,
+    config_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("SWARM_LEASE_S", "0.3")  # a beat every 0.1 s
+    beats: list[str] = []
+    beat = Leases.beat
+
+    def counted(self: Leases, name: str, *args: Any, **kwargs: Any) -> Any:
+        beats.append(name)
+        return beat(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(Leases, "beat", counted)
+    store = PgStore(TeamPaths(config_root, TEAM, store=conninfo))
+    news: list[int] = []
+    with caplog.at_level("WARNING", logger="protocols.pg.store"):
+        with store.keep_alive("alice", on_news=lambda: news.append(len(beats))):
+            pg_team.remove_member("alice")
+            wait_for(lambda: news, "a beat to find alice gone")
+            wait_for(lambda: len(beats) >= news[0] + 5, "five more beats")
+    gone = [r for r in caplog.records if "no member named 'alice'" in r.getMessage()]
+    assert len(gone) == 1 and len(news) == 1, (gone, news)
 
 
 def test_deleting_the_team_notifies_each_member(db: Database, pg_team: PgTeamFile) -> None:

@@ -210,12 +210,20 @@ def test_a_host_cut_off_past_its_lease_comes_back_fenced_and_stops_its_teammate(
     s = setting(lab, tmp_path, SWARM_LEASE_S=SHORT_LEASE_S)
     a, b, db = s.a, s.b, s.db
     gate, log = tmp_path / "gate", tmp_path / "finished-in.txt"
+    started = tmp_path / "started-in.txt"
     agent = start_team(a, b, db, lab.ns.argv)
     try:
-        a.swarm("task", "add", "gated", "--command", gated(gate, log))
+        a.swarm("task", "add", "gated", "--command", gated(gate, log, started))
         pid = int(str(spawn_on_b(a, "w1")["pid"]))
         board = PgTaskBoard(db, "t")
-        wait_for(lambda: (t := board.get("1")) and t.owner == "w1", "w1 to claim the task")
+        # cut once w1 runs the command, not just once it claimed: between the two it sends its
+        # answer to the lead, and a cut there fails that step; it never starts the work, and
+        # has no late completion for the fence to refuse (seen in CI)
+        wait_for(
+            lambda: started.exists() and started.read_text().splitlines() == [str(b.work)],
+            "w1 to start the task's command",
+        )
+        assert (t := board.get("1")) and t.owner == "w1", t
         lab.ns.cut()  # machine b loses its network; its processes run on
 
         wait_for(lambda: lease_ran_out(db, "w1"), "w1's lease to run out")
