@@ -86,11 +86,13 @@ def test_a_member_removed_is_said_and_looked_at_once_not_at_every_beat(
     monkeypatch.setattr(Leases, "beat", counted)
     store = PgStore(TeamPaths(config_root, TEAM, store=conninfo))
     news: list[int] = []
-    with caplog.at_level("WARNING", logger="protocols.pg.store"):
-        with store.keep_alive("alice", on_news=lambda: news.append(len(beats))):
-            pg_team.remove_member("alice")
-            wait_for(lambda: news, "a beat to find alice gone")
-            wait_for(lambda: len(beats) >= news[0] + 5, "five more beats")
+    with (
+        caplog.at_level("WARNING", logger="protocols.pg.store"),
+        store.keep_alive("alice", on_news=lambda: news.append(len(beats))),
+    ):
+        pg_team.remove_member("alice")
+        wait_for(lambda: news, "a beat to find alice gone")
+        wait_for(lambda: len(beats) >= news[0] + 5, "five more beats")
     gone = [r for r in caplog.records if "no member named 'alice'" in r.getMessage()]
     assert len(gone) == 1 and len(news) == 1, (gone, news)
 
