@@ -36,7 +36,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,27 +189,19 @@ class Teammate:
             # a pane closed under it (a Claude Code lead cleaning up its panes as it exits)
             previous_hup = signal.signal(signal.SIGHUP, _raise_stop)
             try:
-                with (
-                    # its lease, on PostgreSQL; a beat that finds news it missed wakes it
-                    self.store.keep_alive(self.name, self.say, on_news=self._missed_news),
-                    self.store.watcher(
-                        [self.name],
-                        board=True,
-                        directories=(budgets_dir(self.paths),),  # a raise of its budget
-                        rescan_s=self.store.idle_rescan_s,
-                        subdirectories=False,  # lock directories: every claim makes some
-                    ) as watcher,
-                ):
+                with self._connected() as watcher:
                     self._watcher = watcher
                     if watcher.degraded:
                         self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
                     try:
                         self._loop(watcher)
                     except Stop as stop:  # hand back its tasks first: a SIGKILL may follow soon
-                        released = self.board.release_all(self.name)
-                        with contextlib.suppress(OSError):  # its pane may be gone
-                            ids = [t.id for t in released] or "no tasks"
-                            self.say(f"stopped: {stop.why}; released {ids}")
+                        self._stopped(stop, self.board.release_all(self.name))
+            except Stop as stop:  # while its store was out of reach: it may not answer now
+                released: list[Task] = []
+                with contextlib.suppress(Exception):
+                    released = self.board.release_all(self.name)
+                self._stopped(stop, released)
             finally:
                 signal.signal(signal.SIGTERM, previous)
                 signal.signal(signal.SIGHUP, previous_hup)
@@ -220,6 +212,39 @@ class Teammate:
                 self.activity.close()
                 self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
         return 0
+
+    def _stopped(self, stop: Stop, released: list[Task]) -> None:
+        with contextlib.suppress(OSError):  # its pane may be gone
+            self.say(f"stopped: {stop.why}; released {[t.id for t in released] or 'no tasks'}")
+
+    @contextlib.contextmanager
+    def _connected(self) -> Iterator[Any]:
+        """Its lease (on PostgreSQL: a beat that finds news it missed wakes it) and the store's
+        watcher, once they can start: a store out of reach just then (its network went down as
+        it joined) is waited out and reported as in the loop, not died of."""
+        while True:
+            with contextlib.ExitStack() as started:
+                try:
+                    started.enter_context(
+                        self.store.keep_alive(self.name, self.say, on_news=self._missed_news)
+                    )
+                    watcher = started.enter_context(
+                        self.store.watcher(
+                            [self.name],
+                            board=True,
+                            directories=(budgets_dir(self.paths),),  # a raise of its budget
+                            rescan_s=self.store.idle_rescan_s,
+                            subdirectories=False,  # lock directories: every claim makes some
+                        )
+                    )
+                except (*ENVIRONMENT_ERRORS, StoreUnavailable) as exc:
+                    started.close()  # what did start stops before the wait
+                    delay, new = self.trouble.failed(exc)
+                    self._report_trouble(exc, delay, new)
+                    time.sleep(delay)
+                    continue
+                yield watcher
+                return
 
     def _loop(self, watcher: Any) -> None:
         while not self.stopped:

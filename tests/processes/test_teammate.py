@@ -18,6 +18,7 @@ import pytest
 from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
 
 from protocols.clock import iso_from_ms, now_iso
+from protocols.errors import StoreUnavailable
 from protocols.mailbox import Mailbox
 from protocols.messages import (
     IdleNotification,
@@ -552,3 +553,33 @@ def test_a_shell_worker_obeys_the_same_rules_as_a_claude_teammate(
     assert (tmp_path / "keep.txt").read_text() == "precious"
     wait_for(lambda: board.require(touch.id).status == "completed", "the allowed task")
     assert (tmp_path / "made.txt").exists()
+
+
+def test_a_store_out_of_reach_as_it_starts_watching_is_waited_out_not_died_of(
+    team: TeamFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its network goes down just as it joined (seen with PostgreSQL under load): starting its
+    lease and its watcher fails; it reports the problem, tries again, and runs once they start."""
+    monkeypatch.setattr("teammate.trouble.FIRST_DELAY_S", 0.01)
+    options = parse(["--agent-id", "alice@t", "--agent-name", "alice", "--team-name", "t"])
+    said: list[str] = []
+    teammate = Teammate(options, ShellBrain(tmp_path), team.paths, say=said.append)
+    keep_alive, tries = teammate.store.keep_alive, []
+
+    def out_of_reach_twice(*args: Any, **kwargs: Any) -> Any:
+        tries.append(1)
+        if len(tries) <= 2:
+            raise StoreUnavailable("heartbeat: the PostgreSQL store did not answer for 30 s")
+        return keep_alive(*args, **kwargs)
+
+    monkeypatch.setattr(teammate.store, "keep_alive", out_of_reach_twice)
+    lead = Mailbox(team.paths)
+    shutdown(lead, "alice")  # its first pass, once it watches, ends it
+    assert teammate.run() == 0
+    lines = [line.split("] ", 1)[-1] for line in said]  # without the time
+    problems = [n for n, line in enumerate(lines) if line.startswith("problem: StoreUnavailable")]
+    assert len(problems) == 2 and len(tries) == 3, said
+    assert lines.index("working again") > problems[-1], said
+    told = [e.text for e in lead.read_all("team-lead") if "hit a problem" in e.text]
+    assert len(told) == 1 and "did not answer" in told[0], told  # once, not at every try
+    assert any(line.startswith("shutting down") for line in lines), said
