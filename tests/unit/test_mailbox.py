@@ -3,12 +3,14 @@ recovery from a corrupt inbox, all on real files."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import finishes
@@ -17,7 +19,7 @@ from protocols import inbox as inbox_module
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
 from protocols.inbox_entry import format_for_model
 from protocols.locks import lock_dir_for
-from protocols.mailbox import Mailbox
+from protocols.mailbox import Mailbox, broadcast_threads
 from protocols.messages import IdleNotification, ShutdownRequest
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile
@@ -95,6 +97,43 @@ def test_a_broadcast_retried_with_its_id_reaches_each_member_once(mailbox: Mailb
     mailbox.send("*", "retry me", sender="alice", message_id="b-1")
     for name in ("team-lead", "bob", "carol"):
         assert [e.text for e in mailbox.read_unread(name)].count("retry me") == 1
+
+
+@pytest.mark.parametrize(
+    ("wall_s", "cpu_s", "threads"),
+    [
+        (0.0012, 0.0006, 2),  # quick fsyncs: no more than keeps a core busy
+        (0.0003, 0.0003, 2),  # at least 2
+        (0.0025, 0.0005, 5),
+        (0.0106, 0.0006, 16),  # slow fsyncs: at most 16
+        (0.01, 0.0, 16),  # no CPU measured: the most
+    ],
+)
+def test_a_broadcast_writes_as_many_inboxes_at_once_as_keep_a_core_busy(
+    wall_s: float, cpu_s: float, threads: int
+) -> None:
+    assert broadcast_threads(wall_s, cpu_s) == threads
+
+
+@pytest.mark.parametrize("failing", ["team-lead", "carol"], ids=["first", "last"])
+def test_a_broadcast_tries_every_inbox_before_it_raises_the_failure(
+    mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The first inbox is written alone (timed), the others after it, side by side: a failure
+    of either is raised once every other member has the message."""
+    deliver = inbox_module.InboxFile.deliver
+
+    def full_disk(self: inbox_module.InboxFile, *args: Any, **kwargs: Any) -> None:
+        if self.path.name == f"{failing}.json":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        deliver(self, *args, **kwargs)
+
+    monkeypatch.setattr(inbox_module.InboxFile, "deliver", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        mailbox.send("*", "standup", sender="alice")
+    for name in {"team-lead", "bob", "carol"} - {failing}:
+        assert [e.text for e in mailbox.read_unread(name)] == ["standup"]
+    assert mailbox.read_unread(failing) == []
 
 
 def test_structured_messages_cannot_be_broadcast(mailbox: Mailbox, paths: TeamPaths) -> None:
