@@ -126,7 +126,8 @@ class TeamFile:
             raise
         if not created:
             raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
-        self._keep_backup(config)
+        with FileGuard(self.paths.config, keep_lock_dir=True):
+            self._keep_backup(self._read())  # under the lock: a change made meanwhile is kept
         return config
 
     def load(self) -> TeamConfig:
@@ -267,11 +268,16 @@ class TeamFile:
         with FileGuard(self.paths.config, keep_lock_dir=True):
             config = change(self._read())
             write_json(self.paths.config, config.to_json_dict(), self.durability)
-        self._keep_backup(config)
+            self._keep_backup(config)
         return config
 
     def _keep_backup(self, config: TeamConfig) -> None:
-        """The copy `_read` falls back on when config.json was cut short by its writer."""
+        """The copy `_read` falls back on when config.json was cut short by its writer.
+
+        Written under config.json's lock, as the change it copies: written after the lock's
+        release, two swarm writers' copies could land in the other order, and the copy would
+        then lack the later change (a member added: a reader falling back on the copy, and the
+        next change written from it, would drop that member)."""
         try:
             write_json(self.paths.config_backup, config.to_json_dict(), "process")
         except OSError as exc:  # a copy: never fail the change over it

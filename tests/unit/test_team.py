@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,6 +170,39 @@ def test_a_config_cut_short_by_a_killed_writer_is_read_from_swarms_copy(
     paths.config.write_text('{"name": "t", oops}')
     with pytest.raises(ProtocolsError, match="not valid JSON"):
         TeamFile(paths).load()
+
+
+def test_swarms_copy_is_written_under_the_lock_of_the_change_it_copies(
+    paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two swarm writers' copies must land in the order of their changes: a copy written after
+    the lock's release can lose to an older one, and a reader falling back on it (a config
+    cut short) would then miss a member added meanwhile."""
+    import protocols.team as team_module
+    from protocols.locks import held_guard
+
+    copies: list[tuple[list[str], bool]] = []
+    write_json = team_module.write_json
+
+    def watched(path: Path, data: Any, *args: Any) -> None:
+        if path == paths.config_backup:
+            guard = held_guard(paths.config)
+            copies.append(([m["name"] for m in data["members"]], bool(guard and guard.held)))
+        write_json(path, data, *args)
+
+    monkeypatch.setattr(team_module, "write_json", watched)
+    team = TeamFile(paths)
+    team.create(description="copies")
+    team.add_member("alice")
+    team.update_member("alice", isActive=True)
+    team.remove_member("alice")
+    assert copies == [
+        (["team-lead"], True),
+        (["team-lead", "alice"], True),
+        (["team-lead", "alice"], True),
+        (["team-lead"], True),
+    ]
+    assert json.loads(paths.config_backup.read_text()) == json.loads(paths.config.read_text())
 
 
 def test_entries_are_the_raw_members_and_copies(team: TeamFile) -> None:
