@@ -148,9 +148,14 @@ def run(programs: dict[str, Path], args: argparse.Namespace) -> list[Member]:
                 url = api.url_for(name)
                 procs.append(start_claude_teammate(name, TEAM, str(config), work, url, python))
                 mailbox.post(name, PROMPT, sender=LEAD_NAME)
-            # one Claude Code at a time, each idle before the next is added: a starting Claude
-            # Code rewrites config.json in place and can drop a member added meanwhile
-            for member, program in zip(cc_members, programs.values(), strict=True):
+            # one Claude Code at a time, each idle before the next is added, and 2.1.88 last:
+            # it rewrites config.json in place without the lock, from a read made a moment
+            # before (fire and forget, landing even after its idle notification), so a member
+            # added while it runs can be dropped (CI lost 2.1.330 so); once it runs, nobody joins
+            for member, program in sorted(
+                zip(cc_members, programs.values(), strict=True),
+                key=lambda pair: not claude_code.is_newest(pair[1]),
+            ):
                 spawn_claude_code(member.name, program, work, api, env)
                 wait_idle(mailbox, member)
             for member in swarm_members:
