@@ -124,8 +124,10 @@ class DirWatch:
 
     def close(self) -> None:
         """Stop watching (also done when the watch is collected)."""
-        if self._finalizer is not None:
-            self._finalizer()
+        finalizer, self._finalizer = self._finalizer, None
+        alive = finalizer is not None and finalizer.detach() is not None
+        if alive and self._notifier is not None and self._handle is not None:
+            self._notifier.unwatch(self._handle)  # at once: not in a finalizer, free to wait
         self._handle = None
 
     def _subscribe(self, notifier: Notifier) -> None:
@@ -135,7 +137,7 @@ class DirWatch:
             )
         except OSError:  # not there yet, a link, or no watches left: asked again next time
             return
-        self._finalizer = weakref.finalize(self, notifier.unwatch, self._handle)
+        self._finalizer = weakref.finalize(self, notifier.unwatch_soon, self._handle)
 
     def _forget(self) -> None:
         if self._finalizer is not None:

@@ -47,6 +47,7 @@ import os
 import select
 import struct
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -171,6 +172,7 @@ class Notifier:
         self._by_handle: dict[int, _Watch] = {}
         self._next_id = 0
         self._later: Calls = []  # calls noted under the lock, made once it is released
+        self._dropped: deque[int] = deque()  # handles `unwatch_soon` could not unwatch at once
         self._passive: set[int] = set()  # handles whose events wait for `sync`
         self._reader_needed = threading.Event()  # set while some subscriber is not passive
         self.broken = 0  # watches whose path is gone (a deleted directory): `repair` retries
@@ -182,6 +184,7 @@ class Notifier:
         """Call `callback(name)` whenever the file at `path` is written or replaced; returns
         a handle for `unwatch`."""
         with self._lock:
+            self._drop_pending()
             watch = self._files.get(path)
             if watch is None:
                 watch = self._files[path] = _Watch(path, is_dir=False)
@@ -204,6 +207,7 @@ class Notifier:
         OSError if the directory cannot be watched (missing, a link, no watches left)."""
         try:
             with self._lock:
+                self._drop_pending()
                 watch = self._dir(path, must=True)
                 handle = self._subscribe(watch, callback, passive)
                 watch.events[handle] = events
@@ -220,8 +224,26 @@ class Notifier:
 
     def unwatch(self, handle: int) -> None:
         with self._lock:
+            self._drop_pending()
             self._unsubscribe(handle)
         self._run_later()
+
+    def unwatch_soon(self, handle: int) -> None:
+        """`unwatch` for a finalizer (a watcher collected): never blocks. The garbage collector
+        runs finalizers in whatever thread allocates, at any point, even inside a block that
+        holds this notifier's lock (which is not re-entrant: waiting for it there would wait for
+        ever). So `handle` is unwatched now if the lock is free, else by whoever next takes it."""
+        self._dropped.append(handle)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop_pending()
+            finally:
+                self._lock.release()
+
+    def _drop_pending(self) -> None:
+        """Unwatch what `unwatch_soon` left (under the lock)."""
+        while self._dropped:
+            self._unsubscribe(self._dropped.popleft())
 
     def armed(self, handle: int) -> bool:
         """Whether the watch of `handle` is in place (False: its path is gone, for now)."""
@@ -400,6 +422,9 @@ class Notifier:
         cannot be read."""
         if os.getpid() != self._pid:
             return  # a forked child's copy: the events are its parent's to read
+        if self._dropped:
+            with self._lock:
+                self._drop_pending()
         with self._reading:
             while True:
                 try:

@@ -7,9 +7,11 @@ answers right, and takes an instance when one is free again."""
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -167,6 +169,48 @@ def test_the_watch_reports_names_and_says_when_it_cannot_tell(tmp_path: Path) ->
     assert watch.changes() == {"1.json", "2.json"}
     shutil.rmtree(tmp_path / "d")
     assert watch.changes() is None
+
+
+def test_a_watch_collected_while_its_notifier_is_locked_is_unwatched_without_a_hang(
+    tmp_path: Path,
+) -> None:
+    """The cyclic collector runs a watch's finalizer in whatever thread allocates, even one that
+    holds the notifier's lock (a test run hung so: a collected watch's unwatch waited, inside
+    `Notifier._dir_mask`, for the lock its own thread held). The finalizer must not wait: the
+    watch goes as soon as the lock is free."""
+    needs_inotify()
+    notifier = Notifier.shared()
+    watch = DirWatch(str(tmp_path))
+    assert watch.changes() is None  # watched from now on
+    handle = watch._handle
+    assert handle is not None and notifier.armed(handle)
+    watch.itself = watch  # type: ignore[attr-defined]  # a cycle: only the collector frees it
+    del watch
+
+    def collect_holding_the_lock() -> None:
+        with notifier._lock:
+            gc.collect()
+
+    collector = threading.Thread(target=collect_holding_the_lock, daemon=True)
+    collector.start()
+    collector.join(60)
+    assert not collector.is_alive(), "the finalizer waited for a lock its own thread holds"
+    notifier.sync()
+    assert not notifier.armed(handle)
+
+
+def test_a_closed_watch_is_unwatched_at_once(tmp_path: Path) -> None:
+    needs_inotify()
+    notifier = Notifier.shared()
+    watch = DirWatch(str(tmp_path))
+    assert watch.changes() is None
+    handle = watch._handle
+    assert handle is not None and notifier.armed(handle)
+    watch.close()
+    assert not notifier.armed(handle)
+    assert watch.changes() is None  # watched again, with a new handle
+    assert watch._handle is not None and watch._handle != handle
+    watch.close()
 
 
 def used_up() -> Notifier:
