@@ -126,8 +126,11 @@ class TeamFile:
             raise
         if not created:
             raise TeamExists(f"team {team!r} already exists at {self.paths.team_dir}")
-        with FileGuard(self.paths.config, keep_lock_dir=True):
-            self._keep_backup(self._read())  # under the lock: a change made meanwhile is kept
+        try:
+            with FileGuard(self.paths.config, keep_lock_dir=True):
+                self._keep_backup(self._read())  # under the lock: a change made meanwhile is kept
+        except (OSError, ProtocolsError) as exc:  # a copy: the team is made all the same
+            log.warning("could not keep a copy of %s: %s", self.paths.config, exc)
         return config
 
     def load(self) -> TeamConfig:
