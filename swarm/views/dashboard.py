@@ -21,13 +21,12 @@ import codecs
 import contextlib
 import os
 import select
-import signal
 import sys
 import termios
 import threading
 import tty
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -41,6 +40,7 @@ from swarm.team.approvals import answer
 from swarm.team.signatures import lead_mailbox
 from swarm.views.dashboard_frame import frame
 from swarm.views.dashboard_keys import Controls, split_keys
+from swarm.views.resize import on_resize
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Dashboard:
         # Keys are read unbuffered from before the first frame: a key typed as soon as something
         # shows on screen is never lost in a line buffer that switching modes would flush.
         keys = _cbreak(sys.stdin.fileno()) if interactive else contextlib.nullcontext()
-        resized = _on_resize(watcher.changed.set)
+        resized = on_resize(watcher.changed.set)
         live = Live(self._draw(), console=self.console, auto_refresh=False, screen=True)
         try:
             with keys, resized, watcher, live:
@@ -154,20 +154,6 @@ class Dashboard:
                 with self._lock:
                     self._keys.extend(split_keys(typed))
                 watcher.changed.set()
-
-
-@contextlib.contextmanager
-def _on_resize(wake: Any) -> Iterator[None]:
-    """`wake()` whenever the terminal is resized (SIGWINCH), while inside."""
-    try:
-        previous = signal.signal(signal.SIGWINCH, lambda *_: wake())
-    except ValueError:  # not the main thread: no resizing then
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGWINCH, previous)
 
 
 @contextlib.contextmanager
