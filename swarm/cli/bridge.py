@@ -51,6 +51,7 @@ def bridge(
       swarm bridge --team shop --member team-lead --session   # a Claude Code 2.1.330 lead
     """
     from protocols.bridge import Bridge, Passed
+    from swarm.signal_relay import relayed
 
     if paths_for(team, must_exist=False).store is None:
         raise InvalidSetting(
@@ -75,6 +76,5 @@ def bridge(
         if passed.moved:
             emit(value(passed), as_json, text)
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: the_bridge.stop())
-    the_bridge.run(on_pass=shown)
+    with relayed({signal.SIGTERM, signal.SIGINT}, lambda _: the_bridge.stop()):
+        the_bridge.run(on_pass=shown)

@@ -21,6 +21,7 @@ import codecs
 import contextlib
 import os
 import select
+import signal
 import sys
 import termios
 import threading
@@ -36,11 +37,11 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.store import open_store
+from swarm.signal_relay import relayed
 from swarm.team.approvals import answer
 from swarm.team.signatures import lead_mailbox
 from swarm.views.dashboard_frame import frame
 from swarm.views.dashboard_keys import Controls, split_keys
-from swarm.views.resize import on_resize
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Dashboard:
         # Keys are read unbuffered from before the first frame: a key typed as soon as something
         # shows on screen is never lost in a line buffer that switching modes would flush.
         keys = _cbreak(sys.stdin.fileno()) if interactive else contextlib.nullcontext()
-        resized = on_resize(watcher.changed.set)
+        resized = relayed({signal.SIGWINCH}, lambda _: watcher.changed.set())
         live = Live(self._draw(), console=self.console, auto_refresh=False, screen=True)
         try:
             with keys, resized, watcher, live:

@@ -73,6 +73,28 @@ def test_messages_cross_once_each_way_across_a_killed_bridge(
     assert len(store.peek_all("bob")) == 2 * ROUNDS  # marking the outbox stored nothing again
 
 
+def test_sigterm_ends_the_bridge_cleanly(
+    pg_team_t: str,
+    db: Database,
+    home: Path,
+    config_root: Path,
+) -> None:
+    """SIGTERM (as Ctrl-C) ends the bridge's loop, relayed to a thread rather than handled in a
+    signal handler that sets the loop's events (`swarm.signal_relay`): exit 0. (The members'
+    leases then run out, as the bridge's leases module says: their processes may live on.)"""
+    PgTeamFile(db, "t").add_member("alice", cwd=home)
+    files = TeamPaths(config_root, "t")
+    procs = Processes(home)
+    try:
+        bridge = start_bridge(procs, home)
+        wait_for(lambda: files.config.exists(), "the bridge's first pass")
+        bridge.send_signal(signal.SIGTERM)
+        wait_for(lambda: bridge.poll() is not None, "the bridge to end on SIGTERM")
+    finally:
+        procs.close()
+    assert bridge.returncode == 0, bridge.stderr.read() if bridge.stderr else ""
+
+
 def test_once_json_and_a_files_team_refused(
     pg_team_t: str,
     db: Database,

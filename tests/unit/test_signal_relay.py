@@ -1,5 +1,6 @@
-"""`swarm.views.resize`: a terminal resize wakes `swarm watch` from an ordinary thread, never by
-a signal handler that could wait for a lock its own thread holds."""
+"""`swarm.signal_relay`: a signal (a terminal resize, a SIGTERM) reaches `swarm watch` and
+`swarm bridge` as a call in an ordinary thread, never from a signal handler that could wait for
+a lock its own thread holds."""
 
 from __future__ import annotations
 
@@ -11,53 +12,56 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import os, signal, threading
-    from swarm.views.resize import on_resize
+    from swarm.signal_relay import relayed
 
-    lock = threading.Lock()  # what the wake takes: as an Event's set takes its condition's
+    lock = threading.Lock()  # what the call takes: as an Event's set takes its condition's
+    heard = []
     woken = threading.Event()
 
-    def wake():
+    def call(signum):
         with lock:
+            heard.append(signal.Signals(signum).name)
             woken.set()
 
     def step():
         return None
 
-    with on_resize(wake):
-        for _ in range(3):
+    with relayed({signal.SIGWINCH, signal.SIGTERM}, call):
+        for signum in (signal.SIGWINCH, signal.SIGWINCH, signal.SIGTERM):
             woken.clear()
             with lock:  # the main thread holds the lock as the signal comes
-                os.kill(os.getpid(), signal.SIGWINCH)
+                os.kill(os.getpid(), signum)
                 for _ in range(10_000):
                     step()  # calls: where a Python-level handler would run
-            assert woken.wait(30), "the resize never woke"
-    print("resized 3 times")
-    # after the block: the previous handler is back, and nothing is relayed
-    assert signal.getsignal(signal.SIGWINCH) in (signal.SIG_DFL, None)
+            assert woken.wait(30), "the signal was never relayed"
+    print(" ".join(heard))
+    # after the block: the previous handlers are back, and the relay thread is gone
+    assert signal.getsignal(signal.SIGWINCH) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     assert threading.active_count() == 1, threading.enumerate()
     """
 )
 
 
-def test_a_resize_while_the_main_thread_holds_the_lock_wakes_without_a_hang() -> None:
+def test_a_signal_while_the_main_thread_holds_the_lock_is_relayed_without_a_hang() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "resized 3 times"
+    assert done.stdout.strip() == "SIGWINCH SIGWINCH SIGTERM"
 
 
 def test_outside_the_main_thread_nothing_is_set_up() -> None:
     import signal
     import threading
 
-    from swarm.views.resize import on_resize
+    from swarm.signal_relay import relayed
 
     before = signal.getsignal(signal.SIGWINCH)
     seen: list[object] = []
 
     def inside() -> None:
-        with on_resize(lambda: None):
+        with relayed({signal.SIGWINCH}, lambda _: None):
             seen.append(signal.getsignal(signal.SIGWINCH))
 
     thread = threading.Thread(target=inside)
