@@ -71,6 +71,7 @@ def test_messages_cross_once_each_way_across_a_killed_bridge(
     down = Counter(i["text"] for i in live_items(files, "alice"))
     assert down == Counter(f"down {n}" for n in range(2 * ROUNDS))  # none twice in the file
     assert len(store.peek_all("bob")) == 2 * ROUNDS  # marking the outbox stored nothing again
+    PgTeamFile(db, "t").remove_member("alice")  # no process, lease running: as below
 
 
 def test_sigterm_ends_the_bridge_cleanly(
@@ -92,6 +93,9 @@ def test_sigterm_ends_the_bridge_cleanly(
         wait_for(lambda: bridge.poll() is not None, "the bridge to end on SIGTERM")
     finally:
         procs.close()
+    # alice is a roster entry with no process, her lease still running: without this, the
+    # fixture's `team delete --force` would wait 10 s for her to answer a shutdown request
+    PgTeamFile(db, "t").remove_member("alice")
     assert bridge.returncode == 0, bridge.stderr.read() if bridge.stderr else ""
 
 
