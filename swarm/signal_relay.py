@@ -19,6 +19,8 @@ import signal
 import threading
 from collections.abc import Callable, Collection, Iterator
 
+JOIN_S = 5.0  # how long the block's end waits for a call in progress to return
+
 
 @contextlib.contextmanager
 def relayed(signals: Collection[int], call: Callable[[int], object]) -> Iterator[None]:
@@ -47,9 +49,10 @@ def relayed(signals: Collection[int], call: Callable[[int], object]) -> Iterator
         with contextlib.suppress(BlockingIOError):  # full: the relay has bytes to wake to
             os.write(write_fd, b"\0")
         if relay.is_alive():
-            relay.join()
-        os.close(read_fd)
-        os.close(write_fd)
+            relay.join(JOIN_S)
+        if not relay.is_alive():  # one stuck in its call keeps the pipe it may still read
+            os.close(read_fd)
+            os.close(write_fd)
 
 
 def _nothing(signum: int, frame: object) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 # Run in a process of its own: the hang this guards against would hang the test run itself.
 SCRIPT = textwrap.dedent(
     """
@@ -68,3 +70,30 @@ def test_outside_the_main_thread_nothing_is_set_up() -> None:
     thread.start()
     thread.join(30)
     assert seen == [before]
+
+
+def test_the_block_ends_even_while_a_call_is_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that does not return (it waits for something the main thread will never give)
+    delays the end of the block by `JOIN_S` at most; the stuck relay keeps its pipe."""
+    import os
+    import signal
+    import threading
+
+    from swarm import signal_relay
+
+    monkeypatch.setattr(signal_relay, "JOIN_S", 0.2)
+    entered, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def stuck(_: int) -> None:
+        entered.set()
+        release.wait(10)
+        returned.set()
+
+    try:
+        with signal_relay.relayed({signal.SIGWINCH}, stuck):
+            os.kill(os.getpid(), signal.SIGWINCH)
+            assert entered.wait(30), "the signal was never relayed"
+        assert not returned.is_set(), "the block waited for the stuck call to return"
+        assert signal.getsignal(signal.SIGWINCH) is not signal_relay._nothing
+    finally:
+        release.set()
