@@ -35,6 +35,7 @@ import os
 import re
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
@@ -427,7 +428,9 @@ class InboxFile:
             ensure_file(self.path, "[]", self.durability)  # the lock target must exist
         guard = FileGuard(self.path, timeout=self.lock_timeout, keep_lock_dir=True)
         try:
-            if not guard.acquire_unless(carried.done, on_busy=carried.spool_it):
+            if not guard.acquire_unless(
+                carried.done, on_busy=carried.spool_it, pause=carried.pause
+            ):
                 return None  # another writer's commit carried it
         except BaseException:
             carried.withdraw()  # not acknowledged: not left to be committed later either
@@ -802,6 +805,13 @@ class _Carried:
 
     def done(self) -> bool:
         return self._waiting is not None and self._waiting.done()
+
+    def pause(self, timeout: float) -> None:
+        """Wait between looks at `done`: woken as soon as a committer hands the send back."""
+        if self._waiting is None:
+            time.sleep(timeout)
+        else:
+            self._waiting.pause(timeout)
 
     def own(self) -> tuple[list[dict[str, Any]], set[str] | None]:
         """What the lock holder applies as its own besides the spool: its items and its marks,

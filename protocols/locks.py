@@ -38,8 +38,9 @@ directory that is not its own.
 A process waiting for swarm's kernel lock does not poll: it blocks in the kernel and is woken
 the moment the holder lets go (`protocols.flock_wait`), so many waiters take no CPU from the
 holder and the lock changes hands without a sleep in between. Two waits do back off instead:
-a group-commit writer waiting to be carried (1 ms up to 10 ms; see `_take_flock`), and Claude
-Code's lock directory, which nothing can block on (1 ms up to 50 ms).
+a group-commit writer waiting to be carried (1 ms up to 10 ms, woken early by its committer's
+ring: see `_take_flock` and `protocols.spool_wake`), and Claude Code's lock directory, which
+nothing can block on (1 ms up to 50 ms).
 
 A lock that cannot be taken before the deadline raises `LockTimeout`: the caller's write does not
 happen and the caller is told. Nothing is silently dropped.
@@ -191,7 +192,10 @@ class FileGuard:
         self.acquire_unless(None)
 
     def acquire_unless(
-        self, done: Callable[[], bool] | None, on_busy: Callable[[], None] | None = None
+        self,
+        done: Callable[[], bool] | None,
+        on_busy: Callable[[], None] | None = None,
+        pause: Callable[[float], None] = time.sleep,
     ) -> bool:
         """Take the lock, unless `done()` turns true while waiting for swarm's own lock, or
         right after it was taken following a wait (before Claude Code's is made): then nothing
@@ -200,7 +204,8 @@ class FileGuard:
 
         For a group commit (`protocols.spool`): a writer that finds the lock taken spools its
         entry (`on_busy`), and if the holder commits it meanwhile (`done`) it needs no lock and
-        no write of its own.
+        no write of its own. Between looks at `done()` it waits with `pause(seconds)`, which
+        may return early when it has news (`protocols.spool_wake`).
         """
         if self._fd is not None:
             raise RuntimeError(f"{self.target} is already locked by this FileGuard")
@@ -212,7 +217,7 @@ class FileGuard:
                 waited = not _try_flock(fd)
                 if waited and on_busy is not None:
                     on_busy()
-                if waited and not self._take_flock(fd, deadline, done):
+                if waited and not self._take_flock(fd, deadline, done, pause):
                     os.close(fd)
                     self._close_dirs()
                     return False
@@ -418,28 +423,40 @@ class FileGuard:
                 aside,
             )
 
-    def _take_flock(self, fd: int, deadline: float, done: Callable[[], bool] | None) -> bool:
+    def _take_flock(
+        self,
+        fd: int,
+        deadline: float,
+        done: Callable[[], bool] | None,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> bool:
         """Wait for the kernel lock; False if `done()` turned true first (not taken).
 
         A plain waiter blocks in the kernel and is woken the moment the holder lets go
         (`protocols.flock_wait`). A writer waiting to be carried by a group commit (`done`
         given) instead looks every so often, first after about one commit's time: it usually
         finds its entry committed without ever taking the lock (taking it to find that out
-        costs the next committer more than the sleep)."""
+        costs the next committer more than the sleep). Its waits are `pause`, which its
+        committer's ring cuts short (`protocols.spool_wake`)."""
         if done is None:
             if not wait_for_flock(fd, deadline):
                 raise self._timed_out()
             return True
         delay = _COMMIT_S
-        while not _try_flock(fd):
-            if done():
-                return False
+        if _try_flock(fd):  # let go of while the writer was spooling
+            return True
+        while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._timed_out()
-            time.sleep(min(delay * (0.5 + jitter()), remaining))
+            pause(min(delay * (0.5 + jitter()), remaining))
             delay = min(delay * 1.5, _MAX_CARRIED_BACKOFF_S)
-        return True
+            # carried? first: after a ring it was, and the lock may be free by now, but taking
+            # it only to find that out would hold up the next committer
+            if done():
+                return False
+            if _try_flock(fd):
+                return True
 
     def _timed_out(self) -> LockTimeout:
         return LockTimeout(

@@ -146,7 +146,7 @@ class Spool:
             for name in dict.fromkeys(names):  # a slot's entries share its name
                 with contextlib.suppress(FileNotFoundError):
                     if name.endswith(spool_slot.SLOT_SUFFIX):
-                        spool_slot.rename_back(fd, name)
+                        spool_slot.hand_back(fd, name)
                     else:
                         os.unlink(name, dir_fd=fd)
         finally:
@@ -322,3 +322,8 @@ class Waiting:
     def done(self) -> bool:
         """Carried: committed by a lock holder (not merely gone: `Slot.carried`)."""
         return self.slot.carried()
+
+    def pause(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds, woken early when the send is handed back
+        (`Slot.pause`)."""
+        self.slot.pause(timeout)

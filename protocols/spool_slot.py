@@ -14,6 +14,8 @@ process keeps one file per spool folder it sends into, its *slot*, and reuses it
 - The writer knows it was carried when the pending name is gone *and* the idle name holds its
   file again (`Slot.carried`): a pending file removed by anything else (a hostile process, a
   committer that refused it) does not pass for a commit, and its writer commits the send itself.
+  It looks between waits (`Slot.pause`) that the committer cuts short by ringing the slot's
+  bell right after the hand-back (`protocols.spool_wake`).
 
 Content: one header line ``swarm-spool 1 <kind> <len>,<len>,...`` (kind ``e``: inbox entries as
 the inbox holds them; ``m``: a reader's read marks, a JSON list of identities), then the parts,
@@ -36,6 +38,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from protocols import spool_wake
 from protocols.errors import ProtocolsError
 
 SLOT_SUFFIX = ".slot"
@@ -61,6 +64,7 @@ class Slot:
         self.fd = fd
         self.idle = IDLE_PREFIX + slot_id
         self.pending: str | None = None  # its name while a send waits in it
+        self.bell = spool_wake.Bell.make(slot_id)  # rung by the committer that hands it back
 
     @classmethod
     def make(cls, dir_fd: int) -> Slot:
@@ -78,6 +82,8 @@ class Slot:
         while offset < len(data):
             offset += os.pwrite(self.fd, data[offset:], offset)
         os.ftruncate(self.fd, len(data))  # after the write: a shorter send frees no block early
+        if self.bell is not None:
+            self.bell.drain()  # a ring about the last send, come after its writer had looked
         name = f"{time.time_ns():020d}-{self.id}{SLOT_SUFFIX}"
         try:
             os.rename(self.idle, name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
@@ -113,6 +119,17 @@ class Slot:
         self.pending = None  # free for the next send
         return True
 
+    def pause(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the send to be carried: woken by the committer's
+        ring (`protocols.spool_wake`), else at the end. A ring after which the send is not
+        carried was about nothing: the rest of the wait is slept out without listening."""
+        if self.bell is None:
+            time.sleep(timeout)
+            return
+        started = time.monotonic()
+        if self.bell.wait(timeout) and not self.carried():
+            time.sleep(max(0.0, started + timeout - time.monotonic()))
+
     def take_back(self) -> None:
         """Withdraw the send (its writer gives up): idle again, unless already committed."""
         if self.pending is not None:
@@ -128,14 +145,22 @@ class Slot:
     def close(self) -> None:
         os.close(self.fd)
         os.close(self.dir_fd)
+        if self.bell is not None:
+            self.bell.close()
 
 
 def idle_name_of(pending: str) -> str | None:
     """``.idle-<id>`` for a pending slot name ``<ns>-<id>.slot`` (None: not one)."""
+    slot_id = slot_id_of(pending)
+    return None if slot_id is None else IDLE_PREFIX + slot_id
+
+
+def slot_id_of(pending: str) -> str | None:
+    """``<id>`` of a pending slot name ``<ns>-<id>.slot`` (None: not one)."""
     stem, dash, slot_id = pending.removesuffix(SLOT_SUFFIX).partition("-")
     if not pending.endswith(SLOT_SUFFIX) or not dash or not stem.isdigit() or not slot_id:
         return None
-    return IDLE_PREFIX + slot_id
+    return slot_id
 
 
 def rename_back(dir_fd: int, pending: str) -> None:
@@ -144,6 +169,15 @@ def rename_back(dir_fd: int, pending: str) -> None:
     if idle is None:
         raise ValueError(f"not a pending spool slot: {pending!r}")
     os.rename(pending, idle, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def hand_back(dir_fd: int, pending: str) -> None:
+    """`rename_back` after the commit that carried it, and wake its writer
+    (`protocols.spool_wake`)."""
+    rename_back(dir_fd, pending)
+    slot_id = slot_id_of(pending)
+    if slot_id is not None:
+        spool_wake.ring(slot_id)
 
 
 def parse(data: bytes) -> tuple[str, list[bytes]]:
