@@ -29,8 +29,11 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import socket
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
 
 PREFIX = b"\0swarm-spool-"
 _DRAIN = 64  # rings read per wake-up at most (each is one byte)
@@ -47,6 +50,8 @@ class Bell:
     @classmethod
     def make(cls, slot_id: str) -> Bell | None:
         """A bell bound to the slot's address; None where it cannot be (module doc)."""
+        import socket  # here: ~3 ms that a ``swarm send`` which never waits need not pay
+
         try:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         except OSError:
@@ -111,6 +116,8 @@ def _sender() -> socket.socket | None:
                 _socket = None
             if _refused:
                 return None
+            import socket  # as in `Bell.make`
+
             try:
                 made = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
                 made.setblocking(False)
