@@ -163,21 +163,19 @@ def slot_id_of(pending: str) -> str | None:
     return slot_id
 
 
-def rename_back(dir_fd: int, pending: str) -> None:
-    """Make the pending slot `pending` idle again (after its commit, or taken back)."""
-    idle = idle_name_of(pending)
-    if idle is None:
+def rename_back(dir_fd: int, pending: str) -> str:
+    """Make the pending slot `pending` idle again (after its commit, or taken back); its id."""
+    slot_id = slot_id_of(pending)
+    if slot_id is None:
         raise ValueError(f"not a pending spool slot: {pending!r}")
-    os.rename(pending, idle, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    os.rename(pending, IDLE_PREFIX + slot_id, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    return slot_id
 
 
 def hand_back(dir_fd: int, pending: str) -> None:
     """`rename_back` after the commit that carried it, and wake its writer
     (`protocols.spool_wake`)."""
-    rename_back(dir_fd, pending)
-    slot_id = slot_id_of(pending)
-    if slot_id is not None:
-        spool_wake.ring(slot_id)
+    spool_wake.ring(rename_back(dir_fd, pending))
 
 
 def parse(data: bytes) -> tuple[str, list[bytes]]:
