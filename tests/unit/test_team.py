@@ -93,6 +93,7 @@ def test_duplicate_member_names_are_refused(team: TeamFile) -> None:
 def test_update_and_remove_members(team: TeamFile) -> None:
     team.update_member("bob", isActive=False, tmuxPaneId="%3", pid=1234)
     bob = team.load().member("bob")
+    assert bob is not None and bob.model_extra is not None
     assert bob.isActive is False and bob.tmuxPaneId == "%3" and bob.model_extra["pid"] == 1234
     assert team.is_active("bob") is False and team.is_active("nobody") is None
     team.update_member("bob", isActive=True)
