@@ -15,12 +15,13 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocols import safefs
-from protocols.errors import ProtocolsError
+from protocols.errors import Error, ProtocolsError
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
@@ -403,6 +404,25 @@ def request_shutdown(
     return ShutdownResult(name, outcome, why, True, sorted(returned, key=int))
 
 
+def shut_down_together(
+    paths: TeamPaths, names: Sequence[str], reason: str, wait_s: float
+) -> list[ShutdownResult | Error]:
+    """`request_shutdown` with `force` of every member in `names`, all at once: each is asked,
+    and whoever has not answered within `wait_s` is stopped, so ten silent members take
+    `wait_s`, not ten times it. A result per name, in order (an `Error` for one that failed)."""
+
+    def shut_down(name: str) -> ShutdownResult | Error:
+        try:
+            return request_shutdown(paths, name, reason, wait_s, True)
+        except Error as exc:
+            return exc
+
+    if not names:
+        return []
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        return list(pool.map(shut_down, names))
+
+
 def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> list[str]:
     """The lead's side of a shutdown: wait for the process to exit (briefly, if it approved),
     stop it and its pane, return its unfinished tasks to pending, remove the member. Safe to
@@ -438,9 +458,11 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
             f"team {paths.team!r} has live members ({', '.join(m.name for m in live)}); "
             "shut them down first (swarm shutdown NAME), or use --force"
         )
-    results = [
-        request_shutdown(paths, m.name, "the team is being deleted", 10.0, True) for m in live
-    ]
+    outcomes = shut_down_together(paths, [m.name for m in live], "the team is being deleted", 10.0)
+    failed = [o for o in outcomes if isinstance(o, Error)]
+    if failed:
+        raise failed[0]
+    results = [o for o in outcomes if not isinstance(o, Error)]
     for member in (
         open_store(paths).team_file().load().members
     ):  # dead or starting: what they left running

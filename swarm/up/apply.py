@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +33,9 @@ from swarm.backends import Spawned
 from swarm.errors import SwarmError
 from swarm.team.budget import check_priced
 from swarm.team.lifecycle import (
-    ShutdownResult,
     check_model,
     delete_team,
-    request_shutdown,
+    shut_down_together,
     spawn_member,
 )
 from swarm.team.members import member_state, stop_member
@@ -282,17 +280,13 @@ def bring_down(paths: TeamPaths, wait_s: float = 30.0) -> list[Departure]:
     members = [m for m in open_store(paths).team_file().load().members if m.name != LEAD_NAME]
     live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
 
-    def shut_down(name: str) -> Departure:
-        try:
-            result: ShutdownResult = request_shutdown(paths, name, DOWN_REASON, wait_s, True)
-        except Error as exc:
-            return Departure(name, "error", str(exc))
-        return Departure(name, result.outcome, result.reason)
-
-    departures = []
-    if live:
-        with ThreadPoolExecutor(max_workers=len(live)) as pool:
-            departures = list(pool.map(shut_down, live))
+    outcomes = shut_down_together(paths, live, DOWN_REASON, wait_s)
+    departures = [
+        Departure(name, "error", str(o))
+        if isinstance(o, Error)
+        else Departure(name, o.outcome, o.reason)
+        for name, o in zip(live, outcomes, strict=True)
+    ]
     departures += [Departure(m.name, member_state(m), "") for m in members if m.name not in live]
     delete_team(paths, force=True)
     return departures

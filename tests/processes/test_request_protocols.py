@@ -25,6 +25,7 @@ from protocols.messages import (
 )
 from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
+from protocols.pids import ProcessIdentity
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.lead.inbox import Leader
@@ -218,3 +219,49 @@ def test_a_departed_members_requests_are_closed_and_never_come_back(
     assert json.loads(swarm("permissions", "--json").stdout) == []
     fresh = ask(paths, "alice", "make c")
     assert [p["id"] for p in json.loads(swarm("permissions", "--json").stdout)] == [fresh]
+
+
+def test_team_delete_force_asks_every_live_member_before_it_waits(team: TeamFile) -> None:
+    """Three live members that answer only once all three were asked. ``team delete --force``
+    asks them all at once, so all three approve; asked one at a time, the first would wait out
+    its 10 s unanswered, and the second too (this test waits 15 s for the third request)."""
+    paths = team.paths
+    mailbox = Mailbox(paths)
+    names = ("alice", "bob", "carol")
+    sleepers = {name: subprocess.Popen(["sleep", "300"]) for name in names}
+    try:
+        for name, sleeper in sleepers.items():
+            identity = ProcessIdentity.of(sleeper.pid)
+            assert identity is not None
+            team.update_member(name, **identity.to_value())
+        delete = subprocess.Popen(
+            [sys.executable, "-m", "swarm", "team", "delete", "t", "--force", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def all_asked() -> dict[str, ShutdownRequest] | None:
+            asked = {}
+            for name in names:
+                for entry in mailbox.peek_all(name):
+                    message = entry.structured()
+                    if isinstance(message, ShutdownRequest) and entry.from_ == "team-lead":
+                        asked[name] = message
+            return asked if len(asked) == len(names) else None
+
+        asked = wait_for(all_asked, "a shutdown request to each of the three", timeout=15.0)
+        for name, request in asked.items():
+            answer = ShutdownApproved(requestId=request.requestId, from_=name, timestamp=now_iso())
+            mailbox.send("team-lead", answer, sender=name)
+            sleepers[name].kill()  # it exits, as a teammate that approved does
+            sleepers[name].wait()
+        out, err = delete.communicate(timeout=60)
+        assert delete.returncode == 0, err
+        outcomes = {s["name"]: s["outcome"] for s in json.loads(out)["shutDown"]}
+        assert outcomes == dict.fromkeys(names, "approved")
+        assert not paths.team_dir.exists()
+    finally:
+        for sleeper in sleepers.values():
+            sleeper.kill()
+            sleeper.wait()
