@@ -146,6 +146,12 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
     click.echo(printable_json(value, indent=2) if as_json else printable(text(value)))
 
 
+def say_waiting(line: str) -> None:
+    """Tell the person at the terminal what a slow command waits for (on stderr, escaped: it
+    names members), so that ``--json`` output stays one document."""
+    click.echo(printable(line), err=True)
+
+
 def ids_text(ids: list[str]) -> str:
     return ", ".join("#" + i for i in ids) or "-"
 

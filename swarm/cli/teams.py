@@ -10,7 +10,14 @@ from protocols.names import validate_name
 from protocols.paths import config_root
 from protocols.printable import printable, printable_line
 from protocols.store import open_store, write_pointer
-from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
+from swarm.cli.common import (
+    emit,
+    json_option,
+    paths_for,
+    pick_team,
+    say_waiting,
+    team_argument,
+)
 from swarm.team.lifecycle import delete_team
 from swarm.team.retention import prune_history
 from swarm.views.teams import describe, list_teams
@@ -104,14 +111,19 @@ def team_show(name: str | None, team: str | None, as_json: bool) -> None:
 
 
 @team.command("delete")
-@click.option("--force", is_flag=True, help="shut live members down first (stopped if they refuse)")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="shut live members down first: all asked at once, and stopped if they refuse or do "
+    "not answer within 10 s",
+)
 @json_option
 @team_argument
 def team_delete(name: str | None, team: str | None, force: bool, as_json: bool) -> None:
     """Delete team TEAM: its teams/TEAM and tasks/TEAM directories (default: --team, else
     $SWARM_TEAM)."""
     name = pick_team(name, team)
-    results = delete_team(paths_for(name), force)
+    results = delete_team(paths_for(name), force, announce=say_waiting)
     shut = [{"name": r.name, "outcome": r.outcome, "released": r.released} for r in results]
     emit(
         {"team": name, "deleted": True, "shutDown": shut},

@@ -12,7 +12,14 @@ import click
 
 from protocols.printable import printable_json, printable_line
 from swarm.backends.base import BACKEND_KINDS
-from swarm.cli.common import emit, json_option, paths_for, pick_team, team_argument
+from swarm.cli.common import (
+    emit,
+    json_option,
+    paths_for,
+    pick_team,
+    say_waiting,
+    team_argument,
+)
 from swarm.up.apply import Departure, UpPlan, bring_down, bring_up, plan_up, team_json
 from swarm.up.resume import resume_up
 from swarm.up.spec import load_team_file
@@ -137,7 +144,7 @@ def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> No
       swarm down pipeline --wait 10
     """
     team = pick_team(name, team)
-    departures = bring_down(paths_for(team), wait_s)
+    departures = bring_down(paths_for(team), wait_s, announce=say_waiting)
     emit(
         {"team": team, "deleted": True, "members": [dataclasses.asdict(d) for d in departures]},
         as_json,

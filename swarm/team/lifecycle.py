@@ -405,11 +405,16 @@ def request_shutdown(
 
 
 def shut_down_together(
-    paths: TeamPaths, names: Sequence[str], reason: str, wait_s: float
+    paths: TeamPaths,
+    names: Sequence[str],
+    reason: str,
+    wait_s: float,
+    announce: Callable[[str], None] | None = None,
 ) -> list[ShutdownResult | Error]:
     """`request_shutdown` with `force` of every member in `names`, all at once: each is asked,
     and whoever has not answered within `wait_s` is stopped, so ten silent members take
-    `wait_s`, not ten times it. A result per name, in order (an `Error` for one that failed)."""
+    `wait_s`, not ten times it. A result per name, in order (an `Error` for one that failed).
+    `announce(line)` is told first what is being waited for (a person watches a slow command)."""
 
     def shut_down(name: str) -> ShutdownResult | Error:
         try:
@@ -419,6 +424,13 @@ def shut_down_together(
 
     if not names:
         return []
+    if announce is not None:
+        who = (
+            ", ".join(names)
+            if len(names) <= 5
+            else f"{', '.join(names[:5])} and {len(names) - 5} more"
+        )
+        announce(f"asked {who} to shut down; waiting up to {wait_s:g} s for the answers")
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return list(pool.map(shut_down, names))
 
@@ -444,9 +456,12 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     return released
 
 
-def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
+def delete_team(
+    paths: TeamPaths, force: bool = False, announce: Callable[[str], None] | None = None
+) -> list[ShutdownResult]:
     """Remove ``teams/<team>`` and ``tasks/<team>``. Refuses while members are alive, unless
-    `force`, which shuts them down first (the protocol, then stopping those that do not go)."""
+    `force`, which shuts them down first (the protocol, then stopping those that do not go;
+    `announce` as for `shut_down_together`)."""
     judge = liveness(paths)
     live = [
         m
@@ -458,7 +473,8 @@ def delete_team(paths: TeamPaths, force: bool = False) -> list[ShutdownResult]:
             f"team {paths.team!r} has live members ({', '.join(m.name for m in live)}); "
             "shut them down first (swarm shutdown NAME), or use --force"
         )
-    outcomes = shut_down_together(paths, [m.name for m in live], "the team is being deleted", 10.0)
+    names = [m.name for m in live]
+    outcomes = shut_down_together(paths, names, "the team is being deleted", 10.0, announce)
     failed = [o for o in outcomes if isinstance(o, Error)]
     if failed:
         raise failed[0]

@@ -274,13 +274,16 @@ def _undo(paths: TeamPaths, started: list[Member]) -> None:
         delete_team(paths, force=True)
 
 
-def bring_down(paths: TeamPaths, wait_s: float = 30.0) -> list[Departure]:
+def bring_down(
+    paths: TeamPaths, wait_s: float = 30.0, announce: Callable[[str], None] | None = None
+) -> list[Departure]:
     """Ask every live member to shut down, all at once; whoever refuses or has not answered
-    within `wait_s` seconds is stopped. Then delete the team's files."""
+    within `wait_s` seconds is stopped. Then delete the team's files. `announce(line)` is told
+    what is being waited for."""
     members = [m for m in open_store(paths).team_file().load().members if m.name != LEAD_NAME]
     live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
 
-    outcomes = shut_down_together(paths, live, DOWN_REASON, wait_s)
+    outcomes = shut_down_together(paths, live, DOWN_REASON, wait_s, announce)
     departures = [
         Departure(name, "error", str(o))
         if isinstance(o, Error)
