@@ -430,7 +430,7 @@ def shut_down_together(
             if len(names) <= 5
             else f"{', '.join(names[:5])} and {len(names) - 5} more"
         )
-        announce(f"asked {who} to shut down; waiting up to {wait_s:g} s for the answers")
+        announce(f"asking {who} to shut down; waiting up to {wait_s:g} s for the answers")
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return list(pool.map(shut_down, names))
 

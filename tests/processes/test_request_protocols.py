@@ -261,7 +261,7 @@ def test_team_delete_force_asks_every_live_member_before_it_waits(team: TeamFile
         outcomes = {s["name"]: s["outcome"] for s in json.loads(out)["shutDown"]}
         assert outcomes == dict.fromkeys(names, "approved")
         assert not paths.team_dir.exists()
-        assert "asked alice, bob, carol to shut down; waiting up to 10 s" in err  # on stderr
+        assert "asking alice, bob, carol to shut down; waiting up to 10 s" in err  # on stderr
     finally:
         for sleeper in sleepers.values():
             sleeper.kill()
