@@ -5,8 +5,11 @@ transaction, so the notification goes out when (and only if) the message is comm
 `Listener` holds its own connection that does nothing but ``LISTEN``: it listens before the
 reader first looks at its inbox, so a message committed in between is either seen by that look
 or wakes the wait after it. PostgreSQL drops notifications when no connection listens (and a
-listener's connection can be cut), so a waiting reader also looks again every ``rescan_s``
-seconds whatever it heard: the safety net, as the file store's rescan is for inotify.
+listener's connection can be cut), so a listener that lost its connection says "look" once it
+listens again, even when making the new connection failed at first and only a later wait made
+it (the network was down longer than its retries); and a waiting reader also looks again every
+``rescan_s`` seconds whatever it heard: the safety net, as the file store's rescan is for
+inotify.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ class Listener:
         self.db = db
         self.channel = channel(team)
         self._conn: psycopg.Connection[Any] | None = None
+        # its connection was lost and not made again yet: whatever was sent until it listens
+        # again woke nobody, so the call that listens again answers "look" (None)
+        self._lost = False
         self._listen()
 
     def __enter__(self) -> Listener:
@@ -78,8 +84,12 @@ class Listener:
         """The payloads among `names` (any, for None) heard within `timeout` seconds: once one
         came, the others already waiting too. Empty at the timeout, or as soon as one of
         `wake_fds` is readable (the caller's own wake-ups; it reads them); None when the
-        connection was lost and made again (what was sent meanwhile woke nobody: look)."""
+        connection was lost and made again, in this call or after an earlier one that could not
+        make it again (`StoreUnavailable`): what was sent meanwhile woke nobody, look."""
         conn = self._listen()
+        if self._lost:
+            self._lost = False
+            return None
         found: set[str] = set()
         deadline = time.monotonic() + max(timeout, 0.0)
         woken = False
@@ -101,5 +111,7 @@ class Listener:
         except psycopg.OperationalError as exc:
             log.info("listener on %s lost its connection (%s); listening again", self.channel, exc)
             self.close()
+            self._lost = True  # until it listens again, here or in a later call
             self._listen()
+            self._lost = False
             return None

@@ -15,15 +15,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from helpers import wait_for
 from pg_cli import ok, swarm
+from psycopg import sql
 
+from protocols.errors import StoreUnavailable
 from protocols.inotify import Notifier
 from protocols.jsonio import atomic_write_text
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgMailbox, PgTeamFile
-from protocols.pg.notify import Listener
+from protocols.pg.notify import TASKS, Listener, notify
 from protocols.pg.store import PgStore
 from protocols.pids import pid_alive
 from protocols.store import locate
@@ -182,3 +185,35 @@ def test_an_idle_teammate_ends_when_its_team_is_deleted(
         )
         assert team.delete()
     assert wait_for(lambda: not pid_alive(pid), "dan to end with its team")
+
+
+def test_a_listener_that_could_not_listen_again_at_once_says_look_when_it_does(
+    conninfo: str, db: Database, pg_team: PgTeamFile
+) -> None:
+    """Its connection is cut, and making a new one fails for longer than its retries (the
+    store refuses connections just then: a network down longer than them). A task added
+    before it listens again notifies nobody, so the wait that listens again answers "look"
+    instead of waiting for news that will not come (an idle teammate on PostgreSQL would have
+    missed the task until its rescan, 10 minutes later)."""
+    dbname = psycopg.conninfo.conninfo_to_dict(conninfo)["dbname"]
+    admin_info = psycopg.conninfo.make_conninfo(conninfo, dbname="postgres")
+    with (
+        psycopg.connect(admin_info, autocommit=True) as admin,
+        Listener(Database(conninfo, reconnect_s=0.3), TEAM) as listener,
+    ):
+        conn = listener._listen()
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(dbname))
+        )
+        try:
+            admin.execute("SELECT pg_terminate_backend(%s)", [conn.info.backend_pid])
+            with pytest.raises(StoreUnavailable):
+                listener.heard({TASKS}, 30.0)
+        finally:
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(dbname))
+            )
+        db.run(lambda c: notify(c, TEAM, TASKS))  # while nobody listens: lost
+        assert listener.heard({TASKS}, 5.0) is None  # listening again: look
+        db.run(lambda c: notify(c, TEAM, TASKS))
+        assert listener.heard({TASKS}, 30.0) == {TASKS}  # and it hears what comes next
