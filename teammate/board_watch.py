@@ -5,7 +5,8 @@ event on the task directory, or a change of the directory's time: every swarm wr
 file into it), when a protocol message came (a lead that writes task files in place, as Claude
 Code does, says so with a ``task_assignment``; a plain message is no reason to look), or every
 `BOARD_RESCAN_S` as the safety net for what neither shows (a lost event about an in-place write;
-ten times as often when inotify is unavailable).
+ten times as often when inotify is unavailable). A look that failed (a PostgreSQL store out of
+reach) is made again at the next step: the news that called for it was taken by then.
 What it takes: a task the lead assigned to it (or its predecessor of the same name left), else
 the lowest claimable task (`TaskBoard.claim_next`).
 """
@@ -46,16 +47,20 @@ class BoardWatch:
         self._checked = 0.0
         self._mtime: int | None = None
         self._epochs: dict[str, int] = {}  # a fencing store's epoch of each claim it holds
+        self._again = False  # the last look failed (its store out of reach): look next time
         self.tasks_dir = tasks_dir
 
     def next_task(self, force: bool, skip: Container[str] = ()) -> Task | None:
         """A task claimed for this teammate, looked for only when the board changed or `force`
         (a protocol message came: it may be about the board); `skip` holds tasks it did but has
         not recorded yet."""
-        if not (force or self.changed()):
+        if not (force or self._again or self.changed()):
             return None
+        self._again = True  # until this look is done: one that fails is made again next time
         self._checked = self._clock()
-        return self.claim(skip)
+        task = self.claim(skip)
+        self._again = False
+        return task
 
     def changed(self) -> bool:
         """Did anything happen on the board since the last look (module doc)?"""
