@@ -179,7 +179,8 @@ def five_children(fork: bool, context: str) -> tuple[float, int, int]:
             firsts.append(usage)
     if len(firsts) != CHILDREN:
         raise SystemExit(f"expected {CHILDREN} children's first requests, found {len(firsts)}")
-    total = sum(sum(u.values()) for u in firsts)
+    kinds = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    total = sum(u[kind] for u in firsts for kind in kinds)
     read = sum(u["cache_read_input_tokens"] for u in firsts)
     return 100 * read / total, total, total - read
 

@@ -11,17 +11,34 @@ A script is a YAML (or JSON) list of turns, each one model response, played in o
     - {name: SendMessage, input: {to: team-lead, message: done, summary: done}}
 - error: 529                           # the API answers with this HTTP status instead
   message: Overloaded                  # (optional) the error's message
+- thinking: "The file is written; check it."   # a thinking block first (signed for you)
+  redacted_thinking: "EmwKAhgBEgy3va..."       # (optional) a redacted thinking block's data
+  tool: Read
+  input: {file_path: out.txt}
+- text: "Here is the long ans"         # an answer cut off: stop_reason may be any the API
+  stop_reason: max_tokens              # sends (end_turn, tool_use, max_tokens, stop_sequence,
+                                       # pause_turn, refusal, model_context_window_exceeded)
+- text: "Half an answer"               # the stream breaks after it began: overloaded,
+  fault: overloaded                    # api_error (an SSE error event) or reset (the
+  fault_after: 1                       # connection drops), after this many whole blocks
 - text: All done.                      # no tool call: the turn ends (stop_reason end_turn)
   usage: {input_tokens: 1200, output_tokens: 40}
 ```
 
 `Turn` is one entry; `load_script` reads a file and names the entry and field that is wrong.
+A tool call cut off by ``max_tokens`` or ``model_context_window_exceeded`` is sent with half
+its input (``cut: false`` sends it whole); ``stop_sequence:`` names the sequence that matched.
+The test suite's Messages API server (``tests/messages_api.py``) plays every field; the
+scripted model has no stream, so it plays a ``fault`` as a failed call.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +56,26 @@ _KEYS = {
     "retry_after",
     "usage",
     "stop_reason",
+    "stop_sequence",
+    "thinking",
+    "redacted_thinking",
+    "cut",
+    "fault",
+    "fault_after",
 }
+# every stop reason the API sends (``compaction``: the beta API's server-side compaction)
+STOP_REASONS = {
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "stop_sequence",
+    "pause_turn",
+    "refusal",
+    "model_context_window_exceeded",
+    "compaction",
+}
+CUT_BY = {"max_tokens", "model_context_window_exceeded"}  # stop reasons that cut a tool call
+FAULTS = {"overloaded", "api_error", "reset"}
 
 
 class ScriptError(Error, ValueError):
@@ -55,7 +91,20 @@ def tool_use_id() -> str:
 
 @dataclass
 class Turn:
-    """One model response: content blocks, why it stopped, and token usage (or an HTTP error)."""
+    """One model response: content blocks, why it stopped, and token usage (or an HTTP error).
+
+    `content` may hold ``thinking`` blocks (`thinking_block`: signed for you when the block
+    has no signature) and ``redacted_thinking`` blocks before the text and tool calls. The
+    fields after `message` are played by the test suite's Messages API server:
+
+    - `stop_sequence`: the sequence that matched, for ``stop_reason="stop_sequence"``;
+    - `cut`: with ``stop_reason`` ``max_tokens`` or ``model_context_window_exceeded``, a last
+      ``tool_use`` block is sent cut off (half its input JSON); False sends it whole;
+    - `fault`: the answer breaks after a 200 response began: ``"overloaded"`` or
+      ``"api_error"`` (an SSE ``error`` event), ``"reset"`` (the connection drops), after
+      `fault_after` whole content blocks (0: right after ``message_start``);
+    - `stall`: the stream waits on this event (at most 60 s) after `stall_after` whole blocks.
+    """
 
     content: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = "end_turn"
@@ -63,23 +112,91 @@ class Turn:
     error: int | None = None  # answer with this HTTP status instead
     retry_after: float | None = None
     message: str = "scripted error"  # the error's message
+    stop_sequence: str | None = None
+    cut: bool = True
+    fault: str | None = None
+    fault_after: int = 1
+    stall: threading.Event | None = field(default=None, compare=False, repr=False)
+    stall_after: int = 1
+
+    def __post_init__(self) -> None:
+        if self.fault is not None and self.fault not in FAULTS:
+            raise ValueError(f"fault must be one of {sorted(FAULTS)}, not {self.fault!r}")
+
+        def unsigned(block: dict[str, Any]) -> bool:
+            return block.get("type") == "thinking" and not block.get("signature")
+
+        if any(unsigned(block) for block in self.content):  # a new list: the caller's stays
+            self.content = [
+                Turn.thinking_block(block.get("thinking", "")) if unsigned(block) else block
+                for block in self.content
+            ]
+
+    @staticmethod
+    def thinking_block(thinking: str, signature: str | None = None) -> dict[str, Any]:
+        """A thinking block; without a `signature`, a deterministic one made from the text."""
+        if not signature:
+            digest = hashlib.sha256(b"scripted thinking\0" + thinking.encode()).digest()
+            signature = base64.b64encode(digest).decode()
+        return {"type": "thinking", "thinking": thinking, "signature": signature}
+
+    @staticmethod
+    def _thoughts(thinking: str | None, redacted_thinking: str | None) -> list[dict[str, Any]]:
+        blocks = [Turn.thinking_block(thinking)] if thinking is not None else []
+        if redacted_thinking is not None:
+            blocks.append({"type": "redacted_thinking", "data": redacted_thinking})
+        return blocks
 
     @classmethod
-    def text(cls, text: str, **kwargs: Any) -> Turn:
-        return cls([{"type": "text", "text": text}], **kwargs)
+    def text(
+        cls,
+        text: str,
+        *,
+        thinking: str | None = None,
+        redacted_thinking: str | None = None,
+        **kwargs: Any,
+    ) -> Turn:
+        """A text answer, after a thinking block (`thinking`) and a redacted one if given."""
+        blocks = cls._thoughts(thinking, redacted_thinking)
+        return cls([*blocks, {"type": "text", "text": text}], **kwargs)
 
     @classmethod
-    def tool(cls, name: str, tool_input: dict[str, Any], text: str | None = None) -> Turn:
-        return cls.tools([(name, tool_input)], text)
+    def tool(
+        cls,
+        name: str,
+        tool_input: dict[str, Any],
+        text: str | None = None,
+        *,
+        thinking: str | None = None,
+        redacted_thinking: str | None = None,
+        **kwargs: Any,
+    ) -> Turn:
+        return cls.tools(
+            [(name, tool_input)],
+            text,
+            thinking=thinking,
+            redacted_thinking=redacted_thinking,
+            **kwargs,
+        )
 
     @classmethod
-    def tools(cls, calls: list[tuple[str, dict[str, Any]]], text: str | None = None) -> Turn:
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    def tools(
+        cls,
+        calls: list[tuple[str, dict[str, Any]]],
+        text: str | None = None,
+        *,
+        thinking: str | None = None,
+        redacted_thinking: str | None = None,
+        **kwargs: Any,
+    ) -> Turn:
+        blocks = cls._thoughts(thinking, redacted_thinking)
+        if text:
+            blocks.append({"type": "text", "text": text})
         for name, tool_input in calls:
             blocks.append(
                 {"type": "tool_use", "id": tool_use_id(), "name": name, "input": tool_input}
             )
-        return cls(blocks, stop_reason="tool_use")
+        return cls(blocks, **{"stop_reason": "tool_use", **kwargs})
 
     @classmethod
     def failure(
@@ -111,18 +228,46 @@ class Turn:
         calls = [_call(value, where)] if "tool" in value else []
         for index, item in enumerate(value.get("tools") or []):
             calls.append(_call(item, f"{where}.tools[{index}]"))
-        text = value.get("text")
-        if text is not None and not isinstance(text, str):
-            raise ScriptError(f"{where}: text must be a string")
+        text = _optional(value, "text", str, where)
+        thoughts = {
+            "thinking": _optional(value, "thinking", str, where),
+            "redacted_thinking": _optional(value, "redacted_thinking", str, where),
+        }
         if calls:
-            turn = cls.tools(calls, text)
+            turn = cls.tools(calls, text, **thoughts)
         elif text is not None:
-            turn = cls.text(text)
+            turn = cls.text(text, **thoughts)
+        elif any(thought is not None for thought in thoughts.values()):
+            turn = cls(cls._thoughts(**thoughts))  # only thinking: say, cut off by max_tokens
         else:
-            raise ScriptError(f"{where}: a turn needs text, tool, tools or error")
+            raise ScriptError(f"{where}: a turn needs text, tool, tools, thinking or error")
         turn.usage = {**usage}
-        turn.stop_reason = value.get("stop_reason", turn.stop_reason)
+        turn.stop_reason = _optional(value, "stop_reason", str, where) or turn.stop_reason
+        if turn.stop_reason not in STOP_REASONS:
+            raise ScriptError(f"{where}: stop_reason must be one of {sorted(STOP_REASONS)}")
+        turn.stop_sequence = _optional(value, "stop_sequence", str, where)
+        cut = _optional(value, "cut", bool, where)
+        turn.cut = turn.cut if cut is None else cut
+        turn.fault = _optional(value, "fault", str, where)
+        if turn.fault is not None and turn.fault not in FAULTS:
+            raise ScriptError(f"{where}: fault must be one of {sorted(FAULTS)}")
+        fault_after = _optional(value, "fault_after", int, where)
+        if fault_after is not None and fault_after < 0:
+            raise ScriptError(f"{where}: fault_after must be a whole number of blocks, 0 or more")
+        turn.fault_after = turn.fault_after if fault_after is None else fault_after
         return turn
+
+
+_KINDS = {str: "a string", bool: "true or false", int: "a whole number"}
+
+
+def _optional(value: dict[str, Any], key: str, kind: type[Any], where: str) -> Any:
+    """``value[key]`` if it is a `kind` (None when absent); `ScriptError` if it is not."""
+    found = value.get(key)
+    wrong = not isinstance(found, kind) or (kind is int and isinstance(found, bool))
+    if found is not None and wrong:
+        raise ScriptError(f"{where}: {key} must be {_KINDS[kind]}")
+    return found
 
 
 def _call(value: Any, where: str) -> tuple[str, dict[str, Any]]:
