@@ -62,7 +62,7 @@ def main() -> int:
             name, agent = ("plain", plain) if i % 2 == 0 else ("hooked", hooked)
             block = {"id": f"toolu_{i}", "name": "Read", "input": {"file_path": "notes.txt"}}
             start = time.perf_counter()
-            result = agent._use(block)
+            result = agent.use(block)
             times[name].append((time.perf_counter() - start) * 1000)
             assert not result.get("is_error"), result
     plain_ms = statistics.median(times["plain"])

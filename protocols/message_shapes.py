@@ -166,6 +166,13 @@ SHAPES: dict[str, Shape] = {
             toolName=Field(STR),
         ),
         Shape("TeammateTerminated", type=_kind("teammate_terminated"), message=Field(STR)),
+        Shape(
+            "CompactRequest",
+            type=_kind("compact_request"),
+            from_=Field(STR, key="from"),
+            timestamp=Field(STR),
+            instructions=Field(OPT_STR, None),
+        ),
     )
 }
 

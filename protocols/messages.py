@@ -197,6 +197,17 @@ class TeamPermissionUpdate(_Message):
     toolName: str
 
 
+class CompactRequest(_Message):
+    """swarm's own (Claude Code has no such message): the lead asks a teammate to compact its
+    conversation now (`swarm compact NAME`), with `instructions` for its summary. Only the
+    lead may send it."""
+
+    type: Literal["compact_request"] = "compact_request"
+    from_: str = Field(alias="from")
+    timestamp: str
+    instructions: str | None = None
+
+
 class TeammateTerminated(_Message):
     type: Literal["teammate_terminated"] = "teammate_terminated"
     message: str
@@ -217,6 +228,7 @@ MESSAGE_CLASSES: tuple[type[_Message], ...] = (
     ModeSetRequest,
     TeamPermissionUpdate,
     TeammateTerminated,
+    CompactRequest,
 )
 MESSAGE_TYPES: frozenset[str] = frozenset(
     cls.model_fields["type"].default for cls in MESSAGE_CLASSES
@@ -236,7 +248,8 @@ StructuredMessage = Annotated[
     | TaskAssignment
     | ModeSetRequest
     | TeamPermissionUpdate
-    | TeammateTerminated,
+    | TeammateTerminated
+    | CompactRequest,
     Field(discriminator="type"),
 ]
 

@@ -1,74 +1,60 @@
-"""The one price table: what a model's tokens cost, in USD, for budgets (the teammate) and for
-`swarm status`/`swarm watch` (`swarm.views.costs` re-exports it); and the model aliases.
+"""What a model's tokens cost, in USD, for budgets (the teammate) and for `swarm status`/`swarm
+watch` (`swarm.views.costs` re-exports it).
 
-Prices are USD per million tokens for plain input, output, cache writes (5-minute) and cache
-reads. The defaults are *estimates*: Anthropic's published list prices of the 4.5 generation as
-known when this was written, and the same per family for the 5.5 ids. They are not read from
-any bill; override them with ``$CLAUDE_CONFIG_DIR/swarm-prices.json``::
+The prices are the model catalogue's (`protocols.catalogue`: Claude Code 2.1.330's figures, per
+million tokens: input, output, cache writes for 5 minutes and for an hour, cache reads, and the
+dearer tier of a request above a prompt size where a model has one). They are the list prices
+as Claude Code knows them, not read from any bill; override them with
+``$CLAUDE_CONFIG_DIR/swarm-prices.json``::
 
     {"claude-sonnet-5-5": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3},
      "opus": {"output": 30}}
 
-A key is a model id or a family (``opus``, ``sonnet``, ``haiku``); the file is merged over the
-defaults (a key already priced may give only the fields that change; a new one gives all four).
+A key is a model id or a family (``opus``, ``sonnet``, ``haiku``, ``fable``); the file is
+merged over the defaults: a key already priced may give only the fields that change (its
+long-prompt tier, if it had one, no longer applies); a new one gives ``input``, ``output``,
+``cache_write`` and ``cache_read`` (``cache_write_1h`` is optional: twice the input price, as
+the API bills it, when left out).
 
-A model is priced by, in order: the override of its exact id, the override of its family, the
-default of its exact id, the longest default id it starts with (dated ids such as
-``claude-sonnet-4-5-20250929``), the default of its family. Aliases (``sonnet``) are resolved
-first, as the teammate resolves them (`resolve_model`). Anything else (``shell``,
+A model is priced by, in order: the override of its exact id, the override of its family, its
+row in the catalogue (dated and provider ids included), the latest model of its family. Aliases
+(``sonnet``) are resolved first, as the teammate resolves them. Anything else (``shell``,
 ``scripted``, other vendors' models) has no price: its cost is None.
+
+`cost` prices one request's usage: its prompt size picks the tier, and the part of its cache
+writes made for an hour (``cache_creation_1h_input_tokens``, as `teammate.agent.model.Usage`
+keeps it) is priced as such. A sum of many requests' usage is priced as if it were one (the
+teammate prices each request as it comes, and its status file keeps that sum, ``costUsd``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from protocols import safefs
+from protocols.catalogue import ALIASES, MODELS, Pricing, alias_target, lookup
 from protocols.errors import ProtocolsError
 from protocols.paths import config_root
 
 PRICES_FILE = "swarm-prices.json"
-FAMILIES = ("opus", "sonnet", "haiku")
-MODEL_ALIASES = {
-    "sonnet": "claude-sonnet-5-5",
-    "opus": "claude-opus-5-5",
-    "haiku": "claude-haiku-5-5",
-}
+FAMILIES = tuple(ALIASES)  # opus, sonnet, haiku, fable: an alias names its family's latest
+Price = Pricing  # the name the views and tests use
+PRICE_KEYS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
+ONE_HOUR_KEY = "cache_creation_1h_input_tokens"  # of the cache writes, those made for an hour
 
 
 class PriceFileError(ProtocolsError, ValueError):
     """``swarm-prices.json`` is not a valid price table; the message names the file and key."""
 
 
-def resolve_model(name: str, environ: Mapping[str, str] | None = None) -> str:
-    """The model id for an alias (``sonnet``, ``opus``, ``haiku``); any other name as given."""
-    env = os.environ if environ is None else environ
-    alias = name.strip().lower()
-    if alias in MODEL_ALIASES:
-        return env.get(f"ANTHROPIC_DEFAULT_{alias.upper()}_MODEL") or MODEL_ALIASES[alias]
-    return name.strip()
-
-
-class Price(NamedTuple):
-    """USD per million tokens."""
-
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-
-
-_FAMILY_PRICES = {
-    "sonnet": Price(3.0, 15.0, 3.75, 0.30),
-    "opus": Price(5.0, 25.0, 6.25, 0.50),
-    "haiku": Price(1.0, 5.0, 1.25, 0.10),
-}
-_OLDER_IDS = ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5")
+def resolve_model(name: str) -> str:
+    """The model id for an alias (``sonnet``, ``opus``, ``haiku``, ``fable``); any other name as
+    given (without surrounding spaces)."""
+    return alias_target(name) or name.strip()
 
 
 def _family(model: str) -> str | None:
@@ -76,23 +62,21 @@ def _family(model: str) -> str | None:
     return next((f for f in FAMILIES if f in lowered), None)
 
 
-def default_prices() -> dict[str, Price]:
-    """The built-in table: every id of `MODEL_ALIASES`, the older 4.5 ids, and the families."""
-    table: dict[str, Price] = dict(_FAMILY_PRICES)
-    for model in (*MODEL_ALIASES.values(), *_OLDER_IDS):
-        family = _family(model)
-        if family is not None:
-            table[model] = _FAMILY_PRICES[family]
+def default_prices() -> dict[str, Pricing]:
+    """The catalogue's prices: every model id, and each family at its latest model's."""
+    table: dict[str, Pricing] = {m.id: m.pricing for m in MODELS}
+    for family, model_id in ALIASES.items():
+        table[family] = table[model_id]
     return table
 
 
 class PriceTable(NamedTuple):
     """The defaults and the overrides from the prices file, kept apart for the lookup order."""
 
-    defaults: Mapping[str, Price]
-    overrides: Mapping[str, Price]
+    defaults: Mapping[str, Pricing]
+    overrides: Mapping[str, Pricing]
 
-    def price_of(self, model: str | None) -> Price | None:
+    def price_of(self, model: str | None) -> Pricing | None:
         if not model:
             return None
         model = resolve_model(model)
@@ -104,21 +88,28 @@ class PriceTable(NamedTuple):
             return self.overrides[family]
         if key in self.defaults:
             return self.defaults[key]
-        prefixes = [k for k in self.defaults if k not in FAMILIES and key.startswith(k)]
-        if prefixes:
-            return self.defaults[max(prefixes, key=len)]
+        row = lookup(key)
+        if row is not None and row.id in self.defaults:
+            return self.defaults[row.id]
         return self.defaults.get(family) if family is not None else None
 
     def cost(self, model: str | None, usage: Mapping[str, int]) -> float | None:
-        """USD for `usage` (the API's token counts) on `model`; None if it has no price."""
+        """USD for `usage` (the API's token counts of one request) on `model`; None if it has
+        no price."""
         price = self.price_of(model)
         if price is None:
             return None
+        written = usage.get("cache_creation_input_tokens", 0)
+        hour = min(usage.get(ONE_HOUR_KEY, 0), written)
+        read = usage.get("cache_read_input_tokens", 0)
+        plain = usage.get("input_tokens", 0)
+        price = price.tier(plain + written + read)
         total = (
-            usage.get("input_tokens", 0) * price.input
+            plain * price.input
             + usage.get("output_tokens", 0) * price.output
-            + usage.get("cache_creation_input_tokens", 0) * price.cache_write
-            + usage.get("cache_read_input_tokens", 0) * price.cache_read
+            + (written - hour) * price.cache_write
+            + hour * price.cache_write_1h
+            + read * price.cache_read
         )
         return total / 1_000_000
 
@@ -160,12 +151,11 @@ def load_prices(root: Path | None = None) -> PriceTable:
     return PriceTable(defaults, overrides)
 
 
-def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Price]) -> Price:
-    names = list(Price._fields)
-    allowed = ", ".join(names)
+def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Pricing]) -> Pricing:
+    allowed = ", ".join(PRICE_KEYS)
     if not isinstance(value, dict):
         raise PriceFileError(f"{path}: {key!r} must be an object with the prices {allowed}")
-    unknown = sorted(set(value) - set(names))
+    unknown = sorted(set(value) - set(PRICE_KEYS))
     if unknown:
         raise PriceFileError(f"{path}: {key!r} has unknown keys {unknown}; allowed: {allowed}")
     for name, number in value.items():
@@ -179,13 +169,20 @@ def _parse_entry(path: Path, key: str, value: Any, defaults: Mapping[str, Price]
                 f"{path}: {key!r}.{name} must be a number of USD per million tokens (>= 0), "
                 f"not {number!r}"
             )
+    given = {k: float(v) for k, v in value.items()}
     base = defaults.get(key.lower())
-    if base is not None:
-        return base._replace(**{k: float(v) for k, v in value.items()})
-    missing = [n for n in names if n not in value]
+    if base is not None:  # a changed price: the long-prompt tier no longer applies
+        return base._replace(long_prompt=None, long_prompt_above=None, **given)
+    missing = [n for n in PRICE_KEYS[:4] if n not in value]
     if missing:
         raise PriceFileError(
-            f"{path}: {key!r} is not a priced model or family, so it needs every price; "
-            f"missing: {', '.join(missing)}"
+            f"{path}: {key!r} is not a priced model or family, so it needs every price "
+            f"({', '.join(PRICE_KEYS[:4])}); missing: {', '.join(missing)}"
         )
-    return Price(**{k: float(v) for k, v in value.items()})
+    return Pricing(
+        input=given["input"],
+        output=given["output"],
+        cache_write=given["cache_write"],
+        cache_read=given["cache_read"],
+        cache_write_1h=given.get("cache_write_1h", 2 * given["input"]),
+    )

@@ -97,6 +97,7 @@ SUBAGENT_STATUS = Shape(
     requests=Field(INT, 0),
     turns=Field(INT, 0),
     color=Field(OPT_STR, None),
+    costUsd=Field(optional(FLOAT), None),
     startedAt=Field(STR, factory=now_iso),
     endedAt=Field(OPT_STR, None),
 )
@@ -136,6 +137,10 @@ AGENT_STATUS = Shape(
     subagents=Field(shape=SUBAGENT_STATUS, many=True, factory=list),
     mcpServers=Field(shape=MCP_SERVER_STATUS, many=True, factory=list),
     budget=Field(shape=BUDGET_STATUS, default=None),
+    costUsd=Field(optional(FLOAT), None),
+    contextTokens=Field(OPT_INT, None),
+    contextWindow=Field(OPT_INT, None),
+    compactions=Field(INT, 0),
 )
 
 INBOX_ENTRY = Shape(

@@ -9,8 +9,10 @@ last `FINISHED_KEPT` finished ones, `keep_recent`), each with its own activity a
 tokens are already counted in the member's own ``usage``. ``budget`` (a member with a limit
 only) gives its limits and its spend, and whether it stopped over them. ``mcpServers`` lists
 its MCP servers (name, state ``pending``/``connected``/``failed``/``closed``, the error, how
-many tools). A file without the key, or with an entry this version cannot read, still parses
-(the entry is left out).
+many tools). ``costUsd`` is what its model requests cost, each priced as it was made (its tier,
+its hour-long cache writes: `protocols.prices`); ``contextTokens`` of ``contextWindow`` is how
+full its conversation is, and ``compactions`` how often it was compacted. A file without a key,
+or with an entry this version cannot read, still parses (the entry is left out).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class SubAgentStatus(Record):
     requests: int = 0  # model calls made
     turns: int = 0  # model calls that were answered
     color: str | None = None  # its definition's colour
+    costUsd: float | None = None  # priced per request as it was made (None: not priced)
     startedAt: str = Field(default_factory=now_iso)
     endedAt: str | None = None
 
@@ -111,6 +114,10 @@ class AgentStatus(Record):
     subagents: list[SubAgentStatus] = Field(default_factory=list)
     mcpServers: list[McpServerStatus] = Field(default_factory=list)
     budget: BudgetStatus | None = None  # only for a member with a limit
+    costUsd: float | None = None  # priced per request as it was made (None: not priced)
+    contextTokens: int | None = None  # the size of its conversation now (tokens, about)
+    contextWindow: int | None = None  # the window it is compacted in
+    compactions: int = 0  # how often its conversation was compacted
 
     @field_validator("budget", mode="before")
     @classmethod

@@ -89,7 +89,7 @@ class Budget:
         """One model call's usage, priced on `model` (unpriced: tokens only)."""
         value = usage.to_value()
         with self._lock:
-            self.tokens += sum(value.values())
+            self.tokens += usage.total
             self.cost += self.prices.cost(model, value) or 0.0
 
     def status(self) -> BudgetStatus:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocols.budget import Limits
+from protocols.catalogue import resolve
 from protocols.clock import now_iso
 from protocols.errors import Error, ProtocolsError
 from protocols.messages import IdleNotification
@@ -38,13 +39,13 @@ from teammate.agent.model import (
     Model,
     ScriptedModel,
     has_api_key,
-    resolve_model,
 )
+from teammate.agent.model_settings import ModelSettings, SettingsValueError
 from teammate.agent.script import load_script
 from teammate.agent.settings import Settings, layered_settings, load_settings
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import Brain
-from teammate.brains.claude import ClaudeBrain
+from teammate.brains.claude import ClaudeBrain, turns_from
 from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.budget import Budget
 from teammate.instance import AlreadyRunning
@@ -97,7 +98,7 @@ def _run(options: TeammateOptions, paths: TeamPaths, ship: Shipper | None) -> in
             ship.put({"ts": now_iso(), "kind": "log", "text": text})
 
     model = options.spec.model
-    model_name = model if options.spec.kind.offline else resolve_model(model)
+    model_name = model if options.spec.kind.offline else resolve(model).id
     reporter = StatusReporter(paths, options.agent_name, model_name)
     try:
         brain = build_brain(options, paths, reporter, say, mirror=ship.put if ship else None)
@@ -203,15 +204,23 @@ def build_brain(
     mcp.start([servers[n] for n in agent.required_mcp_servers if n in servers])
     # the command line wins, then the settings file, then the agent definition
     mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
+    model = _model(options)
+    window = settings.auto_compact_window
+    try:  # the window, effort and limits its requests use; a bad variable is said now
+        environ = {**settings.env, **os.environ}  # the environment wins over settings' env
+        requests = ModelSettings.of(model.name, agent.effort, environ, window)
+        max_turns = spec.max_turns or agent.max_turns or turns_from(environ)
+    except SettingsValueError as exc:
+        raise CannotStart(str(exc)) from None
     brain = ClaudeBrain(
-        model=_model(options),
+        model=model,
         agent=agent,
         name=options.agent_name,
         paths=paths,
         cwd=cwd,
         permission_mode=mode,
         plan_mode_required=spec.plan_mode_required,
-        max_turns=spec.max_turns,
+        max_turns=max_turns,
         rules=rules,
         reporter=reporter,
         transcript=Transcript(transcript, mirror),
@@ -224,6 +233,7 @@ def build_brain(
         mcp=mcp,
         mcp_servers=servers,
         tell_lead=functools.partial(_tell_lead, paths, options.agent_name, options.color),
+        settings=requests,
     )
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more);
     # so does a restricted one, in its working directory

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocols.catalogue import model_name_problem
 from protocols.errors import Error
 from protocols.names import checked_component
 from protocols.signing import parse_verify_key
@@ -274,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="model calls allowed per piece of work (default: the agent definition's maxTurns, "
-        "else 100)",
+        "else CLAUDE_CODE_MAX_TURNS, else no cap: --max-cost and --max-tokens are the guard)",
     )
     parser.add_argument(
         "--permission-timeout",
@@ -386,6 +387,9 @@ def parse(argv: list[str]) -> TeammateOptions:
         raise UsageError(f"--task-timeout must be positive, got {args.task_timeout}")
     if args.permission_timeout <= 0:
         raise UsageError(f"--permission-timeout must be positive, got {args.permission_timeout}")
+    problem = model_name_problem(args.model)
+    if problem is not None:
+        raise UsageError(problem)
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
     if args.resume and ModelKind.of(args.model) == ModelKind.SHELL:

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
+from protocols.prices import PriceTable, default_prices
 from protocols.status import (
     AgentStatus,
     McpServerStatus,
@@ -35,12 +36,14 @@ class StatusReporter:
         self.status = AgentStatus(name=name, model=model, pid=os.getpid())
         self.usage = Usage()
         self.budget: Budget | None = None  # an agent with a limit (`teammate.budget`)
+        self.prices: PriceTable | None = None  # the budget's, or the catalogue's when first used
         self._lock = threading.RLock()
         self._written: dict[str, Any] | None = None  # the last status written, but its time
 
     def attach_budget(self, budget: Budget) -> None:
         """Keep `budget`'s limits and spend in the status file (and count each call in it)."""
         self.budget = budget
+        self.prices = budget.prices
         budget.on_change = self._budget_changed
 
     def _budget_changed(self) -> None:
@@ -92,11 +95,30 @@ class StatusReporter:
                 self.status.turns += 1
                 self.usage.add(usage)
                 self.status.usage = self.usage.to_value()
+                cost = self.cost_of(model or self.status.model, usage)
+                if cost is not None:
+                    self.status.costUsd = round((self.status.costUsd or 0.0) + cost, 6)
                 if self.budget is not None:
                     self.budget.add(model, usage)
             if subagent is not None:
                 self._put(subagent())
             self._write()
+
+    def cost_of(self, model: str | None, usage: Usage) -> float | None:
+        """USD of one request's `usage` on `model` (None: it has no price)."""
+        if self.prices is None:
+            self.prices = PriceTable(default_prices(), {})
+        return self.prices.cost(model, usage.to_value())
+
+    def context(self, tokens: int, window: int, compactions: int, write: bool = True) -> None:
+        """How full the conversation is now, and how often it was compacted (`write` false:
+        kept for the next write, as after each reply, whose tool call or end writes next)."""
+        with self._lock:
+            self.status.contextTokens = tokens
+            self.status.contextWindow = window
+            self.status.compactions = compactions
+            if write:
+                self._write()
 
     def subagent(self, entry: Callable[[], SubAgentStatus]) -> None:
         """Record a sub-agent's entry as `entry()` says now (started, a tool call, ended)."""

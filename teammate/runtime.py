@@ -52,6 +52,7 @@ from protocols.errors import (
 from protocols.inbox_entry import InboxEntry
 from protocols.mailbox import Mailbox
 from protocols.messages import (
+    CompactRequest,
     IdleNotification,
     ModeSetRequest,
     PermissionResponse,
@@ -72,7 +73,7 @@ from protocols.team_config import Member
 from protocols.values import MemberState
 from teammate.activity import Activity
 from teammate.board_watch import BoardWatch
-from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict
+from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict, Watched
 from teammate.budget import Notices
 from teammate.instance import single_instance
 from teammate.lead_check import LeadCheck
@@ -88,6 +89,7 @@ from teammate.trouble import Trouble, describe
 # `store.idle_rescan_s`, is only a safety net, so an idle teammate sleeps. Without inotify the
 # watcher polls by itself.
 RETRY_S = 1.0  # while something waits in the outbox
+WATCH_S = 1.0  # a wait for a model call looks at the inbox at least this often
 
 
 class Stop(BaseException):
@@ -146,6 +148,8 @@ class Teammate:
         # answered while the outbox held the answers: read once they are written (`_release`)
         self._read_after_release: list[InboxEntry] = []
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
+        self._in_turn = False  # the brain is answering or working (its model calls may wait)
+        self._compact: str | None = None  # the lead's compaction request, for an idle turn
         self.trouble = Trouble()
         self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
         self.requests = LeadRequests(
@@ -301,6 +305,10 @@ class Teammate:
         plain = self.handle_messages(entries)
         if self.stopped:
             return True
+        if self._compact is not None:
+            self._compact_now()
+            if self.stopped:
+                return True
         noticed = not plain and self.brain.notices_waiting()
         outcome = self._respond(plain) if plain or noticed else None
         if self.stopped:
@@ -424,8 +432,12 @@ class Teammate:
 
     def _on_protocol(self, entry: InboxEntry, message: Any) -> None:
         from_lead = self._from_lead(entry, message)
-        if isinstance(message, ModeSetRequest | TeamPermissionUpdate) and not from_lead:
+        if isinstance(message, ModeSetRequest | TeamPermissionUpdate | CompactRequest) and (
+            not from_lead
+        ):
             self._refuse(entry, message)
+        elif isinstance(message, CompactRequest):
+            self._on_compact(message.instructions or "")
         elif isinstance(message, ModeSetRequest):
             self._set_mode(message.mode)
         elif isinstance(message, TeamPermissionUpdate):
@@ -436,6 +448,30 @@ class Teammate:
         elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
             self.say(f"ignoring a {message.type} from {entry.from_}")
         self.mailbox.mark_read(self.name, [entry])
+
+    def _on_compact(self, instructions: str) -> None:
+        """The lead asked for a compaction: before the brain's next model request if it is in
+        a turn, else in an idle turn of its own (`_compact_now`, after the messages)."""
+        if self._in_turn:
+            self.say(self.brain.compact(instructions, self, now=False))
+        else:
+            self._compact = instructions
+
+    def _compact_now(self) -> None:
+        instructions, self._compact = self._compact or "", None
+        self._start_turn(MemberState.WORKING, "compacting its conversation")
+        self._in_turn = True
+        note = "compaction stopped"
+        try:
+            note = self.brain.compact(instructions, self, now=True)
+        except Interrupted:
+            return
+        finally:
+            self._in_turn = False
+            self._turn_ended()
+            self.activity.end()
+        self.say(note)
+        self.reporter.set(MemberState.IDLE, note)
 
     def _from_lead(self, entry: InboxEntry, message: Any) -> bool:
         """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one;
@@ -473,11 +509,13 @@ class Teammate:
             self.reporter.set(MemberState.WORKING, why, write=False)
         else:
             self._start_turn(MemberState.WORKING, why)
+        self._in_turn = True
         try:
             return self.brain.respond(plain, self)
         except Interrupted:
             return None
         finally:
+            self._in_turn = False
             self._turn_ended(plain)
 
     def _turn_ended(self, answered: Sequence[InboxEntry] = ()) -> None:
@@ -519,7 +557,7 @@ class Teammate:
         and the inbox is watched meanwhile, so a shutdown is answered at once (`Interrupted`)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            self.reporter.set(activity=f"{why}, retrying in {left:.0f} s")
+            self.reporter.set(activity=f"{why} in {left:.0f} s")
             if self._watcher is not None:
                 self._watcher.clear()
             self.between_turns_protocol_only()
@@ -528,6 +566,23 @@ class Teammate:
                 waiter.wait(min(left, 1.0))
             else:
                 time.sleep(min(left, 1.0))
+
+    def watch(self, call: Watched, why: str) -> bool:
+        """For the brain, waiting for a model call in progress: protocol messages are answered
+        meanwhile (a shutdown at once, by raising `Interrupted`); the call's progress wakes the
+        wait as the inbox does."""
+        watcher = self._watcher
+        if watcher is None:
+            return call.wait()
+        call.on_change(watcher.changed.set)
+        while True:
+            watcher.clear()
+            call.poll()
+            if call.done:
+                return True
+            self._protocol_only()
+            if not call.done:
+                watcher.wait(WATCH_S)
 
     def _hold(self, seconds: float) -> None:
         """Over budget (`teammate.budget`): wait up to `seconds` for a change (a raise of its
@@ -569,6 +624,10 @@ class Teammate:
     def between_turns_protocol_only(self) -> None:
         """Protocol messages only (a shutdown first); plain messages wait for the next turn."""
         self._inbox_seen = None
+        self._protocol_only()
+
+    def _protocol_only(self) -> None:
+        """`between_turns_protocol_only`, reading the inbox only if it changed."""
         entries = self._unread()
         protocol = [e for e in entries if self._decode(e) is not None]
         self.handle_messages(protocol)
@@ -640,6 +699,7 @@ class Teammate:
         on a later pass, never redone."""
         self._start_turn(MemberState.WORKING, f"#{task.id}: {task.subject}", task=task.id)
         self.say(f"working on #{task.id}: {task.subject}")
+        self._in_turn = True
         try:
             outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
         except Interrupted:
@@ -647,6 +707,7 @@ class Teammate:
         except Exception as exc:  # a task must not take the teammate with it
             outcome = Outcome("failed", f"#{task.id} failed: {describe(exc)}")
         finally:
+            self._in_turn = False
             self._turn_ended()
         if self.stopped:
             return

@@ -65,7 +65,11 @@ force_option = click.option(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="play this YAML list of model turns instead of calling a model (offline)",
 )
-@click.option("--max-turns", type=click.IntRange(min=1), help="model calls per piece of work")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    help="model calls per piece of work (default: no cap; budgets are the guard)",
+)
 @click.option(
     "--max-cost",
     type=float,

@@ -43,6 +43,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "by USD, =USD sets it."
         ),
     ),
+    "compact": (
+        "swarm.cli.compact:compact",
+        (
+            "Ask teammate NAME to compact its conversation: replace it by a summary it writes, "
+            "keeping its task, its team and what it was doing (INSTRUCTIONS: what the summary "
+            "must keep)."
+        ),
+    ),
     "config": (
         "swarm.cli.config:config",
         (

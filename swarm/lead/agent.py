@@ -97,6 +97,10 @@ class _Wake:
 _WAKE = _Wake()
 
 
+class _Compact(str):
+    """A person's ``/compact`` (its instructions), queued as a turn of its own."""
+
+
 class LeadAgent:
     def __init__(
         self,
@@ -219,6 +223,15 @@ class LeadAgent:
         """A person's message: the agent's next turn (queued behind a running one)."""
         self._inputs.put(text)
 
+    def compact(self, instructions: str = "") -> str:
+        """A person's ``/compact``: before the running turn's next model request, or at once
+        (a turn of its own). What to tell the person."""
+        if self.busy:
+            self.loop.request_compaction(instructions)
+            return "the lead agent compacts before its next model request"
+        self._inputs.put(_Compact(instructions))
+        return "the lead agent compacts its conversation now"
+
     def invoke_skill(self, name: str, args: str) -> str | None:
         """A person's ``/name args``: the skill's instructions as the agent's next turn, or a
         ``context: fork`` skill run as a background sub-agent (its answer comes back as a
@@ -256,7 +269,9 @@ class LeadAgent:
         while (item := self._inputs.get()) is not None:
             self.link.begin_turn()
             try:
-                if isinstance(item, str):
+                if isinstance(item, _Compact):
+                    self._compact(str(item))
+                elif isinstance(item, str):
                     self._turn(item)
                 # else messages or sub-agents' notifications, unless an earlier turn took them
                 elif (arrived := self.link.between_turns()) or self.subagents.notices_waiting():
@@ -266,12 +281,31 @@ class LeadAgent:
                 if self.link.end_turn() or self.subagents.notices_waiting():
                     self._inputs.put(_WAKE)
 
+    def _compact(self, instructions: str) -> None:
+        self.reporter.set(MemberState.WORKING, "compacting its conversation")
+        before = self.loop.context_size()
+        try:
+            if self.loop.compact("manual", instructions):
+                after = self.loop.context_size()
+                self.say(f"lead: compacted the conversation: {before:,} -> {after:,} tokens")
+        except ModelError as exc:
+            self.say(f"lead: could not compact: {exc}")
+        except Exception as exc:  # the console must outlive any bug in a compaction
+            self.say(f"lead: the compaction failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.loop.settle()
+            self.reporter.set(MemberState.IDLE, "waiting")
+
     def _turn(self, text: str | None) -> None:
         self.reporter.set(MemberState.WORKING, "thinking")
         try:
             result = self.loop.run(text)
             if result.stop == "max_turns":
                 self.say(f"lead: stopped after {result.turns} model turns")
+            elif result.stop == "refusal":
+                self.say("lead: the model refused to answer")
+            elif result.stop == "max_tokens":
+                self.say("lead: the model's answers were cut off by the output limit")
         except ModelError as exc:
             self.say(f"lead: the model call failed: {exc}")
         except Exception as exc:  # the console must outlive any bug in a turn

@@ -27,6 +27,7 @@ from protocols.printable import printable, printable_line
 from swarm.lead.agent import LeadAgent
 from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
 from swarm.team.actions import add_task, send_shutdown_request, task_lines
+from swarm.team.compaction import ask_compaction
 from swarm.team.sending import send_text
 from swarm.views.request_text import ask_line, details
 from swarm.views.snapshot import snapshot
@@ -45,6 +46,8 @@ HELP = """Type a message for the lead agent, or a command:
   /tasks                            the task board
   /status                           members, their state, calls and tokens
   /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
+  /compact [INSTRUCTIONS]           compact the lead agent's conversation into a summary
+  /compact @NAME [INSTRUCTIONS]     ask teammate NAME to compact its conversation
   /SKILL [ARGS]                     run a skill (.claude/skills/SKILL/SKILL.md) with the agent
   /help                             this text
   /quit                             leave (teammates keep running; swarm down TEAM stops them)"""
@@ -233,6 +236,8 @@ class Console:
             self.out("\n".join(task_lines(self.leader.paths)) or "No tasks found")
         elif name == "status":
             self._status()
+        elif name == "compact":
+            self._compact(rest)
         elif name == "shutdown":
             if not rest:
                 raise ValueError("usage: /shutdown NAME")
@@ -242,6 +247,18 @@ class Console:
             self.out(printable_line(said))
         else:
             raise ValueError(f"unknown command /{name}; /help lists them (and /SKILL runs a skill)")
+
+    def _compact(self, rest: str) -> None:
+        """``/compact [INSTRUCTIONS]``: the lead agent; ``/compact @NAME [INSTRUCTIONS]``: a
+        teammate (as `swarm compact` does, without waiting: its status shows it)."""
+        if rest.startswith("@"):
+            name, _, instructions = rest[1:].partition(" ")
+            ask_compaction(self.leader.paths, name, instructions)
+            self.out(printable_line(f"asked {name} to compact its conversation"))
+        elif self.agent is not None:
+            self.out(self.agent.compact(rest))
+        else:
+            self.out(f"the lead agent is off ({self.off_reason}); /compact @NAME for a teammate")
 
     def _task(self, rest: str) -> None:
         """``/task SUBJECT`` (taken as typed) or, with options, a shell-quoted line."""

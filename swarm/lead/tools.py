@@ -38,7 +38,7 @@ from swarm.team.lifecycle import delete_team, spawn_member
 from swarm.team.resume import clear_dead, crashed
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.definitions import load_agent
-from teammate.brains.base import Approval, PlanVerdict
+from teammate.brains.base import Approval, PlanVerdict, Watched
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import Tool, ToolContext, ToolError, tool
@@ -123,6 +123,10 @@ class LeadLink:
         """Wait before the agent loop retries a failing model call (the console, on its own
         thread, keeps showing what arrives meanwhile)."""
         time.sleep(seconds)
+
+    def watch(self, call: Watched, why: str) -> bool:
+        """Wait for the lead agent's model call (the console shows what arrives meanwhile)."""
+        return call.wait()
 
     def wake(self) -> None:
         """A background sub-agent ended: the lead agent takes up its notification (any

@@ -40,7 +40,7 @@ from swarm.mcp_server import membership
 from swarm.team.members import MCP_BACKEND
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.hooks import Hooks, project_hooks
-from teammate.brains.base import Approval, PlanVerdict
+from teammate.brains.base import Approval, PlanVerdict, Watched
 from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 
@@ -199,6 +199,9 @@ class McpSession:
 
     def pause(self, seconds: float, why: str) -> None:
         time.sleep(seconds)
+
+    def watch(self, call: Watched, why: str) -> bool:
+        return call.wait()
 
     def wake(self) -> None:
         """Nothing runs in the background of an MCP member."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocols import safefs
+from protocols.catalogue import model_name_problem
 from protocols.errors import Error, ProtocolsError
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
@@ -105,7 +106,11 @@ def foreign_program(command: str, model: str, swarm_only: Sequence[str]) -> list
 
 
 def check_model(model: str, agent_type: str, cwd: Path, environ: Mapping[str, str]) -> None:
-    """Refuse, before anything is started, a Claude teammate that could not run."""
+    """Refuse, before anything is started, a Claude teammate that could not run (a misspelt
+    model name first: ``--model shel`` is no Claude model needing a key)."""
+    problem = model_name_problem(model)
+    if problem is not None:
+        raise SwarmError(problem)
     if ModelKind.of(model).offline:
         return
     if not has_api_key(environ):

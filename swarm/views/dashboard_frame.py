@@ -5,7 +5,8 @@ its member, the team's total); the task board; the requests waiting for you; the
 to the lead; a note, if there is one; the key line (or the prompt being typed).
 
 It fits the terminal rather than the other way round. Columns go by priority as the width
-shrinks: member and state always, then the current task, the activity, the cost, the tokens,
+shrinks: member and state always, then the current task, the activity, the cost and the
+context window's use, the tokens,
 and turns and calls last; a long value is cut with an ellipsis, never drawn in a column one
 character wide (`swarm.views.layout`). Lines go by priority as the height shrinks: the key line
 and the requests waiting for you always stay (at least the selected one), then the members,
@@ -36,6 +37,7 @@ from swarm.views.table import (
     HEADERS,
     SUBAGENT_INDENT,
     ago,
+    context_cell,
     money,
     state_label,
     tokens,
@@ -56,7 +58,7 @@ MIN_WIDTH = 30
 UNLIMITED = 1_000_000  # lines, for a frame printed once rather than fitted to a screen
 COMPLETED_SHOWN = 10  # completed tasks listed at most (the rest fold into one line)
 NUMBER = 1000  # a numeric column's minimum: never cut, it is kept whole or left out
-# in the order of table.HEADERS: member, state, task, activity, turns, calls, tokens, cost
+# in the order of table.HEADERS: member, state, task, activity, turns, calls, ctx, tokens, cost
 MEMBER_COLUMNS = (
     Column(HEADERS[0], 0, 6, cap=16),
     Column(HEADERS[1], 0, 7, cap=20),
@@ -64,8 +66,9 @@ MEMBER_COLUMNS = (
     Column(HEADERS[3], 2, 16, weight=3, comfort=36),
     Column(HEADERS[4], 5, NUMBER, right=True),
     Column(HEADERS[5], 5, NUMBER, right=True),
-    Column(HEADERS[6], 4, NUMBER, right=True),
-    Column(HEADERS[7], 3, NUMBER, right=True),
+    Column(HEADERS[6], 3, NUMBER, right=True),
+    Column(HEADERS[7], 4, NUMBER, right=True),
+    Column(HEADERS[8], 3, NUMBER, right=True),
 )
 REQUEST_COLUMNS = (
     Column("", 0, 1),
@@ -162,6 +165,7 @@ def _member_row(m: MemberView) -> Row:
             activity,
             str(m.turns),
             str(m.requests),
+            context_cell(m),
             tokens(m.usage),
             money(m.cost_usd),
         ),
@@ -178,6 +182,7 @@ def _subagent_row(sub: SubAgentView) -> Row:
             printable_line(sub.activity) if sub.activity else "-",
             str(sub.turns),
             str(sub.requests),
+            "-",
             tokens(sub.usage),
             money(sub.cost_usd),
         ),
@@ -197,7 +202,17 @@ def _members(view: TeamView, rows: list[Row], width: int, lines: int) -> list[Te
     """The header, as many `rows` as fit (then ``… N more``), and the total if there is room."""
     turns, calls = turns_and_calls(view)
     total = Row(
-        ("total", "", "", "", str(turns), str(calls), tokens(view.usage), money(view.cost_usd)),
+        (
+            "total",
+            "",
+            "",
+            "",
+            str(turns),
+            str(calls),
+            "",
+            tokens(view.usage),
+            money(view.cost_usd),
+        ),
         style="bold",
     )
     every = [*rows, total]

@@ -89,6 +89,20 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
+def _compacted(record: dict[str, Any]) -> str:
+    """A compaction as a line: what it did, and how big the conversation was before and after."""
+    before, after = record.get("pre_tokens"), record.get("post_tokens")
+    size = ""
+    if isinstance(before, int) and isinstance(after, int):
+        size = f": {before:,} -> {after:,} tokens"
+    if record.get("how") == "microcompact":
+        dropped = record.get("dropped") or 0
+        extra = f", {plural(int(dropped), 'message')} dropped" if dropped else ""
+        return f"old tool output cleared{extra}{size}"
+    trigger = record.get("trigger") or "auto"
+    return f"compacted the conversation ({trigger}){size}"
+
+
 def summarize_input(name: str, tool_input: Any) -> str:
     """A tool call's input on one line: a Bash command, file paths, else compact JSON."""
     if isinstance(tool_input, dict):
@@ -297,6 +311,16 @@ class ActivityLog:
         if kind == "error":
             status = f" ({record['status']})" if record.get("status") else ""
             return [LogEvent(ts, kind, f"model error{status}: {one_line(str(record['error']))}")]
+        if kind == "compacted":
+            return [LogEvent(ts, kind, _compacted(record))]
+        if kind in ("compact_failed", "compact_blocked"):
+            why = one_line(str(record.get("error") or record.get("reason") or ""))
+            failed = "no summary could be had" if kind == "compact_failed" else "a hook blocked it"
+            return [LogEvent(ts, kind, f"not compacted ({failed}): {why}")]
+        if kind == "resume_warning":
+            return [
+                LogEvent(ts, kind, f"resumed with a warning: {one_line(str(record['warning']))}")
+            ]
         if kind == "trimmed":
             budget, dropped = int(record.get("budget") or 0), int(record.get("dropped") or 0)
             dropped_text = plural(dropped, "message")
@@ -324,7 +348,10 @@ class ActivityLog:
         stop = record.get("stop_reason")
         if stop not in (None, "end_turn", "tool_use"):
             note += f" [stopped: {stop}]"
-        uses = sum(1 for b in blocks if b.get("type") == "tool_use")
+        # the count (its calls are in the tool_call records), or the calls of an older record
+        uses = record.get("tool_uses")
+        if not isinstance(uses, int):
+            uses = sum(1 for b in blocks if b.get("type") == "tool_use")
         if not said:
             reply = plural(uses, "tool call") if uses else "empty reply"
             return [LogEvent(ts, "usage", f"model: {reply} {note}", {"usage": usage})]

@@ -47,6 +47,7 @@ _FACTS: dict[str, Callable[[Any], str]] = {
     "teammate_terminated": lambda m: m.message,
     "mode_set_request": lambda m: m.mode,
     "team_permission_update": lambda m: m.toolName,
+    "compact_request": lambda m: _clip(m.instructions or ""),
 }
 
 

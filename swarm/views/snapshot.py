@@ -97,6 +97,9 @@ class MemberView(NamedTuple):
     budget: dict[str, Any] | None = None
     host: str | None = None  # the `swarm host serve` it runs under (PostgreSQL teams)
     lease_s: float | None = None  # seconds its lease still runs (PostgreSQL teams; < 0: ran out)
+    context_tokens: int | None = None  # how full its conversation is, of its window
+    context_window: int | None = None
+    compactions: int = 0  # how often its conversation was compacted
 
     @property
     def failed_mcp_servers(self) -> list[dict[str, Any]]:
@@ -232,7 +235,7 @@ def _member_view(
         requests=status.requests if status else 0,
         turns=status.turns if status else 0,
         usage=usage,
-        cost_usd=prices.cost(model, usage),
+        cost_usd=_cost(status, model, usage, prices),
         pid=member_pid(member) or (status.pid if status else None),
         backend=member.backendType,
         subagents=[_subagent_view(member.name, s, model, prices) for s in status.subagents]
@@ -242,7 +245,19 @@ def _member_view(
         budget=budget.model_dump() if budget is not None and limited else None,
         host=member_host(member),
         lease_s=_rounded(judge.lease_left_s(member.name)),
+        context_tokens=status.contextTokens if status else None,
+        context_window=status.contextWindow if status else None,
+        compactions=status.compactions if status else 0,
     )
+
+
+def _cost(
+    status: Any, model: str | None, usage: dict[str, int], prices: PriceTable
+) -> float | None:
+    """What the member's requests cost as it priced each (its status file), else its usage
+    priced at once (a status file of an older version)."""
+    priced = getattr(status, "costUsd", None)
+    return float(priced) if priced is not None else prices.cost(model, usage)
 
 
 def _rounded(seconds: float | None) -> float | None:
@@ -267,7 +282,7 @@ def _subagent_view(
         turns=entry.turns,
         tool_uses=entry.toolUses,
         usage=usage,
-        cost_usd=prices.cost(model, usage),
+        cost_usd=_cost(entry, model, usage, prices),
         color=entry.color,
         started_at=entry.startedAt,
         ended_at=entry.endedAt,

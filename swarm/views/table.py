@@ -1,7 +1,8 @@
 """The text of `swarm status`: a `TeamView` as plain, aligned text (no colours, no terminal codes).
 
 Sections: a header line; one row per member (state, current task, last activity and its age,
-turns and model calls, tokens in (cached) / out, estimated cost), each followed by an indented
+turns and model calls, how full its context window is and how often it was compacted (``ctx``:
+``62%``, ``8% ↻3``), tokens in (cached) / out, estimated cost), each followed by an indented
 row per running sub-agent (``alice \u203a Explore``: its description as the task, its last tool
 call, its own turns, calls, tokens and cost, which the member's row already counts); the task
 board by status (every in-progress and pending task, the last `COMPLETED_SHOWN` completed ones);
@@ -29,10 +30,11 @@ HEADERS = (
     "activity",
     "turns",
     "calls",
+    "ctx",
     "tokens in (cached) / out",
     "cost",
 )
-NUMERIC = frozenset(HEADERS[4:])  # turns, calls, tokens, cost: right-aligned
+NUMERIC = frozenset(HEADERS[4:])  # turns, calls, ctx, tokens, cost: right-aligned
 STATE_LABEL = {"waiting": "waiting for approval"}
 SUBAGENT_INDENT = "  "  # a sub-agent's row, under its member's
 
@@ -65,6 +67,15 @@ def tokens(usage: dict[str, int]) -> str:
     return f"{prompt:,} ({cached:,}) / {usage.get('output_tokens', 0):,}"
 
 
+def context_cell(member: MemberView) -> str:
+    """How full its context window is, and how often it was compacted: ``62%``, ``8% ↻3``
+    (``-`` for a member with no conversation, a shell worker)."""
+    if not member.context_window or member.context_tokens is None:
+        return "-"
+    share = f"{100 * member.context_tokens / member.context_window:.0f}%"
+    return f"{share} ↻{member.compactions}" if member.compactions else share
+
+
 def money(value: float | None) -> str:
     """``$0.0123``, or ``-`` when there is no price."""
     return "-" if value is None else f"${value:.4f}"
@@ -87,6 +98,7 @@ def _row(member: MemberView) -> tuple[str, ...]:
         activity,
         str(member.turns),
         str(member.requests),
+        context_cell(member),
         tokens(member.usage),
         cost_cell(member),
     )
@@ -108,6 +120,7 @@ def _subagent_row(sub: SubAgentView) -> tuple[str, ...]:
         _clip(printable_line(sub.activity), ACTIVITY_WIDTH) if sub.activity else "-",
         str(sub.turns),
         str(sub.requests),
+        "-",
         tokens(sub.usage),
         money(sub.cost_usd),
     )

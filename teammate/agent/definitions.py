@@ -42,15 +42,6 @@ BUILT_IN = "built-in"
 ISOLATION_MODES = ("worktree",)
 MEMORY_SCOPES = ("user", "project", "local")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")  # Claude Code 2.1.330's levels
-# tokens, per effort level (the answer gets its own room on top: teammate.agent.model)
-THINKING_BUDGETS = {"low": 4_000, "medium": 10_000, "high": 24_000, "xhigh": 32_000, "max": 48_000}
-
-
-def thinking_budget(effort: str | int | None) -> int | None:
-    """The extended-thinking budget an ``effort`` asks for (None: no extended thinking)."""
-    if effort is None:
-        return None
-    return THINKING_BUDGETS[effort] if isinstance(effort, str) else effort
 
 
 # a definition's permissionMode: any mode (`bubble`: ask the parent's approver)

@@ -2,7 +2,8 @@
 agent definitions (``agents``, the ``--agents`` JSON form, which win over every other source of
 the same name), ``env`` (read for swarm's own settings such as ``SWARM_FORK_SUBAGENT``, not
 passed to commands), ``hooks`` (event -> matcher groups, `teammate.agent.hooks`) and
-``mcpServers`` (name -> server, `teammate.mcp`):
+``mcpServers`` (name -> server, `teammate.mcp`) and ``autoCompactWindow`` (the window a
+conversation is compacted in, `teammate.agent.model_settings`):
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
                      "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"},
@@ -70,6 +71,7 @@ class Settings:
     env: dict[str, str] = field(default_factory=dict)  # settings for the agent, not the shell
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> groups
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> server
+    auto_compact_window: int | None = None  # autoCompactWindow: the window to compact in
     # where each came from: "permissions.allow[0]", "defaultMode", "env.X", "hooks.PreToolUse[0]",
     # "mcpServers.git", "agents.reviewer" -> the file's path
     origins: dict[str, str] = field(default_factory=dict)
@@ -111,6 +113,7 @@ def merge(low: Settings, high: Settings) -> Settings:
         env={**low.env, **high.env},
         hooks=hooks,
         mcp_servers={**low.mcp_servers, **high.mcp_servers},
+        auto_compact_window=high.auto_compact_window or low.auto_compact_window,
         origins=origins,
     )
 
@@ -155,7 +158,15 @@ def load_settings(path: Path) -> Settings:
         dict,
         f"{path}: 'mcpServers' must be an object of server objects",
     )
-    settings = Settings(rules, mode, agents, env, hooks, servers)
+    window = value.get("autoCompactWindow")
+    if window is not None:
+        from teammate.agent.model_settings import SettingsValueError, parse_window
+
+        try:
+            window = parse_window(window, f"{path}: autoCompactWindow")
+        except SettingsValueError as exc:
+            raise SettingsError(str(exc)) from None
+    settings = Settings(rules, mode, agents, env, hooks, servers, window)
     return dataclasses.replace(settings, origins=_origins(settings, str(path)))
 
 
@@ -206,6 +217,7 @@ def _origins(settings: Settings, where: str) -> dict[str, str]:
     keys += [f"mcpServers.{n}" for n in settings.mcp_servers]
     keys += [f"env.{k}" for k in settings.env] + [f"agents.{n}" for n in settings.agents]
     keys += ["defaultMode"] if settings.default_mode is not None else []
+    keys += ["autoCompactWindow"] if settings.auto_compact_window is not None else []
     return dict.fromkeys(keys, where)
 
 

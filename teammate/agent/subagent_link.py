@@ -14,13 +14,15 @@ from protocols.paths import TeamPaths
 from protocols.status import SubAgentStatus
 from teammate.agent.model import Usage
 from teammate.agent.subagent_run import SubAgentRun
-from teammate.brains.base import Approval, PlanVerdict, TeamLink
+from teammate.brains.base import Approval, PlanVerdict, TeamLink, Watched
 from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 
 if TYPE_CHECKING:
     from protocols.store import AnyMailbox, AnyTaskBoard
     from teammate.agent.subagents import SubAgents
+
+WATCH_S = 0.25  # how soon a stopped sub-agent abandons its model call
 
 
 class SubAgentLink:
@@ -81,6 +83,13 @@ class SubAgentLink:
         while not self._run.cancel.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 return
+
+    def watch(self, call: Watched, why: str) -> bool:
+        """Wait for the call; False (abandon it) once the sub-agent is stopped."""
+        while not call.wait(WATCH_S):
+            if self._run.cancel.is_set():
+                return False
+        return True
 
     def wake(self) -> None:
         """A sub-agent runs no sub-agents of its own: nothing to wake."""

@@ -48,7 +48,6 @@ from teammate.agent.context import agent_context
 from teammate.agent.definitions import (
     VERDICT_LINE,
     AgentDefinition,
-    thinking_budget,
     tool_rules,
 )
 from teammate.agent.fork import (
@@ -58,8 +57,9 @@ from teammate.agent.fork import (
     is_fork_conversation,
 )
 from teammate.agent.hooks import Hooks
-from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopCancelled
+from teammate.agent.loop import AgentLoop, LoopCancelled
 from teammate.agent.model import Model, ModelError
+from teammate.agent.model_settings import ModelSettings
 from teammate.agent.subagent_link import SubAgentLink, SubAgentReporter
 from teammate.agent.subagent_run import (
     AGENT_ID,
@@ -228,6 +228,7 @@ class SubAgents:
         has_skill = any(t.name == "Skill" for t in tools)
         context = agent_context(definition, cwd, config_root(), skills, catalogue=has_skill)
         servers = self._servers(agent_id, definition, allowed)
+        model = parent.model.variant(call.model or definition.model)
         run = self._make_run(
             agent_id,
             definition.name,
@@ -237,10 +238,10 @@ class SubAgents:
             color=definition.color,
             tools=tools,
             policy=self._policy(mode, tree, [*allow_rules, *context.rules], deny_rules),
-            model=parent.model.variant(call.model or definition.model),
+            model=model,
             system_prompt=subagent_prompt(definition, cwd, context.text),
-            max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
-            thinking=thinking_budget(definition.effort),
+            max_turns=definition.max_turns,
+            settings=self._settings(model, definition.effort),
             journal=journal,
             hooks=self._hooks().scoped(
                 definition.hooks, f"agent {definition.name} ({definition.source})", "SubagentStop"
@@ -287,7 +288,7 @@ class SubAgents:
             model=loop.model,
             system_prompt=loop.system_prompt,
             max_turns=loop.max_turns,
-            thinking=loop.thinking_budget,  # the parent's thinking too: the same prefix
+            settings=loop.settings,  # the parent's thinking too: the same prefix
             forked=True,
             extra_tools=loop.extra_tools,
         )
@@ -327,8 +328,8 @@ class SubAgents:
         policy: PermissionPolicy,
         model: Model,
         system_prompt: str,
-        max_turns: int,
-        thinking: int | None = None,
+        max_turns: int | None,
+        settings: ModelSettings | None = None,
         forked: bool = False,
         journal: bool = True,  # record its start (not when it is brought back: it was)
         color: str | None = None,
@@ -383,13 +384,20 @@ class SubAgents:
             max_turns=max_turns,
             say=lambda text: self._output(run, text),
             cancelled=run.cancel,
-            thinking_budget=thinking,
+            settings=settings,
             hooks=hooks or self._hooks(),
             stop_event="SubagentStop",
             extra_tools=extra_tools,
         )
         run.loop.stop_payload = {"agent_id": agent_id, "agent_type": agent_type}
         return run
+
+    def _settings(self, model: Model, effort: str | int | None) -> ModelSettings | None:
+        """A sub-agent's request settings: its model's, with its definition's effort (the
+        window the parent's settings were told, if it was lowered)."""
+        parent = self.parent.loop
+        window = parent.settings.window if parent is not None else None
+        return ModelSettings.of(model.name, effort, window=window)
 
     def _hooks(self) -> Hooks:
         return self.parent.hooks or Hooks()
@@ -465,6 +473,9 @@ class SubAgents:
         text = result.text
         if result.stop == "max_turns":
             text = f"{text}\n\n{MAX_TURNS_MARKER}" if text else MAX_TURNS_MARKER
+        elif result.stop in ("refusal", "max_tokens"):
+            why = "the model refused" if result.stop == "refusal" else "its answers were cut off"
+            return "failed", f"{text}\n\n[failed: {why}]" if text else why
         if run.agent_type == "verification" and not VERDICT_LINE.search(text):
             text = f"{text}\n\n{NO_VERDICT}"  # never a verdict it did not give
         return "completed", text
@@ -574,7 +585,7 @@ class SubAgents:
                 model=loop.model,
                 system_prompt=loop.system_prompt,
                 max_turns=loop.max_turns,
-                thinking=loop.thinking_budget,
+                settings=loop.settings,
                 forked=True,
                 journal=False,
                 extra_tools=loop.extra_tools,

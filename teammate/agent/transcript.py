@@ -4,8 +4,12 @@ error, note), each with a timestamp, in ``teams/<team>/agents/<name>.transcript.
 It is also the agent's conversation, so a restarted teammate (``--resume``) or a sub-agent of
 an earlier process can carry on where it stopped: ``session`` opens an instance's record,
 ``message`` adds to the conversation exactly as the loop did (`add_message`), ``conversation``
-replaces it whole (a resumed start, a fork's seed, a trim), and ``session_end`` says the
-instance stopped in order. `conversation_of` plays that back.
+replaces it whole (a resumed start, a fork's seed), ``compact_boundary`` too (a compaction, or
+old tool output cleared: `boundary`, which also starts a new segment of the file,
+`teammate.agent.transcript_history`), and ``session_end`` says the instance stopped in order.
+`conversation_of` plays that back. What the model said and the tools returned is in the
+messages; ``response`` and ``tool_result`` records keep only what `swarm logs` shows of them
+(the text, a result's first 2,000 characters), so nothing is written twice.
 
 Append-only, one whole line per event (`protocols.jsonio.append_durably`, without fsync): a
 reader (``tail -f``) never sees half an event, a killed teammate loses at most the line being
@@ -33,6 +37,7 @@ from typing import Any
 from protocols import safefs
 from protocols.clock import now_iso
 from protocols.jsonio import append_durably
+from teammate.agent.transcript_history import BOUNDARIES, rotate
 
 
 class Transcript:
@@ -57,16 +62,24 @@ class Transcript:
             self.mirror(event)
         if self.path is None:
             return
-        line = json.dumps(event, ensure_ascii=False, default=str)
-        try:
-            data = (line + "\n").encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (from a hostile message): escape it
-            data = (json.dumps(event, ensure_ascii=True, default=str) + "\n").encode("ascii")
+        data = _encoded(event)
         with self._lock:
             if self._held is not None:
                 self._held.append(data)
                 return
             self._append(data)
+
+    def boundary(self, messages: list[dict[str, Any]], **info: Any) -> None:
+        """The conversation is now `messages` (a compaction): the boundary event, first line of
+        a new segment of the file; what was held is written first, to the segment it ends."""
+        event = {"ts": now_iso(), "kind": "compact_boundary", **info, "messages": messages}
+        if self.mirror is not None:
+            self.mirror(event)
+        self.release()
+        if self.path is None:
+            return
+        with self._lock, contextlib.suppress(OSError):
+            rotate(self.path, _encoded(event))
 
     def hold(self) -> None:
         """Keep what is recorded from now on in memory, until `release`."""
@@ -85,6 +98,14 @@ class Transcript:
         if self.path is not None:
             with contextlib.suppress(OSError):
                 append_durably(self.path, data, "process")
+
+
+def _encoded(event: dict[str, Any]) -> bytes:
+    line = json.dumps(event, ensure_ascii=False, default=str)
+    try:
+        return (line + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (from a hostile message): escape it
+        return (json.dumps(event, ensure_ascii=True, default=str) + "\n").encode("ascii")
 
 
 def add_message(messages: list[dict[str, Any]], role: str, content: list[dict[str, Any]]) -> None:
@@ -109,7 +130,7 @@ def conversation_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = event.get("kind")
         if kind == "session" and not event.get("resumed"):
             messages = []
-        elif kind == "conversation" and isinstance(event.get("messages"), list):
+        elif kind in BOUNDARIES and isinstance(event.get("messages"), list):
             messages = [m for m in event["messages"] if _is_message(m)]
         elif kind == "message" and _is_message(event):
             add_message(messages, event["role"], event["content"])
@@ -122,7 +143,7 @@ def ended_in_order(events: list[dict[str, Any]]) -> bool:
     for event in reversed(events):
         if event.get("kind") == "session_end":
             return True
-        if event.get("kind") == "session":
+        if event.get("kind") in ("session", "compact_boundary"):  # a live instance's
             return False
     return True
 

@@ -56,6 +56,26 @@ class PlanVerdict:
     permission_mode: str | None = None
 
 
+class Watched(Protocol):
+    """A model call in progress (`teammate.agent.model_call.PendingCall`), as a link waits
+    for it."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def on_change(self, waker: Callable[[], None]) -> None:
+        """Call `waker` (from another thread) when the call is sent and when it ends."""
+        ...
+
+    def poll(self) -> None:
+        """The waiting thread's part of the call's progress (run it after each wake-up)."""
+        ...
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds (None: until it ends); True if it has ended."""
+        ...
+
+
 class Interrupted(Exception):
     """The work must stop now (an approved shutdown); raised by `TeamLink.between_turns`."""
 
@@ -101,6 +121,13 @@ class TeamLink(Protocol):
     def pause(self, seconds: float, why: str) -> None:
         """Wait `seconds` before retrying (`why` is shown in the status), answering protocol
         messages meanwhile; raises `Interrupted` if a shutdown was approved."""
+        ...
+
+    def watch(self, call: Watched, why: str) -> bool:
+        """Wait for a model call in progress, doing meanwhile what the agent does while it
+        waits (a teammate answers protocol messages: a shutdown at once). True once the call
+        has ended; False to abandon it (its agent was stopped). Raises `Interrupted` if a
+        shutdown was approved meanwhile (the caller abandons the call)."""
         ...
 
     def wake(self) -> None:
@@ -155,6 +182,12 @@ class Brain(Protocol):
     def before_idle(self, link: TeamLink) -> Outcome | None:
         """About to go idle: run the TeammateIdle hooks, and work on while one blocks (bounded);
         the outcome of that extra work, if any."""
+        ...
+
+    def compact(self, instructions: str, link: TeamLink, now: bool) -> str:
+        """The lead asked for a compaction of the conversation (`instructions` for its summary):
+        `now` (the teammate is idle: a model call of its own) or before the next model request
+        (it is in the middle of a turn). What to say of it."""
         ...
 
     def stop(self) -> None:

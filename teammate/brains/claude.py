@@ -11,7 +11,13 @@ stops, and ``TeammateIdle`` before the runtime reports it idle (a block sends it
 with the reason, at most `MAX_IDLE_BLOCKS` times in a row).
 
 A task counts as resolved when the model marked it completed (TaskUpdate); a turn that ends
-with the task still open leaves it in progress with this teammate ("blocked"), and says why.
+with the task still open leaves it in progress with this teammate ("blocked"), and says why; a
+refusal of the model fails it ("the model refused"), as do answers cut off again and again.
+
+Its conversation is compacted by the loop when it fills its window, and when the lead asks
+(`compact`: ``swarm compact``, a ``compact_request``); after a compaction the model is told its
+team, its lead and the task it holds as the board has it now (`_state`). A resumed teammate
+(``--resume``) carries on from its transcript's last compaction (`load_conversation`).
 """
 
 from __future__ import annotations
@@ -30,13 +36,15 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.task_model import Task
 from teammate.agent.context import agent_context
-from teammate.agent.definitions import AgentDefinition, load_agent, thinking_budget, tool_rules
+from teammate.agent.definitions import AgentDefinition, load_agent, tool_rules
 from teammate.agent.hooks import Hooks
-from teammate.agent.loop import DEFAULT_MAX_TURNS, AgentLoop, LoopResult
+from teammate.agent.loop import AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
+from teammate.agent.model_settings import ModelSettings, SettingsValueError
 from teammate.agent.skills import Skill, SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
-from teammate.agent.transcript import Transcript, conversation_of, read_transcript
+from teammate.agent.transcript import Transcript, conversation_of
+from teammate.agent.transcript_history import load_conversation
 from teammate.brains.base import Outcome, TeamLink
 from teammate.mcp.agent import AgentServers, Reporting, servers_for
 from teammate.mcp.client import McpManager, ServerView
@@ -69,6 +77,26 @@ SendMessage tool.
 The user interacts primarily with the team lead. Your work is coordinated through the task
 system and teammate messaging.
 """
+
+
+def turns_from(environ: Mapping[str, str]) -> int | None:
+    """``CLAUDE_CODE_MAX_TURNS``: a cap on model turns per piece of work (None: no cap)."""
+    value = environ.get("CLAUDE_CODE_MAX_TURNS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise SettingsValueError(f"CLAUDE_CODE_MAX_TURNS must be a positive integer, not {value!r}")
+    return int(value)
+
+
+def _why_stopped(result: LoopResult) -> str:
+    """Why a run ended before the model ended its turn, for the lead."""
+    if result.stop == "refusal":
+        said = result.text.strip().splitlines()[-1][:200] if result.text.strip() else ""
+        return f"the model refused{': ' + said if said else ''}"
+    if result.stop == "max_tokens":
+        return "the model's answers were cut off by the output token limit again and again"
+    return f"stopped after {result.turns} model turns (max turns)"
 
 
 def system_prompt(
@@ -132,6 +160,7 @@ class ClaudeBrain:
         mcp: McpManager | None = None,
         mcp_servers: Mapping[str, ServerConfig] | None = None,
         tell_lead: Callable[[str], None] | None = None,
+        settings: ModelSettings | None = None,
         **loop_options: Any,
     ) -> None:
         skills = discover(cwd, paths.root)
@@ -180,12 +209,13 @@ class ClaudeBrain:
             self.ctx,
             transcript=transcript,
             reporter=reporter,
-            max_turns=max_turns or agent.max_turns or DEFAULT_MAX_TURNS,
+            max_turns=max_turns or agent.max_turns or turns_from(os.environ),
+            settings=settings or ModelSettings.of(model.name, agent.effort),
             say=lambda text: say(f"{name}: {text}"),
             notices=self.subagents.take_notices,
-            thinking_budget=thinking_budget(agent.effort),
             hooks=self.hooks,
             extra_tools=self.mcp.toolbox.tools if self.mcp else None,
+            state=self._state,
             **loop_options,
         )
         self.subagents.parent.loop = self.loop  # what a fork child starts from
@@ -206,8 +236,8 @@ class ClaudeBrain:
             self.loop.settle()
         if isinstance(result, Outcome):
             return result
-        if result.stop == "max_turns":
-            return Outcome("failed", f"stopped after {result.turns} model turns (max turns)")
+        if result.stop != "end_turn":
+            return Outcome("failed", _why_stopped(result))
         return None
 
     def work(self, task: Task, link: TeamLink) -> Outcome:
@@ -226,12 +256,12 @@ class ClaudeBrain:
         if isinstance(result, Outcome):
             return result
         now = link.board.get(task.id)
+        if result.stop == "refusal":
+            return Outcome("failed", f"#{task.id}: {_why_stopped(result)}")
         if now is None or now.status == "completed":
             return Outcome("resolved", f"#{task.id} done: {task.subject}", completed_by_brain=True)
-        if result.stop == "max_turns":
-            return Outcome(
-                "failed", f"#{task.id}: stopped after {result.turns} model turns (max turns)"
-            )
+        if result.stop != "end_turn":
+            return Outcome("failed", f"#{task.id}: {_why_stopped(result)}")
         why = (
             result.text.strip().splitlines()[-1][:200] if result.text.strip() else "no reason given"
         )
@@ -265,6 +295,25 @@ class ClaudeBrain:
             outcome = result if isinstance(result, Outcome) else None
         return outcome
 
+    def compact(self, instructions: str, link: TeamLink, now: bool) -> str:
+        """Compact now (an idle teammate) or before the next model request (module doc)."""
+        if not now:
+            self.loop.request_compaction(instructions)
+            return "the lead asked for a compaction: it comes before the next model request"
+        self.begin()
+        self.loop.link = link
+        self.ctx.team = link
+        before = self.loop.context_size()
+        try:
+            done = self.loop.compact("manual", instructions)
+        except ModelError as exc:
+            return f"could not compact: {exc}"
+        finally:
+            self.loop.settle()
+        if not done:
+            return "the conversation was not compacted (see its log)"
+        return f"compacted its conversation: {before:,} -> {self.loop.context_size():,} tokens"
+
     def stop(self) -> None:
         self.subagents.stop_all()
         if self.mcp is not None:
@@ -281,7 +330,13 @@ class ClaudeBrain:
             return 0
         self._began = True
         transcript = self.loop.transcript
-        events = read_transcript(transcript.path) if self.resume and transcript.path else []
+        events = []
+        if self.resume and transcript.path:
+            found = load_conversation(transcript.path)
+            events = found.events
+            for warning in found.warnings:
+                self.say(f"{self.name}: {warning}")
+                transcript.record("resume_warning", warning=warning)
         transcript.record("session", resumed=self.resume, pid=os.getpid())
         started = self.loop.hook("SessionStart", {"source": "resume" if self.resume else "startup"})
         context = "\n\n".join(started.context)  # given with the first prompt
@@ -359,6 +414,23 @@ class ClaudeBrain:
         )
         manager.start(configured.values())
         return servers_for(manager, configured, self.agent, None, listed)
+
+    def _state(self) -> list[str]:
+        """What the model must know after a compaction: who it is in which team, and the task
+        it holds as the board has it now."""
+        lines = [
+            f"You are {self.name!r}, a member of team {self.paths.team!r}; the lead is "
+            f"{LEAD_NAME!r}. Use SendMessage to talk to them, TaskList/TaskGet for the board."
+        ]
+        link = self.loop.link
+        try:
+            held = [t for t in link.board.list() if t.owner == self.name] if link else []
+        except Exception:  # the board out of reach: the summary has to do
+            held = []
+        for task in held:
+            if task.status != "completed":
+                lines.append(f"You hold task #{task.id} ({task.status}): {task.subject}")
+        return ["\n".join(lines)]
 
     def _with_initial(self, prompt: str) -> str:
         if self._initial_prompt:

@@ -187,6 +187,9 @@ class ShellBrain:
         """A shell worker has no model to send back to work: TeammateIdle is not run."""
         return None
 
+    def compact(self, instructions: str, link: TeamLink, now: bool) -> str:
+        return "a shell worker keeps no conversation: there is nothing to compact"
+
     def stop(self) -> None:
         """Nothing runs in the background of a shell worker."""
 

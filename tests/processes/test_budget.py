@@ -34,8 +34,8 @@ from swarm.up.spec import TeamFileError, load_team_file
 from teammate.options import MemberSpec
 
 Start = Callable[..., subprocess.Popen[str]]
-# sonnet: $3 per million input tokens, $15 per million output: $0.0045 a call
-CALL = {"input_tokens": 1000, "output_tokens": 100}
+# sonnet (5.5): $2 per million input tokens, $10 per million output: $0.0045 a call
+CALL = {"input_tokens": 1000, "output_tokens": 250}
 
 
 def texts_to_lead(team: TeamFile) -> list[str]:
@@ -167,7 +167,7 @@ def test_a_sub_agents_calls_count_against_its_parents_budget(
     (workdir / "notes.txt").write_text("the answer is 42\n")
     raised = threading.Event()
     early: list[str] = []
-    heavy = {"input_tokens": 20_000, "output_tokens": 1000}  # haiku: $0.025
+    heavy = {"input_tokens": 50_000, "output_tokens": 40_000}  # haiku 5.5 ($0.1/$0.5): $0.025
 
     def play(body: dict[str, Any]) -> Turn:
         sub = "You are a sub-agent" in json.dumps(body.get("system"))
@@ -210,18 +210,18 @@ def test_max_tokens_stops_it_and_swarm_budget_tokens_raises_it(
         wait_for(lambda: failed_notes(team), "alice to stop over its token budget")
         (note,) = failed_notes(team)
         assert note.failureReason == (
-            "over budget: used 2,200 of 2,000 tokens; raise it with "
+            "over budget: used 2,500 of 2,000 tokens; raise it with "
             "`swarm budget alice --tokens +2000`"
         )
         answered_while_stopped(team)
         assert len(api.requests) == 2 and not early
         shown = json.loads(swarm("budget", "alice", "--json").stdout)
-        assert shown["tokens"] == 2200 and shown["maxTokens"] == 2000 and shown["over"]
+        assert shown["tokens"] == 2500 and shown["maxTokens"] == 2000 and shown["over"]
         assert swarm("budget", "alice", "+1").returncode == 1  # it has no cost limit
         raised.set()
         result = swarm("budget", "alice", "--tokens", "+2000")
         assert result.returncode == 0, result.stderr
-        assert "2,200 of 4,000 tokens (55%)" in result.stdout
+        assert "2,500 of 4,000 tokens (62%)" in result.stdout
         wait_for(lambda: len(api.requests) == 3, "alice to carry on")
         wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
         stop(team, proc)

@@ -33,9 +33,12 @@ from swarm.views.snapshot import MemberView, MessageView, RequestView, TeamView,
 from swarm.views.table import render
 
 NOW = 1_800_000_000_000  # the fixed clock of the age tests
-SONNET = Price(3.0, 15.0, 3.75, 0.30)
-OPUS = Price(5.0, 25.0, 6.25, 0.50)
-HAIKU = Price(1.0, 5.0, 1.25, 0.10)
+# Claude Code 2.1.330's catalogue: input, output, 5 m write, read, 1 h write
+SONNET = Price(2.0, 10.0, 2.5, 0.10, 4.0)
+OPUS = Price(4.0, 20.0, 5.0, 0.20, 8.0)
+SONNET_45 = Price(3.0, 15.0, 3.75, 0.30, 6.0)
+OPUS_45 = Price(5.0, 25.0, 6.25, 0.50, 10.0)
+HAIKU_45 = Price(1.0, 5.0, 1.25, 0.10, 2.0)
 USAGE = {
     "input_tokens": 1_000,
     "output_tokens": 200,
@@ -70,14 +73,14 @@ def write_inbox(paths: TeamPaths, agent: str, entries: list[dict[str, object]]) 
     [
         ("claude-sonnet-5-5", SONNET),
         ("claude-opus-5-5", OPUS),
-        ("claude-haiku-5-5", HAIKU),
-        ("claude-sonnet-4-5", SONNET),
-        ("claude-opus-4-5", OPUS),
-        ("claude-haiku-4-5", HAIKU),
+        ("claude-sonnet-4-5", SONNET_45),
+        ("claude-opus-4-5", OPUS_45),
+        ("claude-haiku-4-5", HAIKU_45),
         ("sonnet", SONNET),  # an alias, resolved as the teammate resolves it
-        ("claude-sonnet-4-5-20250929", SONNET),  # dated ids
-        ("claude-3-opus-20240229", OPUS),
-        ("Claude-Haiku-9", HAIKU),
+        ("claude-sonnet-4-5-20250929", SONNET_45),  # dated ids
+        ("us.anthropic.claude-opus-4-5-20251101-v1:0", OPUS_45),  # a provider's id
+        ("claude-3-opus-20240229", OPUS),  # not in the catalogue: its family's latest
+        ("Claude-Sonnet-9", SONNET),
         ("shell", None),
         ("scripted", None),
         ("gpt-4o", None),
@@ -89,11 +92,21 @@ def test_default_prices_and_family_matching(model: str | None, price: Price | No
 
 
 def test_cost_is_usd_per_million_tokens_of_each_kind() -> None:
-    expected = (1_000 * 3 + 200 * 15 + 300 * 3.75 + 5_000 * 0.30) / 1_000_000
+    expected = (1_000 * 2 + 200 * 10 + 300 * 2.5 + 5_000 * 0.10) / 1_000_000
     assert cost("claude-sonnet-5-5", USAGE) == pytest.approx(expected)
-    assert cost("claude-opus-5-5", {"output_tokens": 1_000_000}) == pytest.approx(25.0)
+    assert cost("claude-opus-5-5", {"output_tokens": 1_000_000}) == pytest.approx(20.0)
     assert cost("shell", USAGE) is None
     assert cost("claude-haiku-5-5", {}) == 0
+
+
+def test_an_hour_long_cache_write_and_a_long_prompt_are_priced_as_such() -> None:
+    hour = {"cache_creation_input_tokens": 1_000_000, "cache_creation_1h_input_tokens": 400_000}
+    assert cost("claude-sonnet-5-5", hour) == pytest.approx(0.6 * 2.5 + 0.4 * 4.0)
+    # haiku 5.5: a request whose prompt is above 100,000 tokens pays its long-prompt tier
+    short = {"input_tokens": 100_000, "output_tokens": 1_000}
+    long = {"input_tokens": 100_001, "output_tokens": 1_000}
+    assert cost("haiku", short) == pytest.approx((100_000 * 0.1 + 1_000 * 0.5) / 1e6)
+    assert cost("haiku", long) == pytest.approx((100_001 * 0.5 + 1_000 * 2.5) / 1e6)
 
 
 def test_the_price_file_is_merged_over_the_defaults(config_root: Path) -> None:
@@ -106,10 +119,10 @@ def test_the_price_file_is_merged_over_the_defaults(config_root: Path) -> None:
             }
         )
     )
-    assert price_of("claude-sonnet-5-5") == Price(3.0, 30.0, 3.75, 0.30)
-    assert price_of("claude-sonnet-4-5-20250929") == Price(3.0, 30.0, 3.75, 0.30)
-    assert price_of("claude-sonnet-4-5") == Price(2.5, 15.0, 3.75, 0.30)
-    assert price_of("local-llama") == Price(0, 0, 0, 0)
+    assert price_of("claude-sonnet-5-5") == Price(2.0, 30.0, 2.5, 0.10, 4.0)
+    assert price_of("claude-sonnet-4-5-20250929") == Price(2.0, 30.0, 2.5, 0.10, 4.0)
+    assert price_of("claude-sonnet-4-5") == Price(2.5, 15.0, 3.75, 0.30, 6.0)
+    assert price_of("local-llama") == Price(0, 0, 0, 0, 0)
     assert cost("local-llama", USAGE) == 0
     assert price_of("claude-opus-5-5") == OPUS
     assert load_prices(config_root / "elsewhere").price_of("claude-sonnet-5-5") == SONNET
@@ -278,7 +291,7 @@ def test_totals_costs_and_activity_age(team: TeamFile, paths: TeamPaths) -> None
     assert alice.activity == "running Bash" and alice.activity_age_s == pytest.approx(12.0, abs=1)
     assert alice.requests == 3 and alice.turns == 3 and alice.model == "claude-sonnet-5-5"
     assert alice.cost_usd == pytest.approx(cost("claude-sonnet-5-5", USAGE))
-    assert bob.cost_usd == pytest.approx(0.025) and carol.cost_usd is None
+    assert bob.cost_usd == pytest.approx(0.020) and carol.cost_usd is None
     assert view.members[0].activity_age_s is None and view.members[0].cost_usd is None
     assert view.usage == {
         "input_tokens": 1_007,
@@ -286,7 +299,15 @@ def test_totals_costs_and_activity_age(team: TeamFile, paths: TeamPaths) -> None
         "cache_read_input_tokens": 5_000,
         "cache_creation_input_tokens": 300,
     }
-    assert view.cost_usd == pytest.approx(alice.cost_usd + 0.025)
+    assert view.cost_usd == pytest.approx(alice.cost_usd + 0.020)
+
+
+def test_a_member_priced_as_it_went_shows_its_own_cost(team: TeamFile, paths: TeamPaths) -> None:
+    """The teammate prices each request as it is made (its long-prompt tier, its hour-long
+    cache writes): that sum is what the views show, not its usage priced at once."""
+    status(paths, "alice", usage=USAGE, costUsd=1.25)
+    alice = snapshot(paths).members[1]
+    assert alice.cost_usd == 1.25
 
 
 def test_no_known_price_means_no_team_cost(team: TeamFile, paths: TeamPaths) -> None:
@@ -357,7 +378,7 @@ def test_swarm_status_prints_the_table(team: TeamFile, paths: TeamPaths) -> None
     result = swarm("status")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("team t: 4 members; tasks 1 pending")
-    assert "#1 [pending] build" in result.stdout and "$0.0086" in result.stdout
+    assert "#1 [pending] build" in result.stdout and "$0.0053" in result.stdout
     report = json.loads(swarm("status", "--json").stdout)
     assert report["tasks"]["pending"][0]["id"] == "1"
 
@@ -405,6 +426,9 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
                 turns=2,
                 usage=USAGE,
                 cost_usd=0.008625,
+                context_tokens=62_000,
+                context_window=200_000,
+                compactions=2,
             ),
             member("bob", state="dead", activity="x" * 60, activity_age_s=125.0),
             member("cy", state="waiting", activity="asking: Bash", activity_age_s=5.0),
@@ -419,11 +443,11 @@ def test_render_is_plain_aligned_text(team: TeamFile, paths: TeamPaths) -> None:
     )
     expected = """\
 team t: 4 members; tasks 1 pending, 1 in progress, 0 completed, 0 failed (1 blocked); 1 request waiting
-  member     state                 task      activity                                                   turns  calls  tokens in (cached) / out     cost
-  team-lead  lead                  -         -                                                              0      0                 0 (0) / 0        -
-  alice      working               #1 build  running Bash (12s ago)                                         2      3       6,300 (5,000) / 200  $0.0086
-  bob        dead                  -         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (2m ago)      0      0                 0 (0) / 0        -
-  cy         waiting for approval  -         asking: Bash (5s ago)                                          0      0                 0 (0) / 0        -
+  member     state                 task      activity                                                   turns  calls     ctx  tokens in (cached) / out     cost
+  team-lead  lead                  -         -                                                              0      0       -                 0 (0) / 0        -
+  alice      working               #1 build  running Bash (12s ago)                                         2      3  31% ↻2       6,300 (5,000) / 200  $0.0086
+  bob        dead                  -         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (2m ago)      0      0       -                 0 (0) / 0        -
+  cy         waiting for approval  -         asking: Bash (5s ago)                                          0      0       -                 0 (0) / 0        -
 
 tasks
   in progress (1)

@@ -266,9 +266,11 @@ def test_bad_types_a_malformed_definition_effort_and_the_verification_verdict(
     assert deep.startswith("deep answer")
     assert "Async agent launched" in verify and "Async agent launched" in silent  # background
     (deep_request,) = [b for b in subs if "DEEP" in first_text(b)]
-    assert deep_request["thinking"] == {"type": "enabled", "budget_tokens": 24_000}
-    assert deep_request["max_tokens"] > 24_000
-    assert all("thinking" not in b for b in alice)  # the teammate's own effort: none
+    # sonnet thinks adaptively: a definition's effort is the effort it is asked for
+    assert deep_request["thinking"] == {"type": "adaptive"}
+    assert deep_request["output_config"] == {"effort": "high"}
+    # the teammate's own: the model's default effort
+    assert all(b["output_config"] == {"effort": "medium"} for b in alice)
     told = "\n".join(notified())
     assert "VERDICT: PASS" in told
     assert "no VERDICT line: the verifier did not decide" in told

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -244,18 +245,19 @@ def test_a_teammate_whose_model_fails_still_obeys_a_shutdown(
     team: TeamFile, procs: Processes, tmp_path: Path
 ) -> None:
     paths = team.paths
-    with MessagesAPI(lambda body: Turn.failure(529)) as api:
+    # overloaded without a retry-after: the back-off grows (0.5 s, 1 s, 2 s ...)
+    with MessagesAPI(lambda body: Turn.failure(529, retry_after=None)) as api:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
         alice = procs.start(teammate_argv("alice", model="sonnet"), env)
         Mailbox(paths).send("alice", "Please work.", sender="team-lead")
         wait_for(
-            lambda: "model unavailable, retrying in" in activity(paths, "alice"),
+            lambda: "model unavailable (overloaded, 529), retry " in activity(paths, "alice"),
             "the status to say the model is being retried",
         )
         view = json.loads(swarm("status", "--json").stdout)
         (row,) = [m for m in view["members"] if m["name"] == "alice"]
-        assert "model unavailable, retrying in" in row["activity"]
+        assert re.search(r"retry \d+/10 in \d+ s", row["activity"]), row["activity"]
         result = swarm("shutdown", "alice", "--wait", "15")
         assert result.returncode == 0 and "approved" in result.stdout, result.stderr
         assert alice.wait(DEADLINE_S) == 0

@@ -1,7 +1,8 @@
 """The agent loop in-process: prompt caching marks, the lead's answers to permission asks,
-messages injected between turns, retries for an overloaded API, and a conversation trimmed
-when it no longer fits, against the scripted model and (for the context limit) the real SDK
-talking to the local Messages API server."""
+messages injected between turns, retries for an overloaded API, and a conversation compacted
+when the API says it no longer fits, against the scripted model and (for the context limit) the
+real SDK talking to the local Messages API server. Compaction, stop reasons and the API's other
+failures in detail: `test_long_jobs_unit.py`."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import pytest
 from messages_api import MessagesAPI, Turn
 
 from protocols.inbox_entry import InboxEntry
-from teammate.agent.loop import TRIMMED, AgentLoop, estimate_tokens
+from teammate.agent.compaction import summary_turn
+from teammate.agent.loop import AgentLoop
 from teammate.agent.model import ClaudeModel, ModelError, ScriptedModel
+from teammate.agent.retries import RetryPolicy
 from teammate.brains.base import Approval, PlanVerdict
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext
@@ -51,6 +54,9 @@ class LeadStub:
     def pause(self, seconds: float, why: str) -> None:
         self.paused.append((seconds, why))
 
+    def watch(self, call: Any, why: str) -> bool:
+        return bool(call.wait())
+
 
 def make_loop(tmp_path: Path, turns: list[Turn], mode: str = "default", **kwargs: Any) -> AgentLoop:
     link = kwargs.pop("link", LeadStub())
@@ -61,7 +67,7 @@ def make_loop(tmp_path: Path, turns: list[Turn], mode: str = "default", **kwargs
         "You are a test agent.",
         ToolContext(cwd=tmp_path),
         link=link,
-        retry_delay_s=0.0,
+        retries=kwargs.pop("retries", None) or RetryPolicy(rand=lambda: 0.0),
         **kwargs,
     )
 
@@ -141,11 +147,24 @@ def test_messages_arriving_between_turns_reach_the_model(tmp_path: Path) -> None
 
 
 def test_an_overloaded_api_is_retried_a_bounded_number_of_times(tmp_path: Path) -> None:
-    ok = make_loop(tmp_path, [Turn.failure(529), Turn.failure(529), Turn.text("up again")])
+    script = [
+        Turn.failure(529, retry_after=None),
+        Turn.failure(529, retry_after=None),
+        Turn.failure(429, retry_after=7),
+        Turn.text("up again"),
+    ]
+    ok = make_loop(tmp_path, script)
     assert ok.run("go").text == "up again"
     # the waits go through the link, which keeps answering the inbox meanwhile
-    assert [why for _, why in ok.link.paused] == ["model unavailable"] * 2  # type: ignore[attr-defined]
-    down = make_loop(tmp_path, [Turn.failure(529)] * 10, overload_retries=2)
+    paused = ok.link.paused  # type: ignore[attr-defined]
+    assert [why for _, why in paused] == [
+        "model unavailable (overloaded, 529), retry 1/10",
+        "model unavailable (overloaded, 529), retry 2/10",
+        "model unavailable (HTTP 429), retry 3/10",
+    ]
+    # exponential back-off, unless the API said when to come back (retry-after)
+    assert [seconds for seconds, _ in paused] == [0.5, 1.0, 7.0]
+    down = make_loop(tmp_path, [Turn.failure(529)] * 10, retries=RetryPolicy(2))
     with pytest.raises(ModelError) as caught:
         down.run("go")
     assert caught.value.status == 529
@@ -175,36 +194,45 @@ def test_an_unknown_tool_and_bad_input_are_error_results(tmp_path: Path) -> None
     assert invalid["is_error"] and "file_path" in invalid["content"]
 
 
-def test_a_context_that_grows_too_long_is_trimmed_not_retried_as_is(
+def test_a_context_that_grows_too_long_is_compacted_not_retried_as_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The API's window is smaller than the loop knows: its refusal ("prompt is too long")
+    makes the loop compact, learn the window, and go on; the summary keeps the task."""
     big = tmp_path / "big.txt"
     big.write_text(("x" * 49 + "\n") * 400)  # 20,000 characters a Read
-    limit = 9_000  # tokens the server accepts (about 36,000 characters)
+    limit = 12_000  # tokens the server accepts (about 48,000 characters)
+    summaries = []
 
     def server(body: dict[str, Any]) -> Turn:
         size = len(str(body)) // 4
         if size > limit:
             return Turn.failure(400, message=f"prompt is too long: {size} tokens > {limit} maximum")
+        if summary_turn(body):
+            summaries.append(body)
+            return Turn.text("Summary: reading big.txt, four reads asked for.")
         reads = sum(
             1
             for m in body["messages"]
             for b in m["content"]
             if isinstance(b, dict) and b.get("type") == "tool_result"
         )
-        return Turn.tool("Read", {"file_path": str(big)}) if reads < 4 else Turn.text("read it all")
+        compacted = "<summary>" in str(body["messages"][0])
+        done = reads >= 4 or (compacted and reads >= 1)
+        return Turn.text("read it all") if done else Turn.tool("Read", {"file_path": str(big)})
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with MessagesAPI(server) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        loop = make_loop(tmp_path, [], model=ClaudeModel("sonnet", max_retries=0))
+        loop = make_loop(tmp_path, [], model=ClaudeModel("sonnet"))
         result = loop.run("read big.txt four times")
     assert result.text == "read it all"
     rejected = [r for r in api.requests if len(str(r)) // 4 > limit]
     assert rejected, "the conversation never reached the limit: the test proves nothing"
-    assert len(rejected) <= 3  # trimmed after each rejection, never resent as it was
-    kept = [b for m in loop.messages for b in m["content"] if b.get("type") == "tool_result"]
-    assert any(b["content"] == TRIMMED for b in kept)
+    assert len(rejected) <= 2  # compacted after a rejection, never resent as it was
+    assert summaries and loop.compactions >= 1
+    assert loop.settings.window == limit  # learned from the refusal
+    assert "read big.txt four times" in str(loop.messages[0])  # the work, word for word
     # still a valid conversation: every tool_use is answered in the next message
     for index, message in enumerate(loop.messages[:-1]):
         uses = {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
@@ -214,12 +242,3 @@ def test_a_context_that_grows_too_long_is_trimmed_not_retried_as_is(
             if b.get("type") == "tool_result"
         }
         assert uses <= answered
-
-
-def test_the_loop_trims_before_sending_when_over_its_own_budget(tmp_path: Path) -> None:
-    (tmp_path / "big.txt").write_text(("y" * 79 + "\n") * 500)  # 40,000 characters
-    model = ScriptedModel([Turn.tool("Read", {"file_path": "big.txt"})] * 3 + [Turn.text("ok")])
-    loop = make_loop(tmp_path, [], model=model, context_tokens=12_000)
-    loop.run("go")
-    assert all(estimate_tokens(r) <= 12_000 + 11_000 for r in model.requests)
-    assert estimate_tokens(model.requests[-1]) <= 12_000

@@ -13,7 +13,7 @@ from teammate.agent.model import Usage
 from teammate.budget import Budget, Notices
 
 PRICES = PriceTable(default_prices(), {})
-SONNET_CALL = Usage(input_tokens=1000, output_tokens=100)  # $0.0045 on sonnet
+SONNET_CALL = Usage(input_tokens=1000, output_tokens=100)  # $0.0045 on claude-sonnet-4-5
 
 
 def budget_with_log(limits: Limits, paths: TeamPaths | None = None) -> tuple[Budget, list[str]]:
@@ -28,7 +28,7 @@ def budget_with_log(limits: Limits, paths: TeamPaths | None = None) -> tuple[Bud
 
 def test_spend_is_priced_on_the_model_that_answered_and_counts_every_token() -> None:
     budget, _ = budget_with_log(Limits(maxCostUsd=1))
-    budget.add("sonnet", SONNET_CALL)
+    budget.add("claude-sonnet-4-5", SONNET_CALL)
     budget.add("claude-haiku-4-5-20251001", SONNET_CALL)  # $1 / $5 a million: $0.0015
     budget.add("scripted", SONNET_CALL)  # no price: tokens only
     assert round(budget.cost, 6) == 0.006 and budget.tokens == 3300
@@ -36,14 +36,14 @@ def test_spend_is_priced_on_the_model_that_answered_and_counts_every_token() -> 
 
 def test_the_80_percent_notice_is_sent_once_per_limit_and_over_stops_until_a_raise() -> None:
     budget, said = budget_with_log(Limits(maxCostUsd=0.01))
-    budget.add("sonnet", SONNET_CALL)
-    budget.add("sonnet", SONNET_CALL)
+    budget.add("claude-sonnet-4-5", SONNET_CALL)
+    budget.add("claude-sonnet-4-5", SONNET_CALL)
     assert budget.settle() and budget.settle()
     assert said == [
         "warn: alice has used 90% of its budget ($0.009 of $0.01); it stops at 100% until the "
         "budget is raised (`swarm budget alice +USD`)"
     ]
-    budget.add("sonnet", SONNET_CALL)
+    budget.add("claude-sonnet-4-5", SONNET_CALL)
     assert not budget.settle() and not budget.settle()
     assert said[1:] == [
         "over: over budget: spent $0.0135 of $0.01; raise it with `swarm budget alice +0.01`"

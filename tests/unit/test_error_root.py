@@ -35,7 +35,7 @@ def test_every_error_class_of_the_three_packages_derives_from_the_root() -> None
         "protocols.jsonio._NotPlain",
         "protocols.tasks._Invalid",
         "protocols.tasks._Torn",
-        "teammate.agent.loop.LoopCancelled",
+        "teammate.agent.model_turns.LoopCancelled",
         "teammate.brains.base.Interrupted",
     ]
 

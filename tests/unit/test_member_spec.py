@@ -193,11 +193,14 @@ def test_restricted_and_effort_shape_a_claude_teammate(paths: TeamPaths, tmp_pat
 
     restricted = brain("--restricted", "--effort", "max")
     assert "Bash" not in restricted.loop.tools and "Read" in restricted.loop.tools
-    assert restricted.policy.confined and restricted.loop.thinking_budget == 48_000
+    assert restricted.policy.confined and restricted.loop.settings.thinking == {
+        "type": "enabled",
+        "budget_tokens": 48_000,
+    }
     assert not restricted.policy.rules("allow")  # the user's settings file was not read
     usual = brain()
     assert "Bash" in usual.loop.tools and not usual.policy.confined
-    assert usual.loop.thinking_budget is None and usual.policy.rules("allow")
+    assert usual.loop.settings.thinking is None and usual.policy.rules("allow")
     key = str(paths.lead_key)
     decision = usual.policy.decide("Read", "read", {"file_path": key})
     assert decision.behavior == "deny"

@@ -64,16 +64,21 @@ def test_the_transcript_plays_back_exactly_the_conversation_the_loop_had(tmp_pat
     assert len(loop.messages) == 8
 
 
-def test_a_trimmed_conversation_and_a_restored_one_play_back_as_they_are_now(
+def test_a_compacted_conversation_and_a_restored_one_play_back_as_they_are_now(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "big.txt").write_text(("y" * 79 + "\n") * 500)
     path = tmp_path / "t.jsonl"
-    turns = [Turn.tool("Read", {"file_path": "big.txt"})] * 3 + [Turn.text("ok")]
-    loop = loop_with(tmp_path, turns, path, context_tokens=12_000)
+    turns = [
+        Turn.tool("Read", {"file_path": "notes.txt"}),
+        Turn.text("Summary: read notes.txt."),  # the summary, when asked
+        Turn.text("ok"),
+    ]
+    (tmp_path / "notes.txt").write_text("plum\n")
+    loop = loop_with(tmp_path, turns, path)
     loop.run("go")
+    assert loop.compact("manual")
     events = read_transcript(path)
-    assert any(e["kind"] == "conversation" for e in events)  # the trim replaced it whole
+    assert events[0]["kind"] == "compact_boundary"  # the live file begins at the compaction
     assert conversation_of(events) == loop.messages
     seed = [{"role": "user", "content": [{"type": "text", "text": "a fork's seed"}]}]
     loop.restore(seed)

@@ -114,7 +114,7 @@ def test_status_shows_running_sub_agents_under_their_member(
     assert f"${explore.cost_usd:.4f}" in explore_row
     assert f"alice {MARK} rev\\x1b[31m" in named_row and "Bash: make \\x1b[2Jtest" in named_row
     assert "general-purpose" not in text  # a finished one: in --json only
-    assert text.endswith("tokens 5,000 (0) / 400, cost $0.0210 (estimate)")  # not counted twice
+    assert text.endswith("tokens 5,000 (0) / 400, cost $0.0140 (estimate)")  # not counted twice
 
     report = json.loads(swarm("status", "--json").stdout)
     (listed,) = [m for m in report["members"] if m["name"] == "alice"]

@@ -1,0 +1,166 @@
+"""The tool half of the agent loop: one ``tool_use`` block checked, asked about, run and answered.
+
+`ToolCalls` is the base of `teammate.agent.loop.AgentLoop`, which owns the attributes it uses.
+A call goes through, in order: the tool's input check; the ``PreToolUse`` hooks (a block or a
+``deny`` is the call's error result; ``ask`` asks even where the rules allow; ``allow`` skips
+asking but never overrides the policy's deny); the permission policy (``auto`` mode: a small
+model judges what the rules leave open); the lead, when the answer is "ask"; the tool; the
+``PostToolUse`` hooks (a block adds its reason to the result). Any failure is an ``is_error``
+result the model reads, never a crash of the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from protocols.errors import Error
+from protocols.values import PermissionMode
+from teammate.agent.hooks import HookResult
+from teammate.agent.model import Model
+from teammate.agent.transcript import Transcript
+from teammate.brains.base import TeamLink
+from teammate.permissions.auto import JUDGE_MODEL, judge
+from teammate.permissions.policy import Decision, PermissionPolicy
+from teammate.reporter import StatusReporter
+from teammate.tools.base import Tool, ToolContext, ToolError
+
+PREVIEW_CHARS = 2_000  # of a tool result, in its transcript record (the message holds it all)
+
+
+class ToolCalls:
+    model: Model
+    tools: dict[str, Tool]
+    policy: PermissionPolicy
+    ctx: ToolContext
+    link: TeamLink | None
+    transcript: Transcript
+    reporter: StatusReporter | None
+    extra_tools: Callable[[], list[Tool]] | None
+    halted: str | None
+
+    if TYPE_CHECKING:  # what the loop that has this base provides
+
+        def hook(
+            self, event: str, payload: dict[str, Any], target: str | None = None
+        ) -> HookResult: ...
+
+    def use(self, block: dict[str, Any]) -> dict[str, Any]:
+        """Run one ``tool_use`` block; its ``tool_result`` block."""
+        name, tool_input, use_id = block.get("name", ""), block.get("input") or {}, block["id"]
+        self.transcript.record("tool_call", id=use_id, name=name, input=tool_input)
+        if self.reporter:
+            self.reporter.tool_call(name, tool_input)
+        self.ctx.tool_use_id = use_id
+        try:
+            text = self._run_tool(name, tool_input, use_id)
+            error = False
+        except Error as exc:  # refused on purpose (a ToolError, or any package's error)
+            text, error = str(exc), True
+        except Exception as exc:  # a tool must never crash the teammate
+            self.transcript.record("tool_crash", id=use_id, traceback=traceback.format_exc())
+            text, error = f"{name} failed: {type(exc).__name__}: {exc}", True
+        text = cap(text, self.ctx.output_limit)
+        self.transcript.record(
+            "tool_result", id=use_id, is_error=error, content=text[:PREVIEW_CHARS], chars=len(text)
+        )
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": text}
+        if error:
+            result["is_error"] = True
+        return result
+
+    def all_tools(self) -> dict[str, Tool]:
+        """The built-in tools, then the extra tools available now (a built-in wins a clash)."""
+        if self.extra_tools is None:
+            return self.tools
+        found = dict(self.tools)
+        for extra in self.extra_tools():
+            found.setdefault(extra.name, extra)
+        return found
+
+    def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> str:
+        tool = self.tools.get(name) or self.all_tools().get(name)
+        if tool is None:
+            raise ToolError(f"No such tool available: {name}")
+        tool.validate(tool_input)
+        call = {"tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
+        hooked = self.hook("PreToolUse", call, name)
+        if hooked.stopped:  # continue: false: no more calls, the turn ends after this one
+            self.halted = hooked.reason
+        if hooked.refused or hooked.decision == "deny":
+            raise ToolError(f"{name} was blocked by a PreToolUse hook: {hooked.reason}")
+        decision = self.policy.decide(name, tool.kind, tool_input)
+        behavior: str = decision.behavior
+        if behavior != "deny" and hooked.decision is not None:  # a hook never overrides a deny
+            behavior = hooked.decision
+        elif decision.by_mode and self.policy.mode == PermissionMode.AUTO:
+            decision = self._judge(name, tool_input, decision)
+            behavior = decision.behavior
+        if behavior == "deny":
+            raise ToolError(f"Permission to use {name} was denied: {decision.reason}")
+        if behavior == "ask":
+            tool_input = self._ask(name, tool_input, use_id)
+        output = tool.run(self.ctx, tool_input)
+        after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
+        if after.stopped:
+            self.halted = after.reason
+        return f"{output}\n\nPostToolUse hook: {after.reason}" if after.blocked else output
+
+    def _ask(self, name: str, tool_input: dict[str, Any], use_id: str) -> dict[str, Any]:
+        """Ask the lead; the input to run with (an approval may change it)."""
+        if self.link is None:
+            raise ToolError(f"{name} needs approval and there is no lead to ask")
+        answer = self.link.ask_permission(
+            name,
+            tool_input,
+            describe_call(name, tool_input),
+            use_id,
+            self.policy.suggestions(name, tool_input),
+        )
+        if not answer.approved:
+            raise ToolError(
+                f"Permission to use {name} was denied by team-lead: "
+                f"{answer.reason or 'no reason given'}"
+            )
+        if answer.permission_updates:
+            self.policy.apply_updates(answer.permission_updates)
+        return answer.updated_input or tool_input
+
+    def _judge(self, name: str, tool_input: dict[str, Any], asked: Decision) -> Decision:
+        """``auto`` mode: a small model decides a call the rules leave open (an ask stays an
+        ask, to the lead, when it cannot say)."""
+        rules = {b: [str(r) for r in self.policy.rules(b)] for b in ("allow", "deny", "ask")}
+        verdict = judge(self.model.variant(JUDGE_MODEL), name, tool_input, rules, self.ctx.cwd)
+        self.transcript.record(
+            "auto_mode", tool=name, decision=verdict.behavior, reason=verdict.reason
+        )
+        if self.reporter:
+            self.reporter.model_call(verdict.usage, model=JUDGE_MODEL)
+        if verdict.behavior == "ask":
+            return asked
+        return Decision("allow" if verdict.behavior == "allow" else "deny", verdict.reason)
+
+
+def not_run(block: dict[str, Any], why: str) -> dict[str, Any]:
+    """The error result of a call that was not run, saying why."""
+    return {"type": "tool_result", "tool_use_id": block["id"], "content": why, "is_error": True}
+
+
+def describe_call(name: str, tool_input: dict[str, Any]) -> str:
+    """One line for the lead: what this tool call would do."""
+    if name == "Bash":
+        command = str(tool_input.get("command", ""))
+        described = tool_input.get("description")
+        return f"{described}: {command}" if described else f"Run: {command}"
+    if "file_path" in tool_input:
+        return f"{name} {tool_input['file_path']}"
+    return f"{name} {json.dumps(tool_input, ensure_ascii=False)[:200]}"
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"
