@@ -149,7 +149,8 @@ class Teammate:
         self._read_after_release: list[InboxEntry] = []
         self._unrecorded: dict[str, tuple[Task, Outcome]] = {}  # done, not yet written down
         self._in_turn = False  # the brain is answering or working (its model calls may wait)
-        self._compact: str | None = None  # the lead's compaction request, for an idle turn
+        # the lead's compaction request for an idle turn: (its entry, the instructions)
+        self._compact: tuple[InboxEntry, str] | None = None
         self.trouble = Trouble()
         self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
         self.requests = LeadRequests(
@@ -437,7 +438,8 @@ class Teammate:
         ):
             self._refuse(entry, message)
         elif isinstance(message, CompactRequest):
-            self._on_compact(message.instructions or "")
+            self._on_compact(entry, message.instructions or "")
+            return  # marked read once done: a crash before that leaves it to be done again
         elif isinstance(message, ModeSetRequest):
             self._set_mode(message.mode)
         elif isinstance(message, TeamPermissionUpdate):
@@ -449,16 +451,20 @@ class Teammate:
             self.say(f"ignoring a {message.type} from {entry.from_}")
         self.mailbox.mark_read(self.name, [entry])
 
-    def _on_compact(self, instructions: str) -> None:
+    def _on_compact(self, entry: InboxEntry, instructions: str) -> None:
         """The lead asked for a compaction: before the brain's next model request if it is in
-        a turn, else in an idle turn of its own (`_compact_now`, after the messages)."""
+        a turn (the request is read when the turn ends), else in an idle turn of its own
+        (`_compact_now`, after the other messages; the request is read once it is done)."""
+        self._in_flight.add(entry.identity)  # not handled twice meanwhile
         if self._in_turn:
             self.say(self.brain.compact(instructions, self, now=False))
+            self._arrived.append(entry)
         else:
-            self._compact = instructions
+            self._compact = (entry, instructions)
 
     def _compact_now(self) -> None:
-        instructions, self._compact = self._compact or "", None
+        assert self._compact is not None
+        (entry, instructions), self._compact = self._compact, None
         self._start_turn(MemberState.WORKING, "compacting its conversation")
         self._in_turn = True
         note = "compaction stopped"
@@ -468,7 +474,7 @@ class Teammate:
             return
         finally:
             self._in_turn = False
-            self._turn_ended()
+            self._turn_ended([entry])
             self.activity.end()
         self.say(note)
         self.reporter.set(MemberState.IDLE, note)

@@ -13,7 +13,8 @@ the model was sent), called for one request at a time, or with ``concurrent=True
 them at once, so that one answer may wait for another request (the function must then be
 thread-safe). Every ``/v1/messages`` request is recorded, refused ones too, in parallel lists:
 `requests` (the body), `raw_bodies`, `arrivals`, `betas` (its ``anthropic-beta`` header as a
-list, [] if none) and `streamed` (whether it asked for a stream).
+list, [] if none) and `streamed` (whether it asked for a stream); `billed` maps the index of each
+request answered with a message to the usage the answer reported.
 
 What a turn may hold (`Turn`): ``thinking`` and ``redacted_thinking`` blocks, streamed as the
 API does (a thinking block's signature in a ``signature_delta``); any stop reason, with a last
@@ -119,6 +120,7 @@ class MessagesAPI:
         self.betas: list[list[str]] = []  # each request's anthropic-beta header, split
         self.streamed: list[bool] = []  # whether each request asked for a stream
         self.refused: list[tuple[int, str]] = []  # (status, message) of each refused request
+        self.billed: dict[int, dict[str, Any]] = {}  # the usage answered, by request index
         self.stalled: list[int] = []  # the index in `requests` of each answer that stalled
         self.disconnected: list[int] = []  # ... of each whose client left before its end
         self.active = 0  # requests being answered now
@@ -328,6 +330,7 @@ class MessagesAPI:
             "stop_sequence": stop_sequence,
             "usage": self._usage(body, turn, tokens),
         }
+        self._changes(lambda: self.billed.__setitem__(index, message["usage"]))
         if not stream:
             _send_json(handler, 200, message)
             return

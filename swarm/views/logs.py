@@ -35,6 +35,7 @@ from protocols.printable import printable_json_text, printable_line
 from protocols.store import open_store
 from protocols.watch import InboxWatcher
 from swarm.errors import SwarmError
+from teammate.agent.transcript_history import read_segment, segments
 
 INPUT_CHARS = 100
 TEXT_CHARS = 200
@@ -173,6 +174,40 @@ class FileTail:
         return [line.removesuffix("\r") for line in text.split("\n")]
 
 
+class TranscriptTail(FileTail):
+    """A transcript's lines, its history's first (`teammate.agent.transcript_history`: each
+    compaction moved a finished segment there): the first read gives every segment, and a
+    later one, after a compaction, the rest of the segment that was live, then the new one."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.segments_read: int | None = None
+
+    def read(self) -> list[str]:
+        lines: list[str] = []
+        history = segments(self.path)
+        if self.segments_read is None:
+            lines = [line for segment in history for line in _segment_lines(segment)]
+        elif len(history) > self.segments_read:  # rotated since the last read
+            lines = _segment_lines(history[self.segments_read], skip=self.offset)
+            lines += [
+                line
+                for segment in history[self.segments_read + 1 :]
+                for line in _segment_lines(segment)
+            ]
+            self.offset = 0
+        self.segments_read = len(history)
+        return lines + super().read()
+
+
+def _segment_lines(segment: Path, skip: int = 0) -> list[str]:
+    try:
+        data = read_segment(segment)[skip:]
+    except (OSError, EOFError, ValueError):  # a segment gone or damaged: the rest still shows
+        return []
+    return [line for line in data.decode("utf-8", "replace").split("\n") if line]
+
+
 def log_path(paths: TeamPaths, name: str) -> Path:
     """Where a subprocess teammate's output goes (see `swarm.team.lifecycle.spawn_member`)."""
     return paths.log(name)
@@ -215,10 +250,11 @@ class RawTranscript:
     """The transcript's JSON lines, as they are (of sub-agent `agent_id`, if given)."""
 
     def __init__(self, paths: TeamPaths, name: str, agent_id: str | None = None) -> None:
+        self.tail: FileTail
         if agent_id is not None:
-            self.tail = FileTail(paths.subagent_transcript(name, agent_id))
+            self.tail = TranscriptTail(paths.subagent_transcript(name, agent_id))
             return
-        self.tail = FileTail(paths.transcript(name))
+        self.tail = TranscriptTail(paths.transcript(name))
         if not self.tail.path.exists():
             raise SwarmError(
                 f"{name} has no transcript in team {paths.team!r} (it has made no model calls); "
@@ -254,7 +290,7 @@ class ActivityLog:
         self.paths = paths
         self.name = name
         self.mailbox = open_store(paths).mailbox()
-        self.transcript = FileTail(paths.transcript(name))
+        self.transcript = TranscriptTail(paths.transcript(name))
         self.tool_names: dict[str, str] = {}
         self.seen: set[str] = set()
         self.inbox_signature: tuple[Any, ...] | None = None
@@ -413,7 +449,7 @@ class SubAgentLog(ActivityLog):
         self.paths = paths
         self.name = name
         self.agent_id = agent_id
-        self.transcript = FileTail(paths.subagent_transcript(name, agent_id))
+        self.transcript = TranscriptTail(paths.subagent_transcript(name, agent_id))
         self.tool_names = {}
         self.note = None
         self.process = None

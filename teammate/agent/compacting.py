@@ -53,6 +53,7 @@ class Compacting:
     _real: int
     _since: int
     _estimated: int
+    _fixed: int
     _replied_at: float | None
     _quiet_until: int
 
@@ -77,14 +78,16 @@ class Compacting:
     def context_size(self) -> int:
         """Tokens the next request would have, about: the last request's count (or the
         estimate, if larger) and what was added since."""
-        return max(self._real + self._since, self._estimated)
+        return max(self._real + self._since, self._fixed + self._estimated)
+
+    def _measure_fixed(self, tools: list[dict[str, Any]]) -> None:
+        """The estimate of what every request holds besides the conversation."""
+        self._fixed = estimate(self.system_prompt) + estimate(tools)
 
     def _measure_again(self) -> None:
         self.marks.reset()
-        fixed = estimate(self.system_prompt) + estimate(
-            [t.api_schema for t in self.all_tools().values()]
-        )
-        self._estimated = fixed + estimate(self.messages)
+        self._measure_fixed([t.api_schema for t in self.all_tools().values()])
+        self._estimated = estimate(self.messages)
         self._real, self._since = 0, 0
         self._quiet_until = 0
         self._show_context()
@@ -136,7 +139,8 @@ class Compacting:
             asked = compact.summary_messages(messages, instructions)
 
             def build(room: int | None, stream: bool, asked: list[Any] = asked) -> ModelRequest:
-                most = min(compact.SUMMARY_MAX_TOKENS, self.settings.max_tokens)
+                size = self._fixed + estimate(asked)
+                most = min(compact.SUMMARY_MAX_TOKENS, self.settings.room(size))
                 return self._request(asked, room or most, stream, remember=False)
 
             try:
@@ -158,9 +162,8 @@ class Compacting:
         messages = list(self.messages)
         compact.clear_old_results(messages, keep=1)
         budget = self.settings.threshold
-        fixed = estimate(self.system_prompt) + estimate([t.api_schema for t in self.tools.values()])
         dropped = 0
-        while fixed + estimate(messages) > budget and len(messages) > 3:
+        while self._fixed + estimate(messages) > budget and len(messages) > 3:
             del messages[1:3]  # an assistant turn and the user turn answering it
             dropped += 2
         if dropped:

@@ -136,7 +136,8 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
         self._asked: tuple[str, str] | None = None  # a compaction asked for: (trigger, how)
         self._real = 0  # the last request's size, as the API counted it
         self._since = 0  # estimated tokens added to the conversation since
-        self._estimated = 0  # the whole conversation's estimate
+        self._estimated = 0  # the conversation's estimate
+        self._fixed = estimate(system_prompt) + estimate([t.api_schema for t in tools])
         self._replied_at: float | None = None
         self._quiet_until = 0  # no automatic compaction below this size (one just failed)
 

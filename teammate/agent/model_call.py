@@ -13,15 +13,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from teammate.agent.model import Abort, Model, ModelReply, ModelRequest
+from teammate.agent.model import Abort, Model, ModelError, ModelReply, ModelRequest
 
 
 class PendingCall:
     def __init__(self, model: Model, request: ModelRequest) -> None:
         self.abort = Abort()
         self._on_sent = request.on_sent
-        self._request = replace(request, on_sent=self._sent, abort=self.abort)
-        self._model = model
+        self._request: ModelRequest | None = replace(request, on_sent=self._sent, abort=self.abort)
+        self._model: Model | None = model
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._sent_flag = False
@@ -35,11 +35,20 @@ class PendingCall:
         return self
 
     def _run(self) -> None:
+        request, model = self._request, self._model
+        assert request is not None and model is not None
         try:
-            self._reply = self._model.complete(self._request)
-        except BaseException as exc:  # handed to the agent's thread, which raises it
+            self._reply = model.complete(request)
+        except ModelError as exc:  # handed to the agent's thread, which raises it
+            self._error = exc.with_traceback(None)  # its frames hold the request
+        except BaseException as exc:  # a bug: raised with where it happened
             self._error = exc
         finally:
+            # no cycle keeps the request (and the stream holding its bytes) alive until the
+            # collector's next full pass: a long job's requests are large
+            self._request = self._model = None
+            del request, model
+            self.abort.release()
             self._done.set()
             self._wake()
 

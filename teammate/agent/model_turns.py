@@ -74,6 +74,8 @@ class ModelTurns:
 
         def _show_context(self, write: bool = True) -> None: ...
 
+        def _measure_fixed(self, tools: list[dict[str, Any]]) -> None: ...
+
     def _check_cancelled(self) -> None:
         if self.cancelled is not None and self.cancelled.is_set():
             raise LoopCancelled("stopped")
@@ -88,6 +90,7 @@ class ModelTurns:
         self, messages: list[dict[str, Any]], room: int | None, stream: bool, remember: bool
     ) -> ModelRequest:
         tools = [t.api_schema for t in self.all_tools().values()]
+        self._measure_fixed(tools)
         system = [{"type": "text", "text": self.system_prompt}]
         last = self.marks.last
         system, tools, messages = self.marks.mark(system, tools, messages)

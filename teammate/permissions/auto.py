@@ -18,6 +18,7 @@ judge's usage is counted in the agent's status like its other model calls.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,10 @@ class Judgement:
     behavior: str  # allow | deny | ask
     reason: str
     usage: Usage | None = None  # the judge's model call (None: it failed)
+
+
+JUDGE_TRIES = 3  # a passing failure (529, a reset) is tried again this often, quickly
+JUDGE_BACKOFF_S = 0.5
 
 
 def judge_request(
@@ -71,10 +76,15 @@ def judge(
     cwd: Path,
 ) -> Judgement:
     """Ask `model` (already the judge's variant) about one call; never raises."""
-    try:
-        reply = model.complete(judge_request(tool_name, tool_input, rules, cwd))
-    except (ModelError, OSError) as exc:
-        return Judgement("ask", f"the auto-mode check failed ({exc})")
+    request = judge_request(tool_name, tool_input, rules, cwd)
+    for attempt in range(JUDGE_TRIES):
+        try:
+            reply = model.complete(request)
+            break
+        except (ModelError, OSError) as exc:
+            if attempt + 1 == JUDGE_TRIES or not getattr(exc, "retryable", False):
+                return Judgement("ask", f"the auto-mode check failed ({exc})")
+            time.sleep(JUDGE_BACKOFF_S * 2**attempt)  # a passing failure: a short wait
     said = " ".join(b.get("text", "") for b in reply.content if b.get("type") == "text").strip()
     word, _, reason = said.partition(":")
     verdict = word.strip().upper()

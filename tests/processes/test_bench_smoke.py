@@ -36,6 +36,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             [],
         ),
         ("prompt_cache.py", [], []),
+        (
+            "long_job.py",
+            ["--turns", "40", "--window", "40000", "--no-baseline", "--faults"],
+            ["lost", "faults_lost"],
+        ),
         ("skills_catalogue.py", ["--skills", "3", "--body-lines", "2"], []),
         (
             "subagents.py",
