@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols import safefs
+from protocols.jsonio import atomic_write_bytes
 
 NEW = ".new"
 BOUNDARIES = ("compact_boundary", "conversation")  # events that hold a whole conversation
@@ -70,13 +71,7 @@ def rotate(path: Path, first: bytes) -> None:
     the next finished segment."""
     recover(path)
     new = path.with_name(path.name + NEW)
-    fd = safefs.open_path(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(first)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+    atomic_write_bytes(new, first, "process")  # whole or not at all, never through a link
     finished: Path | None = None
     if safefs.exists(path):
         safefs.makedirs(history_dir(path))
