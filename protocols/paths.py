@@ -148,6 +148,11 @@ class TeamPaths:
         ``<agentId>.jsonl``, ``<agentId>.output``."""
         return self.agents_dir / f"{checked_component(agent, 'agent name')}.subagents"
 
+    def agent_files(self, agent: str) -> Path:
+        """Files an agent's tools keep for it: background shells' output (``shells/``), tool
+        output too large to show the model whole (``outputs/``)."""
+        return self.agents_dir / f"{checked_component(agent, 'agent name')}.files"
+
     def subagent_transcript(self, agent: str, agent_id: str) -> Path:
         return self.subagents_dir(agent) / f"{checked_component(agent_id, 'agent id')}.jsonl"
 

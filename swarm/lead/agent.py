@@ -134,6 +134,7 @@ class LeadAgent:
             team=link,
             skills=SkillSet(self.skills, policy.grant),
             hooks=hooks,
+            files_dir=paths.agent_files(LEAD_NAME),
         )
         ctx.spawn_teammate = functools.partial(spawn_teammate, link)
         self.mcp = McpManager(link.cwd)

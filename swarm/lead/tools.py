@@ -41,7 +41,7 @@ from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict, Watched
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
-from teammate.tools.base import Tool, ToolContext, ToolError, tool
+from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, tool
 
 if TYPE_CHECKING:
     from protocols.store import AnyMailbox, AnyTaskBoard
@@ -276,7 +276,7 @@ def answer_permission(
     return f"{'Approved' if approve else 'Denied'} {done.kind} {request_id} from {done.teammate}."
 
 
-def _lead_agent(ctx: ToolContext, host: str | None = None, **inputs: Any) -> str:
+def _lead_agent(ctx: ToolContext, host: str | None = None, **inputs: Any) -> ToolOutput:
     """The lead's Agent: the one Agent tool, with swarm's `host` for a spawned teammate."""
     if host is None or ctx.spawn_teammate is None:
         return agent.function(ctx, **inputs)

@@ -37,7 +37,7 @@ from protocols.names import LEAD_NAME
 from swarm.mcp_server.lead_tools import LEAD_TOOLS
 from swarm.mcp_server.session import McpSession, ServerOptions
 from swarm.mcp_server.tools import MEMBER_TOOLS, join
-from teammate.tools.base import Tool, ToolError
+from teammate.tools.base import Tool, ToolError, text_of
 from teammate.tools.team import send_message, task_create, task_get, task_list, task_update
 
 log = logging.getLogger(__name__)
@@ -179,9 +179,9 @@ def run_tool(session: McpSession, tool: Tool, arguments: dict[str, Any]) -> str:
     waiting = values.get("wait_seconds") if tool.name == "ReadInbox" else 0
     if waiting:  # shown while it waits; other calls once they have succeeded
         session.note(tool.name, arguments, waiting)
-    text = tool.function(session.context(), **values)
+    output = tool.function(session.context(), **values)
     session.note(tool.name, arguments)
-    return text
+    return output if isinstance(output, str) else text_of(output)
 
 
 def leave_quietly(session: McpSession) -> None:

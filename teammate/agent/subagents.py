@@ -377,6 +377,7 @@ class SubAgents:
                 # its skills' allowed tools go to its own policy, not its parent's
                 skills=parent.ctx.skills.for_policy(policy.grant) if parent.ctx.skills else None,
                 hooks=hooks,
+                files_dir=parent.ctx.files_dir,  # its shells and outputs beside its parent's
             ),
             link=link,
             transcript=record,

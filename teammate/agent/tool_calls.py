@@ -25,7 +25,7 @@ from teammate.brains.base import TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
 from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter
-from teammate.tools.base import Tool, ToolContext, ToolError
+from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, text_of
 
 PREVIEW_CHARS = 2_000  # of a tool result, in its transcript record (the message holds it all)
 
@@ -54,19 +54,25 @@ class ToolCalls:
         if self.reporter:
             self.reporter.tool_call(name, tool_input)
         self.ctx.tool_use_id = use_id
+        output: ToolOutput
         try:
-            text = self._run_tool(name, tool_input, use_id)
+            output = self._run_tool(name, tool_input, use_id)
             error = False
         except Error as exc:  # refused on purpose (a ToolError, or any package's error)
-            text, error = str(exc), True
+            output, error = str(exc), True
         except Exception as exc:  # a tool must never crash the teammate
             self.transcript.record("tool_crash", id=use_id, traceback=traceback.format_exc())
-            text, error = f"{name} failed: {type(exc).__name__}: {exc}", True
-        text = cap(text, self.ctx.output_limit)
+            output, error = f"{name} failed: {type(exc).__name__}: {exc}", True
+        output = capped(output, self.ctx.output_limit)
+        shown = output if isinstance(output, str) else text_of(output)
         self.transcript.record(
-            "tool_result", id=use_id, is_error=error, content=text[:PREVIEW_CHARS], chars=len(text)
+            "tool_result",
+            id=use_id,
+            is_error=error,
+            content=shown[:PREVIEW_CHARS],
+            chars=len(shown),
         )
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": text}
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": use_id, "content": output}
         if error:
             result["is_error"] = True
         return result
@@ -80,7 +86,7 @@ class ToolCalls:
             found.setdefault(extra.name, extra)
         return found
 
-    def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> str:
+    def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> ToolOutput:
         tool = self.tools.get(name) or self.all_tools().get(name)
         if tool is None:
             raise ToolError(f"No such tool available: {name}")
@@ -106,7 +112,12 @@ class ToolCalls:
         after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
         if after.stopped:
             self.halted = after.reason
-        return f"{output}\n\nPostToolUse hook: {after.reason}" if after.blocked else output
+        if not after.blocked:
+            return output
+        note = f"PostToolUse hook: {after.reason}"
+        if isinstance(output, str):
+            return f"{output}\n\n{note}"
+        return [*output, {"type": "text", "text": note}]
 
     def _ask(self, name: str, tool_input: dict[str, Any], use_id: str) -> dict[str, Any]:
         """Ask the lead; the input to run with (an approval may change it)."""
@@ -164,3 +175,13 @@ def cap(text: str, limit: int) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"
+
+
+def capped(output: ToolOutput, limit: int) -> ToolOutput:
+    """`output` within `limit` characters of text (an image or a document block is kept)."""
+    if isinstance(output, str):
+        return cap(output, limit)
+    return [
+        {**b, "text": cap(str(b.get("text", "")), limit)} if b.get("type") == "text" else b
+        for b in output
+    ]

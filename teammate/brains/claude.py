@@ -54,14 +54,26 @@ from teammate.reporter import StatusReporter
 from teammate.tools.agents import SUBAGENT_TOOLS
 from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
+from teammate.tools.notebook import NOTEBOOK_TOOLS
 from teammate.tools.search import glob, grep
 from teammate.tools.shell import bash
 from teammate.tools.skill import skill
 from teammate.tools.team import TEAM_TOOLS
+from teammate.tools.web import WEB_TOOLS
 
 MAX_IDLE_BLOCKS = 3  # a TeammateIdle hook may send it back to work this many times in a row
 # what sub-agents pick from (Skill only where there are skills)
-WORK_TOOLS: tuple[Tool, ...] = (bash, read, write, edit, glob, grep, skill)
+WORK_TOOLS: tuple[Tool, ...] = (
+    bash,
+    read,
+    write,
+    edit,
+    glob,
+    grep,
+    *NOTEBOOK_TOOLS,
+    *WEB_TOOLS,
+    skill,
+)
 ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
 
 TEAMMATE_RULES = """
@@ -182,7 +194,11 @@ class ClaudeBrain:
         self.say = say
         self.hooks = hooks or Hooks(project_dir=cwd)
         self.ctx = ToolContext(
-            cwd=cwd, agent_name=name, hooks=self.hooks, skills=SkillSet(skills, self.policy.grant)
+            cwd=cwd,
+            agent_name=name,
+            hooks=self.hooks,
+            skills=SkillSet(skills, self.policy.grant),
+            files_dir=paths.agent_files(name),
         )
         self.ctx.exit_plan_mode = self._exit_plan_mode
         parent = Parent(

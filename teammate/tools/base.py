@@ -6,15 +6,18 @@
 
 The decorator builds a strict Pydantic model from the function's keyword parameters (all but
 the first, the `ToolContext`), so the schema sent to the model and the validation of what the
-model sends back come from the same definition. A tool returns the text of its result; it
-raises `ToolError` for a failure the model should see (the loop turns it, and any other
-exception, into an ``is_error`` tool result: a tool never crashes the teammate).
+model sends back come from the same definition. A tool returns the text of its result, or a
+list of content blocks (`Content`: ``text``, ``image``, ``document`` blocks as the Messages API
+takes them in a ``tool_result``); it raises `ToolError` for a failure the model should see (the
+loop turns it, and any other exception, into an ``is_error`` tool result: a tool never crashes
+the teammate).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,20 @@ if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
 # acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
 ToolKind = Literal["read", "edit", "execute", "team"]
+Content = list[dict[str, Any]]  # a tool result's content blocks (text, image, document)
+ToolOutput = str | Content
+
+
+def text_of(content: Content) -> str:
+    """A tool result's content blocks as text (an image or a document named, not shown)."""
+    parts = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            parts.append(f"[{kind}]")
+    return "\n".join(parts)
 
 
 class ToolError(Error):
@@ -59,6 +76,9 @@ class ToolContext:
     forked: bool = False  # a fork child's context: it may not fork again
     skills: SkillSet | None = None  # what the Skill tool loads
     hooks: Hooks | None = None  # TaskCreated / TaskCompleted hooks for the task tools
+    # where the agent's tools keep files for it (`TeamPaths.agent_files`): background shells'
+    # output, output too large to show whole; None: a temporary directory of the process
+    files_dir: Path | None = None
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""
@@ -71,6 +91,19 @@ class ToolContext:
         if self.subagents is None:
             raise ToolError("this agent cannot run sub-agents")
         return self.subagents
+
+    def files(self, kind: str) -> Path:
+        """The directory `kind` (``shells``, ``outputs``) of the agent's own files, made."""
+        import tempfile
+
+        from protocols import safefs
+
+        base = self.files_dir
+        if base is None:
+            base = Path(tempfile.gettempdir()) / f"swarm-{os.getuid()}-{os.getpid()}"
+        directory = base / kind
+        safefs.makedirs(directory)
+        return directory
 
     def resolve(self, path: str) -> Path:
         """`path` made absolute against the working directory."""
@@ -88,7 +121,7 @@ class Tool:
     description: str
     kind: ToolKind
     input_model: type[BaseModel]
-    function: Callable[..., str]
+    function: Callable[..., ToolOutput]
 
     @property
     def read_only(self) -> bool:
@@ -117,7 +150,7 @@ class Tool:
             )
             raise ToolError(f"invalid input for {self.name}: {problems}") from None
 
-    def run(self, ctx: ToolContext, tool_input: dict[str, Any]) -> str:
+    def run(self, ctx: ToolContext, tool_input: dict[str, Any]) -> ToolOutput:
         arguments = self.validate(tool_input)
         values = {name: getattr(arguments, name) for name in type(arguments).model_fields}
         return self.function(ctx, **values)
@@ -125,10 +158,11 @@ class Tool:
 
 def tool(
     name: str, description: str, kind: ToolKind = "read"
-) -> Callable[[Callable[..., str]], Tool]:
-    """Make a `Tool` of a function ``f(ctx, **fields) -> str``; see the module docstring."""
+) -> Callable[[Callable[..., ToolOutput]], Tool]:
+    """Make a `Tool` of a function ``f(ctx, **fields) -> str | Content``; see the module
+    docstring."""
 
-    def wrap(function: Callable[..., str]) -> Tool:
+    def wrap(function: Callable[..., ToolOutput]) -> Tool:
         hints = get_type_hints(function, include_extras=True)
         parameters = list(inspect.signature(function).parameters.values())[1:]
         fields: dict[str, Any] = {}
