@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from messages_api import Turn
 
 from teammate.agent.model import ScriptedModel
@@ -27,7 +28,8 @@ def test_the_judge_is_sent_the_call_and_the_rules_and_nothing_else() -> None:
     )
 
 
-def test_only_a_clear_answer_decides() -> None:
+def test_only_a_clear_answer_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("teammate.permissions.auto.JUDGE_BACKOFF_S", 0.0)
     answers = {
         "ALLOW: only lists files": ("allow", "auto mode: only lists files"),
         "deny: deletes the build": ("deny", "auto mode: deletes the build"),
@@ -37,6 +39,12 @@ def test_only_a_clear_answer_decides() -> None:
     for said, (behavior, reason) in answers.items():
         verdict = judge(ScriptedModel([Turn.text(said)]), "Bash", {}, {}, Path("."))
         assert (verdict.behavior, verdict.reason) == (behavior, reason)
-    failing = ScriptedModel([Turn.failure(529, message="overloaded")])
+    # a passing failure is tried again (twice); one that goes on, or one that is no passing
+    # failure, leaves the call to the lead
+    once = ScriptedModel([Turn.failure(529, message="overloaded"), Turn.text("ALLOW: ls")])
+    assert judge(once, "Bash", {}, {}, Path(".")).behavior == "allow"
+    failing = ScriptedModel([Turn.failure(529, message="overloaded")] * 3)
     verdict = judge(failing, "Bash", {}, {}, Path("."))
     assert verdict.behavior == "ask" and "the auto-mode check failed" in verdict.reason
+    refused = ScriptedModel([Turn.failure(400, message="bad"), Turn.text("ALLOW: ls")])
+    assert judge(refused, "Bash", {}, {}, Path(".")).behavior == "ask"
