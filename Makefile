@@ -64,6 +64,7 @@ bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends wit
 	$(PY) bench/wake_to_request.py
 	$(PY) bench/prompt_cache.py
 	$(PY) bench/long_job.py --faults
+	$(PY) bench/tools.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/interop_inbox.py
 	$(PY) bench/subagents.py

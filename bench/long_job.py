@@ -50,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from benchkit import export_tree, peak_rss_mb
 from messages_api import MessagesAPI, PromptCache, Turn
 
 from protocols import Mailbox, TeamFile, TeamPaths
@@ -115,21 +116,7 @@ class Job:
 
 def export_baseline(rev: str, into: Path) -> Path:
     """The tree at `rev`, exported (no checkout, no worktree) into `into`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
-
-
-def peak_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    return Path(export_tree(REPO, rev, into))
 
 
 def run(tree: Path, args: argparse.Namespace, faults: bool) -> dict[str, Any]:

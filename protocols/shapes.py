@@ -111,6 +111,20 @@ MCP_SERVER_STATUS = Shape(
     transport=Field(STR, "stdio"),
 )
 
+SHELL_STATUS = Shape(
+    "ShellStatus",
+    id=Field(STR),
+    kind=Field(STR, "bash"),
+    command=Field(STR, ""),
+    description=Field(STR, ""),
+    owner=Field(STR, ""),
+    state=Field(STR, "running"),
+    exitCode=Field(OPT_INT, None),
+    startedAt=Field(STR, ""),
+    endedAt=Field(OPT_STR, None),
+    outputFile=Field(STR, ""),
+)
+
 BUDGET_STATUS = Shape(
     "BudgetStatus",
     maxCostUsd=Field(optional(FLOAT), None),
@@ -141,6 +155,7 @@ AGENT_STATUS = Shape(
     contextTokens=Field(OPT_INT, None),
     contextWindow=Field(OPT_INT, None),
     compactions=Field(INT, 0),
+    shells=Field(shape=SHELL_STATUS, many=True, factory=list),
 )
 
 INBOX_ENTRY = Shape(

@@ -11,7 +11,8 @@ only) gives its limits and its spend, and whether it stopped over them. ``mcpSer
 its MCP servers (name, state ``pending``/``connected``/``failed``/``closed``, the error, how
 many tools). ``costUsd`` is what its model requests cost, each priced as it was made (its tier,
 its hour-long cache writes: `protocols.prices`); ``contextTokens`` of ``contextWindow`` is how
-full its conversation is, and ``compactions`` how often it was compacted. A file without a key,
+full its conversation is, and ``compactions`` how often it was compacted; ``shells`` lists its
+commands running in the background and the last ones that ended. A file without a key,
 or with an entry this version cannot read, still parses (the entry is left out).
 """
 
@@ -86,6 +87,26 @@ class McpServerStatus(Record):
     transport: str = "stdio"
 
 
+class ShellStatus(Record):
+    """A command of a member that runs, or ran, in the background (`teammate.tools.shells`):
+    ``kind`` ``bash`` or ``monitor``; ``state`` running, completed, failed or killed."""
+
+    id: str
+    kind: str = "bash"
+    command: str = ""
+    description: str = ""
+    owner: str = ""
+    state: str = "running"
+    exitCode: int | None = None
+    startedAt: str = ""
+    endedAt: str | None = None
+    outputFile: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
 class BudgetStatus(Record):
     """A member's limits (`protocols.budget`) and what it has spent against them: USD priced
     per model call (`protocols.prices`) and tokens, its sub-agents' included. ``over``: it has
@@ -118,6 +139,7 @@ class AgentStatus(Record):
     contextTokens: int | None = None  # the size of its conversation now (tokens, about)
     contextWindow: int | None = None  # the window it is compacted in
     compactions: int = 0  # how often its conversation was compacted
+    shells: list[ShellStatus] = Field(default_factory=list)  # its background commands
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -138,6 +160,19 @@ class AgentStatus(Record):
         for item in value:
             try:
                 kept.append(SubAgentStatus.model_validate(item))
+            except ValidationError:
+                continue
+        return kept
+
+    @field_validator("shells", mode="before")
+    @classmethod
+    def _readable_shells(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return []
+        kept = []
+        for item in value:
+            try:
+                kept.append(ShellStatus.model_validate(item))
             except ValidationError:
                 continue
         return kept

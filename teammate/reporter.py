@@ -20,6 +20,7 @@ from protocols.prices import PriceTable, default_prices
 from protocols.status import (
     AgentStatus,
     McpServerStatus,
+    ShellStatus,
     SubAgentStatus,
     keep_recent,
     write_status,
@@ -109,6 +110,12 @@ class StatusReporter:
         if self.prices is None:
             self.prices = PriceTable(default_prices(), {})
         return self.prices.cost(model, usage.to_value())
+
+    def shells(self, views: list[dict[str, Any]]) -> None:
+        """Its background commands as they are now (`teammate.tools.shells.Shells.views`)."""
+        with self._lock:
+            self.status.shells = [ShellStatus.model_validate(v) for v in views]
+            self._write()
 
     def context(self, tokens: int, window: int, compactions: int, write: bool = True) -> None:
         """How full the conversation is now, and how often it was compacted (`write` false:

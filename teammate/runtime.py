@@ -590,6 +590,27 @@ class Teammate:
             if not call.done:
                 watcher.wait(WATCH_S)
 
+    def wait_command(self, command: Watched, seconds: float, why: str) -> str:
+        """For the brain, waiting for a command in the foreground: protocol messages are
+        answered meanwhile (a shutdown at once, by raising `Interrupted`); a plain message
+        ends the wait (``message``), so that the command goes to the background and the
+        message is taken up now."""
+        watcher = self._watcher
+        if watcher is None:
+            return "done" if command.wait(seconds) else "timeout"
+        deadline = time.monotonic() + seconds
+        command.on_change(watcher.changed.set)
+        while True:
+            watcher.clear()
+            if command.done:
+                return "done"
+            if self._protocol_only():
+                return "message"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            watcher.wait(min(left, WATCH_S))
+
     def _hold(self, seconds: float) -> None:
         """Over budget (`teammate.budget`): wait up to `seconds` for a change (a raise of its
         budget wakes the watcher), answering protocol messages meanwhile (a shutdown at once,
@@ -632,13 +653,15 @@ class Teammate:
         self._inbox_seen = None
         self._protocol_only()
 
-    def _protocol_only(self) -> None:
-        """`between_turns_protocol_only`, reading the inbox only if it changed."""
+    def _protocol_only(self) -> bool:
+        """`between_turns_protocol_only`, reading the inbox only if it changed; True if plain
+        messages wait (for the next turn)."""
         entries = self._unread()
         protocol = [e for e in entries if self._decode(e) is not None]
         self.handle_messages(protocol)
         if self.stopped:
             raise Interrupted("shutdown approved")
+        return len(protocol) < len(entries)
 
     def _decode(self, entry: InboxEntry) -> Any:
         try:

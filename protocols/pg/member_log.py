@@ -48,6 +48,7 @@ SHIPPED = frozenset(
         "error",
         "trimmed",
         "compacted",
+        "shell",
         "compact_failed",
         "compact_blocked",
         "resume_warning",

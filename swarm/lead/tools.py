@@ -128,6 +128,17 @@ class LeadLink:
         """Wait for the lead agent's model call (the console shows what arrives meanwhile)."""
         return call.wait()
 
+    def wait_command(self, command: Watched, seconds: float, why: str) -> str:
+        """Wait for the lead agent's command; teammates' messages for it end the wait."""
+        deadline = time.monotonic() + seconds
+        while not command.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+            with self._lock:
+                if self._arrived:
+                    return "message"
+            if time.monotonic() >= deadline:
+                return "timeout"
+        return "done"
+
     def wake(self) -> None:
         """A background sub-agent ended: the lead agent takes up its notification (any
         thread)."""

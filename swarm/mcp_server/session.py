@@ -203,6 +203,9 @@ class McpSession:
     def watch(self, call: Watched, why: str) -> bool:
         return call.wait()
 
+    def wait_command(self, command: Watched, seconds: float, why: str) -> str:
+        return "done" if command.wait(seconds) else "timeout"
+
     def wake(self) -> None:
         """Nothing runs in the background of an MCP member."""
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Group
@@ -39,6 +40,7 @@ from swarm.views.table import (
     ago,
     context_cell,
     money,
+    shell_cells,
     state_label,
     tokens,
     turns_and_calls,
@@ -190,11 +192,20 @@ def _subagent_row(sub: SubAgentView) -> Row:
     )
 
 
+def _shell_row(m: MemberView, shell: dict[str, Any]) -> Row:
+    name, state, what, command = shell_cells(m, shell)
+    return Row(
+        (SUBAGENT_INDENT + name, state, what, command, "", "", "", "", ""),
+        (_color(m.color), STATE_STYLE["working"]),
+    )
+
+
 def _member_rows(view: TeamView) -> list[Row]:
     rows = []
     for m in view.members:
         rows.append(_member_row(m))
         rows += [_subagent_row(s) for s in m.running_subagents]  # counted in the member's row
+        rows += [_shell_row(m, s) for s in m.running_shells]
     return rows
 
 

@@ -347,6 +347,12 @@ class ActivityLog:
         if kind == "error":
             status = f" ({record['status']})" if record.get("status") else ""
             return [LogEvent(ts, kind, f"model error{status}: {one_line(str(record['error']))}")]
+        if kind == "shell":
+            code = record.get("exit_code")
+            end = f" (exit code {code})" if isinstance(code, int) else ""
+            what = one_line(str(record.get("command") or ""))
+            text = f"background command {record.get('id')} {record.get('state')}{end}: {what}"
+            return [LogEvent(ts, kind, text)]
         if kind == "compacted":
             return [LogEvent(ts, kind, _compacted(record))]
         if kind in ("compact_failed", "compact_blocked"):

@@ -100,6 +100,8 @@ class MemberView(NamedTuple):
     context_tokens: int | None = None  # how full its conversation is, of its window
     context_window: int | None = None
     compactions: int = 0  # how often its conversation was compacted
+    # its background commands (`protocols.status.ShellStatus` as dicts): running, then ended
+    shells: Sequence[dict[str, Any]] = ()
 
     @property
     def failed_mcp_servers(self) -> list[dict[str, Any]]:
@@ -108,6 +110,10 @@ class MemberView(NamedTuple):
     @property
     def running_subagents(self) -> list[SubAgentView]:
         return [s for s in self.subagents if s.running]
+
+    @property
+    def running_shells(self) -> list[dict[str, Any]]:
+        return [s for s in self.shells if s.get("state") == "running"]
 
 
 class RequestView(NamedTuple):
@@ -248,6 +254,7 @@ def _member_view(
         context_tokens=status.contextTokens if status else None,
         context_window=status.contextWindow if status else None,
         compactions=status.compactions if status else 0,
+        shells=[shell.to_json_dict() for shell in status.shells] if status else [],
     )
 
 
@@ -327,6 +334,7 @@ def _member_json(member: MemberView) -> dict[str, Any]:
     return {
         **member._asdict(),
         "subagents": [s._asdict() for s in member.subagents],
+        "shells": list(member.shells),
         "mcp_servers": list(member.mcp_servers),
     }
 

@@ -4,7 +4,8 @@ Sections: a header line; one row per member (state, current task, last activity 
 turns and model calls, how full its context window is and how often it was compacted (``ctx``:
 ``62%``, ``8% ↻3``), tokens in (cached) / out, estimated cost), each followed by an indented
 row per running sub-agent (``alice \u203a Explore``: its description as the task, its last tool
-call, its own turns, calls, tokens and cost, which the member's row already counts); the task
+call, its own turns, calls, tokens and cost, which the member's row already counts) and per
+background command running (``alice \u203a $ b1a2c3d4``: its description, its command); the task
 board by status (every in-progress and pending task, the last `COMPLETED_SHOWN` completed ones);
 the requests waiting for the lead (each with its real input in full, not the teammate's
 description of it, and the sub-agent that asked, if one did); the last messages to the lead; the
@@ -14,9 +15,12 @@ team's totals. Every string read from a file is escaped with
 
 from __future__ import annotations
 
+from typing import Any
+
 from protocols.names import LEAD_NAME
 from protocols.prices import usd
 from protocols.printable import printable_line, printable_lines
+from protocols.status_keys import subagent_label
 from protocols.task import list_line
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 
@@ -126,9 +130,38 @@ def _subagent_row(sub: SubAgentView) -> tuple[str, ...]:
     )
 
 
+def shell_cells(member: MemberView, shell: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A running background command's name, state, task and activity cells: ``alice \u203a $
+    b1a2c3d4``, ``running``, its description (or command), its command."""
+    kind = "monitor" if shell.get("kind") == "monitor" else "$"
+    name = subagent_label(member.name, f"{kind} {shell.get('id', '?')}")
+    command = printable_line(str(shell.get("command") or ""))
+    what = printable_line(str(shell.get("description") or "")) or command
+    return name, printable_line(str(shell.get("state", ""))), what, command
+
+
+def _shell_row(member: MemberView, shell: dict[str, Any]) -> tuple[str, ...]:
+    name, state, what, command = shell_cells(member, shell)
+    return (
+        SUBAGENT_INDENT + name,
+        state,
+        _clip(what, TASK_WIDTH),
+        _clip(command, ACTIVITY_WIDTH),
+        "",
+        "",
+        "",
+        "",
+        "",
+    )
+
+
 def member_rows(member: MemberView) -> list[tuple[str, ...]]:
-    """The member's row, then one per running sub-agent."""
-    return [_row(member), *(_subagent_row(s) for s in member.running_subagents)]
+    """The member's row, then one per running sub-agent and background command."""
+    return [
+        _row(member),
+        *(_subagent_row(s) for s in member.running_subagents),
+        *(_shell_row(member, s) for s in member.running_shells),
+    ]
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

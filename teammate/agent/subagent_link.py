@@ -91,6 +91,16 @@ class SubAgentLink:
                 return False
         return True
 
+    def wait_command(self, command: Watched, seconds: float, why: str) -> str:
+        """Wait for the command; ``stop`` once the sub-agent is stopped."""
+        deadline = time.monotonic() + seconds
+        while not command.wait(min(WATCH_S, max(0.0, deadline - time.monotonic()))):
+            if self._run.cancel.is_set():
+                return "stop"
+            if time.monotonic() >= deadline:
+                return "timeout"
+        return "done"
+
     def wake(self) -> None:
         """A sub-agent runs no sub-agents of its own: nothing to wake."""
 

@@ -378,6 +378,7 @@ class SubAgents:
                 skills=parent.ctx.skills.for_policy(policy.grant) if parent.ctx.skills else None,
                 hooks=hooks,
                 files_dir=parent.ctx.files_dir,  # its shells and outputs beside its parent's
+                shells=parent.ctx.shells,  # its background commands end up with its parent
             ),
             link=link,
             transcript=record,

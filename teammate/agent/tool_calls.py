@@ -28,6 +28,8 @@ from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, text_of
 
 PREVIEW_CHARS = 2_000  # of a tool result, in its transcript record (the message holds it all)
+# the old names Claude Code still takes for a tool
+ALIASES = {"KillShell": "TaskStop", "KillBash": "TaskStop", "Task": "Agent"}
 
 
 class ToolCalls:
@@ -87,6 +89,7 @@ class ToolCalls:
         return found
 
     def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> ToolOutput:
+        name = ALIASES.get(name, name) if name not in self.tools else name
         tool = self.tools.get(name) or self.all_tools().get(name)
         if tool is None:
             raise ToolError(f"No such tool available: {name}")

@@ -130,6 +130,14 @@ class TeamLink(Protocol):
         shutdown was approved meanwhile (the caller abandons the call)."""
         ...
 
+    def wait_command(self, command: Watched, seconds: float, why: str) -> str:
+        """Wait up to `seconds` for a command the agent runs in the foreground, doing meanwhile
+        what the agent does while it waits. ``done``: it ended; ``timeout``; ``message``: a
+        message arrived for the agent (the command goes to the background so that it can be
+        taken up); ``stop``: the agent is being stopped. Raises `Interrupted` if a shutdown
+        was approved meanwhile."""
+        ...
+
     def wake(self) -> None:
         """Something for the brain arrived outside the inbox (a background sub-agent ended):
         an idle agent runs a pass for it soon (any thread)."""

@@ -56,7 +56,8 @@ from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
 from teammate.tools.notebook import NOTEBOOK_TOOLS
 from teammate.tools.search import glob, grep
-from teammate.tools.shell import bash
+from teammate.tools.shell import bash, monitor
+from teammate.tools.shells import Shells
 from teammate.tools.skill import skill
 from teammate.tools.team import TEAM_TOOLS
 from teammate.tools.web import WEB_TOOLS
@@ -74,7 +75,7 @@ WORK_TOOLS: tuple[Tool, ...] = (
     *WEB_TOOLS,
     skill,
 )
-ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, *TEAM_TOOLS, *SUBAGENT_TOOLS)
+ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, monitor, *TEAM_TOOLS, *SUBAGENT_TOOLS)
 
 TEAMMATE_RULES = """
 # Agent Teammate Communication
@@ -200,6 +201,18 @@ class ClaudeBrain:
             skills=SkillSet(skills, self.policy.grant),
             files_dir=paths.agent_files(name),
         )
+        self.shells = self.ctx.shells = Shells(lambda: self.ctx.files("shells"))
+        if reporter is not None:
+            self.shells.changed = lambda: reporter.shells(self.shells.views())
+        if transcript is not None:
+            self.shells.record = lambda shell: transcript.record(
+                "shell",
+                id=shell.id,
+                command=shell.command[:200],
+                state=shell.state,
+                exit_code=shell.exit_code,
+                output_file=str(shell.stdout),
+            )
         self.ctx.exit_plan_mode = self._exit_plan_mode
         parent = Parent(
             name=name,
@@ -228,7 +241,7 @@ class ClaudeBrain:
             max_turns=max_turns or agent.max_turns or turns_from(os.environ),
             settings=settings or ModelSettings.of(model.name, agent.effort),
             say=lambda text: say(f"{name}: {text}"),
-            notices=self.subagents.take_notices,
+            notices=self._notices,
             hooks=self.hooks,
             extra_tools=self.mcp.toolbox.tools if self.mcp else None,
             state=self._state,
@@ -287,7 +300,12 @@ class ClaudeBrain:
         return True, ""
 
     def notices_waiting(self) -> bool:
-        return self.subagents.notices_waiting()
+        return self.subagents.notices_waiting() or self.shells.notices_waiting()
+
+    def _notices(self) -> list[str]:
+        """What its background work reports: sub-agents that ended, commands that ended, a
+        monitor's new lines."""
+        return [*self.subagents.take_notices(), *self.shells.take_notices()]
 
     def quick_answers(self) -> bool:
         return False  # its messages go out as the model sends them, mid-turn
@@ -331,6 +349,7 @@ class ClaudeBrain:
         return f"compacted its conversation: {before:,} -> {self.loop.context_size():,} tokens"
 
     def stop(self) -> None:
+        self.shells.stop_all()
         self.subagents.stop_all()
         if self.mcp is not None:
             self.mcp.manager.close()  # every server: SIGINT, SIGTERM, SIGKILL for stdio ones
@@ -391,6 +410,7 @@ class ClaudeBrain:
         self.ctx.team = link
         self.subagents.parent.link = link
         self.subagents.parent.wake = link.wake
+        self.shells.wake = link.wake
         try:
             return self.loop.run(prompt)
         except ModelError as exc:

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from protocols.values import PermissionMode
 from teammate.tools.base import ToolContext, ToolError, tool
+from teammate.tools.shells import Shell, tail_text
 
 AGENT_DESCRIPTION = (
     "Launch a sub-agent to handle a task on its own: research a question, review a change, "
@@ -95,8 +96,9 @@ def agent(
 
 @tool(
     "TaskOutput",
-    "The status and output so far of a background sub-agent; with block (the default) waits "
-    "up to `timeout` milliseconds for it to finish. Reading its output_file works too.",
+    "The status and output so far of a background sub-agent or command; with block (the "
+    "default) waits up to `timeout` milliseconds for it to finish. Reading its output file "
+    "works too.",
     kind="read",
 )
 def task_output(
@@ -105,10 +107,31 @@ def task_output(
     block: Annotated[bool, Field(description="Whether to wait for completion")] = True,
     timeout: Annotated[int, Field(description="Max wait time in ms", ge=0, le=600_000)] = 30_000,
 ) -> str:
+    shell = ctx.shells.find(task_id) if ctx.shells is not None else None
+    if shell is not None:
+        if block:
+            shell.wait(timeout / 1000)
+        return shell_output(shell)
     return ctx.sub_agents().output(task_id, block, timeout / 1000)
 
 
-@tool("TaskStop", "Stop a running background sub-agent by its ID.", kind="team")
+def shell_output(shell: Shell) -> str:
+    """A command's state and the tail of its output."""
+    state = (
+        shell.state if shell.exit_code is None else f"{shell.state} (exit code {shell.exit_code})"
+    )
+    tail = tail_text(shell.stdout, lines=40) or "(no output yet)"
+    errors = tail_text(shell.stderr, lines=10)
+    text = f"{shell.id}: {state}\noutput file: {shell.stdout}\n{tail}"
+    return text + (f"\nstderr:\n{errors}" if errors else "")
+
+
+@tool(
+    "TaskStop",
+    "Stop a running background sub-agent, command or monitor by its ID (KillShell and "
+    "KillBash are its old names).",
+    kind="team",
+)
 def task_stop(
     ctx: ToolContext,
     task_id: Annotated[
@@ -119,6 +142,13 @@ def task_stop(
     target = task_id or shell_id
     if not target:
         raise ToolError("give the task_id of the background task to stop")
+    shell = ctx.shells.find(target) if ctx.shells is not None else None
+    if shell is not None:
+        if not shell.running:
+            raise ToolError(f"{target} is not running: it {shell.state}")
+        assert ctx.shells is not None
+        ctx.shells.stop(target)
+        return f"Stopped {target} (its whole process group): {shell.command[:200]}"
     return ctx.sub_agents().stop(target)
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
     from teammate.tools.agents import AgentCall
+    from teammate.tools.shells import Shells
 
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
 # acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
@@ -79,6 +80,7 @@ class ToolContext:
     # where the agent's tools keep files for it (`TeamPaths.agent_files`): background shells'
     # output, output too large to show whole; None: a temporary directory of the process
     files_dir: Path | None = None
+    shells: Shells | None = None  # its shell commands (`teammate.tools.shells`)
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""

@@ -37,6 +37,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ),
         ("prompt_cache.py", [], []),
         (
+            "tools.py",
+            ["--parts", "output,message", "--gb", "0.01", "--sleep", "60", "--no-baseline"],
+            [],
+        ),
+        (
             "long_job.py",
             ["--turns", "40", "--window", "40000", "--no-baseline", "--faults"],
             ["lost", "faults_lost"],
