@@ -93,6 +93,34 @@ def deny(request_id: str, reason: str | None, as_json: bool, team: str) -> None:
     )
 
 
+@click.command(name="answer")
+@click.argument("request_id", shell_complete=complete_request)
+@click.argument("answers", nargs=-1, required=True)
+@json_option
+@team_option
+def answer_cmd(request_id: str, answers: tuple[str, ...], as_json: bool, team: str) -> None:
+    """Answer a teammate's questions (AskUserQuestion): one ANSWER per question, in order.
+    An answer is an option's number or label (several, comma-separated, where the question
+    takes several), or your own words. `swarm permissions` shows the questions and options.
+
+    \b
+      swarm answer perm-17...-abc1234 2             # the second option
+      swarm answer perm-17...-abc1234 Postgres "1,3"  # two questions
+      swarm answer perm-17...-abc1234 "neither: use SQLite"
+    """
+    done, given = requests_mod.answer_question(
+        paths_for(team), request_id, list(answers), by="swarm answer"
+    )
+    emit(
+        {**done.to_json(), "answers": given},
+        as_json,
+        lambda _: "\n".join(
+            [f"answered {request_id} from {printable_line(done.teammate)}:"]
+            + [printable_line(f"  {q}: {a}") for q, a in given.items()]
+        ),
+    )
+
+
 def _answered(done: requests_mod.Pending, approved: bool) -> dict[str, Any]:
     return {**done.to_json(), "approved": approved}
 

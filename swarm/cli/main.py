@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "Ctrl-C."
         ),
     ),
+    "answer": (
+        "swarm.cli.approvals:answer_cmd",
+        "Answer a teammate's questions (AskUserQuestion): one ANSWER per question, in order.",
+    ),
     "approve": (
         "swarm.cli.approvals:approve",
         "Approve a pending request (permission, sandbox host, or plan).",

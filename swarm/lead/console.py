@@ -27,6 +27,7 @@ from protocols.printable import printable, printable_line
 from swarm.lead.agent import LeadAgent
 from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
 from swarm.team.actions import add_task, send_shutdown_request, task_lines
+from swarm.team.approvals import answer_question
 from swarm.team.compaction import ask_compaction
 from swarm.team.sending import send_text
 from swarm.views.request_text import ask_line, details
@@ -46,6 +47,7 @@ HELP = """Type a message for the lead agent, or a command:
   /tasks                            the task board
   /status                           members, their state, calls and tokens
   /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
+  /answer ID ANSWER...              answer a teammate's questions, one ANSWER per question
   /compact [INSTRUCTIONS]           compact the lead agent's conversation into a summary
   /compact @NAME [INSTRUCTIONS]     ask teammate NAME to compact its conversation
   /SKILL [ARGS]                     run a skill (.claude/skills/SKILL/SKILL.md) with the agent
@@ -236,6 +238,12 @@ class Console:
             self.out("\n".join(task_lines(self.leader.paths)) or "No tasks found")
         elif name == "status":
             self._status()
+        elif name == "answer":
+            words = shlex.split(rest)
+            if len(words) < 2:
+                raise ValueError("usage: /answer ID ANSWER... (one answer per question)")
+            _, given = answer_question(self.leader.paths, words[0], words[1:], by="swarm lead")
+            self.out(printable_line(f"answered {words[0]}: {given}"))
         elif name == "compact":
             self._compact(rest)
         elif name == "shutdown":

@@ -23,7 +23,7 @@ from protocols.names import checked_component, validate_name
 from protocols.values import PermissionMode
 from swarm.lead.tools import LeadLink, spawn_teammate
 from swarm.mcp_server.tools import MemberName, session_of
-from swarm.team.approvals import answer, pending_requests
+from swarm.team.approvals import answer, answer_question, pending_requests
 from swarm.team.lifecycle import request_shutdown
 from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext, ToolError, tool
@@ -55,7 +55,9 @@ def list_requests(ctx: ToolContext) -> str:
 @tool(
     "AnswerRequest",
     "Approve or deny one pending request by its id (from ListRequests). An approved plan lets "
-    "the teammate start; a denial's text tells it why. Lead only.",
+    "the teammate start; a denial's text tells it why. A teammate's questions "
+    "(AskUserQuestion) are answered with `answers`, one per question in order (an option's "
+    "number or label, or your own words). Lead only.",
     kind="team",
 )
 def answer_request(
@@ -67,9 +69,15 @@ def answer_request(
     text: Annotated[
         str | None, Field(description="Feedback for the teammate, or why it was denied")
     ] = None,
+    answers: Annotated[
+        list[str] | None, Field(description="For a teammate's questions: one answer each")
+    ] = None,
 ) -> str:
     session = session_of(ctx)
     session.require_lead("AnswerRequest")
+    if answers is not None and approve:
+        _, given = answer_question(session.paths, id, answers, by=f"{session.name} over MCP")
+        return f"Answered {id}: {json.dumps(given, ensure_ascii=False)}"
     done = answer(session.paths, id, approve=approve, text=text, by=f"{session.name} over MCP")
     return f"{'Approved' if approve else 'Denied'} {done.kind} {id} from {done.teammate}."
 

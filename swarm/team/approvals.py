@@ -283,6 +283,12 @@ def answer(
     pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
     if pending is None:
         raise _not_pending(paths, request_id)
+    asks = pending.tool == "AskUserQuestion"  # swarm.views.request_text.QUESTION_TOOL
+    if approve and asks and "answers" not in (updated_input or {}):
+        raise QuestionError(
+            f"request {request_id} is a question from {pending.teammate}: answer it with "
+            f"`swarm answer {request_id} ANSWER...` (one answer per question)"
+        )
     mailbox = lead_mailbox(paths)
     message = pending.message
     verdict = "approved" if approve else "denied"
@@ -312,6 +318,60 @@ def answer(
     if pending.entry is not None:
         mailbox.mark_read(LEAD_NAME, [pending.entry])
     return pending
+
+
+def answer_question(
+    paths: TeamPaths, request_id: str, given: Sequence[str], by: str = "swarm"
+) -> tuple[Pending, dict[str, str]]:
+    """Answer the questions of pending `AskUserQuestion` request `request_id`, one answer per
+    question in order: an option's label or number (several, comma-separated, where the
+    question takes several), else the person's own words. The request and the answers.
+
+    Raises `RequestNotFound`, `AlreadyAnswered`, or `QuestionError` naming what is wrong."""
+    from swarm.views.request_text import QUESTION_TOOL
+
+    pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
+    if pending is None:
+        raise _not_pending(paths, request_id)
+    if pending.tool != QUESTION_TOOL:
+        raise QuestionError(
+            f"request {request_id} is a {pending.tool} permission request, not a question: "
+            f"answer it with `swarm approve {request_id}` or `swarm deny {request_id}`"
+        )
+    questions = [q for q in pending.input.get("questions") or [] if isinstance(q, dict)]
+    if len(given) != len(questions):
+        asked = "; ".join(f"{i}. {q.get('question', '')}" for i, q in enumerate(questions, 1))
+        raise QuestionError(
+            f"request {request_id} asks {len(questions)} question(s), so give "
+            f"{len(questions)} answer(s) in order (got {len(given)}): {asked}"
+        )
+    answers = {
+        str(q.get("question", "")): _chosen(q, text)
+        for q, text in zip(questions, given, strict=True)
+    }
+    updated = {**pending.input, "answers": answers}
+    answer(paths, request_id, approve=True, updated_input=updated, by=by)
+    return pending, answers
+
+
+class QuestionError(ProtocolsError):
+    """An answer that does not fit the question it answers; says which and why."""
+
+
+def _chosen(question: dict[str, Any], text: str) -> str:
+    """`text` as the answer to `question`: option numbers and labels as the labels."""
+    labels = [str(o.get("label", "")) for o in question.get("options") or [] if isinstance(o, dict)]
+    parts = [p.strip() for p in text.split(",")] if question.get("multiSelect") else [text.strip()]
+    chosen = []
+    for part in parts:
+        if part.isdigit() and 1 <= int(part) <= len(labels):
+            chosen.append(labels[int(part) - 1])
+            continue
+        same = [label for label in labels if label.casefold() == part.casefold()]
+        chosen.append(same[0] if same else part)
+    if not any(chosen):
+        raise QuestionError(f"an empty answer to {question.get('question', '')!r}")
+    return ", ".join(chosen)
 
 
 def _response(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead"})
 PLAN_KIND = "plan_approval_request"
+QUESTION_TOOL = "AskUserQuestion"  # teammate.tools.questions' request: its questions are shown
 DESCRIPTION_LABEL = "the teammate's description (unverified)"
 
 
@@ -40,9 +41,12 @@ def target(tool: str, tool_input: dict[str, Any]) -> str:
 
 
 def ask_line(pending: Pending) -> str:
-    """``Bash: <the full command>``, ``Write: <path>``, ``ExitPlanMode: a plan``: one line,
-    escaped."""
+    """``Bash: <the full command>``, ``Write: <path>``, ``ExitPlanMode: a plan``,
+    ``AskUserQuestion: 2 questions``: one line, escaped."""
     what = "a plan" if pending.kind == PLAN_KIND else target(pending.tool, pending.input)
+    if pending.tool == QUESTION_TOOL:
+        count = len(pending.input.get("questions") or [])
+        what = f"{count} question{'s' if count != 1 else ''} (swarm answer {pending.id} ...)"
     return f"{printable_line(pending.tool)}: {printable_line(what)}"
 
 
@@ -52,9 +56,28 @@ def details(pending: Pending) -> list[str]:
     input does (without the label of the sub-agent that asked: `Pending.agent`)."""
     if pending.kind == PLAN_KIND:
         return printable(pending.description).splitlines() or ["(an empty plan)"]
+    if pending.tool == QUESTION_TOOL:
+        return [printable_line(line) for line in question_lines(pending.input)]
     asked = pending.asked  # without the label of the sub-agent that asked
     if pending.kind not in ("permission_request", "file") or not asked:
         return []  # a sandbox request's description is swarm's own ("connect to HOST")
     if asked == target(pending.tool, pending.input):
         return []
     return [f"{DESCRIPTION_LABEL}: {printable_line(asked)}"]
+
+
+def question_lines(tool_input: dict[str, Any]) -> list[str]:
+    """A question request (`teammate.tools.questions`) as a person reads it, unescaped: each
+    question, then its options, numbered (what `swarm answer` takes)."""
+    lines: list[str] = []
+    questions = tool_input.get("questions")
+    for number, question in enumerate(questions if isinstance(questions, list) else [], 1):
+        if not isinstance(question, dict):
+            continue
+        several = " (several may be chosen: 1,3)" if question.get("multiSelect") else ""
+        lines.append(f"{number}. {question.get('question', '')}{several}")
+        for index, option in enumerate(question.get("options") or [], 1):
+            if isinstance(option, dict):
+                label, about = option.get("label", ""), option.get("description", "")
+                lines.append(f"   {index}) {label}: {about}")
+    return lines

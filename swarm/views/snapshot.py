@@ -33,7 +33,7 @@ from swarm.team.approvals import Pending, pending_requests
 from swarm.team.liveness import Liveness, liveness, member_host, member_pid
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
-from swarm.views.request_text import PLAN_KIND, target
+from swarm.views.request_text import PLAN_KIND, QUESTION_TOOL, target
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
@@ -358,6 +358,11 @@ def _structured(entry: InboxEntry | PlainEntry) -> Any:
 def _request_view(pending: Pending, now: int) -> RequestView:
     if pending.kind == PLAN_KIND:
         summary = _clip(pending.description) or "(an empty plan)"
+    elif pending.tool == QUESTION_TOOL:
+        questions = [q for q in pending.input.get("questions") or [] if isinstance(q, dict)]
+        first = str(questions[0].get("question", "")) if questions else ""
+        many = f"{len(questions)} questions" if len(questions) != 1 else "1 question"
+        summary = _clip(f"{many}: {first}")
     else:
         summary = target(pending.tool, pending.input)
     return RequestView(

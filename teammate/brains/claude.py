@@ -55,6 +55,7 @@ from teammate.tools.agents import SUBAGENT_TOOLS
 from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
 from teammate.tools.notebook import NOTEBOOK_TOOLS
+from teammate.tools.questions import QUESTION_TOOLS
 from teammate.tools.search import glob, grep
 from teammate.tools.shell import bash, monitor
 from teammate.tools.shells import Shells
@@ -75,7 +76,13 @@ WORK_TOOLS: tuple[Tool, ...] = (
     *WEB_TOOLS,
     skill,
 )
-ALL_TOOLS: tuple[Tool, ...] = (*WORK_TOOLS, monitor, *TEAM_TOOLS, *SUBAGENT_TOOLS)
+ALL_TOOLS: tuple[Tool, ...] = (
+    *WORK_TOOLS,
+    monitor,
+    *TEAM_TOOLS,
+    *QUESTION_TOOLS,
+    *SUBAGENT_TOOLS,
+)
 
 TEAMMATE_RULES = """
 # Agent Teammate Communication
@@ -214,6 +221,7 @@ class ClaudeBrain:
                 output_file=str(shell.stdout),
             )
         self.ctx.exit_plan_mode = self._exit_plan_mode
+        self.ctx.enter_plan_mode = self._enter_plan_mode
         parent = Parent(
             name=name,
             model=model,
@@ -473,6 +481,16 @@ class ClaudeBrain:
             prompt = f"{self._initial_prompt}\n\n{prompt}"
             self._initial_prompt = None
         return prompt
+
+    def _enter_plan_mode(self) -> str:
+        if self.policy.mode == "plan":
+            return "You are already in plan mode."
+        self.mode_after_plan = self.policy.mode
+        self.policy.mode = "plan"
+        return (
+            "You are in plan mode now: read and search, change nothing. When your plan is "
+            "ready, call ExitPlanMode with it; once the lead approves it you may make changes."
+        )
 
     def _exit_plan_mode(self, plan: str) -> str:
         if self.policy.mode != "plan":

@@ -71,6 +71,7 @@ class ToolContext:
     team: TeamLink | None = None
     output_limit: int = 30_000
     exit_plan_mode: Callable[[str], str] | None = None
+    enter_plan_mode: Callable[[], str] | None = None  # the brain's answer to EnterPlanMode
     subagents: SubAgents | None = None  # the agent's sub-agents (Agent, TaskOutput, TaskStop)
     spawn_teammate: Callable[[AgentCall], str] | None = None  # the lead's: Agent with a name
     tool_use_id: str = ""  # the call being run (set by the agent loop)
