@@ -1,7 +1,10 @@
 """A small MCP server for tests, built on the `mcp` SDK's `MCPServer`: ``echo`` (read-only),
-``shout`` (not read-only), ``crash`` (read-only; the process exits at once, mid-call).
+``shout`` (not read-only), ``crash`` (read-only; the process exits at once, mid-call), and one
+resource, ``memo://notes``.
 
     python tests/mcp_server.py stdio
+    python tests/mcp_server.py stdio --gate FILE   # serves only once FILE exists: a server
+                                                   # still connecting, for as long as a test likes
     python tests/mcp_server.py http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
     python tests/mcp_server.py sse PORT      # SSE on 127.0.0.1:PORT/sse
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -35,8 +39,24 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.resource("memo://notes", description="The team's notes.")
+def notes() -> str:
+    return "remember the plum"
+
+
+def wait_for_gate() -> None:
+    """With ``--gate FILE``: start serving only once FILE exists (inotify is not worth it
+    here: a test process, polling its gate every 20 ms)."""
+    if "--gate" not in sys.argv:
+        return
+    gate = sys.argv[sys.argv.index("--gate") + 1]
+    while not os.path.exists(gate):
+        time.sleep(0.02)
+
+
 def main() -> None:
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    wait_for_gate()
     if transport == "stdio":
         server.run()
     elif transport == "http":

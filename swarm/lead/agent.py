@@ -176,7 +176,7 @@ class LeadAgent:
             say=lambda text: say(f"lead: {text}"),
             notices=self.subagents.take_notices,
             hooks=hooks,
-            extra_tools=McpToolbox(self.mcp).tools,
+            mcp=McpToolbox(self.mcp),
         )
         self._report_mcp()
         self.mcp.start(servers.values())

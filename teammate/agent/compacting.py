@@ -32,6 +32,9 @@ from teammate.agent.transcript import Transcript
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool
 
+if TYPE_CHECKING:
+    from teammate.mcp.search import Deferred
+
 DROPPED = "[{n} earlier messages were removed to fit the context window]"
 
 
@@ -56,6 +59,7 @@ class Compacting:
     _fixed: int
     _replied_at: float | None
     _quiet_until: int
+    deferred: Deferred | None
 
     if TYPE_CHECKING:  # what the loop that has this base provides
 
@@ -90,6 +94,8 @@ class Compacting:
         self._estimated = estimate(self.messages)
         self._real, self._since = 0, 0
         self._quiet_until = 0
+        if self.deferred is not None:  # the new conversation is told of them again
+            self.deferred.forget_announcement()
         self._show_context()
 
     def request_compaction(self, instructions: str = "", trigger: str = "manual") -> None:

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from protocols.inbox_entry import format_for_model
 from teammate.agent import compaction as compact
@@ -53,9 +53,13 @@ from teammate.agent.retries import RetryPolicy, retries_from
 from teammate.agent.tool_calls import ToolCalls, not_run
 from teammate.agent.transcript import Transcript, add_message
 from teammate.brains.base import TeamLink
+from teammate.mcp.search import MCP_SEARCH_TOOLS, Deferred, deferring
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from teammate.mcp.tools import McpToolbox
 
 __all__ = ["MAX_STOP_BLOCKS", "AgentLoop", "LoopCancelled", "LoopResult"]
 
@@ -99,7 +103,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
         notices: Callable[[], list[str]] | None = None,
         hooks: Hooks | None = None,
         stop_event: str = "Stop",
-        extra_tools: Callable[[], list[Tool]] | None = None,
+        mcp: McpToolbox | None = None,
         state: Callable[[], list[str]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -120,9 +124,14 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
         self.hooks = hooks or Hooks()
         self.stop_event = stop_event  # "SubagentStop" for a sub-agent
         self.stop_payload: dict[str, Any] = {}  # a sub-agent's agent_id and agent_type
-        # tools that come and go (MCP servers' tools), asked for before each request; a
-        # built-in of the same name wins
-        self.extra_tools = extra_tools
+        # the MCP servers' tools, which come and go: loaded when needed (`teammate.mcp.search`);
+        # a built-in of the same name wins
+        self.mcp = mcp
+        self.deferred = Deferred(mcp, on=deferring()) if mcp is not None else None
+        if self.deferred is not None:
+            ctx.mcp = self.deferred
+            search = MCP_SEARCH_TOOLS if self.deferred.on else MCP_SEARCH_TOOLS[1:]
+            self.tools.update({t.name: t for t in search if t.name not in self.tools})
         self.state = state  # what its owner says it must know after a compaction
         self.clock = clock
         self.messages: list[dict[str, Any]] = []

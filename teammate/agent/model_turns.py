@@ -30,6 +30,9 @@ from teammate.agent.model_settings import MIN_MAX_TOKENS, ModelSettings
 from teammate.agent.requests import CacheMarks
 from teammate.agent.retries import RetryPolicy
 from teammate.agent.transcript import Transcript
+
+if TYPE_CHECKING:
+    from teammate.mcp.search import Deferred
 from teammate.brains.base import TeamLink
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool
@@ -59,6 +62,7 @@ class ModelTurns:
     _real: int
     _since: int
     _replied_at: float | None
+    deferred: Deferred | None
 
     if TYPE_CHECKING:  # what the loop that has this base provides
 
@@ -75,6 +79,8 @@ class ModelTurns:
         def _show_context(self, write: bool = True) -> None: ...
 
         def _measure_fixed(self, tools: list[dict[str, Any]]) -> None: ...
+
+        def _add_user(self, content: list[dict[str, Any]]) -> None: ...
 
     def _check_cancelled(self) -> None:
         if self.cancelled is not None and self.cancelled.is_set():
@@ -112,6 +118,7 @@ class ModelTurns:
     def _call(self) -> ModelReply:
         """The next model turn of the conversation."""
         self._before_request()
+        self._tell_deferred_tools()
 
         def build(room: int | None, stream: bool) -> ModelRequest:
             return self._request(self.messages, room, stream, remember=True)
@@ -177,6 +184,14 @@ class ModelTurns:
             if self.reporter:
                 self.reporter.model_call(reply.usage, model=self.model.name)
             return reply
+
+    def _tell_deferred_tools(self) -> None:
+        """The MCP tools not loaded yet, when their list changed (`teammate.mcp.search`)."""
+        if self.deferred is None or not self.messages or self.messages[-1]["role"] != "user":
+            return
+        note = self.deferred.note()
+        if note is not None:
+            self._add_user([{"type": "text", "text": note}])
 
     def _learn_window(self, message: str) -> None:
         """ "prompt is too long: N tokens > W maximum": the API's window is W."""

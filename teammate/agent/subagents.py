@@ -80,6 +80,7 @@ from teammate.brains.base import TeamLink
 from teammate.mcp.agent import AgentServers, servers_for
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import ServerConfig
+from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.agents import FORK_REFUSED, AgentCall
@@ -246,7 +247,7 @@ class SubAgents:
             hooks=self._hooks().scoped(
                 definition.hooks, f"agent {definition.name} ({definition.source})", "SubagentStop"
             ),
-            extra_tools=servers.toolbox.tools if servers is not None else None,
+            mcp=servers.toolbox if servers is not None else None,
         )
         run.servers = servers
         return run
@@ -290,7 +291,7 @@ class SubAgents:
             max_turns=loop.max_turns,
             settings=loop.settings,  # the parent's thinking too: the same prefix
             forked=True,
-            extra_tools=loop.extra_tools,
+            mcp=loop.mcp,
         )
         run.loop.restore(seed)
         return run
@@ -334,7 +335,7 @@ class SubAgents:
         journal: bool = True,  # record its start (not when it is brought back: it was)
         color: str | None = None,
         hooks: Hooks | None = None,
-        extra_tools: Callable[[], list[Tool]] | None = None,
+        mcp: McpToolbox | None = None,
     ) -> SubAgentRun:
         parent = self.parent
         label = subagent_label(parent.name, call.name or agent_type)
@@ -389,7 +390,7 @@ class SubAgents:
             settings=settings,
             hooks=hooks or self._hooks(),
             stop_event="SubagentStop",
-            extra_tools=extra_tools,
+            mcp=mcp,
         )
         run.loop.stop_payload = {"agent_id": agent_id, "agent_type": agent_type}
         return run
@@ -590,7 +591,7 @@ class SubAgents:
                 settings=loop.settings,
                 forked=True,
                 journal=False,
-                extra_tools=loop.extra_tools,
+                mcp=loop.mcp,
             )
         else:
             run = self._new_run(agent_id, self.parent.agents(kind), call, cwd, None, journal=False)

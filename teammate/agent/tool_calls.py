@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
@@ -26,6 +25,9 @@ from teammate.permissions.auto import JUDGE_MODEL, judge
 from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, text_of
+
+if TYPE_CHECKING:
+    from teammate.mcp.search import Deferred
 
 PREVIEW_CHARS = 2_000  # of a tool result, in its transcript record (the message holds it all)
 # the old names Claude Code still takes for a tool
@@ -40,7 +42,7 @@ class ToolCalls:
     link: TeamLink | None
     transcript: Transcript
     reporter: StatusReporter | None
-    extra_tools: Callable[[], list[Tool]] | None
+    deferred: Deferred | None
     halted: str | None
 
     if TYPE_CHECKING:  # what the loop that has this base provides
@@ -80,17 +82,20 @@ class ToolCalls:
         return result
 
     def all_tools(self) -> dict[str, Tool]:
-        """The built-in tools, then the extra tools available now (a built-in wins a clash)."""
-        if self.extra_tools is None:
+        """The tools a request offers: the built-in ones, then the MCP tools loaded (every one
+        available now where loading is off; a built-in wins a clash)."""
+        if self.deferred is None:
             return self.tools
         found = dict(self.tools)
-        for extra in self.extra_tools():
+        for extra in self.deferred.offered():
             found.setdefault(extra.name, extra)
         return found
 
     def _run_tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> ToolOutput:
         name = ALIASES.get(name, name) if name not in self.tools else name
-        tool = self.tools.get(name) or self.all_tools().get(name)
+        tool = self.tools.get(name)
+        if tool is None and self.deferred is not None:  # an MCP tool, loaded now if it was not
+            tool = self.deferred.find(name)
         if tool is None:
             raise ToolError(f"No such tool available: {name}")
         tool.validate(tool_input)

@@ -251,7 +251,7 @@ class ClaudeBrain:
             say=lambda text: say(f"{name}: {text}"),
             notices=self._notices,
             hooks=self.hooks,
-            extra_tools=self.mcp.toolbox.tools if self.mcp else None,
+            mcp=self.mcp.toolbox if self.mcp else None,
             state=self._state,
             **loop_options,
         )

@@ -188,17 +188,33 @@ class McpManager:
     def call_tool(self, key: str, tool: str, arguments: dict[str, Any]) -> Any:
         """Call one tool; the SDK's `CallToolResult`. `McpError` for a server that is not
         connected, an error the server answered with, or a call that timed out."""
+        return self._use(
+            key,
+            lambda s: s.call_tool(tool, arguments, read_timeout_seconds=tool_timeout()),
+            f"MCP tool {tool} of {key!r}",
+        )
+
+    def list_resources(self, key: str) -> Any:
+        """The server's resources (the SDK's `ListResourcesResult`); `McpError` as `call_tool`."""
+        return self._use(key, lambda s: s.list_resources(), f"the resources of {key!r}")
+
+    def read_resource(self, key: str, uri: str) -> Any:
+        """One resource's contents (the SDK's `ReadResourceResult`); `McpError` as `call_tool`."""
+        return self._use(key, lambda s: s.read_resource(uri), f"resource {uri} of {key!r}")
+
+    def _use(self, key: str, request: Callable[[Any], Any], what: str) -> Any:
+        """`request(session)` on the server's session, from any thread (see `call_tool`)."""
         conn = self._conns.get(key)
         if conn is None or conn.state != "connected" or self._loop is None:
             state = "unknown" if conn is None else conn.state
             why = f": {conn.error}" if conn is not None and conn.error else ""
             raise McpError(f"MCP server {key!r} is not connected ({state}{why})")
-        future = asyncio.run_coroutine_threadsafe(self._call(conn, tool, arguments), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._call(conn, request), self._loop)
         try:
             return future.result(tool_timeout() + 5)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise McpError(f"MCP tool {tool} of {key!r} did not answer in time") from None
+            raise McpError(f"{what} did not answer in time") from None
 
     def stop(self, keys: Iterable[str] | None = None, timeout: float = 10.0) -> None:
         """Close these servers (all: None), waiting up to `timeout` seconds for them to end."""
@@ -357,14 +373,14 @@ class McpManager:
         conn.wake.clear()
         return conn.reason or "stop"  # "died" when a call found the process gone
 
-    async def _call(self, conn: _Connection, tool: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, conn: _Connection, request: Callable[[Any], Any]) -> Any:
         from mcp import MCPError
 
         session = conn.session
         if session is None:
             raise McpError(f"MCP server {conn.config.key!r} is not connected")
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=tool_timeout())
+            result = await request(session)
         except MCPError as exc:
             if _SESSION_GONE.search(exc.message):  # the server lost the session: a new one now
                 conn.errors = CONNECTION_ERRORS_BEFORE_RECONNECT - 1

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from teammate.mcp.client import McpError, McpManager, ToolInfo
+from teammate.mcp.client import McpError, McpManager, ServerView, ToolInfo
 from teammate.mcp.config import tool_name
 from teammate.tools.base import Tool, ToolContext, ToolError
 
@@ -129,6 +129,23 @@ class McpToolbox:
                 if mine or self.listed is None or self._listed(made.name):
                     found.append(made)
         return found
+
+    def servers(self) -> list[ServerView]:
+        """The servers this agent may use (their tools, or a part of them), as they are now."""
+        return [
+            view
+            for view in self.manager.views()
+            if view.key in self.owned or (view.owner is None and self._wanted(view.key))
+        ]
+
+    def pending(self) -> list[ServerView]:
+        return [view for view in self.servers() if view.state == "pending"]
+
+    def wait_pending(self, timeout: float) -> None:
+        """Wait for the servers still connecting, up to `timeout` seconds in all."""
+        keys = [view.key for view in self.pending()]
+        if keys:
+            self.manager.wait(keys, timeout)
 
     def _wanted(self, key: str) -> bool:
         return self.keys is None or key in self.keys

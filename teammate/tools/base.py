@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not
     from teammate.agent.skills import SkillSet
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
+    from teammate.mcp.search import Deferred
     from teammate.tools.agents import AgentCall
     from teammate.tools.shells import Shells
 
@@ -82,6 +83,7 @@ class ToolContext:
     # output, output too large to show whole; None: a temporary directory of the process
     files_dir: Path | None = None
     shells: Shells | None = None  # its shell commands (`teammate.tools.shells`)
+    mcp: Deferred | None = None  # its MCP tools, loaded when needed (`teammate.mcp.search`)
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DEADLINE_S, git, swarm, wait_for
+from helpers import DEADLINE_S, git, stop_teammate, swarm, wait_for
 from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
@@ -50,6 +50,21 @@ def mcp_json(path: Path, servers: dict[str, Any]) -> Path:
 
 def tool_names(body: dict[str, Any]) -> list[str]:
     return [t["name"] for t in body.get("tools", [])]
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    """The tools a request offers: its tools' schemas, and the MCP tools it names as deferred
+    (loaded with ToolSearch or by a call: `teammate.mcp.search`) in its latest note."""
+    notes = [
+        b["text"]
+        for m in body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+        if isinstance(b, dict) and "<available-deferred-tools>" in str(b.get("text", ""))
+    ]
+    deferred = (
+        [line for line in notes[-1].splitlines() if line.startswith("mcp__")] if notes else []
+    )
+    return [*tool_names(body), *deferred]
 
 
 def results_of(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -126,11 +141,15 @@ def test_the_real_git_server_over_stdio_lists_answers_and_asks_the_lead_for_a_wr
         wait_for(lambda: idle_notes(team), "alice to go idle")
         stop(team, proc)
     first, second, third = api.requests[:3]
-    names = tool_names(first)
+    names = offered(first)
     mcp = [n for n in names if n.startswith("mcp__")]
     assert {"mcp__git__git_status", "mcp__git__git_add", "mcp__git__git_commit"} <= set(mcp)
-    assert names.index("Bash") < names.index(mcp[0])  # the built-ins first
+    assert not [n for n in tool_names(first) if n.startswith("mcp__")]  # named, not loaded
+    assert "ToolSearch" in tool_names(first)
     assert all(n.startswith("mcp__git__") for n in mcp)
+    # a tool called is loaded: sent with the requests from then on, after the built-ins
+    loaded = tool_names(second)
+    assert loaded.index("Bash") < loaded.index("mcp__git__git_status")
     (status_result,) = results_of(second)
     assert "new.txt" in status_result["content"] and not status_result.get("is_error")
     (add_result,) = results_of(third)
@@ -170,7 +189,7 @@ def test_a_streamable_http_server_run_by_the_test_is_reached_from_mcp_config(
     finally:
         http.kill()
         http.wait(10)
-    assert "mcp__web__echo" in tool_names(api.requests[0])
+    assert "mcp__web__echo" in offered(api.requests[0])
     (result,) = results_of(api.requests[1])
     assert result["content"].startswith(f"echo: over http (pid {http.pid})")
 
@@ -202,11 +221,11 @@ def test_a_server_that_crashes_mid_session_is_reported_once_and_its_tools_disapp
         stop(team, proc)
     assert len(told) == 1 and "its tools are unavailable" in told[0]
     assert len([t for t in texts_to_lead(team) if "MCP server flaky" in t]) == 1
-    assert "mcp__flaky__crash" in tool_names(api.requests[0])
+    assert "mcp__flaky__crash" in offered(api.requests[0])
     (crash,) = results_of(api.requests[1])
     assert crash.get("is_error") is True
     last = api.requests[-1]
-    assert not [n for n in tool_names(last) if n.startswith("mcp__flaky")]
+    assert not [n for n in offered(last) if n.startswith("mcp__flaky")]
     assert "Bash" in tool_names(last)
     assert idle_notes(team)[-1].idleReason == "available"  # it went on
     status = servers(team)["flaky"]
@@ -315,9 +334,9 @@ def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
     assert [state for _, state in mine] == ["connected", "closed"]
     assert mine[0][0].startswith("helper@a") and mine[0][0].endswith("/mine")
     sub = [b for b in seen if "You use MCP" in json.dumps(b.get("system"))]
-    assert "mcp__mine__echo" in tool_names(sub[0])
+    assert "mcp__mine__echo" in offered(sub[0])
     parent = [b for b in seen if b not in sub]
-    assert not any(n.startswith("mcp__mine") for b in parent for n in tool_names(b))
+    assert not any(n.startswith("mcp__mine") for b in parent for n in offered(b))
     (echoed,) = [r["content"] for r in results_of(sub[1])]
     pid = int(echoed.rsplit("pid ", 1)[1].rstrip(")"))
     assert echoed.startswith("echo: from the sub-agent") and not pid_alive(pid)
@@ -399,3 +418,71 @@ def test_an_sse_server_is_reached(tmp_path: Path) -> None:
         sse.kill()
         sse.wait(10)
     assert answer == "OVER SSE" and view.transport == "sse" and len(view.tools) == 3
+
+
+def test_tools_of_a_server_still_connecting_are_loaded_with_toolsearch_once_it_is_up(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    gate = workdir / "open-the-server"
+    slow = {"command": sys.executable, "args": [SERVER, "stdio", "--gate", str(gate)]}
+    mcp_json(workdir / ".mcp.json", {"slow": slow})
+
+    def play(body: dict[str, Any]) -> Turn:
+        said = sum(m["role"] == "assistant" for m in body["messages"])
+        if said == 0:
+            gate.write_text("")  # the server comes up while ToolSearch waits for it
+            return Turn.tool("ToolSearch", {"query": "select:mcp__slow__echo"})
+        if said == 1:
+            return Turn.tool("mcp__slow__echo", {"text": "first turn"})
+        if said == 2:
+            return Turn.tool("ListMcpResources", {})
+        if said == 3:
+            return Turn.tool("ReadMcpResource", {"server": "slow", "uri": "memo://notes"})
+        return Turn.text("Done.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Echo.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    first, searched, echoed, listed, read = api.requests[:5]
+    note = json.dumps(first["messages"])
+    assert "MCP servers still connecting (ToolSearch waits): slow" in note
+    assert not [n for n in tool_names(first) if n.startswith("mcp__")]
+    (found,) = results_of(searched)
+    assert "<functions>" in found["content"] and '"name": "mcp__slow__echo"' in found["content"]
+    assert "mcp__slow__echo" in tool_names(searched)  # loaded: sent from now on
+    (echo,) = results_of(echoed)
+    assert echo["content"].startswith("echo: first turn") and not echo.get("is_error")
+    assert "slow: memo://notes" in results_of(listed)[0]["content"]
+    assert results_of(read)[0]["content"] == "remember the plum"
+
+
+def test_a_direct_call_waits_for_its_server_and_tool_search_can_be_turned_off(
+    team: TeamFile, start: Start, workdir: Path
+) -> None:
+    gate = workdir / "open-the-server"
+    slow = {"command": sys.executable, "args": [SERVER, "stdio", "--gate", str(gate)]}
+    mcp_json(workdir / ".mcp.json", {"slow": slow})
+
+    def play(body: dict[str, Any]) -> Turn:
+        if sum(m["role"] == "assistant" for m in body["messages"]) == 0:
+            gate.write_text("")
+            return Turn.tool("mcp__slow__echo", {"text": "no search"})
+        return Turn.text("Done.")
+
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--permission-mode", "acceptEdits")
+        Mailbox(team.paths).send("alice", "Echo.", sender="team-lead", summary="job")
+        wait_for(lambda: idle_notes(team), "alice to go idle")
+        stop(team, proc)
+    (echo,) = results_of(api.requests[1])
+    assert echo["content"].startswith("echo: no search")
+    gate.unlink()
+    gate.write_text("")  # up at once this time: every tool sent up front, as before
+    with MessagesAPI([Turn.text("Done.")]) as api:
+        proc = start("bob", api, env={"ENABLE_TOOL_SEARCH": "false", "MCP_TIMEOUT": "30000"})
+        Mailbox(team.paths).send("bob", "Look.", sender="team-lead", summary="job")
+        wait_for(lambda: len(idle_notes(team)) >= 2, "bob to go idle")
+        stop_teammate(team.paths, "bob", proc)
+    assert "ToolSearch" not in tool_names(api.requests[0])
