@@ -12,15 +12,41 @@ from protocols.values import PermissionMode
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_request
 from swarm.team import approvals as requests_mod
+from swarm.views.request_text import ask_line, content_lines
 
 
 @click.command()
+@click.option(
+    "--show",
+    "show_id",
+    metavar="ID",
+    shell_complete=complete_request,
+    help="show what approving request ID would do, in full: the diff of a Write or Edit, the "
+    "command, the plan, the questions (a unique prefix of the id is enough)",
+)
 @json_option
 @team_option
-def permissions(as_json: bool, team: str) -> None:
-    """List requests waiting for an answer (permission, sandbox, plan approval). A request one of
-    a member's sub-agents made names it (the member, then the sub-agent; `agent` in --json)."""
-    pending = [p.to_json() for p in requests_mod.pending_requests(paths_for(team))]
+def permissions(show_id: str | None, as_json: bool, team: str) -> None:
+    """List requests waiting for an answer (permission, sandbox, plan approval, questions). A
+    request one of a member's sub-agents made names it (the member, then the sub-agent; `agent`
+    in --json). With --show ID, one request in full.
+
+    \b
+      swarm permissions
+      swarm permissions --show perm-1764   # the diff, the command, the plan
+    """
+    paths = paths_for(team)
+    if show_id is not None:
+        found = requests_mod.find_pending(paths, show_id)
+        lines = content_lines(found, requests_mod.member_cwd(paths, found.teammate))
+        head = f"{found.id}  {found.kind}  from {found.asker}  {ask_line(found)}"
+        emit(
+            {**found.to_json(), "content": lines},
+            as_json,
+            lambda _: "\n".join([printable_line(head), *lines]),
+        )
+        return
+    pending = [p.to_json() for p in requests_mod.pending_requests(paths)]
     emit(
         pending,
         as_json,
@@ -58,7 +84,8 @@ def approve(
     as_json: bool,
     team: str,
 ) -> None:
-    """Approve a pending request (permission, sandbox host, or plan)."""
+    """Approve a pending request (permission, sandbox host, or plan). REQUEST_ID may be a unique
+    prefix or ending of the id; `swarm permissions --show ID` shows what it would do first."""
     new_input = _json_object(updated) if updated else None
     done = requests_mod.answer(
         paths_for(team),
@@ -72,7 +99,7 @@ def approve(
     emit(
         _answered(done, True),
         as_json,
-        lambda _: f"approved {done.kind} {request_id} from {printable_line(done.teammate)}",
+        lambda _: f"approved {done.kind} {done.id} from {printable_line(done.teammate)}",
     )
 
 
@@ -82,14 +109,14 @@ def approve(
 @json_option
 @team_option
 def deny(request_id: str, reason: str | None, as_json: bool, team: str) -> None:
-    """Deny a pending request."""
+    """Deny a pending request (REQUEST_ID: the id, or a unique prefix or ending of it)."""
     done = requests_mod.answer(
         paths_for(team), request_id, approve=False, text=reason, by="swarm deny"
     )
     emit(
         _answered(done, False),
         as_json,
-        lambda _: f"denied {done.kind} {request_id} from {printable_line(done.teammate)}",
+        lambda _: f"denied {done.kind} {done.id} from {printable_line(done.teammate)}",
     )
 
 
@@ -115,7 +142,7 @@ def answer_cmd(request_id: str, answers: tuple[str, ...], as_json: bool, team: s
         {**done.to_json(), "answers": given},
         as_json,
         lambda _: "\n".join(
-            [f"answered {request_id} from {printable_line(done.teammate)}:"]
+            [f"answered {done.id} from {printable_line(done.teammate)}:"]
             + [printable_line(f"  {q}: {a}") for q, a in given.items()]
         ),
     )

@@ -27,15 +27,16 @@ from protocols.printable import printable, printable_line
 from swarm.lead.agent import LeadAgent
 from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
 from swarm.team.actions import add_task, send_shutdown_request, task_lines
-from swarm.team.approvals import answer_question
+from swarm.team.approvals import answer_question, find_pending, member_cwd
 from swarm.team.compaction import ask_compaction
 from swarm.team.sending import send_text
-from swarm.views.request_text import ask_line, details
+from swarm.views.request_text import ask_line, content_lines, details
 from swarm.views.snapshot import snapshot
 from swarm.views.table import render
 
 HELP = """Type a message for the lead agent, or a command:
   /pending                          requests waiting for you
+  /show ID                          a request in full: the diff, the command, the plan
   /approve [ID] [--mode M] [--input JSON]   approve (default: the oldest waiting); y does too
   /deny [ID] [REASON]               deny, with a reason for the teammate; n REASON does too
   /send NAME|* TEXT                 message a teammate, or everyone
@@ -238,6 +239,15 @@ class Console:
             self.out("\n".join(task_lines(self.leader.paths)) or "No tasks found")
         elif name == "status":
             self._status()
+        elif name == "show":
+            if not rest:
+                raise ValueError("usage: /show ID (a unique prefix of a request's id is enough)")
+            found = find_pending(self.leader.paths, rest)
+            self.out(
+                f"  {printable_line(found.id)}  {printable_line(found.asker)}: {ask_line(found)}"
+            )
+            for line in content_lines(found, member_cwd(self.leader.paths, found.teammate)):
+                self.out(f"  {INDENT}{line}")
         elif name == "answer":
             words = shlex.split(rest)
             if len(words) < 2:

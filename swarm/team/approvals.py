@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocols import safefs
@@ -265,6 +266,33 @@ def _answered_ids(
     }
 
 
+def member_cwd(paths: TeamPaths, name: str) -> Path | None:
+    """The working directory of member `name` (where its relative paths point), if known."""
+    try:
+        member = open_store(paths).team_file().load().member(name)
+    except ProtocolsError:
+        return None
+    cwd = getattr(member, "cwd", None) if member is not None else None
+    return Path(cwd) if isinstance(cwd, str) and cwd else None
+
+
+def find_pending(paths: TeamPaths, request_id: str) -> Pending:
+    """The pending request whose id is `request_id`, or the only one it begins (a prefix such as
+    ``perm-1764`` or the id's last part); `RequestNotFound` naming the candidates otherwise."""
+    pending = pending_requests(paths)
+    exact = [p for p in pending if p.id == request_id]
+    if exact:
+        return exact[0]
+    given = request_id.strip()
+    found = [p for p in pending if given and (p.id.startswith(given) or p.id.endswith(given))]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        listed = ", ".join(p.id for p in found)
+        raise RequestNotFound(f"{request_id!r} names more than one request: {listed}")
+    raise _not_pending(paths, request_id)
+
+
 def answer(
     paths: TeamPaths,
     request_id: str,
@@ -279,10 +307,10 @@ def answer(
     An approved plan switches the teammate to `permission_mode` (None: the mode it was
     started with). `by` says who answered (shown to whoever tries to answer it too).
 
-    Raises `RequestNotFound`, or `AlreadyAnswered` when another answer got there first."""
-    pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
-    if pending is None:
-        raise _not_pending(paths, request_id)
+    Raises `RequestNotFound`, or `AlreadyAnswered` when another answer got there first. A
+    unique prefix of an id names its request (`find_pending`)."""
+    pending = find_pending(paths, request_id)
+    request_id = pending.id
     asks = pending.tool == "AskUserQuestion"  # swarm.views.request_text.QUESTION_TOOL
     if approve and asks and "answers" not in (updated_input or {}):
         raise QuestionError(
@@ -330,9 +358,8 @@ def answer_question(
     Raises `RequestNotFound`, `AlreadyAnswered`, or `QuestionError` naming what is wrong."""
     from swarm.views.request_text import QUESTION_TOOL
 
-    pending = next((p for p in pending_requests(paths) if p.id == request_id), None)
-    if pending is None:
-        raise _not_pending(paths, request_id)
+    pending = find_pending(paths, request_id)
+    request_id = pending.id
     if pending.tool != QUESTION_TOOL:
         raise QuestionError(
             f"request {request_id} is a {pending.tool} permission request, not a question: "

@@ -38,16 +38,18 @@ from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.store import open_store
 from swarm.signal_relay import relayed
-from swarm.team.approvals import answer
+from swarm.team.approvals import answer, member_cwd
 from swarm.team.signatures import lead_mailbox
-from swarm.views.dashboard_frame import frame
+from swarm.views.dashboard_frame import detail_body, detail_frame, frame
 from swarm.views.dashboard_keys import Controls, split_keys
+from swarm.views.request_text import content_lines
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
     from protocols.pg.watch import PgWatcher
     from protocols.store import AnyMailbox
     from protocols.watch import InboxWatcher
+    from swarm.team.approvals import Pending
 
     AnyWatcher = InboxWatcher | PgWatcher
 
@@ -120,6 +122,12 @@ class Dashboard:
         self.console.size = (width, height)
         controls = self.controls
         controls.selected = max(0, min(controls.selected, len(self.view.requests) - 1))
+        shown = next((r for r in self.view.requests if r.id == controls.detail), None)
+        if shown is not None and shown.pending is not None:
+            return self._detail(shown, shown.pending, width, height)
+        if controls.detail is not None:  # answered elsewhere meanwhile: back to the team
+            controls.note = printable_line(f"{controls.detail} is no longer waiting")
+            controls.detail = None
         return frame(
             self.view,
             width,
@@ -128,6 +136,23 @@ class Dashboard:
             note=self.problem or controls.note,
             bottom=controls.bottom_line(),
             holding=controls.holding(),
+        )
+
+    def _detail(self, shown: RequestView, pending: Pending, width: int, height: int) -> Group:
+        """The request the person pressed Enter on, in full, scrolled to where they are."""
+        content = content_lines(pending, member_cwd(self.paths, pending.teammate))
+        controls = self.controls
+        bottom = controls.bottom_line()
+        controls.page = detail_body(height, controls.note, bottom)
+        controls.scroll = max(0, min(controls.scroll, len(content) - controls.page))
+        return detail_frame(
+            shown,
+            content,
+            width,
+            height,
+            scroll=controls.scroll,
+            note=self.problem or controls.note,
+            bottom=bottom,
         )
 
     def _answer(self, request: RequestView, approve: bool, reason: str | None) -> None:

@@ -1,4 +1,5 @@
 """One frame of `swarm watch`, laid out for a terminal of a given width and height.
+(`detail_frame`: one request shown in full, when the person pressed Enter on it.)
 
 Top to bottom: a header line; the members (one row each, a row per running sub-agent under
 its member, the team's total); the task board; the requests waiting for you; the last messages
@@ -33,7 +34,7 @@ from protocols.printable import printable_line
 from protocols.task import TaskLike
 from swarm.views.dashboard_keys import KEYS
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
-from swarm.views.snapshot import MemberView, SubAgentView, TeamView
+from swarm.views.snapshot import MemberView, RequestView, SubAgentView, TeamView
 from swarm.views.table import (
     HEADERS,
     SUBAGENT_INDENT,
@@ -427,6 +428,44 @@ def frame(
             out.append(Text(""))
             blanks -= 1
         out += part
+    if note:
+        out.append(Text(note, style="dim", no_wrap=True, overflow="ellipsis"))
+    if bottom:
+        out.append(Text(bottom, style="dim", no_wrap=True, overflow="ellipsis"))
+    for line in out:
+        line.truncate(width, overflow="ellipsis")
+    return Group(*out)
+
+
+def detail_body(height: int, note: str, bottom: str) -> int:
+    """How many lines of a request's content `detail_frame` shows in `height` lines."""
+    return max(1, height - 2 - (1 if note else 0) - (1 if bottom else 0))
+
+
+def detail_frame(
+    request: RequestView,
+    content: Sequence[str],
+    width: int,
+    height: int,
+    *,
+    scroll: int = 0,
+    note: str = "",
+    bottom: str = "",
+) -> Group:
+    """`request` in full: a title line, its `content` (escaped lines: the diff, the command,
+    the plan) from line `scroll` on, as much as `height` lines hold, a note and the key line."""
+    width = max(width, MIN_WIDTH)
+    body = detail_body(height, note, bottom)
+    part = list(content[scroll : scroll + body])
+    below = max(0, len(content) - scroll - len(part))
+    where = f"lines {scroll + 1}-{scroll + len(part)} of {len(content)}" if below or scroll else ""
+    title = printable_line(
+        f"{request.id} · {request.agent or request.teammate} · {request.tool}: {request.summary}"
+    )
+    out = [_title(title, "bold yellow"), Text(where or " ", style="dim", no_wrap=True)]
+    for text in part:
+        style = "green" if text.startswith("+") else "red" if text.startswith("-") else ""
+        out.append(Text(text, style=style, no_wrap=True, overflow="ellipsis"))
     if note:
         out.append(Text(note, style="dim", no_wrap=True, overflow="ellipsis"))
     if bottom:

@@ -11,6 +11,8 @@ can reach the screen raw. `Controls` holds the dashboard's state between frames:
   an answer is held writes it: the person gave it, the undo window only catches a slip.
 - ``s`` asks for a member's name and checks it against the team (did-you-mean for a typo)
   before it asks for the message; ``*`` sends to everyone.
+- Enter opens the selected request in full (`Controls.detail`: the diff of a Write or an Edit,
+  the command, the plan); there j/k scroll, ``a``/``d`` answer it, Esc, Enter or ``q`` go back.
 
 Nothing here draws: `swarm.views.dashboard` shows `note`, `bottom_line` and the held request.
 """
@@ -31,8 +33,10 @@ from swarm.views.snapshot import RequestView, TeamView
 UNDO_S = 1.0
 DEFAULT_REASON = "denied from swarm watch"
 TEXT_LIMIT = 4000  # characters a prompt takes
-KEYS = "keys: j/k select · a approve · d deny · s send · q quit"
-KEYS_HELD = "keys: u undo · j/k select · a approve · d deny · s send · q quit"
+KEYS = "keys: j/k select · Enter show · a approve · d deny · s send · q quit"
+KEYS_HELD = "keys: u undo · j/k select · Enter show · a approve · d deny · s send · q quit"
+KEYS_DETAIL = "keys: j/k scroll · space page · a approve · d deny · Esc back"
+ENTER = ("\r", "\n")
 ARROWS = {"\x1b[A": "k", "\x1b[B": "j", "\x1bOA": "k", "\x1bOB": "j"}
 _SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.|\x1b[^\x1b]|.", re.DOTALL)
 _KEEP = frozenset("\u200c\u200d")  # zero-width non-joiner and joiner: emoji, Indic, Persian
@@ -117,12 +121,17 @@ class Controls:
         self.prompt: Prompt | None = None
         self.held: Held | None = None
         self.quit = False
+        self.detail: str | None = None  # the id of the request shown in full
+        self.scroll = 0  # the first line of it shown
+        self.page = 10  # lines a page scrolls (the frame sets it)
 
     # what the frame shows
 
     def bottom_line(self) -> str:
         """The key line, or the prompt being typed with its keys."""
         if self.prompt is None:
+            if self.detail is not None:
+                return ("keys: u undo · " + KEYS_DETAIL[6:]) if self.held else KEYS_DETAIL
             return KEYS_HELD if self.held else KEYS
         typed = printable_line(self.prompt.editor.text)
         hint = (
@@ -183,7 +192,13 @@ class Controls:
         key = ARROWS.get(key, key)
         requests = view.requests if view else []
         self.selected = max(0, min(self.selected, len(requests) - 1))
-        if key == "q":
+        if self.detail is not None:
+            self._detail_key(key, requests)
+        elif key in ENTER and requests:
+            self.detail, self.scroll, self.note = requests[self.selected].id, 0, ""
+        elif key in ENTER:
+            self.note = "nothing is waiting for an answer"
+        elif key == "q":
             self.quit = True
         elif key in ("j", "k") and requests:
             step = 1 if key == "j" else -1
@@ -204,6 +219,31 @@ class Controls:
         elif key == "s":
             self.prompt = Prompt("to")
             self.note = ""
+
+    def _detail_key(self, key: str, requests: list[RequestView]) -> None:
+        """A key while a request is shown in full."""
+        shown = next((r for r in requests if r.id == self.detail), None)
+        if shown is None or key in (*ENTER, "\x1b", "q"):
+            if shown is None:
+                self.note = f"{printable_line(self.detail or '')} is no longer waiting"
+            self.detail = None
+            return
+        if key in ("j", "k"):
+            self.scroll = max(0, self.scroll + (1 if key == "j" else -1))
+        elif key == " ":
+            self.scroll += self.page
+        elif key == "b":
+            self.scroll = max(0, self.scroll - self.page)
+        elif key == "a":
+            self.detail = None
+            self._hold(shown, True, None)
+        elif key == "d":
+            self.detail = None
+            self.prompt = Prompt("reason", request=shown)
+            self.note = ""
+        elif key == "u" and self.held is not None:
+            self.note = f"undone: {printable_line(self.held.request.id)} is still waiting"
+            self.held = None
 
     def _hold(self, request: RequestView, approve: bool, reason: str | None) -> None:
         if self.held is not None and self.held.request.id != request.id:

@@ -125,6 +125,7 @@ class RequestView(NamedTuple):
     # plan's first line; never the teammate's description of a permission request
     age_s: float | None
     agent: str | None = None  # the member's sub-agent that asked (a label: `Pending.agent`)
+    pending: Pending | None = None  # the request itself, for its detail view
 
 
 class MessageView(NamedTuple):
@@ -323,7 +324,9 @@ def to_json(view: TeamView) -> dict[str, Any]:
         "tasks": {s: [t.to_json_dict() for t in listed] for s, listed in view.tasks.items()},
         "failed": [{**t.to_json_dict(), "failure": t.failure} for t in view.failed],
         "blocked": {k: list(v) for k, v in view.blocked.items()},
-        "requests": [r._asdict() for r in view.requests],
+        "requests": [
+            {k: v for k, v in r._asdict().items() if k != "pending"} for r in view.requests
+        ],
         "messages": [m._asdict() for m in view.messages],
         "usage": dict(view.usage),
         "cost_usd": view.cost_usd,
@@ -373,6 +376,7 @@ def _request_view(pending: Pending, now: int) -> RequestView:
         summary,
         _age(now, pending.created_ms),
         pending.agent,
+        pending,
     )
 
 

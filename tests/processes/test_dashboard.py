@@ -1,7 +1,7 @@
 """`swarm watch` in a real terminal: a tmux pane on its own server, read with capture-pane.
 
 A scripted Claude teammate asks to write a file; the dashboard shows the members, the board and
-the request; pressing `a` in the dashboard approves it and the teammate goes on. A busy team
+the request; Enter shows it in full (the diff), and pressing `a` there approves it and the teammate goes on. A busy team
 (`dashboard_team`) fits panes of 80x24, 120x40 and 200x60, resized while it runs; the keys
 check a name before a message, ask a reason for a denial, and hold an answer a second for
 ``u``. `--once` into a pipe is 120 columns wide, or $COLUMNS, or --width."""
@@ -98,6 +98,18 @@ def test_the_dashboard_shows_the_team_and_approves_a_request(
         request_row = row(shown, "perm-", "alice")
         assert request_row.startswith("> ") and "Write" in request_row, request_row
         assert not (work / "notes.md").exists()
+        # Enter: the request in full (what the Write would create), Esc back, Enter again, a
+        keys(tmux_socket, "Enter")
+        detail = wait_for(
+            lambda: "+# notes" in (text := on_screen(tmux_socket)) and text,
+            "the request in full",
+            timeout=30,
+        )
+        assert "--- /dev/null" in detail and "Esc back" in detail, detail
+        keys(tmux_socket, "Escape")
+        wait_for(lambda: "+# notes" not in on_screen(tmux_socket), "back to the team")
+        keys(tmux_socket, "Enter")
+        wait_for(lambda: "+# notes" in on_screen(tmux_socket), "the request in full again")
         subprocess.run(["tmux", "-L", tmux_socket, "send-keys", "-t", "watch", "a"], check=True)
         wait_for(lambda: (work / "notes.md").exists(), "the approved write", timeout=30)
         # each wait checks one captured screen whole: tmux may capture a half-drawn frame

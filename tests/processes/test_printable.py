@@ -193,6 +193,13 @@ def test_swarm_status_shows_the_real_command_escaped(hostile: TeamFile) -> None:
     assert request["summary"] == HOSTILE
 
 
+def test_swarm_permissions_show_prints_the_real_command_escaped(hostile: TeamFile) -> None:
+    shown = swarm("permissions", "--show", "perm-")
+    assert shown.returncode == 0, shown.stderr
+    assert_safe(shown.stdout)
+    assert f"$ {SHOWN}" in shown.stdout.splitlines()
+
+
 def test_swarm_watch_once_shows_the_real_command_escaped(hostile: TeamFile) -> None:
     TaskBoard(hostile.paths).create("[bold red]not markup[/] \x1b[5m")
     shown = swarm("watch", "--once", "--width", "600")
@@ -212,6 +219,8 @@ def test_swarm_lead_shows_the_command_and_the_description_apart(
         lead.type("/pending")
         lead.expect(f"  alice: Bash: {SHOWN}", "the request in /pending")
         lead.expect("1 waiting")
+        lead.type("/show perm-")  # a prefix; the command in full, escaped
+        lead.expect(f"$ {SHOWN}", "the request in full")
         lead.type("y")
         lead.expect("approved permission_request perm-")
         assert lead.quit() == 0

@@ -12,10 +12,10 @@ from dashboard_team import COMPLETED, NAMES, build
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, Group
 
 from swarm.views.dashboard import ONCE_WIDTH, once_width
-from swarm.views.dashboard_frame import frame
+from swarm.views.dashboard_frame import detail_body, detail_frame, frame
 from swarm.views.dashboard_keys import DEFAULT_REASON, Controls, LineEditor, split_keys
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
 from swarm.views.snapshot import RequestView, TeamView, snapshot
@@ -24,6 +24,12 @@ from swarm.views.snapshot import RequestView, TeamView, snapshot
 def lines_of(view: TeamView, width: int, height: int | None, **kwargs: object) -> list[str]:
     console = Console(record=True, width=width, color_system=None, file=io.StringIO())
     console.print(frame(view, width, height, **kwargs))  # type: ignore[arg-type]
+    return console.export_text().splitlines()
+
+
+def render_lines(group: Group, width: int) -> list[str]:
+    console = Console(record=True, width=width, color_system=None, file=io.StringIO())
+    console.print(group)
     return console.export_text().splitlines()
 
 
@@ -203,3 +209,38 @@ def test_a_request_answered_elsewhere_is_said_not_raised(busy: TeamView) -> None
 def test_the_busy_team_is_built(tmp_path: Path) -> None:
     view = snapshot(build(tmp_path / "root"))
     assert len(view.requests) == 1 and len(view.tasks["completed"]) == COMPLETED
+
+
+def test_enter_shows_a_request_in_full_and_its_keys_act_on_it(busy: TeamView) -> None:
+    fake = Fake()
+    controls = fake.controls()
+    press(controls, busy, "j\n")
+    second = busy.requests[1]
+    assert controls.detail == second.id and "Esc back" in controls.bottom_line()
+    press(controls, busy, "jj k")  # scroll down two, up one, a page
+    assert controls.scroll == 1 + controls.page
+    press(controls, busy, "\x1b")
+    assert controls.detail is None and controls.selected == 1
+    press(controls, busy, "\na")  # approve from the detail view: held, back to the team
+    assert controls.detail is None and controls.holding() == {second.id: "approving…"}
+    press(controls, busy, "\ndlater\n")
+    fake.now += 2
+    controls.tick()
+    assert fake.answers == [(second.id, False, "later")]
+
+
+def test_a_request_answered_while_shown_goes_back_to_the_team(busy: TeamView) -> None:
+    controls = Fake().controls()
+    press(controls, busy, "\n")
+    gone = busy._replace(requests=busy.requests[1:])
+    press(controls, gone, "j")
+    assert controls.detail is None and "no longer waiting" in controls.note
+
+
+def test_the_detail_frame_fits_its_height_and_says_where_it_is(busy: TeamView) -> None:
+    content = [f"+line {n}" for n in range(100)]
+    group = detail_frame(busy.requests[0], content, 80, 24, scroll=10, bottom="keys")
+    text = render_lines(group, 80)
+    assert len(text) == 24 and text[1].strip() == "lines 11-31 of 100"
+    assert text[2].strip() == "+line 10" and text[-1].strip() == "keys"
+    assert detail_body(24, "", "keys") == 21
