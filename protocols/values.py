@@ -47,6 +47,11 @@ class MemberState(StrEnum):
         """A running member that has joined (not starting, stopped or failed)."""
         return self in (MemberState.IDLE, MemberState.WORKING, MemberState.WAITING)
 
+    @property
+    def gone(self) -> bool:
+        """Its process is gone: dead, or stopped on purpose (`swarm stop`) to start again."""
+        return self in (MemberState.DEAD, MemberState.STOPPED)
+
 
 class TaskStatus(StrEnum):
     """A task's ``status`` field (a failed task is ``in_progress`` with ``metadata.failed``)."""

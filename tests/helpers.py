@@ -35,7 +35,7 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_
 
 # commands that start processes outliving the command (their children would become the test
 # process's zombies, which look alive) or that run until stopped always run as a process
-NEEDS_A_PROCESS = {"spawn", "restart", "up", "lead", "watch", "wait", "mcp"}
+NEEDS_A_PROCESS = {"spawn", "restart", "start", "up", "lead", "watch", "wait", "mcp"}
 
 
 def finishes(action: Callable[[], object], seconds: float = 30.0) -> object:

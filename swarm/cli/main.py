@@ -19,6 +19,7 @@ from swarm.cli.quick import no_last_collection, os_error_text
 # each command's module is imported only when that command runs, so `swarm send` does not load
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
 # (tests/unit/test_cli_catalogue.py checks each against its command's own help)
+INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C, as a shell gives it
 COMMANDS: dict[str, tuple[str, str]] = {
     "attach": (
         "swarm.cli.attach:attach",
@@ -65,7 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "deny": (
         "swarm.cli.approvals:deny",
-        "Deny a pending request.",
+        "Deny a pending request (REQUEST_ID: the id, or a unique prefix or ending of it).",
     ),
     "doctor": (
         "swarm.cli.doctor:doctor",
@@ -114,7 +115,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "permissions": (
         "swarm.cli.approvals:permissions",
-        "List requests waiting for an answer (permission, sandbox, plan approval).",
+        "List requests waiting for an answer (permission, sandbox, plan approval, questions).",
     ),
     "reap": (
         "swarm.cli.status:reap",
@@ -139,11 +140,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "swarm.cli.lifecycle:spawn",
         "Start teammate NAME in a tmux pane or a subprocess.",
     ),
+    "start": (
+        "swarm.cli.up:start",
+        (
+            "Start the members of team TEAM that `swarm stop` stopped, all at once, with the "
+            "options each was spawned with (a Claude teammate with its conversation); each "
+            "carries on with the tasks it held."
+        ),
+    ),
     "status": (
         "swarm.cli.status:status",
         (
             "Members (working/idle/dead), their tasks, model calls and tokens, task counts "
             "and pending requests."
+        ),
+    ),
+    "stop": (
+        "swarm.cli.up:stop",
+        (
+            "Stop every member of team TEAM and keep its files: the board, the inboxes, the "
+            "conversations; each member's tasks stay its own."
         ),
     ),
     "task": (
@@ -253,14 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except click.Abort:
-        click.echo("aborted", err=True)
-        return 1
+    except click.Abort as exc:  # Ctrl-C (or end of input) at a prompt or a wait
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        click.echo("interrupted" if interrupted else "aborted", err=True)
+        return INTERRUPTED if interrupted else 1
+    except KeyboardInterrupt:  # after the command ran: while its output was printed
+        click.echo("interrupted", err=True)
+        return INTERRUPTED
     except Error as exc:
         if debug:
             raise
         click.echo(f"swarm: error: {printable(str(exc))}", err=True)
-        return 1
+        return getattr(exc, "exit_code", 1)
     except OSError as exc:  # the file system said no: a full disk, a read-only root, rights
         if debug:
             raise

@@ -18,8 +18,8 @@ from swarm.cli.common import (
     say_waiting,
     team_argument,
 )
-from swarm.team.lifecycle import delete_team
 from swarm.team.retention import prune_history
+from swarm.team.stopping import delete_team
 from swarm.views.teams import describe, list_teams
 
 
@@ -123,7 +123,7 @@ def team_delete(name: str | None, team: str | None, force: bool, as_json: bool) 
     """Delete team TEAM: its teams/TEAM and tasks/TEAM directories (default: --team, else
     $SWARM_TEAM)."""
     name = pick_team(name, team)
-    results = delete_team(paths_for(name), force, announce=say_waiting)
+    results = delete_team(paths_for(name), force, progress=say_waiting)
     shut = [{"name": r.name, "outcome": r.outcome, "released": r.released} for r in results]
     emit(
         {"team": name, "deleted": True, "shutDown": shut},

@@ -1,15 +1,19 @@
 """`swarm up TEAM_FILE` and `swarm down TEAM`: a whole team from a YAML team file, and back;
-`swarm up --resume TEAM_FILE`: the same team again after a reboot or a crash."""
+`swarm up --resume TEAM_FILE`: the same team again after a reboot or a crash; `swarm stop
+TEAM` and `swarm start TEAM`: every member stopped with the files kept, and started again."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import click
 
+from protocols.errors import Error
 from protocols.printable import printable_json, printable_line
 from swarm.backends.base import BACKEND_KINDS
 from swarm.cli.common import (
@@ -20,7 +24,18 @@ from swarm.cli.common import (
     say_waiting,
     team_argument,
 )
-from swarm.up.apply import Departure, UpPlan, bring_down, bring_up, plan_up, team_json
+from swarm.team.lifecycle import ShutdownResult
+from swarm.team.resume import start_team
+from swarm.team.stopping import departure_text, leftovers, stop_team
+from swarm.up.apply import (
+    DOWN_WAIT_S,
+    Departure,
+    UpPlan,
+    bring_down,
+    bring_up,
+    plan_up,
+    team_json,
+)
 from swarm.up.resume import resume_up
 from swarm.up.spec import load_team_file
 
@@ -120,15 +135,19 @@ def up(team_file: Path, backend: str | None, dry_run: bool, resume: bool, as_jso
     )
 
 
+def _wait_option(default: float, what: str) -> Any:
+    return click.option(
+        "--wait",
+        "wait_s",
+        type=click.FloatRange(min=0),
+        default=default,
+        show_default=True,
+        help=f"seconds the members have to answer before those still running are {what}",
+    )
+
+
 @click.command()
-@click.option(
-    "--wait",
-    "wait_s",
-    type=click.FloatRange(min=0),
-    default=30.0,
-    show_default=True,
-    help="seconds the members have to answer before those still running are stopped",
-)
+@_wait_option(DOWN_WAIT_S, "stopped anyway")
 @json_option
 @team_argument
 def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> None:
@@ -137,14 +156,19 @@ def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> No
 
     Every live member is asked to shut down (the shutdown protocol: it finishes its current
     step and releases its tasks); one that refuses or does not answer within --wait seconds is
-    stopped anyway.
+    stopped anyway. Who is still awaited is shown as it goes. Ctrl-C stops waiting at once
+    (exit 130) and deletes nothing: run `swarm down` again to finish. To stop the members and
+    keep the files, use `swarm stop`.
 
     \b
     Example:
-      swarm down pipeline --wait 10
+      swarm down pipeline --wait 5
     """
     team = pick_team(name, team)
-    departures = bring_down(paths_for(team), wait_s, announce=say_waiting)
+    paths = paths_for(team, must_exist=False)
+    if not leftovers(paths):  # not even the remains of a deletion cut short: no such team
+        paths = paths_for(team)
+    departures = bring_down(paths, wait_s, progress=say_waiting)
     emit(
         {"team": team, "deleted": True, "members": [dataclasses.asdict(d) for d in departures]},
         as_json,
@@ -154,6 +178,68 @@ def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> No
     )
 
 
+@click.command()
+@_wait_option(DOWN_WAIT_S, "stopped anyway")
+@json_option
+@team_argument
+def stop(name: str | None, team: str | None, wait_s: float, as_json: bool) -> None:
+    """Stop every member of team TEAM and keep its files: the board, the inboxes, the
+    conversations; each member's tasks stay its own. `swarm start` starts them again; `swarm
+    down` deletes the team.
+
+    Members are asked to shut down (the shutdown protocol); one that refuses or does not
+    answer within --wait seconds is stopped anyway. Ctrl-C stops waiting at once (exit 130):
+    run `swarm stop` again to finish.
+
+    \b
+    Example:
+      swarm stop pipeline && swarm start pipeline
+    """
+    team = pick_team(name, team)
+    results = stop_team(paths_for(team), wait_s, progress=say_waiting)
+    emit(
+        {"team": team, "members": [_result_json(name, r) for name, r in results]},
+        as_json,
+        lambda _: "\n".join(
+            [departure_text(name, r, wait_s) for name, r in results]
+            + [f"team {team!r} is stopped: `swarm start {team}` starts it again"]
+        ),
+    )
+
+
+@click.command()
+@json_option
+@team_argument
+def start(name: str | None, team: str | None, as_json: bool) -> None:
+    """Start the members of team TEAM that `swarm stop` stopped, all at once, with the options
+    each was spawned with (a Claude teammate with its conversation); each carries on with the
+    tasks it held.
+
+    \b
+    Example:
+      swarm start pipeline
+    """
+    team = pick_team(name, team)
+    started = start_team(paths_for(team))
+    failed = [s for s in started if s.error]
+    emit(
+        {"team": team, "members": [dataclasses.asdict(s) for s in started]},
+        as_json,
+        lambda _: "\n".join(
+            [printable_line(s.line()) for s in started]
+            or [f"no member of team {team!r} is stopped: nothing to start"]
+        ),
+    )
+    if failed:
+        sys.exit(1)
+
+
+def _result_json(name: str, result: ShutdownResult | Error) -> dict[str, Any]:
+    if isinstance(result, Error):
+        return {"name": name, "outcome": "error", "reason": str(result)}
+    return {"name": name, "outcome": result.outcome, "reason": result.reason}
+
+
 def departure_line(departure: Departure, wait_s: float) -> str:
     outcome, why = departure.outcome, f": {departure.detail}" if departure.detail else ""
     text = {
@@ -161,6 +247,7 @@ def departure_line(departure: Departure, wait_s: float) -> str:
         "rejected": f"refused to shut down{why}; stopped",
         "no-answer": f"did not answer within {wait_s:g} s; stopped",
         "dead": "had already stopped; removed",
+        "stopped": "was stopped (swarm stop); removed",
         "starting": "had not started; removed",
     }.get(outcome, f"{outcome}{why}")
     return printable_line(f"{departure.name}: {text}")

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from protocols.paths import TeamPaths
 from protocols.store import open_store
-from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.hosts.requests import require_live, team_hosts
 from swarm.team.liveness import liveness, member_host
@@ -44,6 +43,6 @@ def choose_host(paths: TeamPaths, hosts: Sequence[str]) -> str:
     load = Counter(
         member_host(member)
         for member in open_store(paths).team_file().load().members
-        if member_host(member) is not None and judge.state(member) != MemberState.DEAD
+        if member_host(member) is not None and not judge.state(member).gone
     )
     return min(live, key=lambda host: load[host])  # min keeps the first of equals

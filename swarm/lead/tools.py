@@ -34,9 +34,10 @@ from swarm.backends.base import SpawnBackend
 from swarm.hosts.placement import choose_host
 from swarm.hosts.requests import spawn_on_host
 from swarm.team.approvals import answer
-from swarm.team.lifecycle import delete_team, spawn_member
+from swarm.team.lifecycle import spawn_member
 from swarm.team.resume import clear_dead, crashed
 from swarm.team.signatures import lead_mailbox
+from swarm.team.stopping import delete_team
 from teammate.agent.definitions import load_agent
 from teammate.brains.base import Approval, PlanVerdict, Watched
 from teammate.options import MemberSpec

@@ -23,7 +23,6 @@ from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
 from protocols.store import open_store
 from protocols.team_config import Member, TeamConfig
-from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.members import MCP_BACKEND, is_mcp, member_pid, member_state
 
@@ -68,7 +67,7 @@ def _check_free(paths: TeamPaths, member: Member) -> None:
         raise NameTaken(
             f"{member.name!r} is already {kind} in team {paths.team!r}; join under another name"
         )
-    if member_state(member) != MemberState.DEAD:
+    if not member_state(member).gone:
         raise NameTaken(
             f"{member.name!r} is already joined by another open MCP session (server pid "
             f"{member_pid(member)}); join under another name, or end that session first"

@@ -80,7 +80,13 @@ def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> At
             f"its own; `swarm logs {name}` shows what it did"
         )
     _not_elsewhere(store, paths.team, name)
-    if member_state(member) == MemberState.DEAD:
+    state = member_state(member)
+    if state == MemberState.STOPPED:
+        raise SwarmError(
+            f"{name!r} is stopped (swarm stop), so there is nothing to attach to; start the team "
+            f"again with `swarm start`, or see what it did with `swarm logs {name}`"
+        )
+    if state == MemberState.DEAD:
         raise SwarmError(
             f"{name!r} is dead (its process is gone), so there is nothing to attach to; start "
             f"it again with `swarm restart {name}` (add --resume to keep a Claude teammate's "

@@ -16,7 +16,7 @@ from protocols.clock import now_iso
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.store import open_store
-from protocols.values import MemberState, ModelKind
+from protocols.values import ModelKind
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
 from swarm.team.signatures import lead_mailbox
@@ -76,7 +76,7 @@ def wait_compacted(paths: TeamPaths, name: str, before: Context, timeout: float)
         if now.compactions > before.compactions:
             return Outcome(MET, f"{name} compacted its conversation: now {now.text()}")
         member = team.load().member(name)
-        if member is None or liveness(paths).state(member) == MemberState.DEAD:
+        if member is None or liveness(paths).state(member).gone:
             return Outcome(FAILED, f"{name} is not running: nothing was compacted")
         return None
 

@@ -14,15 +14,15 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocols import safefs
 from protocols.catalogue import model_name_problem
-from protocols.errors import Error, ProtocolsError
+from protocols.clock import now_ms
+from protocols.errors import ProtocolsError
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
@@ -37,7 +37,7 @@ from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import close_requests
 from swarm.team.budget import check_priced
 from swarm.team.isolation import isolation_of, member_fields, prepare, release
-from swarm.team.liveness import HOST_KEY, liveness
+from swarm.team.liveness import HOST_KEY, STOPPED_KEY, liveness
 from swarm.team.members import is_mcp, member_identity, stop_member
 from swarm.team.resume import prepare_resume
 from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
@@ -76,6 +76,9 @@ class RemoteLead:
 SWARM_TEAMMATE = (sys.executable, "-m", "teammate")
 GENERAL_PURPOSE = "general-purpose"
 TEAMMATE_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}  # as Claude Code
+# a Claude Code teammate (--teammate-command) on a model newer than its list (claude-sonnet-5-5,
+# the "sonnet" alias) has no Task tools without this (2.1.330 and 2.1.332): it needs the board
+CLAUDE_CODE_TEAMMATE_ENV = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
 START_WAIT_S = 30.0  # how long `swarm spawn` waits for a teammate to join before returning
 FOREIGN_GRACE_S = 2.0  # how long a --teammate-command program is watched for an early exit
 
@@ -204,6 +207,8 @@ def spawn_member(
             lead_verify_key=lead_verify_key,
         )
         env_vars = {"CLAUDE_CONFIG_DIR": str(paths.root), **TEAMMATE_ENV}
+        if spec.teammate_command is not None:
+            env_vars.update(CLAUDE_CODE_TEAMMATE_ENV)
         if paths.store is not None:  # a PostgreSQL team: the teammate finds it by this; never
             # a password on a command line (libpq's PGPASSWORD or ~/.pgpass give it one)
             env_vars[STORE_ENV] = redacted(paths.store)
@@ -356,12 +361,18 @@ def request_shutdown(
     reason: str | None = None,
     wait_s: float = 30.0,
     force: bool = False,
+    *,
+    keep: bool = False,
+    on_answer: Callable[[], None] | None = None,
 ) -> ShutdownResult:
     """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless.
 
     Only an answer from `name` itself counts (the entry's sender and the answer's ``from``): a
     forged approval from another member cannot stop it. The result lists every task of
     `name`'s that went back to pending, whether the teammate released it or the lead did.
+    `keep`: the member stays in the team, stopped, remembering the tasks it held (`swarm
+    stop`; `swarm start` brings it back). `on_answer` is called once the wait is over and the
+    member is being stopped (a caller that is interrupted lets that part finish).
     """
     team = open_store(paths).team_file()
     if name == LEAD_NAME:
@@ -369,8 +380,11 @@ def request_shutdown(
     member = team.load().require(name)  # an unknown name: did you mean...
     board = open_store(paths).task_board()
     held = {t.id for t in board.list(include_internal=True) if t.owner == name and t.unfinished}
-    if liveness(paths).state(member) == MemberState.DEAD:  # nobody is there to answer: no wait
-        released = finish_shutdown(paths, member, approved=False)
+    state = liveness(paths).state(member)
+    if state in (MemberState.DEAD, MemberState.STOPPED):  # nobody is there to answer: no wait
+        if state == MemberState.STOPPED and keep:
+            return ShutdownResult(name, "stopped", "it was stopped already", True, [])
+        released = finish_shutdown(paths, member, approved=False, keep=keep, held=held)
         return ShutdownResult(name, "dead", "its process is gone", True, released)
     if is_mcp(member):  # an MCP client cannot answer a shutdown request: its session decides
         if not force:
@@ -400,7 +414,10 @@ def request_shutdown(
     )
     if outcome == "no-answer" and not force:
         return ShutdownResult(name, outcome, f"no answer within {wait_s:g} s", False, [])
-    returned = set(finish_shutdown(paths, member, approved=outcome == "approved"))
+    if on_answer is not None:
+        on_answer()
+    approved = outcome == "approved"
+    returned = set(finish_shutdown(paths, member, approved=approved, keep=keep, held=held))
     for task_id in held:  # the teammate returns its tasks itself when it approves
         task = board.get(task_id)
         if task is not None and task.owner != name and task.status == TaskStatus.PENDING:
@@ -409,41 +426,18 @@ def request_shutdown(
     return ShutdownResult(name, outcome, why, True, sorted(returned, key=int))
 
 
-def shut_down_together(
+def finish_shutdown(
     paths: TeamPaths,
-    names: Sequence[str],
-    reason: str,
-    wait_s: float,
-    announce: Callable[[str], None] | None = None,
-) -> list[ShutdownResult | Error]:
-    """`request_shutdown` with `force` of every member in `names`, all at once: each is asked,
-    and whoever has not answered within `wait_s` is stopped, so ten silent members take
-    `wait_s`, not ten times it. A result per name, in order (an `Error` for one that failed).
-    `announce(line)` is told first what is being waited for (a person watches a slow command)."""
-
-    def shut_down(name: str) -> ShutdownResult | Error:
-        try:
-            return request_shutdown(paths, name, reason, wait_s, True)
-        except Error as exc:
-            return exc
-
-    if not names:
-        return []
-    if announce is not None:
-        who = (
-            ", ".join(names)
-            if len(names) <= 5
-            else f"{', '.join(names[:5])} and {len(names) - 5} more"
-        )
-        announce(f"asking {who} to shut down; waiting up to {wait_s:g} s for the answers")
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        return list(pool.map(shut_down, names))
-
-
-def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> list[str]:
+    member: Member,
+    approved: bool = True,
+    keep: bool = False,
+    held: Collection[str] = (),
+) -> list[str]:
     """The lead's side of a shutdown: wait for the process to exit (briefly, if it approved),
     stop it and its pane, return its unfinished tasks to pending, remove the member. Safe to
-    run twice (the CLI and `swarm lead` may both see the approval); returns released task ids."""
+    run twice (the CLI and `swarm lead` may both see the approval); returns released task ids.
+    `keep`: the member stays, marked stopped, and the tasks it `held` stay its own (`swarm
+    stop`: nobody else takes them before `swarm start` brings it back)."""
     if HOST_KEY in (member.model_extra or {}):  # it runs on a host: stopped there
         from swarm.hosts.requests import stop_on_host
 
@@ -453,6 +447,12 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
         stop_member(paths, member)
     released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
     team = open_store(paths).team_file()
+    if keep:
+        with contextlib.suppress(ProtocolsError):
+            close_requests(paths, member.name, "it was stopped")
+            team.update_member(member.name, isActive=False, **{STOPPED_KEY: now_ms()})
+        keep_assignment(paths, member.name, held)
+        return []
     if team.load().member(member.name) is not None:
         with contextlib.suppress(ProtocolsError):
             close_requests(paths, member.name, "it shut down")
@@ -461,44 +461,18 @@ def finish_shutdown(paths: TeamPaths, member: Member, approved: bool = True) -> 
     return released
 
 
-def delete_team(
-    paths: TeamPaths, force: bool = False, announce: Callable[[str], None] | None = None
-) -> list[ShutdownResult]:
-    """Remove ``teams/<team>`` and ``tasks/<team>``. Refuses while members are alive, unless
-    `force`, which shuts them down first (the protocol, then stopping those that do not go;
-    `announce` as for `shut_down_together`)."""
-    judge = liveness(paths)
-    live = [
-        m
-        for m in open_store(paths).team_file().load().members
-        if judge.state(m) in (MemberState.WORKING, MemberState.IDLE)
-    ]
-    if live and not force:
-        raise SwarmError(
-            f"team {paths.team!r} has live members ({', '.join(m.name for m in live)}); "
-            "shut them down first (swarm shutdown NAME), or use --force"
-        )
-    names = [m.name for m in live]
-    outcomes = shut_down_together(paths, names, "the team is being deleted", 10.0, announce)
-    failed = [o for o in outcomes if isinstance(o, Error)]
-    if failed:
-        raise failed[0]
-    results = [o for o in outcomes if not isinstance(o, Error)]
-    for member in (
-        open_store(paths).team_file().load().members
-    ):  # dead or starting: what they left running
-        if member.name != LEAD_NAME:
-            stop_member(paths, member)
-    store = open_store(paths)
-    store.delete_team()  # PostgreSQL: the team's rows; files: the directories below
-    safefs.rmtree(paths.team_dir, missing_ok=store.kind != "files")  # its pointer file, logs
-    with contextlib.suppress(OSError):
-        safefs.rmtree(paths.tasks_dir, missing_ok=True)
-    with contextlib.suppress(OSError):  # swarm's caches of what was just deleted
-        safefs.rmtree(paths.record_summaries, missing_ok=True)
-    with contextlib.suppress(OSError):
-        safefs.unlink(paths.task_summary, missing_ok=True)
-    return results
+def keep_assignment(paths: TeamPaths, name: str, held: Collection[str]) -> list[str]:
+    """Give `name` back the tasks of `held` that went back to the board unowned when it
+    stopped (and nobody took since): a restarted or stopped member keeps its work. Their ids."""
+    board = open_store(paths).task_board()
+    kept = []
+    for task_id in sorted(held, key=lambda i: (len(i), i)):
+        task = board.get(task_id)
+        if task is not None and task.owner is None and task.status == TaskStatus.PENDING:
+            with contextlib.suppress(ProtocolsError):
+                board.update(task_id, owner=name)
+                kept.append(task_id)
+    return kept
 
 
 def _wait_for_exit(member: Member, timeout: float) -> None:

@@ -1,5 +1,7 @@
 """Whether a member's process is alive: its identity as its entry records it, and its state
-(lead, working, idle, dead, starting), from files and the kernel only.
+(lead, working, idle, stopped, dead, starting), from files and the kernel only. A member whose
+process is gone is stopped if `swarm stop` stopped it (``swarmStopped``: `swarm start` starts it
+again), dead otherwise.
 
 Kept apart from `swarm.team.members` (reaping and stopping, which need the spawn backends and so
 libtmux) so that `swarm send` can warn about a dead recipient without loading them. A member's
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 MCP_BACKEND = "mcp"  # the backendType of a member that is an MCP session (`swarm.mcp_server`)
 HOST_KEY = "swarmHost"  # the `swarm host serve` that started the member (PostgreSQL teams)
+STOPPED_KEY = "swarmStopped"  # when `swarm stop` stopped the member (ms): kept, to start again
 
 
 def member_entry(member: AnyMember) -> Mapping[str, Any]:
@@ -72,10 +75,13 @@ def is_mcp(member: AnyMember) -> bool:
 
 
 def member_state(member: AnyMember) -> MemberState:
-    """LEAD, WORKING, IDLE, DEAD, or STARTING (no process recorded yet)."""
+    """LEAD, WORKING, IDLE, STOPPED, DEAD, or STARTING (no process recorded yet)."""
     entry = member_entry(member)
     if entry.get("name") == LEAD_NAME:
         return MemberState.LEAD
+    if entry.get(STOPPED_KEY) is not None:
+        identity = member_identity(entry)
+        return MemberState.STOPPED if identity is None or not identity.alive() else _by(entry)
     identity = member_identity(entry)
     if identity is None and is_mcp(entry):
         return MemberState.DEAD  # its session ended: the server cleared the process
@@ -86,6 +92,11 @@ def member_state(member: AnyMember) -> MemberState:
         return MemberState.STARTING
     if not identity.alive():
         return MemberState.DEAD
+    return _by(entry)
+
+
+def _by(entry: Mapping[str, Any]) -> MemberState:
+    """A live member's state: working, or idle between turns."""
     return MemberState.WORKING if entry.get("isActive") is True else MemberState.IDLE
 
 
@@ -107,7 +118,7 @@ class Liveness(NamedTuple):
         if lease is None or entry.get("name") == LEAD_NAME or is_mcp(entry):
             return member_state(entry)  # files, or a member not (or no longer) in the store
         if not lease.alive:
-            return MemberState.DEAD
+            return MemberState.STOPPED if entry.get(STOPPED_KEY) is not None else MemberState.DEAD
         if lease.left_s is not None:  # it holds one: that decides, wherever it runs
             if lease.left_s <= 0:
                 return MemberState.DEAD

@@ -51,6 +51,7 @@ from teammate.options import MemberSpec
 
 __all__ = [  # the liveness names, from here as before
     "MCP_BACKEND",
+    "clear_keeping_tasks",
     "is_mcp",
     "liveness",
     "member_host",
@@ -125,6 +126,17 @@ def reap_member(
     )
     lead_mailbox(paths).send(LEAD_NAME, note, sender=LEAD_NAME)
     return Reaped(member.name, pid, released)
+
+
+def clear_keeping_tasks(paths: TeamPaths, member: Member) -> None:
+    """Make room for a new instance of a member whose process is gone (dead, or stopped by
+    `swarm stop`): stop what the old one left running, close its requests, remove its entry;
+    its tasks keep their owner, and its worktree stays for the new instance (unlike
+    `reap_member`)."""
+    if member_host(member) is None:  # on a host, its host stops what is left
+        stop_leftovers(member)
+    close_requests(paths, member.name, "its process is gone")
+    open_store(paths).team_file().remove_member(member.name)
 
 
 def stop_leftovers(member: Member, timeout: float = 5.0) -> list[int]:

@@ -19,7 +19,10 @@ and so its conversation, lives.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
+from protocols.errors import Error
 from protocols.paths import TeamPaths
 from protocols.store import open_store
 from protocols.team_config import Member
@@ -27,7 +30,13 @@ from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
-from swarm.team.members import member_host, member_pid, member_spec, reap_member
+from swarm.team.members import (
+    clear_keeping_tasks,
+    member_host,
+    member_pid,
+    member_spec,
+    reap_member,
+)
 from teammate.agent.transcript import conversation_of, ended_in_order, read_transcript
 from teammate.options import MemberSpec
 
@@ -84,7 +93,7 @@ def clear_dead(paths: TeamPaths, name: str) -> None:
     if member is None:
         return
     judge = liveness(paths)  # on PostgreSQL by its lease: it may run on another machine
-    if judge.state(member) != MemberState.DEAD:
+    if not judge.state(member).gone:
         pid = member_pid(member)
         host = member_host(member)
         where = f" on host {host}" if host else ""
@@ -109,9 +118,15 @@ def restart_member(
     """Stop `name` (the shutdown protocol; `force` stops it if it will not) and start it again
     with the options its entry records (`member_spec`), with its conversation if `resume`.
     Its first message: `prompt`, else the one it was spawned with (a note that it was
-    restarted, when resuming). A member on a host is restarted by that host (module doc); the
-    `Spawned` returned then describes the process there."""
-    from swarm.team.lifecycle import request_shutdown, spawn_member  # lifecycle imports us
+    restarted, when resuming). The tasks it was working on stay its own: the new instance
+    carries on with them, no other idle teammate takes them meanwhile. A member on a host is
+    restarted by that host (module doc); the `Spawned` returned then describes the process
+    there."""
+    from swarm.team.lifecycle import (  # lifecycle imports us
+        keep_assignment,
+        request_shutdown,
+        spawn_member,
+    )
 
     member = open_store(paths).team_file().load().require(name)
     host = member_host(member)
@@ -126,15 +141,20 @@ def restart_member(
             "start it again with swarm spawn"
         )
     first = prompt or (RESUME_PROMPT if resume else member.prompt) or RESTART_PROMPT
-    if liveness(paths).state(member) != MemberState.DEAD:
+    board = open_store(paths).task_board()
+    held = [t.id for t in board.list() if t.owner == name and t.busy]  # not a failed one
+    if not liveness(paths).state(member).gone:
         stopped = request_shutdown(paths, name, "restarting", wait_s, force)
         if not stopped.stopped:
             raise SwarmError(
                 f"{name!r} did not stop ({stopped.outcome}: {stopped.reason}); "
                 "add --force to stop it anyway"
             )
-    elif not resume:  # with resume, prepare_resume reaps it (on its host, for one there)
+    elif host is None:
+        clear_keeping_tasks(paths, member)
+    elif not resume:  # with resume, its host clears the way (`swarm.hosts`)
         reap_member(paths, member)
+    keep_assignment(paths, name, held)  # what it held stays its own, not the next idle's
     if host is not None:
         return _start_on_host(paths, host, name, first, dataclasses.replace(spec, resume=resume))
     return spawn_member(
@@ -158,3 +178,51 @@ def _start_on_host(
         socket_name=done.get("socket") if isinstance(done.get("socket"), str) else None,
     )
     return member, spawned
+
+
+@dataclass(frozen=True)
+class Started:
+    """One stopped member `start_team` started again (or could not: `error`)."""
+
+    name: str
+    pid: int | None
+    resumed: bool  # with its conversation
+    tasks: list[str]  # the tasks it carries on with
+    error: str = ""
+
+    def line(self) -> str:
+        if self.error:
+            return f"{self.name}: not started: {self.error}"
+        how = "with its conversation" if self.resumed else "fresh"
+        held = ", ".join("#" + t for t in self.tasks) or "none"
+        return f"started {self.name} ({how}), pid {self.pid}; its tasks: {held}"
+
+
+def start_team(paths: TeamPaths) -> list[Started]:
+    """`swarm start`: every member `swarm stop` stopped, started again together (each in a
+    thread: a spawn waits for its teammate to join), with its options, its conversation if it
+    has one, and its tasks."""
+    team = open_store(paths).team_file().load()
+    judge = liveness(paths)
+    stopped = [m for m in team.members if judge.state(m) == MemberState.STOPPED]
+
+    def start(member: Member) -> Started:
+        spec = member_spec(member)
+        resume = (
+            spec is not None
+            and spec.kind != ModelKind.SHELL
+            and spec.teammate_command is None
+            and conversation_length(paths, member.name) > 0
+        )
+        try:
+            _, spawned = restart_member(paths, member.name, resume=resume)
+        except Error as exc:
+            return Started(member.name, None, False, [], str(exc))
+        board = open_store(paths).task_board()
+        tasks = [t.id for t in board.list() if t.owner == member.name and t.unfinished]
+        return Started(member.name, spawned.pid, resume, tasks)
+
+    if not stopped:
+        return []
+    with ThreadPoolExecutor(max_workers=len(stopped)) as pool:
+        return list(pool.map(start, stopped))

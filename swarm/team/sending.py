@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from protocols.errors import UnknownMember
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.store import open_store
-from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
 from swarm.team.signatures import lead_mailbox
@@ -28,17 +28,39 @@ def send_text(
     member = open_store(paths).team_file().entry(sender)
     color = member.get("color") if member else None
     mailbox = lead_mailbox(paths)
-    written = mailbox.post(to, text, sender=sender, summary=summary, color=color)
+    try:
+        written = mailbox.post(to, text, sender=sender, summary=summary, color=color)
+    except UnknownMember:
+        gone_member(paths, to)  # one that was shut down: says so, and when
+        raise
     if not written:
         raise SwarmError(f"nobody to send to: {sender!r} is the only member of team {paths.team!r}")
     return mailbox.broadcast_recipients(sender) if to == "*" else ([to], [])
 
 
+def gone_member(paths: TeamPaths, name: str) -> None:
+    """`UnknownMember` saying how `name` left the team and when, if the team's history shows
+    it was a member (`swarm.team.departures`); nothing else."""
+    from swarm.team.departures import departure  # a failed send only: it parses the history
+
+    team = open_store(paths).team_file()
+    if name in team.member_names():
+        return
+    left = departure(paths, name)
+    if left is not None:
+        members = ", ".join(team.member_names())
+        raise UnknownMember(
+            f"{name!r} is no longer a member of team {paths.team!r}: {left}; `swarm spawn "
+            f"{name}` starts it again; members are: {members}"
+        ) from None
+
+
 def dead_members(paths: TeamPaths, names: Sequence[str]) -> list[str]:
-    """Those of `names` that are members whose process is gone (`swarm.team.liveness`)."""
+    """Those of `names` that are members whose process is gone (`swarm.team.liveness`): dead,
+    or stopped by `swarm stop`."""
     team = open_store(paths).team_file()
     entries = [team.entry(name) for name in names]
     if all(e is None for e in entries):
         return []
     judge = liveness(paths)  # by lease on PostgreSQL
-    return [e["name"] for e in entries if e is not None and judge.state(e) == MemberState.DEAD]
+    return [e["name"] for e in entries if e is not None and judge.state(e).gone]

@@ -117,8 +117,10 @@ def member_idle(paths: TeamPaths, name: str) -> Check:
         member = team.load().member(name)
         if member is None:
             return Outcome(FAILED, f"{name} left the team")
-        if liveness(paths).state(member) == MemberState.DEAD:
-            return Outcome(FAILED, f"{name} is dead (its process is gone)")
+        state = liveness(paths).state(member)
+        if state.gone:
+            why = "stopped (swarm stop)" if state == MemberState.STOPPED else "dead"
+            return Outcome(FAILED, f"{name} is {why}: its process is gone")
         status = open_store(paths).read_status(name)
         if status is not None and status.state == MemberState.IDLE:
             return Outcome(MET, f"{name} is idle")

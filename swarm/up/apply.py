@@ -28,23 +28,26 @@ from protocols.paths import TeamPaths, config_root
 from protocols.store import check_url, locate, open_store, redacted, write_pointer
 from protocols.tasks import NewTask
 from protocols.team_config import Member
-from protocols.values import MemberState, ModelKind, PermissionMode
+from protocols.values import ModelKind, PermissionMode
 from swarm.backends import Spawned
 from swarm.errors import SwarmError
 from swarm.team.budget import check_priced
-from swarm.team.lifecycle import (
-    check_model,
-    delete_team,
-    shut_down_together,
-    spawn_member,
-)
+from swarm.team.lifecycle import check_model, spawn_member
 from swarm.team.members import member_state, stop_member
+from swarm.team.stopping import (
+    delete_team,
+    leftovers,
+    live_names,
+    remove_team_files,
+    stop_together,
+)
 from swarm.up.spec import TeamSpec, resolve_blocked_by
 from teammate.agent.definitions import load_agent
 from teammate.options import MemberSpec
 
 LEAD_SETTINGS = "swarm-lead.json"
 DOWN_REASON = "the team is going down (swarm down)"
+DOWN_WAIT_S = 10.0  # how long `swarm down` waits for the members' answers
 
 
 class UpError(SwarmError):
@@ -94,7 +97,7 @@ class Departure:
     """What happened to one member on `swarm down`."""
 
     name: str
-    outcome: str  # approved | rejected | no-answer | dead | starting | error
+    outcome: str  # approved | rejected | no-answer | dead | stopped | starting | error
     detail: str  # the reason of a refusal, or the error
 
 
@@ -275,15 +278,20 @@ def _undo(paths: TeamPaths, started: list[Member]) -> None:
 
 
 def bring_down(
-    paths: TeamPaths, wait_s: float = 30.0, announce: Callable[[str], None] | None = None
+    paths: TeamPaths,
+    wait_s: float = DOWN_WAIT_S,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Departure]:
     """Ask every live member to shut down, all at once; whoever refuses or has not answered
-    within `wait_s` seconds is stopped. Then delete the team's files. `announce(line)` is told
-    what is being waited for."""
+    within `wait_s` seconds is stopped. Then delete the team's files. `progress(line)` hears
+    each departure and who is still awaited; Ctrl-C raises `StopInterrupted` and deletes
+    nothing (run it again to finish). What is left of a deletion cut short is removed."""
+    if leftovers(paths) and not safefs.exists(paths.config):
+        remove_team_files(paths)
+        return []
     members = [m for m in open_store(paths).team_file().load().members if m.name != LEAD_NAME]
-    live = [m.name for m in members if member_state(m) in (MemberState.WORKING, MemberState.IDLE)]
-
-    outcomes = shut_down_together(paths, live, DOWN_REASON, wait_s, announce)
+    live = live_names(paths)
+    outcomes = stop_together(paths, live, DOWN_REASON, wait_s, progress, what="swarm down")
     departures = [
         Departure(name, "error", str(o))
         if isinstance(o, Error)
@@ -291,7 +299,7 @@ def bring_down(
         for name, o in zip(live, outcomes, strict=True)
     ]
     departures += [Departure(m.name, member_state(m), "") for m in members if m.name not in live]
-    delete_team(paths, force=True)
+    delete_team(paths, force=True, progress=progress, what="swarm down")
     return departures
 
 

@@ -36,11 +36,10 @@ from protocols.store import locate, open_store
 from protocols.task_model import Task
 from protocols.tasks import NewTask
 from protocols.team_config import Member
-from protocols.values import MemberState, ModelKind
+from protocols.values import ModelKind
 from swarm.backends import Spawned
-from swarm.team.approvals import close_requests
 from swarm.team.lifecycle import spawn_member
-from swarm.team.members import member_pid, member_spec, member_state, stop_leftovers
+from swarm.team.members import clear_keeping_tasks, member_pid, member_spec, member_state
 from swarm.team.resume import RESTART_PROMPT, RESUME_PROMPT, conversation_length
 from swarm.team.signatures import lead_mailbox
 from swarm.up.apply import (
@@ -196,7 +195,7 @@ def _revive(
 ) -> Revival:
     member = open_store(paths).team_file().load().member(plan.name)
     held = _held(paths, plan.name)
-    if member is not None and member_state(member) != MemberState.DEAD:
+    if member is not None and not member_state(member).gone:
         pid = member_pid(member)
         say(f"{plan.name}: running{f' (pid {pid})' if pid else ''}; left alone")
         return Revival(plan.name, "running", pid, held, None)
@@ -211,7 +210,7 @@ def _revive(
     spec = member_spec(member) or plan.spec
     resume = can_resume(paths, plan.name, spec)
     first = RESUME_PROMPT if resume else _first_message(paths, member, plan)
-    _clear_dead_keeping_tasks(paths, member)
+    clear_keeping_tasks(paths, member)
     _, spawned = spawn_member(paths, plan.name, first, _resuming(spec, resume), env=env)
     how = "with its conversation" if resume else "fresh"
     tasks = f"; takes up {', '.join('#' + i for i in held)} again" if held else ""
@@ -243,15 +242,6 @@ def _first_message(paths: TeamPaths, member: Member, plan: MemberPlan) -> str:
     if any(e.from_ == LEAD_NAME and e.text == prompt for e in waiting):
         return RESTART_PROMPT
     return prompt
-
-
-def _clear_dead_keeping_tasks(paths: TeamPaths, member: Member) -> None:
-    """Make room for the new instance of a dead member: stop what the old one left running,
-    close its requests, remove its entry; its tasks keep their owner, and its worktree stays
-    for the new instance (unlike `swarm.team.members.reap_member`)."""
-    stop_leftovers(member)
-    close_requests(paths, member.name, "its process is gone")
-    open_store(paths).team_file().remove_member(member.name)
 
 
 def _where(spawned: Spawned) -> str:

@@ -1,0 +1,147 @@
+"""`swarm down`, `swarm stop` and `swarm start` with real teammates and the real CLI: `down` says
+whom it waits for, obeys Ctrl-C at once (exit 130, the team's files kept, saying who went and
+who was only asked) and finishes when run again; `stop` stops every member and keeps the files
+and each member's tasks (nobody else takes them), `start` brings the members back, each
+carrying on with its tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import swarm, wait_for
+
+from protocols.paths import TeamPaths
+from protocols.pids import ProcessIdentity
+from protocols.tasks import TaskBoard
+from protocols.team import TeamFile
+
+
+def spawn_worker(name: str, work: Path) -> int:
+    spawned = swarm(
+        "spawn",
+        name,
+        "-p",
+        "Work the board.",
+        "--backend",
+        "subprocess",
+        "--cwd",
+        str(work),
+        "--json",
+    )
+    assert spawned.returncode == 0, spawned.stderr
+    return int(json.loads(spawned.stdout)["pid"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def test_down_says_whom_it_waits_for_obeys_ctrl_c_and_finishes_when_run_again(
+    config_root: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    ann, bea = spawn_worker("ann", work), spawn_worker("bea", work)
+    os.kill(bea, signal.SIGSTOP)  # alive, but it cannot answer: down must wait for it
+    try:
+        down = subprocess.Popen(
+            [sys.executable, "-m", "swarm", "down", "t", "--wait", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "SWARM_TEAM": "t"},
+        )
+        assert down.stderr is not None
+        said = [down.stderr.readline()]
+        assert "asking ann, bea to shut down; waiting up to 60 s" in said[0], said
+        # ann agrees and goes; bea is still awaited, and down says so as it waits
+        while not any("still waiting for bea" in line for line in said):
+            said.append(down.stderr.readline())
+            assert said[-1], said
+        assert any(line.startswith("ann: agreed to shut down") for line in said), said
+        down.send_signal(signal.SIGINT)
+        out, err = down.communicate(timeout=30)
+        assert down.returncode == 130, (out, err)
+        assert "interrupted; stopped: ann" in err and "still running: bea" in err, err
+        assert "run `swarm down` again to finish" in err and "Traceback" not in err
+        paths = TeamPaths(config_root, "t")
+        assert paths.config.exists()  # nothing deleted
+        assert TeamFile(paths).load().member_names() == ["team-lead", "bea"]
+        assert not alive(ann)
+    finally:
+        os.kill(bea, signal.SIGCONT)
+    # bea reads the request it was sent, agrees and exits by itself; down run again finishes
+    wait_for(lambda: not alive(bea), "bea to act on the request it was sent")
+    again = swarm("down", "t", "--wait", "5")
+    assert again.returncode == 0, again.stderr
+    assert "deleted team 't'" in again.stdout
+    assert not TeamPaths(config_root, "t").team_dir.exists()
+    assert not TeamPaths(config_root, "t").tasks_dir.exists()
+
+
+def test_down_finishes_a_deletion_cut_short(config_root: Path, tmp_path: Path) -> None:
+    assert swarm("team", "create", "t", "--cwd", str(tmp_path), team=None).returncode == 0
+    paths = TeamPaths(config_root, "t")
+    TaskBoard(paths).create("left over")
+    paths.config.unlink()  # as a deletion killed after removing the team's file leaves it
+    done = swarm("down", "t")
+    assert done.returncode == 0, done.stderr
+    assert not paths.team_dir.exists() and not paths.tasks_dir.exists()
+    missing = swarm("down", "t")
+    assert missing.returncode == 1 and "team 't' not found" in missing.stderr
+
+
+def test_stop_keeps_the_files_and_the_tasks_and_start_carries_on(
+    config_root: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    paths = TeamPaths(config_root, "t")
+    board = TaskBoard(paths)
+    # the task waits for a file the test writes after the restart
+    wait_go = "while [ ! -e go ]; do sleep 0.05; done; echo done >> runs.txt"
+    added = swarm("task", "add", "wait for go", "--command", wait_go)
+    assert added.returncode == 0, added.stderr
+    ann = spawn_worker("ann", work)
+    wait_for(lambda: board.require("1").status == "in_progress", "ann to take task #1")
+    stopped = swarm("stop", "t", "--wait", "2")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "ann:" in stopped.stdout and "swarm start t" in stopped.stdout
+    assert not alive(ann)
+    task = board.require("1")
+    assert (task.owner, task.status) == ("ann", "pending")  # still ann's
+    status = json.loads(swarm("status", "--json").stdout)
+    (shown,) = [m for m in status["members"] if m["name"] == "ann"]
+    assert shown["state"] == "stopped"
+    # another worker does not take a stopped member's task
+    bob = spawn_worker("bob", work)
+    wait_for(lambda: json.loads(swarm("status", "--json").stdout)["members"], "bob")
+    assert board.require("1").owner == "ann"
+    sent = swarm("send", "ann", "hello $(whoami)")
+    assert sent.returncode == 0 and "waits in its inbox" in sent.stderr
+
+    started = swarm("start", "t")
+    assert started.returncode == 0, started.stderr
+    assert "started ann (fresh)" in started.stdout and "its tasks: #1" in started.stdout
+    new_ann = TeamFile(paths).load().require("ann")
+    identity = ProcessIdentity.from_value(new_ann.to_json_dict())
+    assert identity is not None and identity.alive() and identity.pid != ann
+    (work / "go").touch()
+    wait_for(lambda: board.require("1").status == "completed", "ann to finish task #1")
+    assert board.require("1").owner == "ann"
+    assert (work / "runs.txt").read_text() == "done\n"  # run once: by ann, after the restart
+    nothing = swarm("start", "t")
+    assert nothing.returncode == 0 and "nothing to start" in nothing.stdout
+    assert swarm("down", "t", "--wait", "5").returncode == 0
+    assert not alive(bob)
