@@ -172,7 +172,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "up": (
         "swarm.cli.up:up",
-        "Start the team described in TEAM_FILE: create it, add its tasks, spawn its members.",
+        "Start the team in TEAM_FILE: create it, start its members together, then add its tasks.",
     ),
     "wait": (
         "swarm.cli.wait:wait",

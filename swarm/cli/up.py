@@ -62,7 +62,7 @@ from swarm.up.spec import load_team_file
     "stderr)",
 )
 def up(team_file: Path, backend: str | None, dry_run: bool, resume: bool, as_json: bool) -> None:
-    """Start the team described in TEAM_FILE: create it, add its tasks, spawn its members.
+    """Start the team in TEAM_FILE: create it, start its members together, then add its tasks.
 
     \b
     A team file (YAML; relative paths are relative to its folder):

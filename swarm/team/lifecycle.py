@@ -135,9 +135,11 @@ def spawn_member(
     wait_s: float = START_WAIT_S,
     backend: SpawnBackend | None = None,
     lead: RemoteLead | None = None,
+    color: str | None = None,
 ) -> tuple[Member, Spawned]:
     """Add `name` to the team, leave `prompt` as its first inbox message, start its process as
-    `spec` says (recorded in the member entry, `member_spec` reads it back).
+    `spec` says (recorded in the member entry, `member_spec` reads it back). `color`: its
+    colour (default: the team's next, round robin; a restarted member keeps its own).
 
     ``spec.teammate_command`` starts that program instead of swarm's teammate, with Claude
     Code's teammate command line (``claude`` runs a real Claude Code teammate); either gets
@@ -181,6 +183,7 @@ def spawn_member(
         agent_type=agent_type,
         model=spec.model,
         prompt=prompt,
+        color=color,
         cwd=directory,
         plan_mode_required=spec.plan_mode_required,
         backend_type=chosen.backend_type,

@@ -3,9 +3,11 @@
 `plan_up` turns a loaded `TeamSpec` into an `UpPlan` and only computes (as honcho turns a
 Procfile into process parameters before anything runs): each member's concrete spawn parameters
 (defaults applied, paths absolute, its ``--settings`` JSON), the tasks with their dependencies
-as indexes, the lead's settings. `bring_up` carries a plan out: the team, its tasks, the
-settings files (``teams/<team>/settings/<name>.json``, ``teams/<team>/swarm-lead.json``), one
-process per member; if any step fails, everything made so far is stopped and deleted.
+as indexes, the lead's settings. `bring_up` carries a plan out: the team, the settings files
+(``teams/<team>/settings/<name>.json``, ``teams/<team>/swarm-lead.json``), one process per
+member, all started together, then the tasks (so the first member up does not take every task
+before the others have joined: the team claims them as a team); if any step fails, everything
+made so far is stopped and deleted.
 `bring_down` asks every live member to shut down (the shutdown protocol, stopping whoever does
 not go within the wait), then deletes the team's files.
 """
@@ -15,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +32,10 @@ from protocols.store import check_url, locate, open_store, redacted, write_point
 from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import ModelKind, PermissionMode
-from swarm.backends import Spawned
+from swarm.backends import Spawned, choose_backend
 from swarm.errors import SwarmError
 from swarm.team.budget import check_priced
-from swarm.team.lifecycle import check_model, spawn_member
+from swarm.team.lifecycle import START_WAIT_S, await_start, check_model, spawn_member
 from swarm.team.members import member_state, stop_member
 from swarm.team.stopping import (
     delete_team,
@@ -46,6 +49,7 @@ from teammate.agent.definitions import load_agent
 from teammate.options import MemberSpec
 
 LEAD_SETTINGS = "swarm-lead.json"
+MAX_PARALLEL_WAITS = 32  # members `swarm up` waits for at once (threads that only wait)
 DOWN_REASON = "the team is going down (swarm down)"
 DOWN_WAIT_S = 10.0  # how long `swarm down` waits for the members' answers
 
@@ -177,15 +181,64 @@ def bring_up(
         write_pointer(paths)  # `swarm down TEAM` and the others find it here
     started: list[Member] = []
     try:
-        _create_tasks(paths, plan, say)
         if plan.lead is not None:
             write_json(paths.team_dir / LEAD_SETTINGS, plan.lead)
-        for member in plan.members:
-            started.append(_spawn(paths, member, env, say))
+        # every member first, together; then the tasks, which they claim as one team
+        _spawn_all(paths, plan.members, env, say, started)
+        _create_tasks(paths, plan, say)
     except BaseException:
         _undo(paths, started)
         raise
     return paths
+
+
+def _spawn_all(
+    paths: TeamPaths,
+    members: Sequence[MemberPlan],
+    env: Mapping[str, str] | None,
+    say: Callable[[str], None],
+    started: list[Member],
+) -> None:
+    """Start every member's process, one after another (quick: the team's order and colours
+    are the file's), then wait for them to join all at once (a couple of seconds each, paid
+    once rather than once per member). Each member started is added to `started` (for
+    `_undo`); the first that could not join raises once every wait is over."""
+    launched = []
+    for plan in members:
+        member, spawned = spawn_planned(paths, plan, env, wait_s=0)
+        started.append(member)
+        launched.append((plan, member, spawned))
+    if not launched:
+        return
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=min(len(launched), MAX_PARALLEL_WAITS)) as pool:
+        futures = [pool.submit(_joined, paths, *one, say) for one in launched]
+        for future in futures:
+            try:
+                future.result()
+            except BaseException as exc:  # raised once all are done: none is left behind
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+def _joined(
+    paths: TeamPaths,
+    plan: MemberPlan,
+    member: Member,
+    spawned: Spawned,
+    say: Callable[[str], None],
+) -> None:
+    """Wait for one member to join (`await_start`) and say where it runs."""
+    backend = choose_backend(spawned.backend_type, socket_name=spawned.socket_name)
+    foreign = plan.spec.teammate_command is not None
+    await_start(paths, member, spawned, backend, START_WAIT_S, foreign=foreign)
+    where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
+    say(
+        f"spawned {plan.name} ({member.color}, {plan.spec.model}) in {where}, "
+        f"pid {spawned.pid}{watch}"
+    )
 
 
 def check_members(plan: UpPlan, environ: Mapping[str, str], root: Path | None = None) -> None:
@@ -245,27 +298,20 @@ def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) ->
 
 
 def spawn_planned(
-    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None
+    paths: TeamPaths,
+    plan: MemberPlan,
+    env: Mapping[str, str] | None,
+    wait_s: float = START_WAIT_S,
 ) -> tuple[Member, Spawned]:
-    """Write the member's settings file, if it has rules, and spawn it as planned."""
+    """Write the member's settings file, if it has rules, and spawn it as planned (waiting up
+    to `wait_s` for it to join: 0 returns once its process is started)."""
     spec = plan.spec
     if plan.settings is not None:
         settings = paths.team_dir / "settings" / f"{plan.name}.json"
         safefs.makedirs(settings.parent)
         write_json(settings, plan.settings)
         spec = dataclasses.replace(spec, settings=str(settings))
-    return spawn_member(paths, plan.name, plan.prompt, spec, env=env)
-
-
-def _spawn(
-    paths: TeamPaths, plan: MemberPlan, env: Mapping[str, str] | None, say: Callable[[str], None]
-) -> Member:
-    member, spawned = spawn_planned(paths, plan, env)
-    spec = plan.spec
-    where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
-    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
-    say(f"spawned {plan.name} ({member.color}, {spec.model}) in {where}, pid {spawned.pid}{watch}")
-    return member
+    return spawn_member(paths, plan.name, plan.prompt, spec, env=env, wait_s=wait_s)
 
 
 def _undo(paths: TeamPaths, started: list[Member]) -> None:

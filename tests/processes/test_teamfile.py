@@ -324,16 +324,17 @@ def test_up_runs_the_shell_pipeline_to_the_end_and_down_leaves_nothing(
     result = swarm("up", str(team_file), "--backend", "subprocess", team=None)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[:2] == [
+    # the members first, joining together (said in any order), in the file's colours; then tasks
+    assert sorted(line.split(", ")[0] for line in lines[:3]) == [
+        "spawned ann (blue",
+        "spawned ben (green",
+        "spawned cai (yellow",
+    ]
+    assert lines[3:5] == [
         "task #1: write the numbers 1 to 100",
         "task #2: pick the even numbers (after #1)",
     ]
     assert sum(line.startswith("task #") for line in lines) == 5
-    assert [line.split(" (")[0] for line in lines if line.startswith("spawned")] == [
-        "spawned ann",
-        "spawned ben",
-        "spawned cai",
-    ]
     paths = TeamPaths(config_root, "pipeline")
     pids = [m.model_extra["pid"] for m in TeamFile(paths).load().members[1:]]
     board = TaskBoard(paths)
@@ -353,6 +354,45 @@ def test_up_runs_the_shell_pipeline_to_the_end_and_down_leaves_nothing(
     ]
     assert not paths.team_dir.exists() and not paths.tasks_dir.exists()
     assert not any(pid_alive(pid) for pid in pids)
+
+
+PARALLEL = """
+team: fan
+members:
+  - {name: ann, prompt: Work the board.}
+  - {name: ben, prompt: Work the board.}
+  - {name: cai, prompt: Work the board.}
+tasks:
+  - {key: start, subject: start, command: "echo go > started"}
+  - {subject: left, command: "%(barrier)s", blocked_by: [start]}
+  - {subject: right, command: "%(barrier)s", blocked_by: [start]}
+"""
+# each branch marks itself, then waits (at most 60 s) for the other's mark: it succeeds only
+# if the two ran at the same time, by two members
+BARRIER = (
+    "touch $$.mark; for i in $(seq 600); do [ $(ls *.mark | wc -l) -ge 2 ] && exit 0;"
+    " sleep 0.1; done; exit 1"
+)
+
+
+def test_up_starts_the_members_together_so_parallel_branches_run_in_parallel(
+    config_root: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "fan.yaml").write_text(PARALLEL % {"barrier": BARRIER})
+    result = swarm("up", str(tmp_path / "fan.yaml"), "--backend", "subprocess", team=None)
+    assert result.returncode == 0, result.stderr
+    board = TaskBoard(TeamPaths(config_root, "fan"))
+    try:
+        wait_for(
+            lambda: all(t.status == "completed" or t.failed for t in board.list()),
+            "every task done",
+            timeout=90,
+        )
+        tasks = {t.subject: t for t in board.list()}
+        assert not any(t.failed for t in tasks.values()), [t.metadata for t in tasks.values()]
+        assert tasks["left"].owner != tasks["right"].owner
+    finally:
+        swarm("down", "fan", "--wait", "5", team=None)
 
 
 def test_up_runs_the_scripted_coders_with_approvals_until_each_member_is_idle(
@@ -485,7 +525,7 @@ def test_a_failing_spawn_stops_the_members_already_started_and_deletes_the_team(
     real = up_module.spawn_member
 
     def spawn_then_fail(*args: object, **kwargs: object) -> object:
-        if started:
+        if args[1] == "bob":  # alice is started first
             raise SpawnError("cannot start 'bob': no such terminal")
         member, spawned = real(*args, **kwargs)  # type: ignore[arg-type]
         started.append(spawned.pid)
