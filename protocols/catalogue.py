@@ -34,6 +34,7 @@ THINKING_BETA = "interleaved-thinking-2025-05-14"
 EFFORT_BETA = "effort-2025-11-24"
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 OFFLINE_MODELS = ("shell", "scripted")  # swarm's own: the shell worker, a scripted model
+WEB_SEARCH_USD = 0.01  # one web search (the API's web_search tool): every tier's price
 
 
 class Pricing(NamedTuple):

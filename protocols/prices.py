@@ -21,10 +21,12 @@ row in the catalogue (dated and provider ids included), the latest model of its 
 (``sonnet``) are resolved first, as the teammate resolves them. Anything else (``shell``,
 ``scripted``, other vendors' models) has no price: its cost is None.
 
-`cost` prices one request's usage: its prompt size picks the tier, and the part of its cache
+`cost` prices one request's usage: its prompt size picks the tier, the part of its cache
 writes made for an hour (``cache_creation_1h_input_tokens``, as `teammate.agent.model.Usage`
-keeps it) is priced as such. A sum of many requests' usage is priced as if it were one (the
-teammate prices each request as it comes, and its status file keeps that sum, ``costUsd``).
+keeps it) is priced as such, and each web search (``web_search_requests``) costs
+`WEB_SEARCH_USD`, the catalogue's price for every model. A sum of many requests' usage is
+priced as if it were one (the teammate prices each request as it comes, and its status file
+keeps that sum, ``costUsd``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from protocols import safefs
-from protocols.catalogue import ALIASES, MODELS, Pricing, alias_target, lookup
+from protocols.catalogue import ALIASES, MODELS, WEB_SEARCH_USD, Pricing, alias_target, lookup
 from protocols.errors import ProtocolsError
 from protocols.paths import config_root
 
@@ -45,6 +47,7 @@ FAMILIES = tuple(ALIASES)  # opus, sonnet, haiku, fable: an alias names its fami
 Price = Pricing  # the name the views and tests use
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
 ONE_HOUR_KEY = "cache_creation_1h_input_tokens"  # of the cache writes, those made for an hour
+WEB_SEARCHES_KEY = "web_search_requests"  # the web searches a request made (server_tool_use)
 
 
 class PriceFileError(ProtocolsError, ValueError):
@@ -111,7 +114,7 @@ class PriceTable(NamedTuple):
             + hour * price.cache_write_1h
             + read * price.cache_read
         )
-        return total / 1_000_000
+        return total / 1_000_000 + usage.get(WEB_SEARCHES_KEY, 0) * WEB_SEARCH_USD
 
 
 def usd(value: float) -> str:

@@ -17,7 +17,10 @@ list, [] if none) and `streamed` (whether it asked for a stream); `billed` maps 
 request answered with a message to the usage the answer reported.
 
 What a turn may hold (`Turn`): ``thinking`` and ``redacted_thinking`` blocks, streamed as the
-API does (a thinking block's signature in a ``signature_delta``); any stop reason, with a last
+API does (a thinking block's signature in a ``signature_delta``); the blocks of a web search
+the API ran (`Turn.web_search`: ``server_tool_use``, streamed like a tool call, and
+``web_search_tool_result``, whole; the search counted in the usage's ``server_tool_use``,
+which ``count_tokens`` keeps); any stop reason, with a last
 ``tool_use`` block cut off (half its input JSON; `messages_api_stream.complete_keys` without a
 stream) for ``max_tokens`` and ``model_context_window_exceeded`` unless ``cut=False``;
 ``stop_sequence`` (else the request's first ``stop_sequences`` entry, for that stop reason).
@@ -355,6 +358,8 @@ class MessagesAPI:
                 "input_tokens": tokens,
                 "output_tokens": estimate if output is None else output,
             }
+            if "server_tool_use" in turn.usage:  # the searches it made, whatever the tokens
+                usage["server_tool_use"] = turn.usage["server_tool_use"]
         if self.cache is not None:
             with self._lock:
                 usage.update(self.cache.bill(body))

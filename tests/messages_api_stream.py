@@ -3,11 +3,13 @@ API sends them, and the faults a long stream meets.
 
 Events come in the API's order: ``message_start``, then per content block
 ``content_block_start``, its deltas and ``content_block_stop``, then ``message_delta`` (the
-stop reason and output tokens) and ``message_stop``. A ``text`` block is one ``text_delta``; a
-``tool_use`` block one ``input_json_delta``; a ``thinking`` block starts empty
-(``{"type": "thinking", "thinking": "", "signature": ""}``), then comes in ``thinking_delta``
-pieces of at most `THINKING_PIECE` characters and one ``signature_delta``; any other block (a
-``redacted_thinking`` one) is whole in its ``content_block_start``.
+stop reason and output tokens, and the ``server_tool_use`` counts, such as
+``web_search_requests``, when the answer has them) and ``message_stop``. A ``text`` block is
+one ``text_delta``; a ``tool_use`` or ``server_tool_use`` block one ``input_json_delta``; a
+``thinking`` block starts empty (``{"type": "thinking", "thinking": "", "signature": ""}``),
+then comes in ``thinking_delta`` pieces of at most `THINKING_PIECE` characters and one
+``signature_delta``; any other block (a ``redacted_thinking`` one, a
+``web_search_tool_result``) is whole in its ``content_block_start``.
 
 Options (`send_stream`): `cut` sends only the first half of the last ``tool_use`` block's input
 JSON (an answer cut off by ``max_tokens``); `fault` breaks the stream after `fault_after` whole
@@ -128,13 +130,15 @@ def send_stream(
         return True
 
     usage = message["usage"]
+    at_end = ("output_tokens", "server_tool_use")
     start = {
         **message,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        # as the API does: every input count in message_start, the output count at the end
-        "usage": {**{k: v for k, v in usage.items() if k != "output_tokens"}, "output_tokens": 1},
+        # as the API does: every input count in message_start, the output count (and the server
+        # tools' uses) at the end
+        "usage": {**{k: v for k, v in usage.items() if k not in at_end}, "output_tokens": 1},
     }
     event("message_start", {"message": start})
     blocks = message["content"]
@@ -153,7 +157,14 @@ def send_stream(
                 "stop_reason": message["stop_reason"],
                 "stop_sequence": message["stop_sequence"],
             },
-            "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            "usage": {
+                "output_tokens": usage.get("output_tokens", 0),
+                **(
+                    {"server_tool_use": usage["server_tool_use"]}
+                    if "server_tool_use" in usage
+                    else {}
+                ),
+            },
         },
     )
     event("message_stop", {})
@@ -169,7 +180,7 @@ def _block_events(block: dict[str, Any], cut: bool) -> list[tuple[str, dict[str,
             ("content_block_start", {"content_block": {"type": "text", "text": ""}}),
             ("content_block_delta", {"delta": {"type": "text_delta", "text": block["text"]}}),
         ]
-    if kind == "tool_use":
+    if kind in ("tool_use", "server_tool_use"):
         partial = half_json(block["input"]) if cut else json.dumps(block["input"])
         return [
             ("content_block_start", {"content_block": {**block, "input": {}}}),
@@ -193,4 +204,5 @@ def _block_events(block: dict[str, Any], cut: bool) -> list[tuple[str, dict[str,
                 {"delta": {"type": "signature_delta", "signature": block["signature"]}},
             ),
         ]
-    return [("content_block_start", {"content_block": block})]  # redacted_thinking, ...
+    # redacted_thinking, web_search_tool_result, ...
+    return [("content_block_start", {"content_block": block})]

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from protocols.catalogue import resolve
 from protocols.errors import Error
-from protocols.prices import ONE_HOUR_KEY
+from protocols.prices import ONE_HOUR_KEY, WEB_SEARCHES_KEY
 from teammate.agent.script import Turn
 
 DEFAULT_MAX_TOKENS = 32_000  # a request that says nothing (the loop sets the model's own)
@@ -64,13 +64,16 @@ def has_api_key(environ: Mapping[str, str] | None = None) -> bool:
 class Usage:
     """Tokens, as the API counts them; adds up across calls. Of the cache writes
     (``cache_creation_input_tokens``), ``cache_creation_1h_input_tokens`` were made for an hour
-    (priced higher); the rest for 5 minutes."""
+    (priced higher); the rest for 5 minutes. ``web_search_requests`` (the API's
+    ``server_tool_use.web_search_requests``) counts web searches, priced per search; its value
+    leaves it out while it is 0."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_creation_1h_input_tokens: int = 0
+    web_search_requests: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
@@ -78,6 +81,7 @@ class Usage:
         self.cache_read_input_tokens += other.cache_read_input_tokens
         self.cache_creation_input_tokens += other.cache_creation_input_tokens
         self.cache_creation_1h_input_tokens += other.cache_creation_1h_input_tokens
+        self.web_search_requests += other.web_search_requests
 
     @property
     def prompt_tokens(self) -> int:
@@ -100,10 +104,21 @@ class Usage:
         if hour is None and split is not None and not isinstance(split, dict):
             hour = getattr(split, "ephemeral_1h_input_tokens", None)
         usage.cache_creation_1h_input_tokens = int(hour or get(ONE_HOUR_KEY) or 0)
+        server = get("server_tool_use")
+        searches = _field(server, "web_search_requests") if server is not None else None
+        usage.web_search_requests = int(searches or get(WEB_SEARCHES_KEY) or 0)
         return usage
 
     def to_value(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        value = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if not self.web_search_requests:
+            del value[WEB_SEARCHES_KEY]
+        return value
+
+
+def _field(value: Any, key: str) -> Any:
+    """`key` of an object or a dict (None if it has none)."""
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
 
 
 class Abort:

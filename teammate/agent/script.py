@@ -23,6 +23,11 @@ A script is a YAML (or JSON) list of turns, each one model response, played in o
   fault_after: 1                       # connection drops), after this many whole blocks
 - text: All done.                      # no tool call: the turn ends (stop_reason end_turn)
   usage: {input_tokens: 1200, output_tokens: 40}
+- web_search:                          # the API ran its web search tool: a server_tool_use
+    query: swarm agent teams           # and a web_search_tool_result block (before the text
+    results:                           # and tool calls), one search in its usage; results
+      - {title: Swarm, url: "https://example.com/swarm"}   # may be an error code instead:
+  text: Found it.                      # `error: max_uses_exceeded`
 ```
 
 `Turn` is one entry; `load_script` reads a file and names the entry and field that is wrong.
@@ -62,6 +67,7 @@ _KEYS = {
     "cut",
     "fault",
     "fault_after",
+    "web_search",
 }
 # every stop reason the API sends (``compaction``: the beta API's server-side compaction)
 STOP_REASONS = {
@@ -89,6 +95,34 @@ def tool_use_id() -> str:
     return f"toolu_script_{next(_ids):06d}"
 
 
+def server_tool_use_id() -> str:
+    return f"srvtoolu_script_{next(_ids):06d}"
+
+
+def web_search_blocks(query: str, results: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
+    """The ``server_tool_use`` and ``web_search_tool_result`` blocks of one web search the API
+    ran: `results` are its hits (``title``, ``url``; ``encrypted_content`` and ``page_age``
+    made up if not given), or an error code (``max_uses_exceeded``, ``too_many_requests``...)."""
+    use_id = server_tool_use_id()
+    content: list[dict[str, Any]] | dict[str, Any]
+    if isinstance(results, str):
+        content = {"type": "web_search_tool_result_error", "error_code": results}
+    else:
+        content = [
+            {
+                "type": "web_search_result",
+                "encrypted_content": f"enc-{index}",
+                "page_age": "1 day ago",
+                **hit,
+            }
+            for index, hit in enumerate(results)
+        ]
+    return [
+        {"type": "server_tool_use", "id": use_id, "name": "web_search", "input": {"query": query}},
+        {"type": "web_search_tool_result", "tool_use_id": use_id, "content": content},
+    ]
+
+
 @dataclass
 class Turn:
     """One model response: content blocks, why it stopped, and token usage (or an HTTP error).
@@ -108,7 +142,8 @@ class Turn:
 
     content: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = "end_turn"
-    usage: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_USAGE))
+    # token counts; ``server_tool_use`` ({"web_search_requests": N}) as the API reports it
+    usage: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_USAGE))
     error: int | None = None  # answer with this HTTP status instead
     retry_after: float | None = None
     message: str = "scripted error"  # the error's message
@@ -199,6 +234,22 @@ class Turn:
         return cls(blocks, **{"stop_reason": "tool_use", **kwargs})
 
     @classmethod
+    def web_search(
+        cls,
+        query: str,
+        results: list[dict[str, Any]] | str,
+        text: str | None = None,
+        **kwargs: Any,
+    ) -> Turn:
+        """An answer after the API ran one web search (`web_search_blocks`), then `text`; its
+        usage counts the search (``server_tool_use.web_search_requests``)."""
+        blocks = web_search_blocks(query, results)
+        if text is not None:
+            blocks.append({"type": "text", "text": text})
+        usage = {**DEFAULT_USAGE, "server_tool_use": {"web_search_requests": 1}}
+        return cls(blocks, **{"usage": usage, **kwargs})
+
+    @classmethod
     def failure(
         cls, status: int, retry_after: float | None = 0.0, message: str = "scripted error"
     ) -> Turn:
@@ -233,15 +284,22 @@ class Turn:
             "thinking": _optional(value, "thinking", str, where),
             "redacted_thinking": _optional(value, "redacted_thinking", str, where),
         }
+        searched = _web_search(value.get("web_search"), where)
         if calls:
             turn = cls.tools(calls, text, **thoughts)
         elif text is not None:
             turn = cls.text(text, **thoughts)
-        elif any(thought is not None for thought in thoughts.values()):
+        elif any(thought is not None for thought in thoughts.values()) or searched:
             turn = cls(cls._thoughts(**thoughts))  # only thinking: say, cut off by max_tokens
         else:
-            raise ScriptError(f"{where}: a turn needs text, tool, tools, thinking or error")
+            raise ScriptError(
+                f"{where}: a turn needs text, tool, tools, thinking, web_search or error"
+            )
         turn.usage = {**usage}
+        if searched:
+            thought = sum(1 for b in turn.content if "thinking" in b.get("type", ""))
+            turn.content[thought:thought] = searched
+            turn.usage["server_tool_use"] = {"web_search_requests": 1}
         turn.stop_reason = _optional(value, "stop_reason", str, where) or turn.stop_reason
         if turn.stop_reason not in STOP_REASONS:
             raise ScriptError(f"{where}: stop_reason must be one of {sorted(STOP_REASONS)}")
@@ -280,6 +338,24 @@ def _call(value: Any, where: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(tool_input, dict):
         raise ScriptError(f"{where}: input must be a mapping")
     return name, tool_input
+
+
+def _web_search(value: Any, where: str) -> list[dict[str, Any]]:
+    """A turn's ``web_search`` field as its two blocks ([] when absent); `ScriptError` if bad."""
+    if value is None:
+        return []
+    shape = "web_search must be a mapping with query and results (a list of {title, url}) or error"
+    if not isinstance(value, dict) or not isinstance(value.get("query"), str):
+        raise ScriptError(f"{where}: {shape}")
+    if isinstance(value.get("error"), str):
+        return web_search_blocks(value["query"], value["error"])
+    hits = value.get("results")
+    fields = ("title", "url")
+    if not isinstance(hits, list) or not all(
+        isinstance(hit, dict) and all(isinstance(hit.get(k), str) for k in fields) for hit in hits
+    ):
+        raise ScriptError(f"{where}: {shape}")
+    return web_search_blocks(value["query"], [{k: hit[k] for k in fields} for hit in hits])
 
 
 def parse_script(values: Any, source: str = "script") -> list[Turn]:

@@ -7,6 +7,10 @@ asking but never overrides the policy's deny); the permission policy (``auto`` m
 model judges what the rules leave open); the lead, when the answer is "ask"; the tool; the
 ``PostToolUse`` hooks (a block adds its reason to the result). Any failure is an ``is_error``
 result the model reads, never a crash of the agent.
+
+A tool may make a model request of its own (`tool_request`, the tool context's `model_call`:
+WebFetch's reader, WebSearch's search): on the agent's connection, recorded in its transcript
+and counted in its usage and budget like the loop's own requests.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from protocols.errors import Error
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookResult
-from teammate.agent.model import Model
+from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
@@ -58,6 +62,7 @@ class ToolCalls:
         if self.reporter:
             self.reporter.tool_call(name, tool_input)
         self.ctx.tool_use_id = use_id
+        self.ctx.model_call = self.tool_request
         output: ToolOutput
         try:
             output = self._run_tool(name, tool_input, use_id)
@@ -80,6 +85,23 @@ class ToolCalls:
         if error:
             result["is_error"] = True
         return result
+
+    def tool_request(self, request: ModelRequest, variant: str | None = None) -> ModelReply:
+        """A tool's own model request, to the agent's model or to `variant` (module doc)."""
+        model = self.model.variant(variant)
+        use_id = self.ctx.tool_use_id
+        try:
+            reply = model.complete(request)
+        except ModelError as exc:
+            self.transcript.record("tool_request", id=use_id, model=model.name, error=str(exc))
+            if self.reporter:
+                self.reporter.model_call(None)
+            raise
+        usage = reply.usage.to_value()
+        self.transcript.record("tool_request", id=use_id, model=model.name, usage=usage)
+        if self.reporter:
+            self.reporter.model_call(reply.usage, model=model.name)
+        return reply
 
     def all_tools(self) -> dict[str, Tool]:
         """The tools a request offers: the built-in ones, then the MCP tools loaded (every one

@@ -19,6 +19,7 @@ from typing import Any
 def target_path(tool_name: str, tool_input: Mapping[str, Any], cwd: Path) -> Path | None:
     """The resolved file or directory a file tool works on (Glob/Grep default to cwd)."""
     raw = _str(tool_input, "file_path") or _str(tool_input, "notebook_path")
+    raw = raw or _str(tool_input, "filePath")  # LSP
     raw = raw or _str(tool_input, "path") or ("." if tool_name in ("Glob", "Grep", "LS") else "")
     if not raw:
         return None

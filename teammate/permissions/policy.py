@@ -4,12 +4,14 @@ Rules use Claude Code's syntax (see `parse_rule`): ``Bash`` (the whole tool), ``
 test:*)`` (a command prefix), ``Bash(git status)`` (an exact command; ``*`` is a wildcard),
 ``Edit(src/**)`` / ``Read(./docs/*.md)`` (gitignore-style paths: ``//`` is the filesystem root,
 ``~/`` the home directory, ``/`` and ``./`` the project root (cwd), a bare name matches at any
-depth), ``WebFetch(domain:example.com)``. ``Edit`` rules cover every file-editing tool, ``Read``
+depth), ``WebFetch(domain:example.com)`` (`domain_matches`: that host only; ``*.example.com``
+the hosts below it; ``*`` every host). ``Edit`` rules cover every file-editing tool, ``Read``
 rules every file-reading one (Glob, Grep: their ``path``).
 
 `PermissionPolicy.decide` checks, in order: deny rules (they win in every mode), the mode
-(bypassPermissions allows; plan allows only read and team tools), ask rules, allow rules (ask
-before allow, as Claude Code evaluates them), then the tool's kind and the mode's default.
+(bypassPermissions allows; plan allows only read and team tools, and asks about web tools as
+the other modes do), ask rules, allow rules (ask before allow, as Claude Code evaluates them),
+then the tool's kind and the mode's default.
 A compound Bash command is split into its simple commands
 (`teammate.permissions.command_split`, which also matches one against a Bash rule): it is
 allowed only if every one is allowed, denied or asked about if any one matches a deny or ask
@@ -18,13 +20,15 @@ rule. `teammate.permissions.path_rules` matches paths.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 from protocols.values import PermissionMode
 from teammate.permissions.command_split import command_matches, split_command, suggested_pattern
@@ -37,9 +41,9 @@ log = logging.getLogger(__name__)
 
 Behavior = Literal["allow", "deny", "ask"]
 BEHAVIORS: tuple[Behavior, ...] = ("allow", "deny", "ask")
-KINDS = ("read", "edit", "execute", "team")
+KINDS = ("read", "edit", "execute", "team", "web")
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
+READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "LSP"})
 PLAN_MODE_DENIAL = (
     "plan mode: only read-only tools until the plan is approved "
     "(use ExitPlanMode to ask for approval)"
@@ -48,6 +52,10 @@ _TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _TOOL_RULE_TEXT = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)  # Tool(content), not a command
 _MCP_NAME = re.compile(r"mcp__[\w-]+")  # an MCP server or tool: a rule, not a command
 _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
+_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63}")  # a host name, in ASCII
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}")
+_WILD_LABEL = re.compile(r"[a-z0-9_*-]{1,63}")  # a rule's first label with a * in it
+DOMAIN_PREFIX = "domain:"  # WebFetch rules name a host: WebFetch(domain:example.com)
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class Rule:
             object.__setattr__(self, "content", None)
         elif self.content is not None and self.content.endswith(":*") and not self.content[:-2]:
             raise ValueError(f"empty command prefix in {self.tool_name}({self.content})")
+        if self.tool_name == "WebFetch" and self.content is not None:
+            _check_domain_rule(self.content)
 
     def __str__(self) -> str:
         return self.tool_name if self.content is None else f"{self.tool_name}({self.content})"
@@ -122,10 +132,9 @@ class Rule:
         if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
             target = target_path(tool_name, tool_input, cwd)
             return target is not None and path_matches(self.content, target, cwd)
-        if tool_name == "WebFetch" and self.content.startswith("domain:"):
-            host = (urlparse(_str(tool_input, "url")).hostname or "").lower()
-            domain = self.content.removeprefix("domain:").strip().lower()
-            return host == domain or host.endswith("." + domain)
+        if tool_name == "WebFetch":
+            host = url_host(_str(tool_input, "url"))
+            return host is not None and domain_matches(self.content, host)
         log.debug("rule %s has content swarm cannot match against %s", self, tool_name)
         return False
 
@@ -238,7 +247,8 @@ class PermissionPolicy:
         if self.mode == "plan":
             if kind in ("read", "team"):
                 return Decision("allow", f"plan mode allows {kind} tools")
-            return Decision("deny", PLAN_MODE_DENIAL, by_plan_mode=True)
+            if kind != "web":  # a web tool changes nothing here: it asks, as in other modes
+                return Decision("deny", PLAN_MODE_DENIAL, by_plan_mode=True)
         if hits := self._find("ask", tool_name, tool_input):
             if self.mode == PermissionMode.DONT_ASK:
                 return Decision(
@@ -270,6 +280,8 @@ class PermissionPolicy:
         """Claude Code's ``permission_suggestions`` for approving this kind of call "always"."""
         if tool_name in EDIT_TOOLS:
             return [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+        if tool_name in ("WebFetch", "WebSearch"):
+            return _web_suggestions(tool_name, tool_input)
         if tool_name != "Bash":
             return []
         allow = [rule for rule in self._rules["allow"] if rule.covers("Bash")]
@@ -338,6 +350,95 @@ class PermissionPolicy:
             if hit is not None and hit not in used:
                 used.append(hit)
         return used
+
+
+def normal_host(host: str) -> str | None:
+    """`host` as WebFetch rules and fetches name it: lower case, an internationalised name in
+    its ASCII (IDNA, punycode) form, no trailing dot, an IPv4 address in dotted form however it
+    was written (``0x7f.1`` is ``127.0.0.1``, as the resolver reads it), an IPv6 one compressed;
+    None if it is not a host name."""
+    host = host.lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if ":" in host:
+        try:
+            return str(ipaddress.IPv6Address(host))
+        except ValueError:
+            return None
+    if _NUMERIC_HOST.fullmatch(host):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return None
+    try:
+        ascii_host = host.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return None
+    return ascii_host if _HOST.fullmatch(ascii_host) else None
+
+
+def url_host(url: str) -> str | None:
+    """The host a WebFetch of `url` goes to (`normal_host`); None if it names none. WebFetch
+    fetches from this very host, so what a rule matched is what is fetched."""
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:  # an unclosed IPv6 bracket
+        return None
+    return normal_host(host) if host else None
+
+
+def _host_pattern(content: str) -> str | None:
+    """A ``domain:`` rule's pattern in the form `normal_host` gives hosts (None: not one)."""
+    pattern = content.removeprefix(DOMAIN_PREFIX).strip().lower().rstrip(".")
+    if "*" not in pattern:
+        return normal_host(pattern) if pattern else None
+    if pattern == "*":
+        return pattern
+    first, _, rest = pattern.partition(".")
+    suffix = normal_host(rest) if rest and "*" not in rest else None
+    if suffix is None or not _WILD_LABEL.fullmatch(first):
+        return None  # a * only in the first label, with a host after it
+    return f"{first}.{suffix}"
+
+
+def domain_matches(content: str, host: str) -> bool:
+    """Whether a WebFetch rule's ``domain:PATTERN`` names `host` (a `normal_host`), as Claude
+    Code matches them: ``domain:example.com`` that host alone, never its subdomains;
+    ``domain:*.example.com`` every host below example.com (``a.b.example.com`` too), not
+    example.com itself; ``domain:*`` every host; a ``*`` within the first label stands for
+    part of it (``docs-*.example.com``)."""
+    pattern = _host_pattern(content)
+    if pattern is None:
+        return False
+    if pattern == "*":
+        return True
+    first, _, rest = pattern.partition(".")
+    if first == "*":
+        return bool(rest) and host.endswith("." + rest) and not host.startswith(".")
+    regex = re.escape(first).replace(r"\*", "[^.]*") + (r"\." + re.escape(rest) if rest else "")
+    return re.fullmatch(regex, host) is not None
+
+
+def _check_domain_rule(content: str) -> None:
+    """`ValueError` unless `content` is a WebFetch rule's ``domain:HOST``."""
+    if not content.startswith(DOMAIN_PREFIX) or _host_pattern(content) is None:
+        raise ValueError(
+            f"WebFetch({content}) is not a WebFetch rule: they name a host, as in "
+            "WebFetch(domain:example.com), WebFetch(domain:*.example.com) (the hosts below it) "
+            "or WebFetch(domain:*)"
+        )
+
+
+def _web_suggestions(tool_name: str, tool_input: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Approving a web tool "always": WebFetch for the URL's host, WebSearch as a whole."""
+    rule = Rule("WebSearch")
+    if tool_name == "WebFetch":
+        host = url_host(_str(tool_input, "url"))
+        if host is None:
+            return []
+        rule = Rule("WebFetch", f"{DOMAIN_PREFIX}{host}")
+    values = [rule.to_value()]
+    return [{"type": "addRules", "rules": values, "behavior": "allow", "destination": "session"}]
 
 
 def _behavior(value: object) -> str:

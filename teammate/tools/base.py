@@ -29,16 +29,19 @@ from protocols.errors import Error
 
 if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
     from teammate.agent.hooks import Hooks
+    from teammate.agent.model import ModelReply, ModelRequest
     from teammate.agent.skills import SkillSet
     from teammate.agent.subagents import SubAgents
     from teammate.brains.base import TeamLink
     from teammate.mcp.search import Deferred
     from teammate.tools.agents import AgentCall
+    from teammate.tools.lsp_client import LspClient
     from teammate.tools.shells import Shells
 
 # what a tool does, for the permission modes: "read" never asks, "edit" asks outside
-# acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks
-ToolKind = Literal["read", "edit", "execute", "team"]
+# acceptEdits, "execute" asks unless bypassed, "team" (messages, tasks) never asks, "web"
+# (WebFetch, WebSearch: it reaches out, changes nothing here) asks unless bypassed, plan too
+ToolKind = Literal["read", "edit", "execute", "team", "web"]
 Content = list[dict[str, Any]]  # a tool result's content blocks (text, image, document)
 ToolOutput = str | Content
 
@@ -84,6 +87,11 @@ class ToolContext:
     files_dir: Path | None = None
     shells: Shells | None = None  # its shell commands (`teammate.tools.shells`)
     mcp: Deferred | None = None  # its MCP tools, loaded when needed (`teammate.mcp.search`)
+    lsp: LspClient | None = None  # its language servers, for LSP (`teammate.tools.lsp`)
+    # a request of a tool's own (WebFetch's reader, WebSearch's search) to the agent's model or
+    # the variant named (``haiku``), on its connection and counted in its usage; set by the
+    # agent loop (None: no model here)
+    model_call: Callable[[ModelRequest, str | None], ModelReply] | None = None
 
     def link(self) -> TeamLink:
         """The team, for a team tool; a `ToolError` where there is none."""

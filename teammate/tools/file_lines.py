@@ -6,17 +6,23 @@ each shown line is read up to `LINE_BYTES` and the rest of a longer one skipped,
 stops at a character budget. It also owns how a line reaches the model (`render`: the ``cat -n``
 prefix, lines cut at `MAX_LINE_CHARS`, bytes that are not UTF-8 and control characters written
 as ``\\xNN`` escapes, never a crash), the one marker that says what was left out and how to read
-it (`Page.marker`), UTF-16 files behind their byte-order mark (`text_source`), and sizes for
-people (`human_size`).
+it (`Page.marker`), UTF-16 files behind their byte-order mark (`text_source`), opening a
+file a tool reads (`open_regular`: a FIFO or a device is refused, never waited on; `read_whole`
+within a size limit), and sizes for people (`human_size`).
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import io
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, Literal
 
+from protocols.safefs import NotRegularFile
 from teammate.tools.base import ToolError
 
 BLOCK = 1 << 20  # what a skip or a count reads at a time
@@ -137,6 +143,7 @@ def read_page(handle: BinaryIO, start: int, count: int, budget: int) -> Page:
         where = handle.tell()
         line = _next_line(handle)
         if line is None:
+            page.total = None if page.lines else start - 1
             return page
         raw, dropped = line
         shown, cut = render(raw, start + len(page.lines))
@@ -155,15 +162,20 @@ def read_page(handle: BinaryIO, start: int, count: int, budget: int) -> Page:
 
 def count_rest(handle: BinaryIO, size: int, page: Page) -> None:
     """Fill in what follows `page` (the handle is where `read_page` left it): its lines if
-    there are at most `COUNT_REST_BYTES` of it, else only its size."""
-    page.rest_bytes = max(size - handle.tell(), 0)
+    there are at most `COUNT_REST_BYTES` of it, else only its size. (A file that says it has
+    size 0, as those of /proc do, is counted as it is read.)"""
+    here = handle.tell()
+    page.rest_bytes = max(size - here, 0)
     if page.rest_bytes > COUNT_REST_BYTES:
         return
-    lines, last = 0, b""
-    while block := handle.read(BLOCK):
+    lines, last, seen = 0, b"", 0
+    while seen <= COUNT_REST_BYTES and (block := handle.read(BLOCK)):
+        seen += len(block)
         lines += block.count(b"\n")
         last = block[-1:]
-    page.rest_lines = lines + (1 if last not in (b"", b"\n") else 0)
+    page.rest_bytes = max(page.rest_bytes, seen)
+    if seen <= COUNT_REST_BYTES:
+        page.rest_lines = lines + (1 if last not in (b"", b"\n") else 0)
 
 
 def _skip(handle: BinaryIO, count: int) -> tuple[int, int]:
@@ -218,3 +230,31 @@ def text_source(handle: BinaryIO, head: bytes, size: int, name: str) -> tuple[Bi
     text = handle.read().decode("utf-16", errors="replace")
     data = text.encode("utf-8", errors="backslashreplace")
     return io.BytesIO(data), len(data)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading (links followed) if it is a regular file; a FIFO, a socket or
+    a device raises `NotRegularFile` at once (a FIFO is opened without waiting for a writer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise NotRegularFile(path, os.stat(path).st_mode, "") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, mode, "")
+    return open(fd, "rb", buffering=BLOCK)  # the caller closes it
+
+
+def read_whole(handle: BinaryIO, limit: int, name: str) -> bytes:
+    """All of an open file, refused (not read) if it holds more than `limit` bytes."""
+    size = os.fstat(handle.fileno()).st_size
+    data = handle.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise ToolError(
+            f"{name} is {human_size(max(size, len(data)))}, more than this tool reads "
+            f"({human_size(limit)})."
+        )
+    return data

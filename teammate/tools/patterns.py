@@ -1,8 +1,15 @@
-"""The glob dialect and file walk shared by the `Glob` and `Grep` tools (`teammate.tools.search`).
+"""The glob dialects of the `Glob` and `Grep` tools (`teammate.tools.search`) and Grep's file
+filters.
 
-Globs have ``*``, ``?``, ``[...]``, ``**`` for any number of directories and ``{a,b}``
-alternatives. The walk of a directory tree never enters a ``.git`` directory. This module also
-owns Grep's file filters: its ``glob`` option and the table of file types for its ``type``.
+* ripgrep's ``--glob`` (Glob's pattern, Grep's ``glob`` option): gitignore-style globs
+  (`teammate.tools.ignore`) matched against the path below the searched folder; a glob without
+  ``/`` matches a name at any depth (``*.py`` finds ``a/b/c.py``, as ``rg --files --glob``
+  does), one with ``/`` the whole path (``src/*.ts``); ``**``, ``{a,b}``; a ``!glob``
+  excludes. They override ignore files. `Overrides` holds them in order: the last match wins.
+* Grep's ``glob`` option split as Claude Code splits it (`grep_globs`) and its ``type``
+  option, ripgrep's file types (`FileTypes`, the table in `teammate.tools.file_types`).
+* minimatch-style globs (`GlobPattern`: a full match of a name or a path) for what Claude
+  Code checks itself: whether a file named outright passes Grep's ``glob``.
 """
 
 from __future__ import annotations
@@ -10,35 +17,61 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 from teammate.tools.base import ToolError
+from teammate.tools.file_types import file_types
+from teammate.tools.ignore import GlobList
 
-SKIPPED_DIRECTORIES = frozenset({".git"})
-FILE_TYPES: dict[str, tuple[str, ...]] = {
-    "py": (".py", ".pyi"),
-    "js": (".js", ".jsx", ".mjs", ".cjs"),
-    "ts": (".ts", ".tsx", ".mts", ".cts"),
-    "go": (".go",),
-    "rust": (".rs",),
-    "java": (".java",),
-    "c": (".c", ".h"),
-    "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".h"),
-    "md": (".md", ".markdown"),
-    "json": (".json",),
-    "yaml": (".yaml", ".yml"),
-    "toml": (".toml",),
-    "sh": (".sh", ".bash", ".zsh"),
-    "html": (".html", ".htm"),
-    "css": (".css", ".scss"),
-    "txt": (".txt",),
-}
+VCS_DIRECTORIES = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")  # Claude Code's Grep excludes
+
+
+class Overrides:
+    """ripgrep's ``--glob`` list: `match` says whether a path is taken (a plain glob matched
+    last), left out (a ``!glob`` matched last, or there are plain globs and none matches a
+    file), or neither (None: the ignore rules decide)."""
+
+    def __init__(self, globs: list[str]) -> None:
+        self.globs = globs
+        self.list = GlobList(globs)
+        for _line, glob, why in self.list.errors:
+            raise ToolError(f"error parsing glob '{glob}': {why}")
+        self.plain = self.list.plain
+
+    def match(self, relative: str, is_dir: bool) -> bool | None:
+        verdict = self.list.match(relative + "/" if is_dir else relative)
+        if verdict is None and self.plain and not is_dir:
+            return False
+        return verdict
+
+
+def grep_globs(option: str | None) -> list[str]:
+    """Grep's ``glob`` option as ripgrep globs, split as Claude Code splits it: at
+    whitespace, and a word without both ``{`` and ``}`` at commas too."""
+    globs: list[str] = []
+    for word in (option or "").split():
+        globs.extend([word] if "{" in word and "}" in word else word.split(","))
+    return [glob for glob in globs if glob]
+
+
+class FileTypes:
+    """Grep's ``type`` option: the names of files of one of ripgrep's file types."""
+
+    def __init__(self, name: str) -> None:
+        known = file_types()
+        if name not in known:
+            raise ToolError(
+                f"unrecognized file type: {name} (ripgrep's types include "
+                "py, js, ts, rust, go, java, c, cpp, md, json, yaml, html, css, sh)"
+            )
+        self.list = GlobList(known[name])
+
+    def matches(self, name: str) -> bool:
+        return self.list.match(name) is True
 
 
 def expand_braces(pattern: str) -> list[str]:
     """``a.{ts,tsx}`` as ``["a.ts", "a.tsx"]``; nested and repeated groups multiply out, and a
-    brace group without a comma stays literal."""
+    brace group without a comma stays literal (minimatch's reading)."""
     for start, char in enumerate(pattern):
         if char != "{":
             continue
@@ -114,70 +147,40 @@ def _glob_regex(pattern: str) -> str:
 
 
 class GlobPattern:
-    """A glob matched against a relative path written with ``/``."""
+    """A minimatch-style glob: a full match of a path written with ``/``."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, ignore_case: bool = False) -> None:
         variants = expand_braces(pattern)
-        self.regex = re.compile("(?:" + "|".join(_glob_regex(v) for v in variants) + r")\Z")
-        self.has_directories = any("/" in v for v in variants)
-        # how deep a walk must go: unbounded with "**", else one level per "/"
-        self.max_depth = None if "**" in pattern else max(v.count("/") for v in variants)
+        flags = re.IGNORECASE if ignore_case else 0
+        source = "(?:" + "|".join(_glob_regex(v) for v in variants) + r")\Z"
+        self.regex = re.compile(source, flags | re.DOTALL)
 
     def matches(self, relative: str) -> bool:
         return self.regex.match(relative) is not None
 
 
-def walk_files(root: Path, max_depth: int | None = None) -> Iterator[tuple[str, str]]:
-    """Each file under `root` as (absolute path, path relative to `root` with ``/``), never
-    entering a ``.git`` directory nor following a symlinked directory."""
-    top = os.path.abspath(root)
-    for directory, dirnames, filenames in os.walk(top):
-        relative_dir = os.path.relpath(directory, top).replace(os.sep, "/")
-        prefix = "" if relative_dir == "." else relative_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRECTORIES)
-        if max_depth is not None and (prefix.count("/") >= max_depth):
-            dirnames[:] = []
-        for name in sorted(filenames):
-            yield os.path.join(directory, name), prefix + name
+def file_passes_globs(path: str, globs: list[str], ignore_case: bool) -> bool:
+    """Claude Code's own check of a file Grep is given outright: no ``!glob`` matches its name
+    or its path, and some plain glob does if there are any."""
+    candidates = (os.path.basename(path), path, path.lstrip("/"))
+
+    def hit(glob: str) -> bool:
+        pattern = GlobPattern(glob, ignore_case)
+        return any(pattern.matches(candidate) for candidate in candidates)
+
+    excluded = [glob[1:] for glob in globs if glob.startswith("!") and len(glob) > 1]
+    wanted = [glob for glob in globs if glob and not glob.startswith("!")]
+    if any(hit(glob) for glob in excluded):
+        return False
+    return not wanted or any(hit(glob) for glob in wanted)
 
 
 def split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """``src/app/**/*.ts`` as (``src/app``, ``**/*.ts``): the leading directories without glob
-    characters, where the walk can start, and the rest (always at least the last segment)."""
+    """``src/app/**/*.ts`` as (``src/app``, ``**/*.ts``): the leading folders without glob
+    characters, where a walk can start, and the rest (always at least the last segment)."""
     parts = pattern.split("/")
     literal = 0
-    while literal < len(parts) - 1 and not any(c in parts[literal] for c in "*?[{\\"):
+    while literal < len(parts) - 1 and not any(c in parts[literal] for c in "*?[]{}!\\"):
         literal += 1
     prefix = "/".join(parts[:literal]) or ("/" if pattern.startswith("/") else "")
     return prefix, "/".join(parts[literal:])
-
-
-class FileFilter:
-    """Grep's `glob` and `type` options. A glob without ``/`` is matched against the file
-    name, one with ``/`` against the path below the searched directory; several globs may be
-    given separated by spaces, and one starting with ``!`` excludes."""
-
-    def __init__(self, globs: str | None, file_type: str | None) -> None:
-        self.include: list[GlobPattern] = []
-        self.exclude: list[GlobPattern] = []
-        for word in (globs or "").split():
-            negated = word.startswith("!")
-            (self.exclude if negated else self.include).append(GlobPattern(word.lstrip("!")))
-        self.extensions: tuple[str, ...] | None = None
-        if file_type is not None:
-            if file_type not in FILE_TYPES:
-                known = ", ".join(sorted(FILE_TYPES))
-                raise ToolError(f"Unknown file type {file_type!r}; known types: {known}")
-            self.extensions = FILE_TYPES[file_type]
-
-    def accepts(self, relative: str) -> bool:
-        name = relative.rsplit("/", 1)[-1]
-        if self.extensions is not None and not name.endswith(self.extensions):
-            return False
-
-        def hit(pattern: GlobPattern) -> bool:
-            return pattern.matches(relative if pattern.has_directories else name)
-
-        if any(hit(p) for p in self.exclude):
-            return False
-        return not self.include or any(hit(p) for p in self.include)

@@ -39,16 +39,17 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "edit": ("Edit", {"file_path": str(CWD / "src" / "a.py")}),
     "execute": ("Bash", {"command": "make"}),
     "team": ("SendMessage", {"to": "team-lead", "message": "hi"}),
+    "web": ("WebFetch", {"url": "https://example.com/", "prompt": "summary"}),
 }
-EXPECTED = {  # mode -> behavior for read, edit, execute, team (no rules)
-    "default": ("allow", "ask", "ask", "allow"),
-    "acceptEdits": ("allow", "allow", "ask", "allow"),
-    "plan": ("allow", "deny", "deny", "allow"),
-    "bypassPermissions": ("allow", "allow", "allow", "allow"),
-    "dontAsk": ("allow", "deny", "deny", "allow"),
+EXPECTED = {  # mode -> behavior for read, edit, execute, team, web (no rules)
+    "default": ("allow", "ask", "ask", "allow", "ask"),
+    "acceptEdits": ("allow", "allow", "ask", "allow", "ask"),
+    "plan": ("allow", "deny", "deny", "allow", "ask"),
+    "bypassPermissions": ("allow", "allow", "allow", "allow", "allow"),
+    "dontAsk": ("allow", "deny", "deny", "allow", "deny"),
     # the policy's own decision: in auto mode the agent loop then puts an ask to the judge
-    "auto": ("allow", "ask", "ask", "allow"),
-    "bubble": ("allow", "ask", "ask", "allow"),  # a teammate's parent is the lead
+    "auto": ("allow", "ask", "ask", "allow", "ask"),
+    "bubble": ("allow", "ask", "ask", "allow", "ask"),  # a teammate's parent is the lead
 }
 
 
@@ -269,9 +270,12 @@ def test_ask_rule_asks_even_when_allowed() -> None:
 
 def test_other_rule_kinds() -> None:
     p = policy(allow=["WebFetch(domain:example.com)", "mcp__github"])
-    fetch = {"url": "https://docs.example.com/x"}
-    assert p.decide("WebFetch", "execute", fetch).behavior == "allow"
-    assert p.decide("WebFetch", "execute", {"url": "https://evil.com"}).behavior == "ask"
+    fetch = {"url": "https://example.com/x"}
+    assert p.decide("WebFetch", "web", fetch).behavior == "allow"
+    # that host alone, as Claude Code: a subdomain needs domain:*.example.com
+    sub = {"url": "https://docs.example.com/x"}
+    assert p.decide("WebFetch", "web", sub).behavior == "ask"
+    assert p.decide("WebFetch", "web", {"url": "https://evil.com"}).behavior == "ask"
     assert p.decide("mcp__github__create_pr", "execute", {}).behavior == "allow"
     assert p.decide("mcp__gitlab__create_pr", "execute", {}).behavior == "ask"
 

@@ -22,7 +22,9 @@ def test_names_kinds_and_fields_are_claude_codes() -> None:
     assert (read.name, read.kind, read.read_only) == ("Read", "read", True)
     assert (write.name, write.kind) == ("Write", "edit")
     assert (edit.name, edit.kind) == ("Edit", "edit")
-    assert set(read.schema()["input_schema"]["properties"]) == {"file_path", "offset", "limit"}
+    read_fields = set(read.schema()["input_schema"]["properties"])
+    assert read_fields == {"file_path", "offset", "limit", "pages", "allow_large"}
+    assert read.schema()["input_schema"]["required"] == ["file_path"]
     assert write.schema()["input_schema"]["required"] == ["file_path", "content"]
     edit_schema = edit.schema()["input_schema"]
     assert set(edit_schema["properties"]) == {
@@ -58,9 +60,14 @@ def test_read_defaults_to_2000_lines_and_cuts_long_lines(ctx: ToolContext) -> No
     path = ctx.cwd / "long.txt"
     path.write_text("x" * 2500 + "\n" + "".join(f"{n}\n" for n in range(2, 2600)))
     out = read.run(ctx, {"file_path": str(path)}).split("\n")
-    assert len(out) == 2000
+    assert len(out) == 2002  # 2000 lines, a blank line, the marker
     assert out[0] == "     1\t" + "x" * 2000
-    assert out[-1] == "  2000\t2000"
+    assert out[1999] == "  2000\t2000"
+    assert out[-1] == (
+        "[599 more lines not shown (the file has 2,599 lines). Read with offset=2001 to see "
+        "more. 1 line was longer than 2,000 characters and cut (500 bytes left out): use Grep, "
+        "or Bash with cut -c, to see them whole.]"
+    )
 
 
 def test_read_resolves_a_relative_path_against_cwd(ctx: ToolContext) -> None:
