@@ -5,9 +5,11 @@ A Claude Code lead starts a teammate as ``<binary> --agent-id alice@t --agent-na
 --team-name t --agent-color blue --parent-session-id <uuid> [--lead-verify-key <ms>.<key>]
 [--plan-mode-required] [--agent-type T] [--dangerously-skip-permissions | --permission-mode M]
 [--effort E] [--settings P] [--mcp-config FILE] [--restricted] [--plugin-dir D]...
-[--teammate-mode M] [--chrome|--no-chrome] --model M`` (2.1.88's flags and 2.1.330's).
-`parse` accepts exactly that, ignores flags it has no use for (also unknown ones, so newer
-Claude Code versions still work), and adds swarm's own options (``--ask``, ``--task-timeout``).
+[--teammate-mode M] [--chrome|--no-chrome] --model M`` (2.1.88's flags and 2.1.330's; 2.1.332
+passes the same, with more environment that swarm does not read). `parse` accepts exactly that,
+ignores flags it has no use for (also unknown ones, such as ``--proactivity``, ``--tools`` or
+``--setting-sources=...``, so newer Claude Code versions still work), and adds swarm's own
+options (``--ask``, ``--task-timeout``).
 
 ``--lead-verify-key`` is not part of the spec: a new key time is handed out at each start (as
 Claude Code does), so it is an argument of `command_line` and a field of `TeammateOptions`.

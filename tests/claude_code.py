@@ -1,12 +1,13 @@
 """Real Claude Code as a peer in the tests (spec sections 8 and 9): install it from the npm
 registry once, give it a config root it runs in without dialogs, and script its model.
 
-Two versions are the reference peers: 2.1.88 (``cli.js`` run by node) and 2.1.330, today's (a
-native binary, with session teams, reading deletes, ``msg_id`` and lead signatures).
-`install(version)` puts ``@anthropic-ai/claude-code@<version>`` under ``.cache/`` in the
-repository (or ``$SWARM_CLAUDE_CODE_DIR/<version>``) the first time and returns the ``claude``
-program. Without node or npm it raises `Unavailable` (the tests skip, saying so); a failed
-install raises RuntimeError (the tests fail: it is never a skip).
+Three versions are the reference peers: 2.1.88 (``cli.js`` run by node), 2.1.330 (a native
+binary, with session teams, reading deletes, ``msg_id`` and lead signatures) and 2.1.332, today's
+(docs/interop.md says what changed). `install(version)` puts
+``@anthropic-ai/claude-code@<version>`` under ``.cache/`` in the repository (or
+``$SWARM_CLAUDE_CODE_DIR/<version>``) the first time and returns the ``claude`` program.
+Without node or npm it raises `Unavailable` (the tests skip, saying so); a failed install raises
+RuntimeError (the tests fail: it is never a skip).
 
 `trust()` writes ``$CLAUDE_CONFIG_DIR/.claude.json`` (Claude Code reads it there, not in
 ``$HOME``, when ``CLAUDE_CONFIG_DIR`` is set): onboarding done, the test's API key approved
@@ -38,8 +39,9 @@ import filelock
 from messages_api import Turn
 
 VERSION = "2.1.88"  # the eight-month-old peer swarm was first proven against
-NEWEST = "2.1.330"  # the Claude Code people run today (2026-11-20)
-VERSIONS = (VERSION, NEWEST)
+PREVIOUS = "2.1.330"  # the newest until 2.1.332 (2026-11-20)
+NEWEST = "2.1.332"  # the Claude Code people run today
+VERSIONS = (VERSION, PREVIOUS, NEWEST)
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "sk-ant-swarm-interop-offline-0000"  # any value; the server never checks it
 MODEL = "claude-sonnet-4-5"
@@ -62,9 +64,18 @@ def install_dir(version: str = VERSION) -> Path:
     return Path(given) / version if given else REPO / ".cache" / f"claude-code-{version}"
 
 
+def version_of(program: Path) -> str:
+    """Which of `VERSIONS` `program` (as `install` returned it) is."""
+    found = [v for v in VERSIONS if install_dir(v) in Path(program).parents]
+    if not found:
+        raise ValueError(f"{program} is none of the installed Claude Code versions {VERSIONS}")
+    return found[0]
+
+
 def is_newest(program: Path) -> bool:
-    """Whether `program` is a Claude Code with section 9's changes (2.1.330, not 2.1.88)."""
-    return NEWEST in str(program)
+    """Whether `program` is a Claude Code with section 9's changes (2.1.330 or later, not
+    2.1.88): session teams, a locked config.json, reading deletes, lead signatures."""
+    return version_of(program) != VERSION
 
 
 class Unavailable(Exception):
@@ -154,16 +165,23 @@ def teammate_messages(body: dict[str, Any]) -> list[str]:
     return found or [joined]
 
 
+def newest_message(body: dict[str, Any]) -> dict[str, Any]:
+    """The newest message of a request that is not a ``system``-role one: Claude Code 2.1.330
+    and later may end a request with one (today's date), after the last user message."""
+    messages = [m for m in body.get("messages") or [] if m.get("role") != "system"]
+    return messages[-1] if messages else {}
+
+
 def last_user_text(body: dict[str, Any]) -> str:
     """The text blocks of the newest message in a request, joined by newlines."""
-    content = (body.get("messages") or [{}])[-1].get("content")
+    content = newest_message(body).get("content")
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
 
 
 def answers_tool_results(body: dict[str, Any]) -> bool:
-    content = (body.get("messages") or [{}])[-1].get("content")
+    content = newest_message(body).get("content")
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
 
 

@@ -17,7 +17,9 @@ returned in `HookResult.errors` for the caller's transcript. JSON on stdout may 
 ``{"decision": "block", "reason"}``, ``{"continue": false, "stopReason"}`` (the agent ends its
 turn: the action does not happen, and a Stop hook's stop is not a "work on"), and for
 ``PreToolUse`` ``hookSpecificOutput.permissionDecision`` (``allow``, ``deny``, ``ask``). A hook
-never raises: a bad hook cannot stop the agent that runs it.
+never raises: a bad hook cannot stop the agent that runs it. ``PreSkillShellCommand`` hooks
+(Claude Code 2.1.332) are accepted and listed but never run: swarm runs no shell commands from a
+skill's text (`teammate.agent.skills`).
 """
 
 from __future__ import annotations

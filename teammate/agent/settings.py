@@ -59,6 +59,10 @@ HOOK_EVENTS = (
     "TaskCreated",
     "TaskCompleted",
     "SessionEnd",
+    # Claude Code 2.1.332: before a shell command written in a skill's text runs as the skill
+    # loads; swarm runs no such commands (`teammate.agent.skills`), so these hooks are kept,
+    # listed and never run
+    "PreSkillShellCommand",
 )
 SCOPES = ("user", "project", "local", "flag")  # lowest precedence first
 

@@ -12,7 +12,9 @@ while the skill is active (until the agent's current piece of work ends); ``cont
 runs the skill in a sub-agent (of type ``agent``, else general-purpose) and returns only its
 answer; a definition's ``skills:`` list puts those bodies in the agent's system prompt from the
 start (`preloaded_text`). A file that cannot be read or parsed is skipped with a warning, as
-Claude Code skips it: one bad skill never stops an agent.
+Claude Code skips it: one bad skill never stops an agent. Claude Code runs the shell commands a
+skill's text holds (``!`command` ``) as the skill loads, after its ``PreSkillShellCommand`` hooks
+(2.1.332); swarm runs none: the text reaches the model as written, and those hooks never run.
 """
 
 from __future__ import annotations

@@ -3,12 +3,18 @@
 Names, input fields and result texts are Claude Code's (2.1.88), so prompts written for Claude
 Code's teammates work unchanged. They act through `ctx.team`, the `TeamLink` the runtime gives
 the brain (its mailbox, task board and the way to ask the lead).
+
+As Claude Code 2.1.332 shows them, TaskList and TaskGet leave out of ``blockedBy`` the blockers
+that are completed (a blocker whose file is gone still shows; the task file keeps them all).
+SendMessage takes 2.1.332's ``"@parent"`` (the session that started this one: for a teammate,
+its lead) and ``options.priority`` with it; ``"@find"`` and ``options.session_name``, which look
+up Claude Code's cloud sessions by title, are refused: a swarm team has none.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +27,12 @@ from protocols.signing import plan_digest
 from protocols.store import open_store
 from protocols.task import describe, list_line
 from protocols.values import PermissionMode
+from protocols.values import TaskStatus as Status
 from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
 from teammate.tools.base import ToolContext, ToolError, tool
+
+if TYPE_CHECKING:
+    from protocols.task_model import Task
 
 
 class ShutdownRequestInput(BaseModel):
@@ -52,6 +62,22 @@ Structured = Annotated[
     Field(discriminator="type"),
 ]
 
+PARENT = "@parent"  # Claude Code 2.1.332: the session that started this one (here: the lead)
+FIND = "@find"  # Claude Code 2.1.332: sends nothing, looks up the user's sessions by title
+
+
+class SendOptions(BaseModel):
+    """SendMessage's ``options`` (Claude Code 2.1.332), for a message to ``"@parent"``."""
+
+    model_config = ConfigDict(extra="forbid")
+    priority: Annotated[
+        Literal["now", "next", "later"] | None,
+        Field(description="Accepted; the lead reads its inbox when it next looks, whatever it is"),
+    ] = None
+    session_name: Annotated[
+        str | None, Field(description="Refused: it names a Claude Code cloud session")
+    ] = None
+
 
 def _result(**fields: Any) -> str:
     return json.dumps({"success": True, **fields}, ensure_ascii=False)
@@ -66,7 +92,11 @@ def _result(**fields: Any) -> str:
 def send_message(
     ctx: ToolContext,
     to: Annotated[
-        str, Field(description='Recipient: teammate name, or "*" for broadcast to all teammates')
+        str,
+        Field(
+            description='Recipient: teammate name, "*" for broadcast to all teammates, or '
+            '"@parent" for the team lead that started you'
+        ),
     ],
     message: Annotated[
         str | Structured,
@@ -79,18 +109,24 @@ def send_message(
             "(required when message is a string)"
         ),
     ] = None,
+    options: Annotated[
+        SendOptions | None, Field(description="Claude Code's send options: only with '@parent'")
+    ] = None,
 ) -> str:
     if not to.strip():
         raise ToolError("to must not be empty")
+    _check_address(to, options)
     run = ctx.subagents.find_or_revive(to) if ctx.subagents is not None else None
     if run is not None:  # one of this agent's sub-agents, by name or agent id
         if not isinstance(message, str):
             raise ToolError("a sub-agent takes plain text messages only")
         return ctx.subagents.message(run, message)  # type: ignore[union-attr]
     link = ctx.link()
+    if to == PARENT:
+        to = _parent(link)
     if "@" in to:
         raise ToolError(
-            'to must be a bare teammate name or "*" — there is only one team per session'
+            'to must be a bare teammate name, "*" or "@parent" — there is only one team per session'
         )
     if isinstance(message, str):
         if not summary or not summary.strip():
@@ -137,6 +173,35 @@ def send_message(
     _send(link, to, response)
     verdict = "approved" if message.approve else "rejected"
     return _result(message=f"Plan {verdict} for {to}.", request_id=message.request_id)
+
+
+def _check_address(to: str, options: SendOptions | None) -> None:
+    """Refuse what looks up Claude Code's cloud sessions (``"@find"``, ``options.session_name``)
+    and ``options`` with any recipient but ``"@parent"``, as Claude Code 2.1.332 does."""
+    allowed = 'send to a teammate by name, "*" for all of them, or "@parent" for your lead'
+    if to == FIND:
+        raise ToolError(
+            f'"@find" looks up Claude Code sessions by title, and a swarm team has none: {allowed}'
+        )
+    if options is None:
+        return
+    if options.session_name is not None:
+        raise ToolError(
+            "options.session_name names a Claude Code cloud session, and a swarm team has "
+            f"none: leave it out and {allowed}"
+        )
+    if to != PARENT:
+        raise ToolError('options only go with to: "@parent"; leave them out to message ' + to)
+
+
+def _parent(link: Any) -> str:
+    """Who ``"@parent"`` is for this agent: the lead that started it (none for the lead)."""
+    if link.name == LEAD_NAME:
+        raise ToolError(
+            'you are the team lead: no one started you, so there is no "@parent"; send to a '
+            'teammate by name or "*" for all of them'
+        )
+    return LEAD_NAME
 
 
 def _plan_digest(link: Any, request_id: str) -> str | None:
@@ -273,15 +338,32 @@ def task_update(
 @tool("TaskList", "List all tasks in the team's task list.", kind="team")
 def task_list(ctx: ToolContext) -> str:
     tasks = ctx.link().board.list()
-    return "\n".join(list_line(task) for task in tasks) or "No tasks found"
+    completed = {task.id for task in tasks if task.status == Status.COMPLETED}
+    lines = [list_line(_open_blockers(task, completed)) for task in tasks]
+    return "\n".join(lines) or "No tasks found"
 
 
 @tool("TaskGet", "Retrieve a task by ID.", kind="team")
 def task_get(
     ctx: ToolContext, taskId: Annotated[str, Field(description="The ID of the task to retrieve")]
 ) -> str:
-    task = ctx.link().board.get(taskId)
-    return describe(task) if task is not None else "Task not found"
+    board = ctx.link().board
+    task = board.get(taskId)
+    if task is None:
+        return "Task not found"
+    completed = {
+        blocker
+        for blocker in task.blockedBy
+        if (found := board.get(blocker)) is not None and found.status == Status.COMPLETED
+    }
+    return describe(_open_blockers(task, completed))
+
+
+def _open_blockers(task: Task, completed: set[str]) -> Task:
+    """`task` as TaskList and TaskGet show it: its ``blockedBy`` without the `completed`
+    tasks (Claude Code 2.1.332's TaskGet, and TaskList since 2.1.88)."""
+    still = [blocker for blocker in task.blockedBy if blocker not in completed]
+    return task if len(still) == len(task.blockedBy) else task.updated(blockedBy=still)
 
 
 @tool(

@@ -1,4 +1,4 @@
-"""swarm and a real Claude Code 2.1.88 in one team (docs/interop.md).
+"""swarm and a real Claude Code (2.1.88, 2.1.330, 2.1.332) in one team (docs/interop.md).
 
 Claude Code is installed from the npm registry (`claude_code.install`) and runs offline in tmux
 panes on the test's own tmux server, its model the local Messages API server playing scripted
@@ -44,7 +44,8 @@ def claude(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture(scope="session")
 def newest_claude() -> Path:
-    """Claude Code 2.1.330 only: for what came after 2.1.88 (session teams, locked config)."""
+    """The newest Claude Code only (2.1.332): for what came after 2.1.88 (session teams, locked
+    config, signatures), as 2.1.330 has it too."""
     return installed(claude_code.NEWEST)
 
 
@@ -116,7 +117,10 @@ def spawn_claude_code(
 
 
 @pytest.fixture
-def team(work: Path) -> Iterator[TeamPaths]:
+def team(work: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TeamPaths]:
+    """Team ``t`` in `work`, where the test's ``swarm`` commands run too (a task's command runs
+    where it was added)."""
+    monkeypatch.chdir(work)
     assert swarm("team", "create", "t", "--cwd", str(work)).returncode == 0
     yield TeamPaths.for_team("t")
 
@@ -214,7 +218,7 @@ def tool_results(api: MessagesAPI, agent: str) -> list[str]:
     for body in api.requests:
         if body.get(AGENT_KEY) != agent:
             continue
-        content = body["messages"][-1]["content"]
+        content = claude_code.newest_message(body).get("content")
         for block in content if isinstance(content, list) else []:
             if block.get("type") == "tool_result":
                 inner = block.get("content")
@@ -234,6 +238,7 @@ def test_tasks_are_shared_with_a_claude_code_teammate(
         == 0
     )
     assert swarm("task", "add", "test the schema", "--blocked-by", "1").returncode == 0
+    metadata = json.loads(team.task(1).read_text())["metadata"]  # swarm's: the command
     work_the_board = [
         Turn.tool("TaskList", {}),
         Turn.tool("TaskGet", {"taskId": "1"}),
@@ -270,7 +275,7 @@ def test_tasks_are_shared_with_a_claude_code_teammate(
     # swarm reads what Claude Code wrote, and Claude Code kept swarm's fields
     tasks = {t["id"]: t for t in json.loads(swarm("task", "list", "--json").stdout)}
     assert (tasks["1"]["status"], tasks["1"]["owner"]) == ("completed", "bob")
-    assert tasks["1"]["metadata"] == {"command": "make schema"}
+    assert tasks["1"]["metadata"] == metadata and metadata["command"] == "make schema"
     assert tasks["2"]["blockedBy"] == ["1"] and tasks["1"]["blocks"] == ["2"]
     assert (tasks["3"]["subject"], tasks["3"]["description"], tasks["3"]["activeForm"]) == (
         "document the schema",
@@ -557,8 +562,9 @@ def test_a_claude_code_session_team_ends_with_its_lead(
         assert status.returncode == 0, status.stderr
         assert "kim" in [m["name"] for m in json.loads(status.stdout)["members"]]
         kim_pid = wait_for(
-            lambda: TeamFile(paths).load().member("kim").model_extra.get("pid"), "kim's pid"
-        )  # type: ignore[union-attr]
+            lambda: (TeamFile(paths).load().member("kim").model_extra or {}).get("pid"),  # type: ignore[union-attr]
+            "kim's pid",
+        )
 
         type_into(tmux_socket, "lead", "/exit")
         wait_for(lambda: "Exit and stop tasks" in screen(tmux_socket, "lead"), "the exit dialog")

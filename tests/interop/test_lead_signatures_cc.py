@@ -1,8 +1,8 @@
-"""Lead signatures with a real Claude Code 2.1.330 teammate (docs/interop.md): swarm spawns it
+"""Lead signatures with a real Claude Code teammate, the newest (docs/interop.md): swarm spawns it
 with ``--lead-verify-key``, signs what it writes as team-lead, and Claude Code checks it with
 its own code. What swarm signed reaches the model as the lead's; an unsigned entry written as
 team-lead is shown with ``verified="false"``, and an unsigned shutdown request cannot end it
-(its SendMessage refuses the approval). Only 2.1.330: 2.1.88 knows no signatures.
+(its SendMessage refuses the approval). Only the newest: 2.1.88 knows no signatures.
 
 Claude Code's check is behind the flag ``bot_protected_tengu_tranquil_rain``, whose default
 is on: off only when Anthropic's servers say so for the default API host, which never

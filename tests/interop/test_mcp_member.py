@@ -35,7 +35,7 @@ from protocols.team import TeamFile
 
 pytestmark = pytest.mark.interop
 
-claude = test_interop.claude  # the fixtures, shared: Claude Code 2.1.88 and 2.1.330
+claude = test_interop.claude  # the fixtures, shared: Claude Code 2.1.88, 2.1.330 and 2.1.332
 work = test_interop.work
 team = test_interop.team
 
