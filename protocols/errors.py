@@ -23,6 +23,11 @@ class InvalidName(ProtocolsError, ValueError):
     """A team or agent name that may not be created."""
 
 
+class UnusableRoot(ProtocolsError):
+    """The config root cannot hold teams: it, or a folder on its way to it, is not a directory
+    (`protocols.paths.check_root`)."""
+
+
 class LockTimeout(ProtocolsError, TimeoutError):
     """A lock could not be taken before its deadline; the write did not happen."""
 
@@ -80,6 +85,12 @@ class UnstorableValue(ProtocolsError, ValueError):
 class StoreUnavailable(ProtocolsError):
     """The store (a PostgreSQL server) could not be reached before the deadline; what was being
     done may or may not have happened, and doing it again is safe."""
+
+
+class StoreTimeout(StoreUnavailable):
+    """Work given a deadline (`protocols.bounded.within`) did not end in time: the store did not
+    answer (a server paused or cut off, a lock held by a paused process). The work may still
+    take effect later; doing it again is safe."""
 
 
 class LeaseLost(ProtocolsError):

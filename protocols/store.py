@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from protocols import safefs
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     AnyTaskBoard: TypeAlias = TaskBoard | PgTaskBoard
     AnyPermissionStore: TypeAlias = PermissionStore | PgPermissionStore
     AnyStore: TypeAlias = "FileStore | PgStore"
+
+T = TypeVar("T")
 
 STORE_ENV = "SWARM_STORE"
 POINTER = "swarm-store.json"
@@ -304,3 +306,16 @@ class FileStore:
     def delete_team(self) -> bool:
         """Nothing to do beyond the directories the caller removes."""
         return False
+
+    def within(
+        self,
+        seconds: float,
+        work: Callable[[], T],
+        what: str,
+        slow: tuple[float, Callable[[], None]] | None = None,
+    ) -> T:
+        """`work` on this store given `seconds` (`protocols.bounded.within`: a lock held by a
+        paused process is not waited for longer)."""
+        from protocols.bounded import within
+
+        return within(seconds, work, what, slow=slow)

@@ -59,14 +59,20 @@ class Activity:
             self._due = None
             self._mark(False)
 
-    def close(self) -> None:
-        """Let the thread go (a stopping teammate; tests)."""
-        with self._cond:
+    def close(self, timeout: float | None = None) -> None:
+        """Let the thread go (a stopping teammate; tests), waiting for it at most `timeout`
+        seconds (None: as long as it takes): a mark stuck on a store that stopped answering
+        holds the thread, a daemon, and is left behind."""
+        if not self._cond.acquire(timeout=-1 if timeout is None else timeout):
+            return
+        try:
             self._closed = True
             self._due = None
             self._cond.notify()
+        finally:
+            self._cond.release()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
 
     def _run(self) -> None:
         with self._cond:

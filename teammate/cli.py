@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from protocols.pg.member_log import Shipper
 
 TASK_LIST_ID = "CLAUDE_CODE_TASK_LIST_ID"
+SHIP_AFTER_SILENCE_S = 0.5  # its last log lines, once its store stopped answering a stop
 
 
 class CannotStart(Error):
@@ -108,7 +109,11 @@ def _run(options: TeammateOptions, paths: TeamPaths, ship: Shipper | None) -> in
         reporter.set(MemberState.FAILED, str(exc))
         return 1
     try:
-        return Teammate(options, brain, paths, say=say, reporter=reporter).run()
+        teammate = Teammate(options, brain, paths, say=say, reporter=reporter)
+        code = teammate.run()
+        if ship is not None and teammate.store_silent:  # its lines would wait for it in vain
+            ship.close(timeout=SHIP_AFTER_SILENCE_S)
+        return code
     except AlreadyRunning as exc:  # the status file is the running teammate's: leave it
         complain(str(exc))
         with contextlib.suppress(Exception):

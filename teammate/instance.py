@@ -3,6 +3,8 @@
 The lock is a flock on ``teams/<team>/.swarm-locks/<name>.instance`` holding the owner's pid;
 the kernel releases it when the process dies, so a crashed teammate never blocks its successor.
 The file is opened without following links, and only written once the lock is held.
+`instance_lock` is the lock alone, for a process that does something else when it is taken
+(`swarm lead` with a lead already running: a read-only view).
 """
 
 from __future__ import annotations
@@ -25,18 +27,29 @@ class AlreadyRunning(Error):
 
 @contextmanager
 def single_instance(paths: TeamPaths, name: str) -> Iterator[None]:
+    with instance_lock(paths, name) as other:
+        if other is not None:
+            raise AlreadyRunning(
+                f"a teammate named {name!r} is already running in team {paths.team!r} "
+                f"(pid {other}); stop it before starting another"
+            )
+        yield
+
+
+@contextmanager
+def instance_lock(paths: TeamPaths, name: str) -> Iterator[str | None]:
+    """`name`'s instance lock, held inside when it yields None; when another process holds
+    it, nothing is held and it yields that process's pid as the lock file says it ("unknown"
+    when it says nothing yet). `swarm lead` holds the lead's (``team-lead``) this way."""
     path = paths.team_dir / FLOCK_DIR / f"{name}.instance"
     safefs.makedirs(path.parent)
     fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not filelock.lock_descriptor(fd, blocking=False):
-            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise AlreadyRunning(
-                f"a teammate named {name!r} is already running in team {paths.team!r} "
-                f"(pid {other}); stop it before starting another"
-            )
+            yield os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            return
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
+        yield None
     finally:
         os.close(fd)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +45,7 @@ from protocols.correlation import is_stale
 from protocols.errors import (
     ProtocolsError,
     StaleClaim,
+    StoreTimeout,
     StoreUnavailable,
     UnknownMember,
 )
@@ -72,7 +72,7 @@ from protocols.task_model import Task
 from protocols.team_config import Member
 from protocols.values import MemberState
 from teammate.activity import Activity
-from teammate.board_watch import BoardWatch
+from teammate.board_watch import BoardWatch, labels_of
 from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict, Watched
 from teammate.budget import Notices
 from teammate.instance import single_instance
@@ -82,6 +82,15 @@ from teammate.membership import await_membership, join
 from teammate.options import TeammateOptions
 from teammate.outbox import ENVIRONMENT_ERRORS, Outbox
 from teammate.reporter import StatusReporter
+from teammate.stopping import (
+    SLOW_S,
+    Stop,
+    StopSignals,
+    TeamGone,
+    cut_short,
+    handback_seconds,
+    waiting_text,
+)
 from teammate.task_worktree import work_in_place
 from teammate.trouble import Trouble, describe
 
@@ -90,20 +99,6 @@ from teammate.trouble import Trouble, describe
 # watcher polls by itself.
 RETRY_S = 1.0  # while something waits in the outbox
 WATCH_S = 1.0  # a wait for a model call looks at the inbox at least this often
-
-
-class Stop(BaseException):
-    """Raised by the SIGTERM and SIGHUP handlers: stop after releasing what this teammate
-    holds. (Not an `Exception`, so no handler meant for errors swallows it.)"""
-
-    def __init__(self, why: str = "SIGTERM") -> None:
-        super().__init__(why)
-        self.why = why
-
-
-class TeamGone(Stop):
-    """The team's directory is gone: a Claude Code lead session (2.1.178 and later) deletes
-    its team when it exits. The task list stays, so what this teammate held is released."""
 
 
 class Teammate:
@@ -137,9 +132,16 @@ class Teammate:
         self._say = say
         self.member: Member | None = None
         self.stopped = False
+        self.signals = StopSignals(lambda: self.token)  # installed while it runs
+        self.store_silent = False  # its stop was cut short: the store did not answer
         self._watcher: Any = None  # the store's watcher: InboxWatcher, or PgWatcher
         self.board_watch = BoardWatch(
-            self.board, self.name, lambda: self._watcher, clock, paths.tasks_dir
+            self.board,
+            self.name,
+            lambda: self._watcher,
+            clock,
+            paths.tasks_dir,
+            labels=labels_of(options.spec.model, options.spec.agent_type),
         )
         self._inbox_seen: tuple[int, int, int] | None = None
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
@@ -190,37 +192,62 @@ class Teammate:
             self.token = join(self.team, self.member, self.trouble, self.say)
             self.reporter.set(MemberState.IDLE, "joined the team")
             self.say(f"{self.name} joined team {self.paths.team!r} (pid {os.getpid()})")
-            previous = signal.signal(signal.SIGTERM, _raise_stop)
-            # a pane closed under it (a Claude Code lead cleaning up its panes as it exits)
-            previous_hup = signal.signal(signal.SIGHUP, _raise_stop)
-            try:
-                with self._connected() as watcher:
-                    self._watcher = watcher
-                    if watcher.degraded:
-                        self._tell_lead(f"{self.name}: {watcher.degraded}", "inotify unavailable")
-                    try:
-                        self._loop(watcher)
-                    except Stop as stop:  # hand back its tasks first: a SIGKILL may follow soon
-                        self._stopped(stop, self.board.release_all(self.name))
-            except Stop as stop:  # while its store was out of reach: it may not answer now
-                released: list[Task] = []
-                with contextlib.suppress(Exception):
-                    released = self.board.release_all(self.name)
-                self._stopped(stop, released)
-            finally:
-                signal.signal(signal.SIGTERM, previous)
-                signal.signal(signal.SIGHUP, previous_hup)
-                self.brain.stop()  # its background sub-agents, its MCP servers
-                stop_carriers(self.token)  # commands it started and left running
-                with contextlib.suppress(Exception):
-                    self.activity.end()
-                self.activity.close()
-                self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
+            # SIGTERM, and SIGHUP: a pane closed under it (a Claude Code lead cleaning up its
+            # panes as it exits); once stopping, a second SIGTERM ends it at once
+            with self.signals:
+                try:
+                    with self._connected() as watcher:
+                        self._watcher = watcher
+                        if watcher.degraded:
+                            self._tell_lead(f"{self.name}: {watcher.degraded}", "no inotify")
+                        try:
+                            self._loop(watcher)
+                        except Stop as stop:  # hand back its tasks: a SIGKILL may follow soon
+                            self._leave(stop)
+                        else:
+                            self._leave(None)  # an approved shutdown: its tasks went back then
+                except Stop as stop:  # while its store was out of reach: it may not answer now
+                    self._leave(stop)
+                finally:
+                    self.brain.stop()  # its background sub-agents, its MCP servers
+                    stop_carriers(self.token)  # commands it started and left running
+                    self.activity.close(timeout=1.0)  # a mark stuck on the store: not waited for
         return 0
 
-    def _stopped(self, stop: Stop, released: list[Task]) -> None:
-        with contextlib.suppress(OSError):  # its pane may be gone
-            self.say(f"stopped: {stop.why}; released {[t.id for t in released] or 'no tasks'}")
+    def _leave(self, stop: Stop | None) -> None:
+        """The stop (`teammate.stopping`): its tasks handed back (after a signal) and its status
+        written, on a thread of its own given `handback_seconds()`; a store that does not answer
+        in that time cuts it short, said in the log (its lease or the lead returns the tasks)."""
+        self.signals.begin()
+        why = stop.why if stop is not None else None
+        seconds = handback_seconds()
+
+        def work() -> list[Task]:
+            released = self.board.release_all(self.name) if stop is not None else []
+            with contextlib.suppress(Exception):
+                self.activity.end()
+            self.reporter.set(MemberState.STOPPED, "stopped", clear_task=True)
+            return released
+
+        def slow() -> None:
+            with contextlib.suppress(OSError):  # its pane may be gone
+                self.say(waiting_text(why, seconds))
+
+        try:
+            released = self.store.within(seconds, work, "handing back its tasks", (SLOW_S, slow))
+        except Exception as exc:  # the store did not answer in time, or failed
+            self.store_silent = True
+            problem = (
+                f"the store did not answer within {seconds:g} s"
+                if isinstance(exc, StoreTimeout)
+                else describe(exc)
+            )
+            with contextlib.suppress(OSError):
+                self.say(cut_short(why, self.store.kind, problem, stop is not None))
+            return
+        if stop is not None:
+            with contextlib.suppress(OSError):
+                self.say(f"stopped: {why}; released {[t.id for t in released] or 'no tasks'}")
 
     @contextlib.contextmanager
     def _connected(self) -> Iterator[Any]:
@@ -888,11 +915,3 @@ class Teammate:
     def say(self, text: str) -> None:
         """A line in its own pane or log, escaped: a person reads it in a terminal."""
         self._say(f"[{time.strftime('%H:%M:%S')}] {printable(text)}")
-
-
-def _raise_stop(signum: int, frame: object) -> None:
-    # once: a second signal (a closing pane's SIGHUP, then its lead's SIGTERM) must not cut
-    # short the release of what this teammate holds
-    for stop_signal in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(stop_signal, signal.SIG_IGN)
-    raise Stop(signal.Signals(signum).name)

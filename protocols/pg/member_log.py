@@ -143,6 +143,7 @@ class Shipper:
         self._queue: queue.Queue[Any] = queue.Queue(QUEUE_MAX)
         self._thread = threading.Thread(target=self._run, name=f"log-{member}", daemon=True)
         self.dropped = 0
+        self._closed = False
 
     def __enter__(self) -> Shipper:
         self._thread.start()
@@ -167,7 +168,11 @@ class Shipper:
                     pass
 
     def close(self, timeout: float = 5.0) -> None:
-        """Write what is queued (waiting up to `timeout` seconds), then stop."""
+        """Write what is queued (waiting up to `timeout` seconds), then stop; once (a teammate
+        whose store stopped answering closes it early, with a short wait)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join(timeout)

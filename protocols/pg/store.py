@@ -43,6 +43,8 @@ _local = threading.local()
 
 T = TypeVar("T")
 
+HEARTBEAT_JOIN_S = 1.0  # how long a member leaving waits for a beat in progress
+
 
 def database(url: str) -> Database:
     """This thread's `Database` for `url` (opened on first use)."""
@@ -197,6 +199,21 @@ class PgStore:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""
         return self.team_file().delete()
 
+    def within(
+        self,
+        seconds: float,
+        work: Callable[[], T],
+        what: str,
+        slow: tuple[float, Callable[[], None]] | None = None,
+    ) -> T:
+        """`work` on this store given `seconds` (`protocols.bounded.within`): on a thread of its
+        own, so on a connection of its own (closed when the work is over), never one stuck in
+        another thread's query to a server that stopped answering."""
+        from protocols.bounded import within
+
+        url = self.url
+        return within(seconds, work, what, done=lambda: database(url).close(), slow=slow)
+
 
 @contextlib.contextmanager
 def _heartbeating(
@@ -250,4 +267,5 @@ def _heartbeating(
         yield thread
     finally:
         stop.set()
-        thread.join(timeout=5)
+        # a beat stuck on a server that stopped answering is not waited for (a daemon thread)
+        thread.join(timeout=HEARTBEAT_JOIN_S)

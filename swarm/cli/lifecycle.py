@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.store import open_store
 from protocols.team_config import Member
@@ -21,6 +22,8 @@ from swarm.cli.completion import complete_member
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.liveness import member_host
 from swarm.team.resume import RESUME_PROMPT, restart_member
+from swarm.team.unreachable import StoreOutOfReach, reach, shutdown_without_store
+from swarm.views.panes import placement, watch_hint
 from teammate.options import MemberSpec
 
 # how `swarm shutdown` and `swarm restart` stop a teammate
@@ -167,8 +170,11 @@ def spawn(
     """Start teammate NAME in a tmux pane or a subprocess.
 
     \b
-    Outside tmux, panes go to a private tmux server per team:
+    Outside tmux, panes go to a private tmux server per team (plain
+    `tmux ls` does not list it; swarm status prints the command):
       tmux -L swarm-<team> attach
+    Inside tmux, a teammate splits your window; when its pane would be
+    smaller than 40x8 it gets a window of its own in your session.
     Subprocess teammates log to teams/<team>/logs/<name>.log.
 
     \b
@@ -207,12 +213,13 @@ def spawn(
         spawn_there(team, host, name, prompt, spec, as_json)
         return
     member, spawned = spawn_member(paths_for(team), name, prompt or RESUME_PROMPT, spec)
-    where = f"pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
-    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
     emit(
         started_json(member, spawned, resumed=resume),
         as_json,
-        lambda _: f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}{watch}",
+        lambda _: printable_line(
+            f"spawned {name} ({member.color}) in {placement(spawned)}, pid {spawned.pid}"
+            f"{watch_hint(spawned)}"
+        ),
     )
 
 
@@ -267,6 +274,7 @@ def started_json(member: Member, spawned: Spawned, resumed: bool) -> dict[str, A
         "pid": spawned.pid,
         "pane": spawned.pane_id or None,
         "socket": spawned.socket_name,
+        "own_window": spawned.own_window,
         "resumed": resumed,
     }
 
@@ -283,15 +291,24 @@ def shutdown(
 ) -> None:
     """Ask teammate NAME to shut down; remove it and return its tasks once it has stopped.
     Exits 1 when it is still running (it refused, or did not answer in time)."""
-    paths = paths_for(team)
-    open_store(paths).team_file().load().require(name)  # a misspelt name asks nobody
+    paths = paths_for(team, must_exist=False)
     if name == LEAD_NAME:
         raise click.UsageError("team-lead is the lead, not a teammate: `swarm down` ends a team")
-    click.echo(
-        printable_line(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer"),
-        err=True,
-    )
-    result = request_shutdown(paths, name, reason, wait_s, force)
+    try:  # a misspelt name asks nobody; a store out of reach is said in seconds
+        paths = reach(paths, lambda: _member_of(team, name), "reading the team")
+    except StoreOutOfReach as exc:
+        if not force:
+            raise StoreOutOfReach(
+                f"{exc}: nobody can be asked to shut down. --force stops {name}'s process if it "
+                "runs on this machine (its tasks go back to pending when its lease runs out)"
+            ) from exc
+        result = shutdown_without_store(paths, name)
+    else:
+        click.echo(
+            printable_line(f"asked {name} to shut down; waiting up to {wait_s:g} s for the answer"),
+            err=True,
+        )
+        result = request_shutdown(paths, name, reason, wait_s, force)
     if as_json:
         emit(dataclasses.asdict(result), True, str)
         sys.exit(0 if result.stopped else 1)
@@ -301,12 +318,16 @@ def shutdown(
             f"tasks returned to pending: {ids_text(result.released)}"
         )
         return
-    click.echo(
-        f"{name}: {result.outcome}: {printable_line(result.reason)} "
-        "(use --force to stop it anyway)",
-        err=True,
-    )
+    hint = "" if force else " (use --force to stop it anyway)"
+    click.echo(f"{name}: {result.outcome}: {printable_line(result.reason)}{hint}", err=True)
     sys.exit(1)
+
+
+def _member_of(team: str, name: str) -> TeamPaths:
+    """The team's paths, once its store says `name` is a member of it."""
+    paths = paths_for(team)
+    open_store(paths).team_file().load().require(name)
+    return paths
 
 
 @click.command()
@@ -327,8 +348,8 @@ def restart(
     team: str,
 ) -> None:
     """Stop teammate NAME and start it again with the options it was spawned with (model,
-    agent type, permissions, worktree, backend...). Its unfinished tasks go back to the board,
-    where it (or another idle teammate) takes them. A dead member is simply started again.
+    agent type, permissions, worktree, backend...). The tasks it was working on stay its own:
+    the new instance carries on with them. A dead or stopped member is simply started again.
     A member on a host is started again there, by its `swarm host serve`.
 
     \b

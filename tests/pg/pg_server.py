@@ -16,10 +16,12 @@ The binaries are found on ``PATH`` (``initdb``) or under ``/usr/lib/postgresql/<
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -159,8 +161,31 @@ class TemporaryServer:
         (the server recovers from its WAL on start)."""
         self._pg_ctl("restart", mode)
 
+    def crash(self) -> None:
+        """Stop the server at once (``pg_ctl stop -m immediate``), keeping its files: every
+        connection is cut and new ones are refused until `start_again`."""
+        self._pg_ctl("stop", "immediate")
+
+    def start_again(self) -> None:
+        """Start the server `crash` stopped (it recovers from its WAL)."""
+        self._pg_ctl("start")
+
+    def pause(self) -> None:
+        """SIGSTOP the server's processes (the postmaster leads their process group): a host
+        that no longer answers. Connections stay open and what is sent to them waits;
+        `resume` lets them go on."""
+        os.killpg(self._postmaster(), signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.killpg(self._postmaster(), signal.SIGCONT)
+
+    def _postmaster(self) -> int:
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
+            with contextlib.suppress(OSError, ValueError):  # a paused server could not stop
+                self.resume()
             self._pg_ctl("stop", "immediate")
         shutil.rmtree(self.base, ignore_errors=True)
 
