@@ -12,13 +12,25 @@ so no id read from a file can name another path.
 
 A task whose worker failed (or was denied) carries ``metadata.failed`` = ``{reason, by, at}``:
 it stays unfinished, so what it blocks stays blocked, but no idle worker claims it again and it
-keeps no worker busy, until someone retries it (`TaskBoard.retry`).
+keeps no worker busy, until someone retries it (`TaskBoard.retry`). ``metadata.failedBy`` lists
+every member that failed it: none of them takes it again by itself after a retry (assigning it
+to one by name still gives it to that one).
+
+Who may take a task (`may_take`): ``metadata.for`` lists labels, any of which a member must
+answer to: ``shell`` (a shell worker), ``claude`` (a teammate that thinks with a model,
+scripted or not), its name, or its agent type. Without ``for``, a task with a ``command`` is for
+shell workers (the command is their work) and any other task for anyone.
+
+A task's state, one word everywhere (`TaskState`, `state_of`): ``pending`` (waiting to be
+taken), ``blocked`` (pending, waiting for other tasks), ``in_progress``, ``failed`` (waiting for
+a retry) and ``completed``. The file keeps Claude Code's three statuses; ``blocked`` and
+``failed`` are read from the dependencies and ``metadata.failed``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -31,6 +43,81 @@ STATUSES: tuple[str, ...] = tuple(TaskStatus)
 TASK_FILE = re.compile(r"^(\d{1,18})\.json$")
 ID_PATTERN = r"^[0-9]{1,18}$"
 FAILED = "failed"  # the metadata key of a failed task
+FAILED_BY = "failedBy"  # the metadata key listing the members that failed the task
+FOR = "for"  # the metadata key listing who may take the task (`may_take`)
+SHELL = "shell"  # the label of a shell worker
+CLAUDE = "claude"  # the label of a teammate that thinks with a model (Claude, or scripted)
+LABEL_KINDS = (SHELL, CLAUDE)
+
+
+class TaskState(StrEnum):
+    """A task's state as a person reads it (module doc): the file's status, and whether it
+    waits for other tasks or for a retry."""
+
+    PENDING = "pending"
+    BLOCKED = "blocked"
+    IN_PROGRESS = "in_progress"
+    FAILED = "failed"
+    COMPLETED = "completed"
+
+
+def state_of(status: str, failed: bool, waiting: bool = False) -> TaskState:
+    """The state of a task with this status, failed or not, waiting for blockers or not."""
+    if status == TaskStatus.COMPLETED:
+        return TaskState.COMPLETED
+    if failed:
+        return TaskState.FAILED
+    if status == TaskStatus.IN_PROGRESS:
+        return TaskState.IN_PROGRESS
+    return TaskState.BLOCKED if waiting else TaskState.PENDING
+
+
+def states(tasks: Iterable[TaskLike]) -> dict[str, TaskState]:
+    """The state of each of `tasks` (a whole board: a blocker not among them counts as done)."""
+    listed = list(tasks)
+    unfinished = {t.id for t in listed if t.unfinished}
+    return {
+        t.id: state_of(t.status, t.failed, any(b in unfinished for b in t.blockedBy))
+        for t in listed
+    }
+
+
+def takers(metadata: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """Who may take a task with this metadata: the labels of ``for`` (a label or a list of
+    them), ``("shell",)`` for a task with a command and no ``for``, None for anyone."""
+    meta = metadata or {}
+    given = meta.get(FOR)
+    if isinstance(given, str) and given:
+        return (given,)
+    if isinstance(given, list) and given:
+        return tuple(str(label) for label in given if isinstance(label, str) and label)
+    if meta.get("command"):
+        return (SHELL,)
+    return None
+
+
+def may_take(metadata: Mapping[str, Any] | None, name: str, labels: Collection[str]) -> bool:
+    """Whether member `name`, answering to `labels` (its kind, its agent type), may take a task
+    with this metadata by itself: it is one the task is for, and it has not failed it before."""
+    meta = metadata or {}
+    failed_by = meta.get(FAILED_BY)
+    if isinstance(failed_by, list) and name in failed_by:
+        return False
+    wanted = takers(meta)
+    return wanted is None or name in wanted or any(label in wanted for label in labels)
+
+
+def failed_by(metadata: Mapping[str, Any] | None, name: str) -> list[str]:
+    """``failedBy`` once `name` has failed the task too (each name once, in order)."""
+    before = (metadata or {}).get(FAILED_BY)
+    names = [n for n in before if isinstance(n, str)] if isinstance(before, list) else []
+    return names if name in names else [*names, name]
+
+
+def for_text(metadata: Mapping[str, Any] | None) -> str:
+    """``for shell`` / ``for alice, reviewer``: who may take it (empty: anyone)."""
+    wanted = takers(metadata)
+    return f"for {', '.join(wanted)}" if wanted else ""
 
 
 class ClaimFailure(StrEnum):
@@ -39,6 +126,7 @@ class ClaimFailure(StrEnum):
     ALREADY_RESOLVED = "already_resolved"
     BLOCKED = "blocked"
     AGENT_BUSY = "agent_busy"
+    NOT_FOR_AGENT = "not_for_agent"  # the task is for others, or the agent failed it before
 
 
 class ClaimResult(NamedTuple):
@@ -103,8 +191,8 @@ def list_line(task: TaskLike) -> str:
 
 
 def describe(task: Task) -> str:
-    """Claude Code's TaskGet text."""
-    status = f"{task.status} (failed: {task.failure})" if task.failed else task.status
+    """Claude Code's TaskGet text (a failed task's status: ``failed: <why>``)."""
+    status = f"{FAILED}: {task.failure}" if task.failed else task.status
     lines = [f"Task #{task.id}: {task.subject}", f"Status: {status}"]
     lines.append(f"Description: {task.description}")
     if task.blockedBy:

@@ -33,7 +33,17 @@ _NO_IDS: list[str] = []
 class TaskFacts:
     """One valid task file, as far as choosing a claim needs it (read-only)."""
 
-    __slots__ = ("_raw", "_task", "blockedBy", "failed", "id", "internal", "owner", "status")
+    __slots__ = (
+        "_raw",
+        "_task",
+        "blockedBy",
+        "failed",
+        "id",
+        "internal",
+        "metadata",
+        "owner",
+        "status",
+    )
 
     def __init__(
         self,
@@ -52,6 +62,7 @@ class TaskFacts:
         # `Task.failed` and `Task.internal`
         self.failed = bool(status != _COMPLETED and metadata and metadata.get(FAILED))
         self.internal = bool(metadata and metadata.get("_internal"))
+        self.metadata = metadata  # read only: who may take it (`protocols.task.may_take`)
         self._raw = raw
         self._task = task
 

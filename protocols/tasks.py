@@ -30,7 +30,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from protocols import safefs, task_summary
@@ -53,7 +53,16 @@ from protocols.logs import logger
 from protocols.paths import TeamPaths
 from protocols.plain import Plain
 from protocols.shapes import TASK
-from protocols.task import FAILED, STATUSES, TASK_FILE, ClaimFailure, ClaimResult
+from protocols.task import (
+    FAILED,
+    FAILED_BY,
+    STATUSES,
+    TASK_FILE,
+    ClaimFailure,
+    ClaimResult,
+    failed_by,
+    may_take,
+)
 from protocols.task_edit import edited, plain_text
 from protocols.task_facts import TaskFacts, facts_of
 from protocols.task_graph import check_acyclic, waits_for
@@ -511,9 +520,17 @@ class TaskBoard:
 
     def fail(self, task_id: str | int, reason: str, by: str | None) -> Task:
         """Mark the task failed (its worker failed or was denied): it stays unfinished, its
-        dependents stay blocked, no idle worker claims it, and it keeps nobody busy."""
+        dependents stay blocked, no idle worker claims it, and it keeps nobody busy. `by` is
+        added to ``failedBy``: it does not take the task again by itself once retried."""
         mark = {"reason": reason, "by": by, "at": now_iso()}
-        _, after = self._rewrite(str(task_id), lambda t: t.updated(metadata=_with(t, FAILED, mark)))
+
+        def failing(task: Task) -> Task:
+            metadata = {**(task.metadata or {}), FAILED: mark}
+            if by is not None:
+                metadata[FAILED_BY] = failed_by(task.metadata, by)
+            return task.updated(metadata=metadata)
+
+        _, after = self._rewrite(str(task_id), failing)
         return after
 
     def retry(self, task_id: str | int) -> Task:
@@ -525,27 +542,37 @@ class TaskBoard:
 
     @redo_if_lock_lost
     def delete(self, task_id: str | int) -> bool:
-        """Remove the task, keep its id used, and drop it from other tasks' dependencies."""
+        """Remove the task, keep its id used, and drop it from other tasks' dependencies.
+
+        The file goes under the list lock and the task's own lock: Claude Code 2.1.332 deletes
+        under the task's lock (``<N>.json.lock``), and under the list lock (``.lock``) while it
+        raises the high-water mark, so neither program's delete races the other's update,
+        claim or create. As there, the mark is raised before the file goes: a delete cut short
+        never frees the id."""
         task_id = str(task_id)
         with self._list_lock() as guard:
-            path = self.paths.task(task_id)
-            with self._task_lock(task_id):
-                try:
-                    safefs.unlink(path)
-                except FileNotFoundError:
+            with self._task_lock(task_id) as held:
+                if not safefs.exists(self.paths.task(task_id)):
                     return False
-            guard.confirm()
-            self._set_highwatermark(max(int(task_id), self._highwatermark()))
-            for other in self.list(include_internal=True):
-                if task_id in other.blocks or task_id in other.blockedBy:
-                    self._rewrite(
-                        other.id,
-                        lambda t: t.updated(
-                            blocks=[x for x in t.blocks if x != task_id],
-                            blockedBy=[x for x in t.blockedBy if x != task_id],
-                        ),
-                    )
+                guard.confirm()
+                self._set_highwatermark(max(int(task_id), self._highwatermark()))
+                held.confirm()  # LockLost (redo) if the task changed since the lock was taken
+                safefs.unlink(self.paths.task(task_id))
+            self._drop_references(task_id)
         return True
+
+    def _drop_references(self, task_id: str) -> None:
+        """Take a deleted task out of the others' ``blocks`` and ``blockedBy`` (each under
+        its own lock; hold the list lock)."""
+        for other in self.list(include_internal=True):
+            if task_id in other.blocks or task_id in other.blockedBy:
+                self._rewrite(
+                    other.id,
+                    lambda t: t.updated(
+                        blocks=[x for x in t.blocks if x != task_id],
+                        blockedBy=[x for x in t.blockedBy if x != task_id],
+                    ),
+                )
 
     @redo_if_lock_lost
     def claim(
@@ -561,9 +588,12 @@ class TaskBoard:
         return self._synced(result)
 
     @redo_if_lock_lost
-    def claim_next(self, agent: str, start: bool = True) -> ClaimResult | None:
+    def claim_next(
+        self, agent: str, start: bool = True, labels: Collection[str] | None = None
+    ) -> ClaimResult | None:
         """Auto-claim: the lowest-id pending, unowned, unblocked, not failed task. None if
-        there is none.
+        there is none. With `labels` (what `agent` answers to: its kind, its agent type), only
+        a task it may take (`protocols.task.may_take`: one for it, that it has not failed).
 
         While the index, even if out of date, has a candidate, the lock is taken at once: the
         look under it brings the index up to date and decides. Only an index without one looks
@@ -573,15 +603,23 @@ class TaskBoard:
         every other worker's claims.) Under the lock the index chooses (lowest id first) and
         `_claim_locked` decides from the files.
         """
+
+        def takeable(index: TaskIndex) -> Iterator[TaskFacts]:
+            return (
+                t
+                for t in index.candidates()
+                if labels is None or may_take(t.metadata, agent, labels)
+            )
+
         with self._index.lock:
             index = self._index
-            hopeful = next(index.candidates(), None) is not None
-            if not hopeful and next(self._refresh().candidates(), None) is None:
+            hopeful = next(takeable(index), None) is not None
+            if not hopeful and next(takeable(self._refresh()), None) is None:
                 return None
         with self._list_lock(), self._index.lock:
             index = self._refresh()
-            for task in index.candidates():
-                result = self._claim_locked(task.id, agent, True, start, index)
+            for task in takeable(index):
+                result = self._claim_locked(task.id, agent, True, start, index, labels)
                 if result.success or result.reason == ClaimFailure.AGENT_BUSY:
                     break
             else:
@@ -597,7 +635,10 @@ class TaskBoard:
 
     @redo_if_lock_lost
     def release_all(self, agent: str) -> builtins.list[Task]:
-        """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns them."""
+        """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns those now
+        back on the board. A task it failed loses its owner too but stays failed (its
+        ``failedBy`` says who): it is not back on the board, and not returned, until someone
+        retries it."""
         released = []
         with self._list_lock():
             for task in self.list(include_internal=True):
@@ -610,17 +651,25 @@ class TaskBoard:
                             else t
                         ),
                     )
-                    released.append(after)
+                    if not after.failed:
+                        released.append(after)
         return released
 
     # internals
 
     def _claim_locked(
-        self, task_id: str, agent: str, check_busy: bool, start: bool, index: TaskIndex
+        self,
+        task_id: str,
+        agent: str,
+        check_busy: bool,
+        start: bool,
+        index: TaskIndex,
+        labels: Collection[str] | None = None,
     ) -> ClaimResult:
         """The compare-and-set. Holds the list lock and the index's lock; `index` was refreshed
         under the list lock. The task, its blockers and the tasks the index says keep `agent`
-        busy are read again from their files: what the index says is only a hint."""
+        busy are read again from their files: what the index says is only a hint. With
+        `labels`, a task `agent` may not take (`may_take`) is refused as ``not_for_agent``."""
         if not safefs.exists(self.paths.task(task_id)):
             index.put(task_id, None)
             return ClaimResult(False, None, ClaimFailure.TASK_NOT_FOUND)
@@ -633,6 +682,8 @@ class TaskBoard:
                 return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_RESOLVED)
             if facts.owner and facts.owner != agent:
                 return ClaimResult(False, facts.task(), ClaimFailure.ALREADY_CLAIMED)
+            if labels is not None and not may_take(facts.metadata, agent, labels):
+                return ClaimResult(False, facts.task(), ClaimFailure.NOT_FOR_AGENT)
             blockers = self._open_blockers(facts, index)
             if blockers:
                 return ClaimResult(False, facts.task(), ClaimFailure.BLOCKED, blocked_by=blockers)

@@ -8,25 +8,38 @@ Code does, says so with a ``task_assignment``; a plain message is no reason to l
 ten times as often when inotify is unavailable). A look that failed (a PostgreSQL store out of
 reach) is made again at the next step: the news that called for it was taken by then.
 What it takes: a task the lead assigned to it (or its predecessor of the same name left), else
-the lowest claimable task (`TaskBoard.claim_next`).
+the lowest claimable task it may take (`TaskBoard.claim_next` with its `labels`: a task for
+others, or one it failed before, is left to them; `protocols.task.may_take`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection, Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.task import ClaimResult
+from protocols.task import CLAUDE, SHELL, ClaimResult
 from protocols.task_model import Task
+from protocols.values import ModelKind
 
 if TYPE_CHECKING:
     from protocols.store import AnyTaskBoard
 
 
 BOARD_RESCAN_S = 600.0
+
+
+def labels_of(model: str, agent_type: str | None) -> frozenset[str]:
+    """What a teammate answers to in a task's ``for`` besides its name: ``shell`` for a shell
+    worker, ``claude`` (and ``scripted`` for a scripted model) for one that thinks with a
+    model, and its agent type."""
+    kind = ModelKind.of(model)
+    labels = {SHELL} if kind == ModelKind.SHELL else {CLAUDE, str(kind)}
+    if agent_type:
+        labels.add(agent_type)
+    return frozenset(labels)
 
 
 class BoardWatch:
@@ -39,9 +52,11 @@ class BoardWatch:
         watcher: Callable[[], Any],
         clock: Callable[[], float] = time.monotonic,
         tasks_dir: Path | None = None,
+        labels: Collection[str] = (),
     ) -> None:
         self.board = board
         self.name = name
+        self.labels = frozenset(labels)  # what it answers to: its kind, its agent type
         self._watcher = watcher  # the teammate's, once it runs
         self._clock = clock  # when to look again (a seam for tests)
         self._checked = 0.0
@@ -84,7 +99,7 @@ class BoardWatch:
             claim = self.board.claim(task.id, self.name, check_busy=False)
             if claim.success:
                 return self._held(claim)
-        following = self.board.claim_next(self.name)
+        following = self.board.claim_next(self.name, labels=self.labels)
         return self._held(following) if following is not None and following.success else None
 
     def _held(self, claim: ClaimResult) -> Task | None:

@@ -53,10 +53,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def config_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test: its own config root and home, and its temporary directory as the working
+    directory (a `swarm task add` records where it was typed: its command runs there, never in
+    the checkout)."""
     root = tmp_path / "claude-config"
     root.mkdir()
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
     return root
 
 

@@ -17,6 +17,7 @@ claimed again) is refused with `StaleClaim`. Every return to pending bumps the e
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import psycopg
@@ -28,6 +29,20 @@ from protocols.task import FAILED, ClaimFailure, ClaimResult
 Conn = psycopg.Connection[Any]
 
 _T_COLUMNS = ", ".join(f"t.{name}" for name in COLUMNS.split(", "))
+# `protocols.task.may_take` in SQL: with %(takers)s (the claimer's name and labels) given, a
+# task it has not failed (``failedBy``), that its ``for`` names one of, or, without ``for``, a
+# task with a command for shell workers and any other for anyone; with NULL, any task
+_TAKEABLE = """(%(takers)s::text[] IS NULL OR (
+    NOT COALESCE((t.metadata::jsonb -> 'failedBy') ? %(agent)s, false)
+    AND CASE
+      WHEN jsonb_typeof(t.metadata::jsonb -> 'for') IN ('string', 'array')
+           AND (t.metadata::jsonb -> 'for') NOT IN ('""'::jsonb, '[]'::jsonb)
+        THEN (t.metadata::jsonb -> 'for') ?| %(takers)s::text[]
+      WHEN COALESCE(t.metadata::jsonb -> 'command', 'null'::jsonb)
+           NOT IN ('null'::jsonb, '""'::jsonb, 'false'::jsonb)
+        THEN 'shell' = ANY(%(takers)s::text[])
+      ELSE true
+    END))"""
 _CLAIMABLE = f"""
 SELECT {_T_COLUMNS} FROM tasks t
 WHERE t.team = %(team)s AND t.status = 'pending' AND t.owner IS NULL
@@ -35,6 +50,7 @@ WHERE t.team = %(team)s AND t.status = 'pending' AND t.owner IS NULL
   AND NOT EXISTS (
     SELECT 1 FROM task_deps d JOIN tasks b ON b.team = d.team AND b.id = d.blocker_id
     WHERE d.team = t.team AND d.task_id = t.id AND b.status <> 'completed')
+  AND {_TAKEABLE}
 ORDER BY t.id
 LIMIT 1
 """
@@ -104,8 +120,21 @@ def result(conn: Conn, team: str, taken: Row) -> ClaimResult:
     return ClaimResult(True, tasks(conn, team, [taken])[0], epoch=taken.epoch)
 
 
-def claim_next(conn: Conn, team: str, agent: str, start: bool, token: str) -> ClaimResult | None:
-    """The auto-claim, in the caller's transaction (see the module's docstring)."""
+def claim_next(
+    conn: Conn,
+    team: str,
+    agent: str,
+    start: bool,
+    token: str,
+    labels: Collection[str] | None = None,
+) -> ClaimResult | None:
+    """The auto-claim, in the caller's transaction (see the module's docstring); with
+    `labels`, only a task `agent` may take (`protocols.task.may_take`)."""
+    params = {
+        "team": team,
+        "agent": agent,
+        "takers": None if labels is None else [agent, *labels],
+    }
     lock_claimer(conn, team, agent)
     again = conn.execute(
         f"SELECT {COLUMNS} FROM tasks WHERE team = %s AND claim_token = %s AND owner = %s",
@@ -115,12 +144,12 @@ def claim_next(conn: Conn, team: str, agent: str, start: bool, token: str) -> Cl
         return result(conn, team, Row(*again))
     busy = busy_with(conn, team, agent)
     if busy:
-        first = conn.execute(_CLAIMABLE, {"team": team}).fetchone()
+        first = conn.execute(_CLAIMABLE, params).fetchone()
         if first is None:
             return None
         waiting = tasks(conn, team, [Row(*first)])[0]
         return ClaimResult(False, waiting, ClaimFailure.AGENT_BUSY, busy_with=busy)
-    chosen = conn.execute(_CLAIMABLE + " FOR UPDATE OF t SKIP LOCKED", {"team": team}).fetchone()
+    chosen = conn.execute(_CLAIMABLE + " FOR UPDATE OF t SKIP LOCKED", params).fetchone()
     if chosen is None:
         return None
     return result(conn, team, take(conn, team, Row(*chosen), agent, start, token))
@@ -154,15 +183,17 @@ def claim(
 
 
 def release(conn: Conn, team: str, agent: str) -> list[Row]:
-    """Return `agent`'s unfinished tasks to pending with no owner, each at a new epoch."""
+    """Return `agent`'s unfinished tasks to pending with no owner, each at a new epoch; those
+    now back on the board (a failed one loses its owner too, but stays failed until it is
+    retried: it is not returned)."""
     found = conn.execute(
         "UPDATE tasks SET owner = NULL, status = 'pending', epoch = epoch + 1, "
         "claim_token = NULL, key_order = (key_order::jsonb - 'owner')::json "
         "WHERE team = %s AND owner = %s AND status <> 'completed' "
-        f"RETURNING {COLUMNS}",
+        f"RETURNING {COLUMNS}, failed",
         [team, agent],
     ).fetchall()
-    released = sorted((Row(*r) for r in found), key=lambda r: r.id)
+    released = sorted((Row(*r[:-1]) for r in found if not r[-1]), key=lambda r: r.id)
     for one in released:
         record(conn, team, one.id, "released", agent, one.epoch)
     return released

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import logging
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -38,7 +38,7 @@ from protocols.pg.task_rows import (
     task_id,
     tasks,
 )
-from protocols.task import FAILED, ClaimResult
+from protocols.task import FAILED, FAILED_BY, ClaimResult, failed_by
 from protocols.task_graph import check_acyclic
 from protocols.task_model import Task
 from protocols.tasks import NewTask, notify_owner
@@ -242,7 +242,11 @@ class PgTaskBoard:
     def fail(self, task_id: str | int, reason: str, by: str | None) -> Task:
         """Mark the task failed: it stays unfinished, no idle worker claims it again."""
         mark = {"reason": reason, "by": by, "at": now_iso()}
-        task = self.update(task_id, metadata={FAILED: mark})
+        metadata: dict[str, Any] = {FAILED: mark}
+        if by is not None:  # it does not take the task again by itself (`may_take`)
+            current = self.get(task_id)
+            metadata[FAILED_BY] = failed_by(current.metadata if current else None, by)
+        task = self.update(task_id, metadata=metadata)
         assert task is not None
         return task
 
@@ -300,16 +304,20 @@ class PgTaskBoard:
             f"claim task #{task_id}",
         )
 
-    def claim_next(self, agent: str, start: bool = True) -> ClaimResult | None:
-        """The lowest-id pending, unowned, unblocked, not failed task; None if there is none."""
+    def claim_next(
+        self, agent: str, start: bool = True, labels: Collection[str] | None = None
+    ) -> ClaimResult | None:
+        """The lowest-id pending, unowned, unblocked, not failed task; None if there is none.
+        With `labels`, only one `agent` may take (`protocols.task.may_take`)."""
         token = secrets.token_hex(12)
         text(agent, "agent name")
         return self.db.run(
-            lambda c: claims.claim_next(c, self.team, agent, start, token), "claim next"
+            lambda c: claims.claim_next(c, self.team, agent, start, token, labels), "claim next"
         )
 
     def release_all(self, agent: str) -> builtins.list[Task]:
-        """Return `agent`'s unfinished tasks to ``pending`` with no owner; returns them."""
+        """Return `agent`'s unfinished tasks to ``pending`` with no owner (not a failed one:
+        it stays failed until retried); returns them."""
 
         def work(conn: Conn) -> builtins.list[Task]:
             released = claims.release(conn, self.team, agent)

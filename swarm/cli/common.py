@@ -153,7 +153,15 @@ def say_waiting(line: str) -> None:
 
 
 def ids_text(ids: list[str]) -> str:
-    return ", ".join("#" + i for i in ids) or "-"
+    """``#3, #4``, or ``none``: task ids as a person reads them in a list."""
+    return ", ".join("#" + i for i in ids) or "none"
+
+
+def tasks_text(ids: list[str]) -> str:
+    """``no tasks``, ``task #3``, ``tasks #3, #4``: task ids as a person reads them."""
+    if not ids:
+        return "no tasks"
+    return f"task{'s' if len(ids) > 1 else ''} {', '.join('#' + i for i in ids)}"
 
 
 def backend_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
-from protocols.printable import printable, printable_line
+from protocols.printable import printable_line
 from protocols.store import open_store
-from protocols.task import list_line
+from protocols.task import list_line, states
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
-from swarm.team.actions import add_task, task_lines, update_task
+from swarm.team.actions import (
+    add_task,
+    failed_by_of,
+    show_lines,
+    task_lines,
+    unknown_takers,
+    update_task,
+)
 
 
 @click.group()
@@ -37,6 +44,21 @@ def task() -> None:
     shell_complete=complete_member,
     help="the member it is for (told with a task_assignment)",
 )
+@click.option(
+    "--for",
+    "for_",
+    multiple=True,
+    metavar="WHO",
+    help="who may take it: shell (shell workers), claude (teammates with a model), a member's "
+    "name or an agent type; repeat or comma-separate for several (default: shell for a task "
+    "with --command, anyone otherwise)",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="the directory its command runs in (default: the one you are in; on a PostgreSQL "
+    "team, whose members may be on other machines, the worker's own)",
+)
 @json_option
 @team_option
 def task_add(
@@ -46,11 +68,21 @@ def task_add(
     blocked_by: tuple[str, ...],
     worktree: str | None,
     owner: str | None,
+    for_: tuple[str, ...],
+    cwd: Path | None,
     as_json: bool,
     team: str,
 ) -> None:
     """Add a task; prints its id. With --blocked-by it is blocked from the moment it exists:
-    no idle worker can take it before its blockers complete."""
+    no idle worker can take it before its blockers complete. Its command runs where you typed
+    `swarm task add` (or --cwd), whichever worker takes it (on a PostgreSQL team, whose
+    workers may be on other machines: in the worker's directory unless --cwd says one).
+
+    \b
+      swarm task add "build it" --command "make" --cwd ~/src/app
+      swarm task add "review the diff" --for claude
+      swarm task add "deploy" --command "make deploy" --for ann
+    """
     paths = paths_for(team)
     if worktree is not None:
         from teammate.agent.worktree import WorktreeError, flatten_slug  # only for --worktree
@@ -59,18 +91,33 @@ def task_add(
             flatten_slug(worktree)
         except WorktreeError as exc:
             raise SwarmError(f"--worktree: {exc}") from None
-    created = add_task(paths, subject, description, command, blocked_by, worktree, owner)
+    labels = [label.strip() for given in for_ for label in given.split(",") if label.strip()]
+    # a team on PostgreSQL spans machines: a directory of this one is only said with --cwd
+    where = (cwd or Path.cwd()).resolve() if cwd or paths.store is None else None
+    if where is not None and not where.is_dir():
+        raise SwarmError(f"--cwd {str(cwd)!r}: not a directory")
+    created = add_task(
+        paths, subject, description, command, blocked_by, worktree, owner, labels, where
+    )
     emit(created, as_json, lambda _: created["id"])
+    for warning in unknown_takers(paths, labels):
+        click.echo(f"swarm: warning: {printable_line(warning)}", err=True)
 
 
 @task.command("list")
 @json_option
 @team_option
 def task_list(as_json: bool, team: str) -> None:
-    """List tasks (Claude Code's TaskList format)."""
+    """List tasks (Claude Code's TaskList format); with --json each task's file and its
+    ``state``: pending, blocked, in_progress, failed or completed."""
     paths = paths_for(team)
-    text = "\n".join(task_lines(paths)) or "No tasks found"
-    emit([t.to_json_dict() for t in open_store(paths).task_board().list()], as_json, lambda _: text)
+    tasks = open_store(paths).task_board().list()
+    word = states(tasks)
+    emit(
+        [{**t.to_json_dict(), "state": str(word[t.id])} for t in tasks],
+        as_json,
+        lambda _: "\n".join(task_lines(paths, tasks)) or "No tasks found",
+    )
 
 
 @task.command("show")
@@ -78,35 +125,13 @@ def task_list(as_json: bool, team: str) -> None:
 @json_option
 @team_option
 def task_show(task_id: str, as_json: bool, team: str) -> None:
-    """Show one task."""
-    t = open_store(paths_for(team)).task_board().require(task_id).to_json_dict()
-    emit(
-        t,
-        as_json,
-        lambda t: "\n".join(
-            [
-                f"Task #{printable_line(t['id'])}: {printable_line(t['subject'])}",
-                f"Status: {t['status']}",
-                f"Description: {_block(t['description'])}",
-            ]
-            + ([f"Owner: {printable_line(t['owner'])}"] if t.get("owner") else [])
-            + (
-                [f"Blocked by: {printable_line(', '.join('#' + b for b in t['blockedBy']))}"]
-                if t["blockedBy"]
-                else []
-            )
-            + (
-                [f"Metadata: {printable_line(json.dumps(t['metadata'], ensure_ascii=False))}"]
-                if t.get("metadata")
-                else []
-            )
-        ),
-    )
-
-
-def _block(text: str) -> str:
-    """Multi-line text, escaped, its further lines indented (none passes for a field)."""
-    return printable(text).replace("\n", "\n  ")
+    """Show one task: its state (pending, blocked, in_progress, failed or completed), who may
+    take it, where its command runs and, when it failed, why and its output's last lines."""
+    board = open_store(paths_for(team)).task_board()
+    task = board.require(task_id)
+    state = states(board.list())[task.id] if task.blockedBy else states([task])[task.id]
+    shown = {**task.to_json_dict(), "state": str(state)}
+    emit(shown, as_json, lambda _: "\n".join(show_lines(task, state)))
 
 
 @task.command("update")
@@ -185,11 +210,22 @@ def task_claim(task_id: str, agent: str, as_json: bool, team: str) -> None:
 @team_option
 def task_retry(task_id: str, as_json: bool, team: str) -> None:
     """Put a failed (or stuck) task back on the board: pending, no owner, its failure cleared;
-    an idle worker claims it as usual. What waits for it stays blocked until it completes."""
+    an idle worker claims it as usual, but not one that failed it before (give it to one by
+    name with `swarm task update ID --owner NAME`). What waits for it stays blocked until it
+    completes."""
     board = open_store(paths_for(team)).task_board()
     before = board.require(task_id)
     if before.status == "completed":
         raise SwarmError(f"task #{task_id} is completed; there is nothing to retry")
     after = board.retry(task_id)
     was = f" (it had failed: {printable_line(before.failure)})" if before.failed else ""
-    emit(after.to_json_dict(), as_json, lambda _: f"{printable_line(list_line(after))}{was}")
+    lines = [f"{printable_line(list_line(after))}{was}"]
+    if failed := failed_by_of(after):
+        names = ", ".join(failed)
+        lines.append(
+            printable_line(
+                f"{names} failed it before and will not take it again by itself; "
+                f"`swarm task update {task_id} --owner NAME` gives it to one by name"
+            )
+        )
+    emit(after.to_json_dict(), as_json, lambda _: "\n".join(lines))

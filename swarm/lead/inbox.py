@@ -44,6 +44,7 @@ from swarm.team.approvals import Pending, describe_request, is_request
 from swarm.team.lifecycle import finish_shutdown
 from swarm.team.signatures import lead_mailbox
 from swarm.views import request_text
+from swarm.views.message_text import idle_facts
 from teammate.permissions.policy import Rule, parse_rule
 
 REAP_EVERY_S = 2.0
@@ -240,10 +241,11 @@ class Leader:
 
 
 def idle_text(note: IdleNotification) -> str:
+    """An idle notification on the console: what became of its task (`idle_facts`), idle."""
     if note.completedTaskId:
-        return f"finished #{note.completedTaskId} ({note.completedStatus}); idle"
+        return f"{idle_facts(note)}; idle"
     if note.idleReason == "failed":
-        return f"failed: {note.failureReason or 'no reason given'}"
+        return idle_facts(note)
     return f"idle{': ' + note.summary if note.summary else ''}"
 
 

@@ -28,7 +28,9 @@ from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
+from protocols.printable import printable_line
 from protocols.store import check_url, locate, open_store, redacted, write_pointer
+from protocols.task import for_text
 from protocols.tasks import NewTask
 from protocols.team_config import Member
 from protocols.values import ModelKind, PermissionMode
@@ -44,7 +46,8 @@ from swarm.team.stopping import (
     remove_team_files,
     stop_together,
 )
-from swarm.up.spec import TeamSpec, resolve_blocked_by
+from swarm.up.spec import TaskSpec, TeamSpec, resolve_blocked_by
+from swarm.views.panes import placement, watch_hint
 from teammate.agent.definitions import load_agent
 from teammate.options import MemberSpec
 
@@ -136,8 +139,7 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
         TaskPlan(
             subject=t.subject,
             description=t.description,
-            metadata={k: v for k, v in (("command", t.command), ("worktree", t.worktree)) if v}
-            or None,
+            metadata=_task_metadata(t),
             blocked_by=tuple(after),
             owner=t.owner,
         )
@@ -154,6 +156,12 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
     return UpPlan(
         spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead, store
     )
+
+
+def _task_metadata(task: TaskSpec) -> dict[str, Any] | None:
+    """What a task of the file keeps in its metadata: its command, worktree, who may take it."""
+    given = {"command": task.command, "worktree": task.worktree, "for": task.for_}
+    return {key: value for key, value in given.items() if value} or None
 
 
 def bring_up(
@@ -233,11 +241,11 @@ def _joined(
     backend = choose_backend(spawned.backend_type, socket_name=spawned.socket_name)
     foreign = plan.spec.teammate_command is not None
     await_start(paths, member, spawned, backend, START_WAIT_S, foreign=foreign)
-    where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
-    watch = f" (watch: tmux -L {spawned.socket_name} attach)" if spawned.socket_name else ""
     say(
-        f"spawned {plan.name} ({member.color}, {plan.spec.model}) in {where}, "
-        f"pid {spawned.pid}{watch}"
+        printable_line(
+            f"spawned {plan.name} ({member.color}, {plan.spec.model}) in {placement(spawned)}, "
+            f"pid {spawned.pid}{watch_hint(spawned)}"
+        )
     )
 
 
@@ -292,9 +300,23 @@ def _create_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) ->
     ids = [task.id for task in board.create_many(specs)]
     for task_id, task in zip(ids, plan.tasks, strict=True):
         after = [ids[i] for i in task.blocked_by]
-        waits = f" (after {', '.join('#' + i for i in after)})" if after else ""
-        owner = f" [for {task.owner}]" if task.owner else ""
-        say(f"task #{task_id}: {task.subject}{waits}{owner}")
+        say(task_line(task_id, task.subject, after, task.owner, task.metadata))
+
+
+def task_line(
+    task_id: str,
+    subject: str,
+    after: Sequence[str],
+    owner: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> str:
+    """``task #2: test it (after #1) [assigned to ann] [for shell]``: one task of a team file
+    as `swarm up` says it (the members it is for: `protocols.task.for_text`)."""
+    waits = f" (after {', '.join('#' + i for i in after)})" if after else ""
+    owner_text = f" [assigned to {owner}]" if owner else ""
+    wanted = (metadata or {}).get("for")
+    who = f" [{for_text(metadata)}]" if wanted else ""
+    return f"task #{task_id}: {subject}{waits}{owner_text}{who}"
 
 
 def spawn_planned(

@@ -50,6 +50,7 @@ from swarm.up.apply import (
     UpPlan,
     check_members,
     spawn_planned,
+    task_line,
 )
 from teammate.options import MemberSpec
 
@@ -184,9 +185,8 @@ def _place_tasks(paths: TeamPaths, plan: UpPlan, say: Callable[[str], None]) -> 
             continue
         new = created[batch[i]]
         placed.append(PlacedTask(new.id, new.subject, True, str(new.status)))
-        waits = ", ".join("#" + b for b in new.blockedBy)
-        owner = f" [for {new.owner}]" if new.owner else ""
-        say(f"task #{new.id}: {new.subject}{f' (after {waits})' if waits else ''}{owner} (added)")
+        line = task_line(new.id, new.subject, new.blockedBy, new.owner, new.metadata)
+        say(f"{line} (added)")
     return placed
 
 

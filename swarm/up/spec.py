@@ -3,7 +3,10 @@
 Loading checks all that can be checked before anything runs: YAML syntax, unknown keys, types,
 names, permission rules, task references and cycles, script files, directories. Each problem is
 reported as ``<file>:<line>: <key path>: <what was expected>``, all at once, in one
-`TeamFileError`. Relative paths are resolved against the team file's directory.
+`TeamFileError`: the references between members and tasks (owners, ``blocked_by``, names
+taken twice) are checked in the same pass as the schema, on the values as written
+(`_as_written`), so that fixing one problem never reveals another that was there all along.
+Relative paths are resolved against the team file's directory.
 `swarm.up.apply.plan_up` turns a loaded `TeamSpec` into what `swarm up` starts.
 """
 
@@ -93,6 +96,11 @@ TaskRef = Annotated[
 ]
 
 
+def _one_or_many(value: Any) -> Any:
+    """``for: shell`` as ``for: [shell]``."""
+    return [value] if isinstance(value, str) else value
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -147,6 +155,10 @@ class TaskSpec(_Spec):
     blocked_by: list[TaskRef] = Field(default_factory=list)
     owner: AgentName | None = None
     worktree: Text | None = None  # the task is worked in this git worktree
+    # who may take it (`protocols.task.may_take`): shell, claude, a member or an agent type
+    for_: Annotated[list[AgentName], BeforeValidator(_one_or_many)] | None = Field(
+        None, alias="for"
+    )
 
 
 class LeadSpec(_Spec):
@@ -249,7 +261,9 @@ def load_team_file(path: Path) -> TeamSpec:
     try:
         spec = TeamSpec.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
-        problems += [_problem(error) for error in exc.errors()]
+        refused = [_problem(error) for error in exc.errors()]
+        written = _cross_check(_as_written(data))
+        problems += refused + _apart(written, [loc for loc, _ in refused])
     else:
         spec._source = path.resolve()
         problems += _cross_check(spec)
@@ -287,6 +301,59 @@ def _shown(value: Any) -> str:
     return {dict: "a mapping", list: "a list"}.get(type(value), repr(value))  # type: ignore[call-overload]
 
 
+def _as_written(data: dict[str, Any]) -> TeamSpec:
+    """A `TeamSpec` of a file that failed its schema, unchecked, with what `_cross_check` reads
+    taken as written wherever it has the right type (else left out), so that the references
+    between members and tasks are checked in the same pass as the schema."""
+
+    def pick(raw: Any, key: str, *types: type) -> Any:
+        value = raw.get(key) if isinstance(raw, dict) else None
+        return value if type(value) in types else None
+
+    def listed(key: str) -> list[Any]:
+        value = data.get(key)
+        return value if isinstance(value, list) else []
+
+    def refs(raw: Any) -> list[Any]:  # a reference of the wrong type: "", a key of no task
+        return [r if type(r) in (int, str) else "" for r in pick(raw, "blocked_by", list) or []]
+
+    owners = isinstance(data.get("members"), list)  # else no owner can be judged
+    members = [
+        MemberSpec.model_construct(
+            name=pick(m, "name", str),
+            prompt="",
+            script=pick(m, "script", str),
+            model=pick(m, "model", str),
+            max_cost=pick(m, "max_cost", int, float),
+            max_tokens=pick(m, "max_tokens", int),
+        )
+        for m in listed("members")
+    ]
+    tasks = [
+        TaskSpec.model_construct(
+            subject=pick(t, "subject", str) or "",
+            key=pick(t, "key", str),
+            owner=pick(t, "owner", str) if owners else None,
+            blocked_by=refs(t),
+        )
+        for t in listed("tasks")
+    ]
+    defaults = Defaults.model_construct(model=pick(data.get("defaults"), "model", str))
+    team = pick(data, "team", str) or ""
+    return TeamSpec.model_construct(team=team, members=members, tasks=tasks, defaults=defaults)
+
+
+def _apart(problems: list[Problem], reported: list[Loc]) -> list[Problem]:
+    """`problems` but those at (or inside, or around) a place already `reported`: a value the
+    schema refused is not judged again."""
+
+    def overlaps(loc: Loc, other: Loc) -> bool:
+        n = min(len(loc), len(other))
+        return loc[:n] == other[:n]
+
+    return [(loc, text) for loc, text in problems if not any(overlaps(loc, r) for r in reported)]
+
+
 def _cross_check(spec: TeamSpec) -> list[Problem]:
     """What one field cannot tell: unique names, model, script and rules together, tasks."""
     problems: list[Problem] = []
@@ -309,9 +376,16 @@ def _cross_check(spec: TeamSpec) -> list[Problem]:
                 problems.append(((*at, key), f"{why}; expected a member with a Claude model"))
     keys: dict[str, int] = {}
     owners: dict[str, int] = {}
+    # what a task's `for` may name: a kind, a member of the file, an agent type of one
+    takers = {"shell", "claude", "scripted", *names}
+    takers |= {m.agent_type for m in spec.members if m.agent_type}
     for i, task in enumerate(spec.tasks):
         if task.key is not None and keys.setdefault(task.key, i) != i:
             problems.append((("tasks", i, "key"), f"{task.key!r} is tasks[{keys[task.key]}]'s key"))
+        for j, label in enumerate(task.for_ or []):
+            if label not in takers:
+                known = ", ".join(sorted(takers))
+                problems.append((("tasks", i, "for", j), f"expected one of {known}; got {label!r}"))
         if task.owner is not None and task.owner not in names:
             problems.append((("tasks", i, "owner"), f"expected a member, got {task.owner!r}"))
         elif task.owner is not None and owners.setdefault(task.owner, i) != i:
@@ -320,7 +394,7 @@ def _cross_check(spec: TeamSpec) -> list[Problem]:
             problems.append((("tasks", i, "owner"), f"{why}; expected one task per owner"))
     bad: list[Problem] = []
     edges = resolve_blocked_by(spec.tasks, bad)
-    return problems + (bad or _cycles(spec.tasks, edges))
+    return problems + bad + _cycles(spec.tasks, edges)  # a cycle of the good references too
 
 
 def resolve_blocked_by(tasks: list[TaskSpec], bad: list[Problem] | None = None) -> list[list[int]]:

@@ -1,5 +1,5 @@
 """A protocol message as a person reads it, the same in `swarm status`, `swarm watch` and
-`swarm inbox`: ``<type>: <key facts>`` (``idle_notification: finished #3 (resolved)``,
+`swarm inbox`: ``<type>: <key facts>`` (``idle_notification: completed #3``,
 ``permission_request: Bash: rm -rf build``), never the raw JSON a teammate wrote.
 
 A permission request is shown by what it would act on (`request_text.target`), not by the
@@ -20,10 +20,26 @@ if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
 
 
-def _idle_facts(m: Any) -> str:
-    facts = f"finished #{m.completedTaskId} ({m.completedStatus or 'resolved'})"
-    facts = facts if m.completedTaskId else (m.idleReason or m.summary or "")
-    return f"{facts}: {m.failureReason}" if m.failureReason else facts
+def idle_facts(m: Any) -> str:
+    """What an ``idle_notification`` says of its task, in the words the board uses for task
+    states: ``completed #3``, or ``failed #3: why`` (Claude Code's ``blocked``, a turn that
+    ended before its task did, leaves the task failed on the board too); else why it is
+    idle."""
+    why = f": {m.failureReason}" if m.failureReason else ""
+    if m.completedTaskId:
+        word = IDLE_WORDS.get(m.completedStatus or "resolved", str(m.completedStatus))
+        return f"{word.format(id=m.completedTaskId)}{why}"
+    if m.idleReason == "failed":
+        return f"failed{why or ': no reason given'}"
+    return f"{m.idleReason or 'idle'}{': ' + m.summary if m.summary else ''}{why}"
+
+
+# an idle_notification's completedStatus (Claude Code's words) in the board's words
+IDLE_WORDS = {
+    "resolved": "completed #{id}",
+    "blocked": "failed #{id}",
+    "failed": "failed #{id}",
+}
 
 
 def _clip(text: str, limit: int = 200) -> str:
@@ -31,7 +47,7 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 _FACTS: dict[str, Callable[[Any], str]] = {
-    "idle_notification": _idle_facts,
+    "idle_notification": idle_facts,
     "shutdown_request": lambda m: m.reason or "",
     "shutdown_approved": lambda m: "",
     "shutdown_rejected": lambda m: m.reason,
@@ -52,12 +68,12 @@ _FACTS: dict[str, Callable[[Any], str]] = {
 
 
 def facts(message: Any) -> str:
-    """The key facts of a structured message (``finished #3 (resolved)``); may be empty."""
+    """The key facts of a structured message (``completed #3``); may be empty."""
     return str(_FACTS.get(message.type, lambda m: "")(message) or "").strip().strip(":").strip()
 
 
 def describe(message: Any) -> str:
-    """A structured message as ``<type>: <key facts>``, e.g. ``idle_notification: finished #3
+    """A structured message as ``<type>: <key facts>``, e.g. ``idle_notification: completed #3
     (resolved)``."""
     said = facts(message)
     return f"{message.type}: {said}" if said else message.type

@@ -15,9 +15,11 @@ files hold them (a teammate may have written them): `status_table` and `dashboar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
@@ -26,13 +28,14 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.status_keys import USAGE_KEYS, subagent_label
 from protocols.store import open_store
-from protocols.task import STATUSES, TaskLike
+from protocols.task import STATUSES, TaskLike, state_of
 from protocols.tasks import TaskBoard
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
-from swarm.team.liveness import Liveness, liveness, member_host, member_pid
+from swarm.team.liveness import Liveness, liveness, member_entry, member_host, member_pid
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
+from swarm.views.panes import pane_servers
 from swarm.views.request_text import PLAN_KIND, QUESTION_TOOL, target
 
 if TYPE_CHECKING:
@@ -102,6 +105,8 @@ class MemberView(NamedTuple):
     compactions: int = 0  # how often its conversation was compacted
     # its background commands (`protocols.status.ShellStatus` as dicts): running, then ended
     shells: Sequence[dict[str, Any]] = ()
+    pane: str | None = None  # its tmux pane (%N), as its entry records it
+    socket: str | None = None  # the private tmux server of that pane (`tmux -L`); None: $TMUX's
 
     @property
     def failed_mcp_servers(self) -> list[dict[str, Any]]:
@@ -145,6 +150,11 @@ class TeamView(NamedTuple):
     messages: list[MessageView]  # the last ones into team-lead, oldest first
     usage: dict[str, int]
     cost_usd: float | None  # None if no member's model has a price
+    # failed task id -> the last lines of its output (`FAILURE_LINES`; those that have one)
+    failure_tails: dict[str, list[str]] = {}  # (a default shared by all: never changed)
+
+
+FAILURE_LINES = 3  # of a failed task's output, shown by `swarm status` and `swarm watch`
 
 
 def snapshot(
@@ -191,7 +201,32 @@ def snapshot(
         messages=[_message_view(e, colors, now) for e in last],
         usage={k: sum(m.usage[k] for m in views) for k in USAGE_KEYS},
         cost_usd=sum(costs) if costs else None,
+        failure_tails=_failure_tails(board, failed),
     )
+
+
+def _failure_tails(board: AnyTaskBoard, failed: list[TaskLike]) -> dict[str, list[str]]:
+    """The last lines of each failed task's output (``metadata.outputTail``), unescaped; read
+    from its file when the listing left its metadata out (a summary row)."""
+    tails = {}
+    for listed in failed:
+        metadata = getattr(listed, "metadata", None)
+        if not isinstance(metadata, dict) and isinstance(board, TaskBoard):
+            metadata = _file_metadata(board, listed.id)  # a summary row: no model built
+        tail = (metadata or {}).get("outputTail")
+        if isinstance(tail, str) and tail.strip():
+            tails[listed.id] = tail.strip().splitlines()[-FAILURE_LINES:]
+    return tails
+
+
+def _file_metadata(board: TaskBoard, task_id: str) -> dict[str, Any] | None:
+    """A task file's ``metadata`` as it is on disk (None: unreadable, or none)."""
+    try:
+        data = json.loads(safefs.read_text(board.paths.task(task_id)))
+    except (OSError, ValueError):
+        return None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    return metadata if isinstance(metadata, dict) else None
 
 
 def _still_blocked(everything: list[TaskLike], visible: list[TaskLike]) -> dict[str, list[str]]:
@@ -229,6 +264,7 @@ def _member_view(
     limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
     shown = OVER_BUDGET if budget is not None and budget.over and state in LIVE else str(state)
     current = working.get(member.name)
+    entry = member_entry(member)
     usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
     model = status.model if status else member.model
     return MemberView(
@@ -256,7 +292,14 @@ def _member_view(
         context_window=status.contextWindow if status else None,
         compactions=status.compactions if status else 0,
         shells=[shell.to_json_dict() for shell in status.shells] if status else [],
+        pane=_text(entry.get("tmuxPaneId")),
+        socket=_text(entry.get("tmuxSocket")),
     )
+
+
+def _text(value: Any) -> str | None:
+    """A string field of an entry, None when it is absent, empty or not a string."""
+    return value if isinstance(value, str) and value else None
 
 
 def _cost(
@@ -321,8 +364,20 @@ def to_json(view: TeamView) -> dict[str, Any]:
     return {
         "team": view.team,
         "members": [_member_json(m) for m in view.members],
-        "tasks": {s: [t.to_json_dict() for t in listed] for s, listed in view.tasks.items()},
-        "failed": [{**t.to_json_dict(), "failure": t.failure} for t in view.failed],
+        # each task with its `state` in the one vocabulary (`protocols.task.TaskState`)
+        "tasks": {
+            s: [{**t.to_json_dict(), "state": _state(view, t)} for t in listed]
+            for s, listed in view.tasks.items()
+        },
+        "failed": [
+            {
+                **t.to_json_dict(),
+                "state": "failed",
+                "failure": t.failure,
+                "outputTail": view.failure_tails.get(t.id, []),
+            }
+            for t in view.failed
+        ],
         "blocked": {k: list(v) for k, v in view.blocked.items()},
         "requests": [
             {k: v for k, v in r._asdict().items() if k != "pending"} for r in view.requests
@@ -330,7 +385,13 @@ def to_json(view: TeamView) -> dict[str, Any]:
         "messages": [m._asdict() for m in view.messages],
         "usage": dict(view.usage),
         "cost_usd": view.cost_usd,
+        # how to see the teammates' tmux panes (`swarm.views.panes`)
+        "panes": [server.to_json() for server in pane_servers(view.team, view.members)],
     }
+
+
+def _state(view: TeamView, task: TaskLike) -> str:
+    return str(state_of(task.status, task.failed, task.id in view.blocked))
 
 
 def _member_json(member: MemberView) -> dict[str, Any]:

@@ -9,7 +9,8 @@ background command running (``alice \u203a $ b1a2c3d4``: its description, its co
 board by status (every in-progress and pending task, the last `COMPLETED_SHOWN` completed ones);
 the requests waiting for the lead (each with its real input in full, not the teammate's
 description of it, and the sub-agent that asked, if one did); the last messages to the lead; the
-team's totals. Every string read from a file is escaped with
+team's totals; how to see the teammates' tmux panes (`swarm.views.panes`: a private server is
+not in ``tmux ls``). Every string read from a file is escaped with
 `protocols.printable.printable_line`.
 """
 
@@ -22,6 +23,7 @@ from protocols.prices import usd
 from protocols.printable import printable_line, printable_lines
 from protocols.status_keys import subagent_label
 from protocols.task import list_line
+from swarm.views.panes import pane_servers
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 
 COMPLETED_SHOWN = 10
@@ -205,7 +207,10 @@ def render(view: TeamView) -> str:
         lines += ["    " + line for line in printable_lines([list_line(t) for t in shown])]
     if view.failed:
         lines.append(f"  failed ({len(view.failed)}): swarm task retry ID puts one back")
-        lines += [f"    {printable_line(list_line(t) + ': ' + t.failure)}" for t in view.failed]
+        for t in view.failed:
+            lines.append(f"    {printable_line(list_line(t) + ': ' + t.failure)}")
+            tail = view.failure_tails.get(t.id, [])
+            lines += [f"      | {printable_line(line)}" for line in tail]
 
     lines.append("")
     lines.append(f"requests waiting ({waiting})")
@@ -228,4 +233,6 @@ def render(view: TeamView) -> str:
         f"total: {turns} turns, {calls} calls, tokens {tokens(view.usage)}, "
         f"cost {money(view.cost_usd)}" + (" (estimate)" if view.cost_usd is not None else "")
     )
+    for panes in pane_servers(view.team, view.members):  # how to see them: not in `tmux ls`
+        lines.append(printable_line(f"panes of {panes.line()}"))
     return "\n".join(lines)

@@ -11,8 +11,9 @@ stops, and ``TeammateIdle`` before the runtime reports it idle (a block sends it
 with the reason, at most `MAX_IDLE_BLOCKS` times in a row).
 
 A task counts as resolved when the model marked it completed (TaskUpdate); a turn that ends
-with the task still open leaves it in progress with this teammate ("blocked"), and says why; a
-refusal of the model fails it ("the model refused"), as do answers cut off again and again.
+with the task still open is ``blocked`` (Claude Code's word), and says why: the runtime marks
+the task failed, to be retried; a refusal of the model fails it ("the model refused"), as do
+answers cut off again and again.
 
 Its conversation is compacted by the loop when it fills its window, and when the lead asks
 (`compact`: ``swarm compact``, a ``compact_request``); after a compaction the model is told its
@@ -41,6 +42,7 @@ from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop, LoopResult
 from teammate.agent.model import Model, ModelError
 from teammate.agent.model_settings import ModelSettings, SettingsValueError
+from teammate.agent.settings import settings_files
 from teammate.agent.skills import Skill, SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript, conversation_of
@@ -54,6 +56,8 @@ from teammate.reporter import StatusReporter
 from teammate.tools.agents import SUBAGENT_TOOLS
 from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
+from teammate.tools.lsp import LSP_TOOLS
+from teammate.tools.lsp_client import LspClient, ServerRegistry
 from teammate.tools.notebook import NOTEBOOK_TOOLS
 from teammate.tools.questions import QUESTION_TOOLS
 from teammate.tools.search import glob, grep
@@ -139,8 +143,20 @@ def system_prompt(
     )
 
 
+def _task_extras(task: Task) -> str:
+    """What a task's metadata adds to its prompt: its command (a task given to a Claude
+    teammate with ``--for``), to run with Bash, and where it was added."""
+    meta = task.metadata or {}
+    lines = []
+    if isinstance(meta.get("command"), str) and meta["command"].strip():
+        lines.append(f"Its command, to run with Bash: {meta['command']}")
+    if isinstance(meta.get("cwd"), str) and meta["cwd"]:
+        lines.append(f"It was added in {meta['cwd']}.")
+    return "".join(line + "\n" for line in lines) + ("\n" if lines else "")
+
+
 def teammate_tools(
-    agent: AgentDefinition, skills: Mapping[str, Skill]
+    agent: AgentDefinition, skills: Mapping[str, Skill], extra: tuple[Tool, ...] = ()
 ) -> tuple[list[Tool], set[str], list[Rule], list[Rule]]:
     """A teammate's tools as its definition says (the team tools always, unless disallowed;
     Skill only where there is a skill it may load), the names its allow-list gives, and the
@@ -150,7 +166,7 @@ def teammate_tools(
     listed |= {rule.tool_name for rule in allow_rules}
     tools = [
         t
-        for t in ALL_TOOLS
+        for t in (*ALL_TOOLS, *extra)
         if (agent.tools is None or t.name in listed or t in TEAM_TOOLS)
         and t.name not in removed
         and (t is not skill or any(s.model_invocable for s in skills.values()))
@@ -184,7 +200,12 @@ class ClaudeBrain:
         **loop_options: Any,
     ) -> None:
         skills = discover(cwd, paths.root)
-        tools, listed, allow_rules, deny_rules = teammate_tools(agent, skills)
+        # its language servers (lspServers in its settings files, else PATH), each started at
+        # its first use; the LSP tool only where one can run
+        registry = ServerRegistry.from_settings(cwd, settings_files(cwd, paths.root, None))
+        self.lsp = LspClient(registry)
+        lsp_tools = LSP_TOOLS if registry.available() else ()
+        tools, listed, allow_rules, deny_rules = teammate_tools(agent, skills, lsp_tools)
         self.mode_after_plan = permission_mode if permission_mode != "plan" else "default"
         mode = "plan" if plan_mode_required else permission_mode
         extra = rules or {}
@@ -207,6 +228,7 @@ class ClaudeBrain:
             hooks=self.hooks,
             skills=SkillSet(skills, self.policy.grant),
             files_dir=paths.agent_files(name),
+            lsp=self.lsp,
         )
         self.shells = self.ctx.shells = Shells(lambda: self.ctx.files("shells"))
         if reporter is not None:
@@ -282,6 +304,7 @@ class ClaudeBrain:
             self.begin()
             prompt = self._with_initial(
                 f"You have claimed task #{task.id}: {task.subject}\n\n{task.description}\n\n"
+                f"{_task_extras(task)}"
                 f"Work on it now. When it is done, mark it completed (TaskUpdate taskId "
                 f"{task.id!r}, status completed) and tell {LEAD_NAME} the result with "
                 "SendMessage. If you cannot finish it, tell the lead why and leave it in "
@@ -361,6 +384,7 @@ class ClaudeBrain:
         self.subagents.stop_all()
         if self.mcp is not None:
             self.mcp.manager.close()  # every server: SIGINT, SIGTERM, SIGKILL for stdio ones
+        self.lsp.close()  # every language server: shutdown and exit, SIGTERM, SIGKILL
         if self._began:
             self.loop.hook("SessionEnd", {"reason": "other"})
             self.loop.transcript.record("session_end")

@@ -1,7 +1,8 @@
 """The offline brain: runs a task's shell command, no model and no network.
 
 For a claimed task it runs ``metadata.command`` (or, when there is none, the description) with
-``/bin/sh -c`` in the teammate's working directory, with a timeout. Exit 0 resolves the task and
+``/bin/sh -c`` where the task was added (``metadata.cwd``: `task_directory`), else in the
+teammate's working directory, with a timeout. Exit 0 resolves the task and
 reports the tail of the output; anything else fails it, keeping the exit code and output tail.
 
 Whether a command may run is decided by the same `PermissionPolicy` and rule language as a
@@ -28,6 +29,7 @@ from protocols.messages import ShutdownRequest
 from protocols.task_model import Task
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
+from teammate.agent.worktree import WORKTREES_DIR
 from teammate.brains.base import Outcome, TeamLink
 from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
 
@@ -46,6 +48,7 @@ DEFAULT_ASK_RULES = (
     "Bash(reboot*)",
 )
 OUTPUT_TAIL_CHARS = 2000
+WORKTREES = "/" + WORKTREES_DIR.as_posix() + "/"  # in a worker's home: it is a worktree
 
 
 def shell_policy(
@@ -119,7 +122,10 @@ class ShellBrain:
                 )
             if answer.updated_input and isinstance(answer.updated_input.get("command"), str):
                 command = answer.updated_input["command"]
-        outcome = self._run(task, command)
+        where = task_directory(task, self.cwd)
+        if isinstance(where, str):
+            return Outcome("failed", f"#{task.id}: {where}")
+        outcome = self._run(task, command, where)
         if outcome.status != "resolved":
             return outcome
         try:  # a TaskCompleted hook may refuse the completion: the task stays in progress
@@ -128,11 +134,11 @@ class ShellBrain:
             return Outcome("blocked", f"#{task.id} not completed: {exc}", report=outcome.report)
         return outcome
 
-    def _run(self, task: Task, command: str) -> Outcome:
+    def _run(self, task: Task, command: str, cwd: Path) -> Outcome:
         try:
             result = subprocess.run(
                 ["/bin/sh", "-c", command],
-                cwd=self.cwd,
+                cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -200,3 +206,28 @@ class ShellBrain:
     def update_permissions(self, updates: list[dict[str, Any]]) -> None:
         """Claude Code permission updates (rules and mode), as a Claude teammate applies them."""
         self.policy.apply_updates(updates)
+
+
+def task_directory(task: Task, home: Path) -> Path | str:
+    """Where `task`'s command runs: the directory recorded when it was added (``metadata.cwd``:
+    where ``swarm task add`` was typed, or its ``--cwd``), else the worker's own `home`. A
+    worker in a git worktree (``<repo>/.claude/worktrees/<name>``) runs it at the same place
+    inside its worktree when the directory is in that repository, and at `home` otherwise,
+    never in the repository itself. A reason (a string) when the directory is not there."""
+    recorded = (task.metadata or {}).get("cwd")
+    if not isinstance(recorded, str) or not recorded:
+        return home
+    wanted = Path(recorded)
+    if not wanted.is_absolute():
+        return f"its directory {recorded!r} is not an absolute path"
+    repo, marker, rest = str(home).partition(WORKTREES)
+    if marker:  # home is a worktree of `repo`: the same place in it, if the task is in `repo`
+        tree = Path(repo + marker + rest.split("/", 1)[0])
+        try:
+            inside = wanted.relative_to(repo)
+        except ValueError:
+            return home
+        wanted = tree / inside
+    if not wanted.is_dir():
+        return f"its directory {str(wanted)!r} does not exist (it was recorded when it was added)"
+    return wanted

@@ -161,3 +161,31 @@ def test_a_nul_in_task_text_is_refused_before_anything_is_written(
         board.claim_next("ali\x00ce")
     assert good.id == "1"
     assert [t.subject for t in board.list()] == ["fine"]
+
+
+def test_claim_next_gives_each_member_what_it_may_take(db: Database, pg_team: PgTeamFile) -> None:
+    """`protocols.task.may_take` in SQL: as the file board decides it."""
+    from teammate.board_watch import labels_of
+
+    shell, scripted = labels_of("shell", None), labels_of("scripted", "reviewer")
+    board = PgTaskBoard(db, "t")
+    board.create_many(
+        [
+            NewTask("build", metadata={"command": "make"}),
+            NewTask("review", metadata={"for": ["claude"]}),
+            NewTask("deploy", metadata={"command": "make deploy", "for": "carol"}),
+            NewTask("anyone"),
+        ]
+    )
+    got = board.claim_next("sam", labels=scripted)
+    assert got is not None and got.task is not None and got.task.subject == "review"
+    got = board.claim_next("alice", labels=shell)
+    assert got is not None and got.task is not None and got.task.subject == "build"
+    got = board.claim_next("bob", labels=shell)  # deploy is carol's
+    assert got is not None and got.task is not None and got.task.subject == "anyone"
+    board.fail(got.task.id, "exit code 1", by="bob")
+    board.retry(got.task.id)
+    assert board.require(got.task.id).metadata == {"failedBy": ["bob"]}
+    assert board.claim_next("bob", labels=shell) is None  # not bob again, by itself
+    got = board.claim_next("carol", labels=shell)
+    assert got is not None and got.task is not None and got.task.subject == "deploy"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,9 @@ def test_tasks_from_the_command_line(team: TeamFile) -> None:
     assert swarm("task", "update", "1", "--status", "completed").returncode == 0
     shown = json.loads(swarm("task", "show", "1", "--json").stdout)
     assert shown["status"] == "completed" and shown["owner"] == "alice"
-    assert shown["metadata"] == {"command": "echo 1"}
+    # the command, and where `swarm task add` was typed: the command runs there
+    assert shown["metadata"] == {"command": "echo 1", "cwd": os.getcwd()}
+    assert shown["state"] == "completed"
     assert swarm("task", "update", "2", "--owner", "bob").returncode == 0
     (assignment,) = Mailbox(team.paths).read_unread("bob")
     assert json.loads(assignment.text)["type"] == "task_assignment"
@@ -93,7 +96,7 @@ def test_messages_and_inbox_json(team: TeamFile) -> None:
     shown = swarm("inbox", "team-lead", "--unread").stdout
     # protocol messages read as `swarm status` shows them, not as the JSON their sender wrote
     assert "[permission_response] denied: x" in shown
-    assert "[idle_notification] finished #3 (resolved)" in shown
+    assert "[idle_notification] completed #3" in shown
     assert '{"type"' not in shown
     lead = json.loads(swarm("inbox", "team-lead", "--unread", "--mark-read", "--json").stdout)
     assert [r["type"] for r in lead] == ["message", "permission_response", "idle_notification"]

@@ -273,7 +273,7 @@ def test_requests_and_messages_with_ages_from_a_fixed_clock(
             "carol", team.load().member("carol").color, "plan_approval_request: # Plan", 50.0
         ),
         MessageView("bob", "green", "first line", 30.0),
-        MessageView("bob", bob, "idle_notification: finished #3 (resolved)", 12.0),
+        MessageView("bob", bob, "idle_notification: completed #3", 12.0),
         MessageView("alice", view.messages[3].color, "permission_request: Bash: rm -rf build", 5.0),
         MessageView("carol", view.messages[4].color, "x" * 119 + "…", 0.0),
     ]
@@ -333,6 +333,7 @@ def test_to_json_is_json(team: TeamFile, paths: TeamPaths) -> None:
         "messages",
         "usage",
         "cost_usd",
+        "panes",
     }
 
 

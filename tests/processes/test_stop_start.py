@@ -111,7 +111,7 @@ def test_stop_keeps_the_files_and_the_tasks_and_start_carries_on(
     board = TaskBoard(paths)
     # the task waits for a file the test writes after the restart
     wait_go = "while [ ! -e go ]; do sleep 0.05; done; echo done >> runs.txt"
-    added = swarm("task", "add", "wait for go", "--command", wait_go)
+    added = swarm("task", "add", "wait for go", "--command", wait_go, "--cwd", str(work))
     assert added.returncode == 0, added.stderr
     ann = spawn_worker("ann", work)
     wait_for(lambda: board.require("1").status == "in_progress", "ann to take task #1")

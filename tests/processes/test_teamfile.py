@@ -344,7 +344,7 @@ def test_up_runs_the_shell_pipeline_to_the_end_and_down_leaves_nothing(
         timeout=60,
     )
     assert (work / "out" / "total.txt").read_text() == "total 5050: ok\n"
-    down = swarm("down", "pipeline", "--wait", "10", team=None)
+    down = swarm("down", str(team_file), "--wait", "10", team=None)  # the file names the team
     assert down.returncode == 0, down.stderr
     assert down.stdout.splitlines() == [
         "ann: agreed to shut down; stopped",
@@ -459,7 +459,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(config_root: Path) -> None:
         "member coder: general-purpose, model sonnet, backend auto, acceptEdits mode, plan first"
         in text.stdout
     )
-    assert "task #2: Write the tests and run them (after #1) [for tester]" in text.stdout
+    assert "task #2: Write the tests and run them (after #1) [assigned to tester]" in text.stdout
     plan = json.loads(
         swarm("up", team_file, "--dry-run", "--json", "--backend", "tmux", team=None).stdout
     )
@@ -580,3 +580,23 @@ def test_isolation_and_task_worktrees_reach_the_plan(tmp_path: Path) -> None:
         )
     )
     assert "members[0].isolation" in bad
+
+
+def test_a_tasks_for_names_who_may_take_it(tmp_path: Path) -> None:
+    text = HEAD + (
+        "  - {name: rev, prompt: Review., agent_type: reviewer}\n"
+        "tasks:\n"
+        "  - {subject: build, command: make, for: shell}\n"
+        "  - {subject: review, for: [claude, alice]}\n"
+        "  - {subject: ship, for: reviewer}\n"
+    )
+    plan = plan_up(load_team_file(write(tmp_path, text)))
+    assert [t.metadata for t in plan.tasks] == [
+        {"command": "make", "for": ["shell"]},
+        {"for": ["claude", "alice"]},
+        {"for": ["reviewer"]},
+    ]
+    wrong = HEAD + "tasks:\n  - {subject: a, for: [shell, alcie]}\n"
+    said = error_of(write(tmp_path, wrong))
+    assert "team.yaml:6: tasks[0].for[1]: " in said and "got 'alcie'" in said, said
+    assert "expected one of alice, claude, scripted, shell" in said

@@ -221,6 +221,12 @@ def test_a_failed_task_never_stalls_its_worker_and_can_be_retried(
     (tmp_path / "fixed.txt").write_text("now it works")
     result = swarm("task", "retry", "1")
     assert result.returncode == 0, result.stderr
+    # alice failed it: she does not take it again by itself, but takes it when given it by name
+    assert "alice failed it before and will not take it again by itself" in result.stderr + (
+        result.stdout
+    )
+    given = swarm("task", "update", "1", "--owner", "alice")
+    assert given.returncode == 0, given.stderr
     wait_for(lambda: completed(paths, "1") and completed(paths, "2"), "the retried task")
     assert alice.poll() is None
 

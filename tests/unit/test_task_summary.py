@@ -415,8 +415,9 @@ def test_swarm_status_prints_the_same_with_and_without_the_summary(
     assert json.loads(without[1].stdout)["tasks"] == json.loads(with_it[1].stdout)["tasks"]
     report = json.loads(with_it[1].stdout)
     tasks = {t.id: t.to_json_dict() for t in board.list()}
-    assert report["tasks"]["in_progress"] == [tasks["1"]]
-    assert report["failed"] == [{**tasks["4"], "failure": "it broke"}]
+    assert report["tasks"]["in_progress"] == [{**tasks["1"], "state": "in_progress"}]
+    failed = {**tasks["4"], "state": "failed", "failure": "it broke", "outputTail": []}
+    assert report["failed"] == [failed]
 
 
 def test_concurrent_writers_leave_a_whole_summary(board: TaskBoard, paths: TeamPaths) -> None:
