@@ -3,16 +3,19 @@
 The root is ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``, resolved once to its real path:
 links above and at the root are the user's own arrangement, while below it, in the team state,
 no link is ever followed (`protocols.safefs`). `TeamPaths` is the one place that turns a team
-name into paths; nothing else in the package joins path strings by hand.
+name into paths; nothing else in the package joins path strings by hand. `check_root` says
+when the root cannot hold teams (it is a file), naming the path, instead of an errno later.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from protocols.errors import UnusableRoot
 from protocols.names import checked_component
 
 
@@ -23,6 +26,37 @@ def config_root(env: dict[str, str] | None = None) -> Path:
     configured = environ.get("CLAUDE_CONFIG_DIR")
     root = Path(configured).expanduser() if configured else Path.home() / ".claude"
     return Path(os.path.realpath(root))
+
+
+def check_root(root: Path, env: dict[str, str] | None = None) -> None:
+    """`UnusableRoot` when `root` (a `config_root`) cannot hold teams because it, or a folder
+    on its way to it, is a file (or anything but a directory), naming that path and the
+    setting it came from; a root that does not exist yet is fine (it is made when needed)."""
+    environ = os.environ if env is None else env
+    setting = "$CLAUDE_CONFIG_DIR" if environ.get("CLAUDE_CONFIG_DIR") else "~/.claude"
+    here = root
+    while True:
+        try:
+            mode = os.stat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if here.parent == here:
+                return
+            here = here.parent
+            continue
+        except OSError:  # no permission to look: the file operation itself will say so
+            return
+        if stat.S_ISDIR(mode):
+            return
+        what = "a file" if stat.S_ISREG(mode) else "not a directory"
+        where = (
+            f"the config root {root} ({setting}) is {what}"
+            if here == root
+            else f"{here} is {what}, so the config root {root} ({setting}) cannot be made in it"
+        )
+        raise UnusableRoot(
+            f"{where}; teams need a directory there: set CLAUDE_CONFIG_DIR to a directory (one "
+            "that does not exist yet is created)"
+        )
 
 
 class TeamPaths:

@@ -7,3 +7,7 @@ subprocess), `leader` (the lead's inbox as events), `console` and `lead_agent` a
 (`swarm lead`), `teamfile` and `up` (`swarm up`/`down`), `errors`.
 Imports go one way: protocols <- teammate <- swarm.
 """
+
+# the version `swarm --version` prints without reading the package metadata (importlib.metadata
+# costs ~30 ms); pyproject.toml's, as tests/unit/test_cli_quick.py checks
+__version__ = "0.1.0"

@@ -26,6 +26,9 @@ from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, stop_processes
 from swarm.errors import SwarmError
 
 BACKEND_KINDS = ("auto", "tmux", "subprocess")
+# the smallest tmux pane a teammate is given (columns, lines): a split that would leave its pane
+# smaller (an 80-column lead pane, a crowded window) puts it in a window of its own instead
+MIN_PANE_SIZE = (40, 8)
 
 PASSTHROUGH_NAMES = (
     "ANTHROPIC_BASE_URL",
@@ -86,6 +89,9 @@ class Spawned:
     socket_name: str | None  # tmux -L socket name when a private server is used, else None
     start: int | None = None  # the process's start time (clock ticks since boot)
     token: str | None = None  # SWARM_PROCESS_TOKEN of the teammate and what it starts
+    # tmux: the pane is alone in a window of its own, as a split would have been under
+    # `MIN_PANE_SIZE` (`swarm spawn` says so)
+    own_window: bool = False
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -4,7 +4,10 @@ Outside tmux, each team gets a private server (``tmux -L swarm-<team>``) with on
 after the team and one window; the first member's command creates the session, later members
 split the first (main) pane, and the window keeps the ``main-vertical`` layout. Inside tmux
 (``$TMUX`` set), members split the user's current window (``$TMUX_PANE``, the lead's pane).
-Each pane is titled with the member's name and has ``remain-on-exit off``.
+Each pane is titled with the member's name and has ``remain-on-exit off``. A split that leaves
+the new pane smaller than `MIN_PANE_SIZE` (40x8: from an 80-column pane, ``main-vertical``
+would give it one column), or that tmux refuses for want of room, puts the member in a new
+window of the same session instead, named after it (`Spawned.own_window`).
 
 The command is given to tmux when the pane is created, never typed with send-keys, and tmux runs
 it directly (``split-window ... -- argv...`` with two or more words is an ``execvp``, no shell):
@@ -17,6 +20,7 @@ names; `_arg` and `_format_literal` escape both. The environment goes in with ``
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -29,6 +33,7 @@ from libtmux import exc as tmux_exc
 
 from protocols.pids import start_time
 from swarm.backends.base import (
+    MIN_PANE_SIZE,
     Spawned,
     SpawnError,
     SpawnRequest,
@@ -104,17 +109,19 @@ class TmuxBackend:
             socket = self._socket_name or private_socket_name(request.team)
             server = libtmux.Server(socket_name=socket)
             created = self._new_session_or_split(server, create, command, request)
-        pane_id, _, pid_text = created.partition("\t")
+        pane_id, _, pid_text = created.text.partition("\t")
         if not pane_id.startswith("%") or not pid_text.isdigit():
-            raise SpawnError(f"cannot start {request.name!r}: tmux answered {created!r}")
+            raise SpawnError(f"cannot start {request.name!r}: tmux answered {created.text!r}")
         pid = int(pid_text)
         spawned = Spawned(self.backend_type, pane_id, pid, socket, start_time(pid), request.token)
-        self._dress(server, spawned, request.name)
+        moved = self._dress(server, spawned, request.name)
+        if created.own_window or moved:
+            return dataclasses.replace(spawned, own_window=True)
         return spawned
 
     def _new_session_or_split(
         self, server: libtmux.Server, create: list[str], command: list[str], request: SpawnRequest
-    ) -> str:
+    ) -> _Created:
         name = session_name(request.team)
         session = f"={name}"
         if _run(server, "has-session", "-t", session).ok:
@@ -123,7 +130,7 @@ class TmuxBackend:
         new = ["new-session", "-s", literal, "-n", literal, *SESSION_SIZE]
         result = _run(server, *new, *create, *command)
         if result.ok:
-            return result.first
+            return _Created(result.first, False)
         if "duplicate session" in result.error:  # another spawn created it first
             return self._split(server, self._main_pane(server, session), create, command, request)
         raise SpawnError(f"cannot start {request.name!r}: tmux new-session failed: {result.error}")
@@ -135,14 +142,27 @@ class TmuxBackend:
         create: list[str],
         command: list[str],
         request: SpawnRequest,
-    ) -> str:
+    ) -> _Created:
+        """Split `target`'s window for the new pane; a new window of its session when tmux
+        finds no room for a split."""
         result = _run(server, "split-window", "-h", "-t", target, *create, *command)
-        if not result.ok:
+        if result.ok:
+            return _Created(result.first, False)
+        if "no space" not in result.error and "too small" not in result.error:
             raise SpawnError(
                 f"cannot start {request.name!r}: tmux split-window of {target} failed: "
                 f"{result.error}"
             )
-        return result.first
+        session = _run(server, "display-message", "-p", "-t", target, "#{session_id}").first
+        where = ["-t", f"{session}:"] if session.startswith("$") else []
+        name = _format_literal(request.name)
+        result = _run(server, "new-window", *where, "-n", name, *create, *command)
+        if not result.ok:
+            raise SpawnError(
+                f"cannot start {request.name!r}: tmux has no room to split {target}, and "
+                f"new-window failed: {result.error}"
+            )
+        return _Created(result.first, True)
 
     def _main_pane(self, server: libtmux.Server, session: str) -> str:
         """The first pane of the session's first window: the one every new member splits."""
@@ -169,8 +189,9 @@ class TmuxBackend:
             )
         return pane
 
-    def _dress(self, server: libtmux.Server, spawned: Spawned, name: str) -> None:
-        """Title the pane, keep it from lingering after its process exits, lay out the window."""
+    def _dress(self, server: libtmux.Server, spawned: Spawned, name: str) -> bool:
+        """Title the pane, keep it from lingering after its process exits, lay out the window;
+        a pane the layout leaves under `MIN_PANE_SIZE` goes to a window of its own (True)."""
         pane = spawned.pane_id
         result = _run_many(
             server,
@@ -184,6 +205,7 @@ class TmuxBackend:
             self.stop(spawned, timeout=1.0)
             raise SpawnError(f"cannot set up the tmux pane of {name!r}: {result.error}")
         # else the pane is already gone: the teammate exited at once; is_alive will say so
+        return result.ok and _own_window_if_small(server, pane, name)
 
     # -- watching and stopping --------------------------------------------------------------
 
@@ -255,6 +277,38 @@ def _check_tmux_version() -> None:
             f"tmux {version} is too old; the tmux backend needs tmux "
             f"{tmux_common.TMUX_MIN_VERSION} or newer (or use the subprocess backend)"
         )
+
+
+def _own_window_if_small(server: libtmux.Server, pane: str, name: str) -> bool:
+    """Move `pane` to a new window of its session (named `name`, a member name: nothing tmux
+    expands) when it shares its window and is smaller than `MIN_PANE_SIZE`, and lay out the
+    window it left; whether it moved."""
+    shown = _run(
+        server,
+        *("display-message", "-p", "-t", pane),
+        "#{pane_width} #{pane_height} #{window_panes} #{session_id} #{window_id}",
+    )
+    fields = shown.first.split()
+    if not shown.ok or len(fields) != 5 or not all(f.isdigit() for f in fields[:3]):
+        return False  # gone already: the teammate exited at once
+    width, height, panes = (int(f) for f in fields[:3])
+    session, window = fields[3:]
+    min_width, min_height = MIN_PANE_SIZE
+    if panes == 1 or (width >= min_width and height >= min_height):
+        return False
+    moved = _run_many(
+        server,
+        [
+            ("break-pane", "-d", "-s", pane, "-t", f"{session}:", "-n", name),
+            ("select-layout", "-t", window, "main-vertical"),
+        ],
+    )
+    return moved.ok
+
+
+class _Created(NamedTuple):
+    text: str  # tmux's answer: PANE_FORMAT of the new pane
+    own_window: bool  # it was made in a window of its own (no room to split)
 
 
 class _PaneState(NamedTuple):

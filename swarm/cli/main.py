@@ -14,12 +14,12 @@ import click
 
 from protocols.errors import Error
 from protocols.printable import printable
-from swarm.cli.quick import no_last_collection, os_error_text
+from swarm import __version__
+from swarm.cli.quick import INTERRUPTED, no_last_collection, os_error_text
 
 # each command's module is imported only when that command runs, so `swarm send` does not load
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here
 # (tests/unit/test_cli_catalogue.py checks each against its command's own help)
-INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C, as a shell gives it
 COMMANDS: dict[str, tuple[str, str]] = {
     "attach": (
         "swarm.cli.attach:attach",
@@ -236,7 +236,7 @@ def _cut(summary: str, limit: int) -> str:
     callback=lambda ctx, param, value: _remember_store(ctx, value),
     help="the team's PostgreSQL store, for any command (as each command's --store)",
 )
-@click.version_option(package_name="swarm", message="swarm %(version)s")
+@click.version_option(__version__, message="swarm %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Run a team of agents as processes that talk through files.
@@ -250,6 +250,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
       swarm status
     """
     ctx.obj = {"debug": debug}
+    if ctx.invoked_subcommand != "doctor":  # doctor reports it among its checks
+        from protocols.paths import check_root, config_root
+
+        check_root(config_root())  # a file there: said plainly, not as an errno later
 
 
 def _remember_store(ctx: click.Context, value: str | None) -> None:

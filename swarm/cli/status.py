@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from swarm.cli.common import emit, ids_text, json_option, paths_for, team_option
+from swarm.cli.common import emit, json_option, paths_for, tasks_text, team_option
 from swarm.views.status_report import status_report
 
 
@@ -32,7 +32,9 @@ def reap(as_json: bool, team: str) -> None:
         as_json,
         lambda _: (
             "\n".join(
-                f"reaped {r.name} (pid {r.pid}); returned {ids_text(r.released)}" for r in reaped
+                f"reaped {r.name} ({f'pid {r.pid}' if r.pid else 'it never started'}); "
+                f"returned {tasks_text(r.released)}{' to the board' if r.released else ''}"
+                for r in reaped
             )
             or "no dead members"
         ),

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from protocols.errors import Error
+from protocols.paths import TeamPaths
 from protocols.printable import printable_json, printable_line
 from swarm.backends.base import BACKEND_KINDS
 from swarm.cli.common import (
@@ -27,6 +28,7 @@ from swarm.cli.common import (
 from swarm.team.lifecycle import ShutdownResult
 from swarm.team.resume import start_team
 from swarm.team.stopping import departure_text, leftovers, stop_team
+from swarm.team.unreachable import StoreOutOfReach, down_without_store, reach, stopped_text
 from swarm.up.apply import (
     DOWN_WAIT_S,
     Departure,
@@ -34,8 +36,10 @@ from swarm.up.apply import (
     bring_down,
     bring_up,
     plan_up,
+    task_line,
     team_json,
 )
+from swarm.up.argument import team_of_argument
 from swarm.up.resume import resume_up
 from swarm.up.spec import load_team_file
 
@@ -152,7 +156,7 @@ def _wait_option(default: float, what: str) -> Any:
 @team_argument
 def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> None:
     """Shut team TEAM down and delete its files (teams/TEAM and tasks/TEAM); TEAM defaults
-    to --team, else $SWARM_TEAM.
+    to --team, else $SWARM_TEAM. TEAM may be the team file `swarm up` started it from.
 
     Every live member is asked to shut down (the shutdown protocol: it finishes its current
     step and releases its tasks); one that refuses or does not answer within --wait seconds is
@@ -163,11 +167,12 @@ def down(name: str | None, team: str | None, wait_s: float, as_json: bool) -> No
     \b
     Example:
       swarm down pipeline --wait 5
+      swarm down examples/teams/shell-pipeline.yaml
     """
-    team = pick_team(name, team)
+    team = pick_team(team_of_argument(name) if name else None, team)
     paths = paths_for(team, must_exist=False)
     if not leftovers(paths):  # not even the remains of a deletion cut short: no such team
-        paths = paths_for(team)
+        paths = _reachable(team, paths, "swarm down", as_json)
     departures = bring_down(paths, wait_s, progress=say_waiting)
     emit(
         {"team": team, "deleted": True, "members": [dataclasses.asdict(d) for d in departures]},
@@ -195,8 +200,9 @@ def stop(name: str | None, team: str | None, wait_s: float, as_json: bool) -> No
     Example:
       swarm stop pipeline && swarm start pipeline
     """
-    team = pick_team(name, team)
-    results = stop_team(paths_for(team), wait_s, progress=say_waiting)
+    team = pick_team(team_of_argument(name) if name else None, team)
+    paths = _reachable(team, paths_for(team, must_exist=False), "swarm stop", as_json)
+    results = stop_team(paths, wait_s, progress=say_waiting)
     emit(
         {"team": team, "members": [_result_json(name, r) for name, r in results]},
         as_json,
@@ -219,7 +225,7 @@ def start(name: str | None, team: str | None, as_json: bool) -> None:
     Example:
       swarm start pipeline
     """
-    team = pick_team(name, team)
+    team = pick_team(team_of_argument(name) if name else None, team)
     started = start_team(paths_for(team))
     failed = [s for s in started if s.error]
     emit(
@@ -231,6 +237,35 @@ def start(name: str | None, team: str | None, as_json: bool) -> None:
         ),
     )
     if failed:
+        sys.exit(1)
+
+
+def _reachable(team: str, paths: TeamPaths, command: str, as_json: bool) -> TeamPaths:
+    """`paths_for(team)` once its store answers; when the store is out of reach, every member
+    running on this machine is stopped (nothing is deleted or changed in the store) and the
+    command exits 1: run it again once the store is back."""
+    try:
+        return reach(paths, lambda: paths_for(team), "finding the team")
+    except StoreOutOfReach as exc:
+        click.echo(printable_line(f"{exc}; stopping its members on this machine"), err=True)
+        stopped = down_without_store(paths)
+        emit(
+            {
+                "team": team,
+                "storeUnreachable": True,
+                "reason": str(exc),
+                "stoppedHere": [dataclasses.asdict(s) for s in stopped],
+            },
+            as_json,
+            lambda _: "\n".join(
+                [printable_line(stopped_text(s)) for s in stopped]
+                + [f"no member of team {team!r} runs on this machine"] * (not stopped)
+                + [
+                    f"{command}: nothing else done: the team's members, tasks and files stay "
+                    f"in its store; run {command} again once it answers"
+                ]
+            ),
+        )
         sys.exit(1)
 
 
@@ -275,13 +310,9 @@ def plan_lines(plan: UpPlan) -> list[str]:
         prompt = " ".join(m.prompt.split())
         lines.append(f"  prompt: {prompt if len(prompt) <= 80 else prompt[:77] + '...'}")
     for number, t in enumerate(plan.tasks, 1):
-        after = ", ".join(f"#{i + 1}" for i in t.blocked_by)
-        lines.append(
-            f"task #{number}: {t.subject}"
-            + (f" (after {after})" if after else "")
-            + (f" [for {t.owner}]" if t.owner else "")
-        )
-        if t.metadata:
+        after = [str(i + 1) for i in t.blocked_by]
+        lines.append(task_line(str(number), t.subject, after, t.owner, t.metadata))
+        if t.metadata and t.metadata.get("command"):
             lines.append(f"  command: {t.metadata['command']}")
     if plan.lead is not None:
         lines.append(f"lead: {json.dumps(plan.lead, ensure_ascii=False)}")

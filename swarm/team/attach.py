@@ -61,6 +61,7 @@ class AttachTarget:
             "log": str(self.log) if self.log is not None else None,
             "how": self.how,
             "command": self.command,
+            "command_line": shlex.join(self.command),  # the same, for a shell
         }
 
 

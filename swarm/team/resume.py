@@ -158,7 +158,12 @@ def restart_member(
     if host is not None:
         return _start_on_host(paths, host, name, first, dataclasses.replace(spec, resume=resume))
     return spawn_member(
-        paths, name, first, dataclasses.replace(spec, resume=resume), backend=backend
+        paths,
+        name,
+        first,
+        dataclasses.replace(spec, resume=resume),
+        backend=backend,
+        color=member.color,  # the colour a person knows it by, kept
     )
 
 

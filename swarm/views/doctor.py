@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from protocols.paths import config_root
+from protocols.errors import UnusableRoot
+from protocols.paths import check_root, config_root
 from teammate.agent.settings import layered_settings
 from teammate.mcp.config import configured_servers
 
@@ -44,7 +45,7 @@ def run_checks(project_dir: Path, environ: dict[str, str] | None = None) -> list
     checks: list[Callable[[], list[Check]]] = [
         lambda: [_tmux()],
         lambda: _inotify(),
-        lambda: [_config_root(root)],
+        lambda: [_config_root(root, env)],
         lambda: [_api_key(env)],
         lambda: [_claude_code(env)],
         lambda: _mcp_servers(project_dir, root, env),
@@ -96,14 +97,18 @@ def _inotify() -> list[Check]:
     return result
 
 
-def _config_root(root: Path) -> Check:
+def _config_root(root: Path, env: dict[str, str]) -> Check:
     where = str(root)
+    fix = "set CLAUDE_CONFIG_DIR to a directory you can write"
+    try:
+        check_root(root, env)
+    except UnusableRoot as exc:
+        return Check("config root", "fail", str(exc), fix)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".swarm-doctor-"):
             pass
     except OSError as exc:
-        fix = "set CLAUDE_CONFIG_DIR to a directory you can write"
         return Check("config root", "fail", f"{where}: {exc.strerror or exc}", fix)
     return Check("config root", "ok", f"{where} (writable)")
 

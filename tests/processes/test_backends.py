@@ -318,7 +318,9 @@ def test_tmux_one_word_command_is_execed(tmp_path: Path, tmux_socket: str) -> No
 def test_tmux_inside_tmux_splits_the_lead_window(
     tmp_path: Path, tmux_socket: str, server: libtmux.Server
 ) -> None:
-    lead = server.new_session("user", window_command="sleep 600").active_pane
+    # a window with room for two splits of 40x8 or more (an 80x24 one: tests/processes/
+    # test_tmux_views.py, where each teammate gets a window of its own)
+    lead = server.new_session("user", window_command="sleep 600", x=200, y=50).active_pane
     assert lead is not None and lead.pane_id
     socket_path = server.cmd("display-message", "-p", "#{socket_path}").stdout[0]
     environ = {**os.environ, "TMUX": f"{socket_path},1,0", "TMUX_PANE": lead.pane_id}
@@ -338,6 +340,28 @@ def test_tmux_inside_tmux_splits_the_lead_window(
         backend.stop(one)
     assert [p.pane_id for p in window.panes] == [lead.pane_id]  # the lead's pane stays
     assert server.is_alive()
+
+
+@needs_tmux
+def test_tmux_no_room_to_split_gives_a_window_of_its_own(
+    tmp_path: Path, tmux_socket: str, server: libtmux.Server
+) -> None:
+    """A lead pane too narrow to split at all (tmux: "no space for new pane")."""
+    lead = server.new_session("user", window_command="sleep 600", x=2, y=5).active_pane
+    assert lead is not None and lead.pane_id
+    socket_path = server.cmd("display-message", "-p", "#{socket_path}").stdout[0]
+    environ = {**os.environ, "TMUX": f"{socket_path},1,0", "TMUX_PANE": lead.pane_id}
+    backend = choose_backend("tmux", env=environ)
+    request, report = child_request(tmp_path, "alice", tmp_path)
+    spawned = backend.spawn(request)
+    try:
+        assert read_report(report)[3] == spawned.pid and spawned.own_window
+        [window] = [w for w in lead.session.windows if w.window_id != lead.window.window_id]
+        assert window.window_name == "alice"
+        assert [p.pane_id for p in window.panes] == [spawned.pane_id]
+        assert [p.pane_id for p in lead.window.panes] == [lead.pane_id]
+    finally:
+        backend.stop(spawned)
 
 
 @needs_tmux

@@ -51,7 +51,7 @@ def demo(config_root: Path) -> TeamFile:
 
 
 def test_commands_teams_and_members_complete(demo: TeamFile, config_root: Path) -> None:
-    assert completions("swarm sta", config_root) == ["status"]
+    assert completions("swarm stat", config_root) == ["status"]
     assert completions("swarm send --team d", config_root) == ["demo"]
     assert completions("swarm send --team demo al", config_root) == ["alice", "albert"]
     assert sorted(completions("swarm inbox ", config_root, team_env="demo")) == [

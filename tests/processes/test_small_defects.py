@@ -196,7 +196,7 @@ def test_swarm_lead_reports_a_broken_team_file_and_lives(team: TeamFile, tmp_pat
         lead.expect("cannot read the team's files right now")
         paths.config.write_bytes(good)
         lead.type("/status")
-        lead.expect("team t: 4 members")
+        lead.expect("team t · 4 members")  # as `swarm watch --once` draws it
         assert lead.quit() == 0
     finally:
         lead.close()

@@ -156,7 +156,8 @@ def test_ctrl_c_during_the_look_ends_as_the_click_command_does(
     config_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Interrupted (Ctrl-C: KeyboardInterrupt) in the middle of the look, either path says
-    "aborted" on stderr, prints nothing else, and exits 1; no traceback."""
+    "interrupted" on stderr, prints nothing else, and exits 130 (as a shell does); no
+    traceback."""
     import swarm.cli.main
     import swarm.cli.quick
     import swarm.cli.status
@@ -169,8 +170,8 @@ def test_ctrl_c_during_the_look_ends_as_the_click_command_does(
     monkeypatch.setattr(swarm.views.status_report, "status_report", interrupted)
     monkeypatch.setattr(swarm.cli.status, "status_report", interrupted)
     argv = ["status", "--team", "t"]
-    assert swarm.cli.quick.main(argv) == 1
+    assert swarm.cli.quick.main(argv) == 130
     quick = capsys.readouterr()
-    assert swarm.cli.main.main(argv) == 1
+    assert swarm.cli.main.main(argv) == 130
     clicked = capsys.readouterr()
-    assert (quick.out, quick.err) == (clicked.out, clicked.err) == ("", "\naborted\n")
+    assert (quick.out, quick.err) == (clicked.out, clicked.err) == ("", "\ninterrupted\n")
