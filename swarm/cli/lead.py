@@ -12,6 +12,8 @@ from pydantic import ValidationError
 
 from protocols import safefs
 from protocols.budget import Limits
+from protocols.names import LEAD_NAME
+from protocols.paths import TeamPaths
 from protocols.store import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
@@ -20,10 +22,12 @@ from swarm.lead.agent import LeadAgent
 from swarm.lead.console import Console
 from swarm.lead.inbox import AutoPolicy, Leader
 from swarm.lead.tools import LeadLink
+from swarm.lead.viewer import LeadView
 from swarm.team.budget import lead_budget
 from swarm.up.apply import LEAD_SETTINGS
 from teammate.agent.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
 from teammate.agent.script import load_script
+from teammate.instance import instance_lock
 
 
 @click.command()
@@ -98,6 +102,8 @@ def lead(
       swarm lead --team shop --host build-box --host gpu-box
     Without ANTHROPIC_API_KEY the lead agent is off and this is a console for /send, /task,
     /status, /pending and approvals. /help lists the commands.
+    A team has one lead: while another `swarm lead` leads it, this one only watches (it shows
+    what reaches the lead, marks nothing read and answers nothing) and says which pid leads.
     """
     paths = paths_for(team, must_exist=False)
     directory = (cwd or Path.cwd()).resolve()
@@ -110,6 +116,44 @@ def lead(
             )
         open_store(paths).team_file().create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
+    with instance_lock(paths, LEAD_NAME) as other:  # held until this console ends
+        if other is not None:
+            sys.exit(_watch_only(paths, other))
+        _lead(
+            paths,
+            directory,
+            model,
+            script,
+            teammate_model,
+            backend,
+            hosts,
+            delegate_approvals,
+            max_cost,
+            max_tokens,
+        )
+
+
+def _watch_only(paths: TeamPaths, holder: str) -> int:
+    """The console of a second `swarm lead`: the lead's inbox watched, nothing done."""
+    view = LeadView(paths, holder)
+    with view:
+        console = Console(view, None, out=lambda text: click.echo(text), read_only=view.why)
+        return console.run(sys.stdin)
+
+
+def _lead(
+    paths: TeamPaths,
+    directory: Path,
+    model: str,
+    script: Path | None,
+    teammate_model: str | None,
+    backend: str,
+    hosts: tuple[str, ...],
+    delegate_approvals: bool,
+    max_cost: float | None,
+    max_tokens: int | None,
+) -> None:
+    """The team led from this terminal, with a lead agent when a model is available."""
     settings = _lead_settings(paths.team_dir / LEAD_SETTINGS)
     model = settings.get("model") or model
     brain, off = _model(script, model)

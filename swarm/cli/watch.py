@@ -28,10 +28,16 @@ def watch(team: str, once: bool, width: int | None) -> None:
     board, the requests waiting for you and the last messages to the lead, fitted to the
     terminal. A narrow one drops columns (turns and calls first, then tokens, cost, activity);
     a short one folds the completed tasks into one line and cuts the lists (messages, pending
-    tasks first) but always shows the requests waiting and the keys.
+    tasks first) but always shows the requests waiting and the keys; a tall one lists more
+    messages and completed tasks. It needs a terminal: into a pipe or a file, use --once (or
+    `swarm status --json`).
     Keys (in a terminal):
-      j / k   select a request        a   approve it        d   deny it (asks a reason)
-      u       undo (within 1 s)       s   send a message    q   quit
+      j / k   select a request        Enter  show it in full       q   quit
+      a       approve it              d      deny it (asks a reason)
+      u       undo (within 1 s)       s      send a message
+      Tab     to the members and back; then, on the selected member:
+      l       its recent log lines    t      attach to its tmux pane (detach to come back)
+      r       restart it (asks y/n)   x      shut it down (asks y/n)
     An answer is written 1 s after a or d, unless u takes it back; q writes it at once.
     """
     from swarm.views.dashboard import watch as run_watch  # rich loads only for this command

@@ -7,21 +7,29 @@ input in full, the teammate's own description apart (`swarm.views.request_text`)
 (``/pending``, ``swarm permissions``) until someone answers them. Everything is printed through
 `out` or `say`, which show control characters escaped (`protocols.printable`): a teammate's text
 cannot rewrite the screen, and its continuation lines are indented so none passes for a line of
-its own.
+its own. Each message is stamped with the time it was sent (the inbox entry's; its date too when
+not today); those that were waiting when the console started come first, under a line saying
+they are earlier ones. ``/status`` is the team fitted to the terminal's width, as `swarm watch
+--once` draws it. With another `swarm lead` leading the team (`swarm.lead.viewer`), the console
+only watches: `read_only` says why, and the commands that would change the team are refused.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
 import shlex
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 import click
 
+from protocols.clock import ms_from_iso
 from protocols.errors import Error, ProtocolsError
 from protocols.printable import printable, printable_line
 from swarm.lead.agent import LeadAgent
@@ -32,7 +40,6 @@ from swarm.team.compaction import ask_compaction
 from swarm.team.sending import send_text
 from swarm.views.request_text import ask_line, content_lines, details
 from swarm.views.snapshot import snapshot
-from swarm.views.table import render
 
 HELP = """Type a message for the lead agent, or a command:
   /pending                          requests waiting for you
@@ -46,7 +53,7 @@ HELP = """Type a message for the lead agent, or a command:
                                     start a teammate (default: a shell worker); PROMPT is its
                                     first message
   /tasks                            the task board
-  /status                           members, their state, calls and tokens
+  /status                           the team (as `swarm watch --once`, this wide)
   /shutdown NAME                    ask a teammate to stop (the shutdown protocol)
   /answer ID ANSWER...              answer a teammate's questions, one ANSWER per question
   /compact [INSTRUCTIONS]           compact the lead agent's conversation into a summary
@@ -65,6 +72,9 @@ TASK_OPTIONS = ("--command", "--blocked-by", "--owner")
 SPAWN_OPTIONS = ("--model", "--agent-type", "--backend")
 SPAWN_USAGE = "usage: /spawn NAME [--model M] [--agent-type T] [--backend B] PROMPT"
 TASK_USAGE = "usage: /task SUBJECT [--command CMD] [--blocked-by ID,ID] [--owner NAME]"
+READ_ONLY = frozenset({"help", "pending", "show", "tasks", "status", "quit", "exit"})
+ANSWER_HINT = "    answer: y (approve) | n REASON (deny) | /approve ID --input JSON"
+WATCH_HINT = "    the leading console answers it (or `swarm approve ID` / `swarm deny ID`)"
 
 
 def _options(
@@ -95,6 +105,15 @@ def colour_allowed() -> bool:
     return not os.environ.get("NO_COLOR")
 
 
+def stamp(timestamp: str | None, today: datetime | None = None) -> str:
+    """When a message was sent, in local time: ``14:02:11``, or ``2025-03-01 14:02:11`` when
+    not `today` (now); the time now when it says no time."""
+    ms = ms_from_iso(timestamp) if timestamp else None
+    now = today or datetime.now()
+    when = now if ms is None else datetime.fromtimestamp(ms / 1000)
+    return when.strftime("%H:%M:%S" if when.date() == now.date() else "%Y-%m-%d %H:%M:%S")
+
+
 def shortened(text: str, lines: int = SHOWN_LINES, chars: int = SHOWN_CHARS) -> str:
     """`text`, or its start with a note of how much was left out when it is long: a teammate's
     10 MB message must not bury the console (the whole of it stays in the inbox's record)."""
@@ -115,10 +134,12 @@ class Console:
         agent: LeadAgent | None,
         off_reason: str = "",
         out: Callable[[str], None] = print,
+        read_only: str = "",
     ) -> None:
         self.leader = leader
         self.agent = agent
         self.off_reason = off_reason
+        self.read_only = read_only  # why this console only watches ("": it leads)
         self.write = out  # the terminal: only `out` and `say` write to it, escaped
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.running = True
@@ -127,22 +148,37 @@ class Console:
         """Print `text` for the person, every control character shown escaped."""
         self.write(printable(text))
 
-    def say(self, who: str, text: str, color: str | None = None) -> None:
-        stamp = time.strftime("%H:%M:%S")
+    def say(
+        self, who: str, text: str, color: str | None = None, timestamp: str | None = None
+    ) -> None:
+        """`text` from `who`, stamped with `timestamp` (when it was sent; else now)."""
         who, fg = printable_line(who), COLORS.get(color or "", color)
         coloured = fg in CLICK_COLORS and colour_allowed()
         name = click.style(who, fg=fg, bold=True) if coloured else who
         body = printable(shortened(text)).replace("\n", "\n" + INDENT)
-        self.write(f"[{stamp}] {name}: {body}")
+        self.write(f"[{stamp(timestamp)}] {name}: {body}")
+
+    def dim(self, text: str) -> None:
+        """A line about the lines around it (escaped; dim unless NO_COLOR)."""
+        text = printable(text)
+        self.write(click.style(text, dim=True) if colour_allowed() else text)
 
     def run(self, lines: Iterable[str]) -> int:
         """Run until /quit or the end of `lines` (stdin); returns the exit code."""
         threading.Thread(target=self._read, args=(lines,), daemon=True).start()
         team = self.leader.paths.team
-        self.out(f"leading team {team!r}. {HELP.splitlines()[0]} (/help for the list)")
-        if self.agent is None:
-            self.out(f"the lead agent is off: {self.off_reason}")
+        if self.read_only:
+            self.out(
+                f"watching team {team!r}, read-only: {self.read_only}. This console shows what "
+                "reaches the lead; it marks nothing read and answers nothing (`swarm watch` "
+                "shows the whole team)"
+            )
+        else:
+            self.out(f"leading team {team!r}. {HELP.splitlines()[0]} (/help for the list)")
+            if self.agent is None:
+                self.out(f"the lead agent is off: {self.off_reason}")
         try:
+            self._arrivals(earlier=True)
             while self.running:
                 self.leader.wait(REAP_EVERY_S)
                 while self.running and not self.lines.empty():
@@ -153,11 +189,17 @@ class Console:
                 self.agent.stop()
         return 0
 
-    def _arrivals(self) -> None:
-        """Show what arrived; a lead inbox or team file that cannot be read right now (held
-        too long, being rewritten, a full disk) is reported and tried again, never fatal."""
+    def _arrivals(self, earlier: bool = False) -> None:
+        """Show what arrived (`earlier`: what was there before the console started, under a
+        line saying so); a lead inbox or team file that cannot be read right now (held too
+        long, being rewritten, a full disk) is reported and tried again, never fatal."""
         try:
-            self.show(self.leader.events())
+            events = self.leader.events()
+            if earlier and events:
+                self.dim(f"-- earlier: {len(events)} from before this console started --")
+            self.show(events)
+            if earlier and events:
+                self.dim("-- from now on, as they arrive --")
         except (ProtocolsError, OSError) as exc:
             self.out(f"cannot read the team's files right now: {exc}; trying again")
             time.sleep(1.0)  # back off before the next pass, not a wait for a condition
@@ -171,9 +213,10 @@ class Console:
 
     def show(self, events: list[LeadEvent]) -> None:
         for event in events:
-            self.say(event.member, event.text, event.color)
+            sent = event.entry.timestamp if event.entry is not None else None
+            self.say(event.member, event.text, event.color, sent)
             if event.kind == "request":
-                self.out("    answer: y (approve) | n REASON (deny) | /approve ID --input JSON")
+                self.out(WATCH_HINT if self.read_only else ANSWER_HINT)
         entries = agent_entries(events)
         if entries and self.agent is not None:
             self.agent.hand_over(entries)
@@ -188,6 +231,11 @@ class Console:
         if not text:
             return
         try:
+            if self.read_only and text[1:].partition(" ")[0] not in READ_ONLY:
+                raise ValueError(
+                    f"read-only ({self.read_only}): here /pending, /show, /tasks, /status, "
+                    "/help and /quit work; `swarm approve ID` answers from any terminal"
+                )
             if text.startswith("/"):
                 self.command(text)
             elif text in ("y", "yes") or text.startswith(("n ", "no ")) or text in ("n", "no"):
@@ -356,4 +404,13 @@ class Console:
         )
 
     def _status(self) -> None:
-        self.out(render(snapshot(self.leader.paths)))
+        """The team as `swarm watch --once` draws it, as wide as the terminal."""
+        from rich.console import Console as Screen  # loads only when asked
+
+        from swarm.views.dashboard import once_width
+        from swarm.views.dashboard_frame import frame
+
+        width = once_width(None, sys.stdout.isatty(), dict(os.environ))
+        screen = Screen(width=width, color_system=None, file=io.StringIO(), record=True)
+        screen.print(frame(snapshot(self.leader.paths), width, None, bottom=""))
+        self.out(screen.export_text().rstrip("\n"))

@@ -1,5 +1,5 @@
-"""One frame of `swarm watch`, laid out for a terminal of a given width and height.
-(`detail_frame`: one request shown in full, when the person pressed Enter on it.)
+"""One frame of `swarm watch`, laid out for a terminal of a given width and height (a page of
+one request in full, or of a member's log: `swarm.views.dashboard_pages`).
 
 Top to bottom: a header line; the members (one row each, a row per running sub-agent under
 its member, the team's total); the task board; the requests waiting for you; the last messages
@@ -11,8 +11,10 @@ context window's use, the tokens,
 and turns and calls last; a long value is cut with an ellipsis, never drawn in a column one
 character wide (`swarm.views.layout`). Lines go by priority as the height shrinks: the key line
 and the requests waiting for you always stay (at least the selected one), then the members,
-the tasks in progress, failed and pending, the messages; completed tasks fold into one line
-(``✓ 37 completed``) unless there is room for them; whatever is cut says ``… N more``.
+the tasks in progress, failed and pending, the last few messages; completed tasks fold into
+one line (``✓ 37 completed``) unless there is room for them. A tall screen is filled with more:
+the older messages the view holds, then more completed tasks. Whatever is cut says
+``… N more``.
 
 Every line is one `Text` that never wraps. What teammates wrote reaches rich only as `Text`
 (never parsed as markup), escaped with `protocols.printable.printable_line`; a colour from a
@@ -34,7 +36,7 @@ from protocols.printable import printable_line
 from protocols.task import TaskLike
 from swarm.views.dashboard_keys import KEYS
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
-from swarm.views.snapshot import MemberView, RequestView, SubAgentView, TeamView
+from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 from swarm.views.table import (
     HEADERS,
     SUBAGENT_INDENT,
@@ -52,6 +54,7 @@ STATE_STYLE = {
     "waiting": "bold yellow",
     "idle": "cyan",
     "dead": "bold red",
+    "stopped": "dim",
     "starting": "magenta",
     "lead": "bold",
 }
@@ -60,6 +63,7 @@ NAMED = frozenset({"black", "red", "green", "yellow", "blue", "magenta", "cyan",
 MIN_WIDTH = 30
 UNLIMITED = 1_000_000  # lines, for a frame printed once rather than fitted to a screen
 COMPLETED_SHOWN = 10  # completed tasks listed at most (the rest fold into one line)
+MESSAGES_FIRST = 8  # messages shown before the board's pending and completed tasks get room
 NUMBER = 1000  # a numeric column's minimum: never cut, it is kept whole or left out
 # in the order of table.HEADERS: member, state, task, activity, turns, calls, ctx, tokens, cost
 MEMBER_COLUMNS = (
@@ -149,14 +153,14 @@ def _more(count: int, what: str) -> Text:
     return Text(f"  … {count} more {what}".rstrip(), style="dim", no_wrap=True)
 
 
-def _title(text: str, style: str = "bold") -> Text:
+def title_line(text: str, style: str = "bold") -> Text:
     return Text(printable_line(text), style=style, no_wrap=True, overflow="ellipsis")
 
 
 # the members
 
 
-def _member_row(m: MemberView) -> Row:
+def _member_row(m: MemberView, selected: bool = False) -> Row:
     activity: str | tuple[str, str] = "-"
     if m.activity:
         activity = (printable_line(m.activity), f" ({ago(m.activity_age_s)})")
@@ -173,6 +177,7 @@ def _member_row(m: MemberView) -> Row:
             money(m.cost_usd),
         ),
         (_color(m.color), STATE_STYLE.get(m.state, "")),
+        style="reverse" if selected else "",
     )
 
 
@@ -201,10 +206,11 @@ def _shell_row(m: MemberView, shell: dict[str, Any]) -> Row:
     )
 
 
-def _member_rows(view: TeamView) -> list[Row]:
+def _member_rows(view: TeamView, selected: str | None = None) -> list[Row]:
+    """Each member's row (`selected`'s highlighted), then its sub-agents' and commands'."""
     rows = []
     for m in view.members:
-        rows.append(_member_row(m))
+        rows.append(_member_row(m, m.name == selected))
         rows += [_subagent_row(s) for s in m.running_subagents]  # counted in the member's row
         rows += [_shell_row(m, s) for s in m.running_shells]
     return rows
@@ -242,12 +248,13 @@ def _members(view: TeamView, rows: list[Row], width: int, lines: int) -> list[Te
 # the task board
 
 
-def _task_text(task: TaskLike, failed: bool = False) -> str:
+def _task_text(task: TaskLike, failed: bool = False, tail: Sequence[str] = ()) -> str:
     owner = f" ({task.owner})" if task.owner else ""
     blockers = ", ".join("#" + b for b in task.blockedBy)
     blocked = f" [blocked by {blockers}]" if blockers and not failed else ""
     failure = f": {task.failure}" if failed else ""
-    return printable_line(f"#{task.id} {task.subject}{owner}{blocked}{failure}")
+    last = f" | {tail[-1]}" if failed and tail else ""  # the last line of its output
+    return printable_line(f"#{task.id} {task.subject}{owner}{blocked}{failure}{last}")
 
 
 def _task_groups(view: TeamView) -> list[tuple[str, str, list[TaskLike], str]]:
@@ -260,16 +267,18 @@ def _task_groups(view: TeamView) -> list[tuple[str, str, list[TaskLike], str]]:
     ]
 
 
-def _tasks_want(view: TeamView) -> tuple[int, int]:
+def _tasks_want(view: TeamView) -> tuple[int, int, int]:
     """Lines the board needs: (the first part: in progress, failed, a few pending and one
-    line for the completed; everything, completed up to COMPLETED_SHOWN)."""
+    line for the completed; everything, completed up to COMPLETED_SHOWN; the completed beyond
+    those)."""
     inp, failed, pending, done = (len(g[2]) for g in _task_groups(view))
     first = 1 + inp + failed + min(pending, 5) + (pending > 5) + (done > 0)
     every = 1 + inp + failed + pending + min(done, COMPLETED_SHOWN) + (done > COMPLETED_SHOWN)
-    return first, every
+    return first, every, max(0, done - COMPLETED_SHOWN - 1)  # the fold line: one more
 
 
-def _tasks(view: TeamView, width: int, lines: int) -> list[Text]:
+def _tasks(view: TeamView, width: int, lines: int, completed: int = COMPLETED_SHOWN) -> list[Text]:
+    """The board in `lines`, at most `completed` completed tasks listed (the rest folded)."""
     groups = _task_groups(view)
     counts = " · ".join(f"{len(t)} {word}" for _, _, t, word in groups if t)
     title = Text("tasks", style="bold", no_wrap=True, overflow="ellipsis")
@@ -283,7 +292,7 @@ def _tasks(view: TeamView, width: int, lines: int) -> list[Text]:
         size = min(len(listed), max(0, room - later)) if listed else 0
         if listed and size == 0 and room > 0:
             size = 1
-        size = min(size, COMPLETED_SHOWN + 1) if groups[index][3] == "completed" else size
+        size = min(size, completed + 1) if groups[index][3] == "completed" else size
         sizes.append(size)
         room -= size
     out = [title]
@@ -299,7 +308,7 @@ def _tasks(view: TeamView, width: int, lines: int) -> list[Text]:
             )
         texts = [
             Text(
-                f"  {mark} {_task_text(t, word == 'failed')}",
+                f"  {mark} {_task_text(t, word == 'failed', view.failure_tails.get(t.id, ()))}",
                 style=style,
                 no_wrap=True,
                 overflow="ellipsis",
@@ -319,12 +328,17 @@ def _tasks(view: TeamView, width: int, lines: int) -> list[Text]:
 
 
 def _requests(
-    view: TeamView, width: int, lines: int, selected: int, holding: dict[str, str]
+    view: TeamView,
+    width: int,
+    lines: int,
+    selected: int,
+    holding: dict[str, str],
+    focused: bool = True,
 ) -> list[Text]:
     waiting = len(view.requests)
     if not waiting:
-        return [_title("waiting for you: nothing is waiting", "")][:lines]
-    title = _title(f"waiting for you ({waiting})", "bold yellow")
+        return [title_line("waiting for you: nothing is waiting", "")][:lines]
+    title = title_line(f"waiting for you ({waiting})", "bold yellow")
     rows = [
         Row(
             (
@@ -334,7 +348,7 @@ def _requests(
                 printable_line(f"{r.tool}: {r.summary}"),
                 holding.get(r.id, ago(r.age_s)),
             ),
-            style="reverse" if index == selected else "",
+            style="reverse" if index == selected and focused else "",
         )
         for index, r in enumerate(view.requests)
     ]
@@ -359,7 +373,7 @@ def _messages(view: TeamView, width: int, lines: int) -> list[Text]:
         for m in view.messages
     ]
     table = _table(MESSAGE_COLUMNS, False, rows, width)
-    return [_title(f"last messages to {LEAD_NAME}"), *table[len(table) - (lines - 1) :]][:lines]
+    return [title_line(f"last messages to {LEAD_NAME}"), *table[len(table) - (lines - 1) :]][:lines]
 
 
 def _header(view: TeamView) -> Text:
@@ -368,7 +382,7 @@ def _header(view: TeamView) -> Text:
         f"team {view.team} · {len(view.members)} members · {waiting} "
         f"request{'s' if waiting != 1 else ''} waiting · cost {money(view.cost_usd)}"
     )
-    return _title(text)
+    return title_line(text)
 
 
 # the frame
@@ -383,19 +397,22 @@ def frame(
     note: str = "",
     bottom: str = KEYS,
     holding: dict[str, str] | None = None,
+    member: str | None = None,
 ) -> Group:
     """One frame of the dashboard for `view` in `width` columns and `height` lines (None: as
     many as it takes, completed tasks folded past the last few), the `selected` request
-    highlighted, a `note` (already escaped) over the `bottom` line (the keys, or a prompt);
-    `holding` marks requests whose answer is held (id -> "approving…")."""
+    highlighted (or, when the members have the keys, the `member` named), a `note` (already
+    escaped) over the `bottom` line (the keys, or a prompt); `holding` marks requests whose
+    answer is held (id -> "approving…")."""
     width = max(width, MIN_WIDTH)
     lines = UNLIMITED if height is None else max(height, 1)
     waiting = len(view.requests)
     request_want = 1 + waiting if waiting else 1
-    member_rows = _member_rows(view)
+    member_rows = _member_rows(view, member)
     members_want = 2 + len(member_rows)
-    tasks_first, tasks_every = _tasks_want(view)
+    tasks_first, tasks_every, completed_more = _tasks_want(view)
     messages_want = 1 + len(view.messages) if view.messages else 0
+    messages_first = min(messages_want, 1 + MESSAGES_FIRST)
     foot = (1 if note else 0) + (1 if bottom else 0)
     # floors in order of need: the keys and the requests are always there
     sections = [
@@ -404,20 +421,32 @@ def frame(
         Section("header", 1, 1, 0),
         Section("members", min(members_want, 3), members_want, 1),
         Section("tasks", 1, tasks_first, 2),
-        Section("messages", 0, messages_want, 3),
+        Section("messages", 0, messages_first, 3),
         Section("tasks_more", 0, tasks_every - tasks_first, 4),
         Section("requests_more", 0, request_want - min(request_want, max(2, lines // 3)), 5),
     ]
     shown = {"header", "members", "tasks", "requests", "messages"}
     gaps = sum(1 for s in sections if s.name in shown and s.want) - 1
     sections.append(Section("gaps", 0, gaps, 6))
+    if height is not None:  # a screen to fill: older messages, then older completed tasks
+        sections.append(Section("messages_more", 0, messages_want - messages_first, 7))
+        sections.append(Section("completed_more", 0, completed_more, 8))
     got = allot(sections, lines)
+    tasks_lines = got["tasks"] + got["tasks_more"] + got.get("completed_more", 0)
+    completed = COMPLETED_SHOWN + got.get("completed_more", 0)
     parts: list[list[Text]] = [
         [_header(view)][: got["header"]],
         _members(view, member_rows, width, got["members"]),
-        _tasks(view, width, got["tasks"] + got["tasks_more"]),
-        _requests(view, width, got["requests"] + got["requests_more"], selected, holding or {}),
-        _messages(view, width, got["messages"]),
+        _tasks(view, width, tasks_lines, completed),
+        _requests(
+            view,
+            width,
+            got["requests"] + got["requests_more"],
+            selected,
+            holding or {},
+            focused=member is None,
+        ),
+        _messages(view, width, got["messages"] + got.get("messages_more", 0)),
     ]
     out: list[Text] = []
     blanks = got["gaps"]
@@ -428,44 +457,6 @@ def frame(
             out.append(Text(""))
             blanks -= 1
         out += part
-    if note:
-        out.append(Text(note, style="dim", no_wrap=True, overflow="ellipsis"))
-    if bottom:
-        out.append(Text(bottom, style="dim", no_wrap=True, overflow="ellipsis"))
-    for line in out:
-        line.truncate(width, overflow="ellipsis")
-    return Group(*out)
-
-
-def detail_body(height: int, note: str, bottom: str) -> int:
-    """How many lines of a request's content `detail_frame` shows in `height` lines."""
-    return max(1, height - 2 - (1 if note else 0) - (1 if bottom else 0))
-
-
-def detail_frame(
-    request: RequestView,
-    content: Sequence[str],
-    width: int,
-    height: int,
-    *,
-    scroll: int = 0,
-    note: str = "",
-    bottom: str = "",
-) -> Group:
-    """`request` in full: a title line, its `content` (escaped lines: the diff, the command,
-    the plan) from line `scroll` on, as much as `height` lines hold, a note and the key line."""
-    width = max(width, MIN_WIDTH)
-    body = detail_body(height, note, bottom)
-    part = list(content[scroll : scroll + body])
-    below = max(0, len(content) - scroll - len(part))
-    where = f"lines {scroll + 1}-{scroll + len(part)} of {len(content)}" if below or scroll else ""
-    title = printable_line(
-        f"{request.id} · {request.agent or request.teammate} · {request.tool}: {request.summary}"
-    )
-    out = [_title(title, "bold yellow"), Text(where or " ", style="dim", no_wrap=True)]
-    for text in part:
-        style = "green" if text.startswith("+") else "red" if text.startswith("-") else ""
-        out.append(Text(text, style=style, no_wrap=True, overflow="ellipsis"))
     if note:
         out.append(Text(note, style="dim", no_wrap=True, overflow="ellipsis"))
     if bottom:

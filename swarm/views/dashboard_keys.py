@@ -13,6 +13,9 @@ can reach the screen raw. `Controls` holds the dashboard's state between frames:
   before it asks for the message; ``*`` sends to everyone.
 - Enter opens the selected request in full (`Controls.detail`: the diff of a Write or an Edit,
   the command, the plan); there j/k scroll, ``a``/``d`` answer it, Esc, Enter or ``q`` go back.
+- Tab gives j/k, Enter and the member keys (``l`` log, ``t`` attach, ``r`` restart, ``x`` shut
+  down) to the members list and back (`swarm.views.member_keys`); ``a``, ``d``, ``u``, ``s``
+  and ``q`` mean the same in both.
 
 Nothing here draws: `swarm.views.dashboard` shows `note`, `bottom_line` and the held request.
 """
@@ -28,15 +31,18 @@ from dataclasses import dataclass, field
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME, did_you_mean
 from protocols.printable import printable_line
+from swarm.views.member_keys import Act, MemberKeys
 from swarm.views.snapshot import RequestView, TeamView
 
 UNDO_S = 1.0
 DEFAULT_REASON = "denied from swarm watch"
 TEXT_LIMIT = 4000  # characters a prompt takes
-KEYS = "keys: j/k select · Enter show · a approve · d deny · s send · q quit"
-KEYS_HELD = "keys: u undo · j/k select · Enter show · a approve · d deny · s send · q quit"
+KEYS = "keys: j/k select · Enter show · a/d approve/deny · s send · Tab members · q quit"
+KEYS_HELD = "keys: u undo · j/k select · Enter show · a/d approve/deny · s send · q quit"
 KEYS_DETAIL = "keys: j/k scroll · space page · a approve · d deny · Esc back"
 ENTER = ("\r", "\n")
+TAB = "\t"
+MEMBER_KEYS = frozenset({"j", "k", "l", "t", "r", "x", *ENTER})  # with the members focused
 ARROWS = {"\x1b[A": "k", "\x1b[B": "j", "\x1bOA": "k", "\x1bOB": "j"}
 _SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.|\x1b[^\x1b]|.", re.DOTALL)
 _KEEP = frozenset("\u200c\u200d")  # zero-width non-joiner and joiner: emoji, Indic, Persian
@@ -69,6 +75,10 @@ class LineEditor:
         elif len(key) == 1 and _typeable(key) and len(self.text) < TEXT_LIMIT:
             self.text += key
         return None
+
+
+def _cannot_act(action: str, name: str) -> str:
+    return f"cannot {action} {name} from here"
 
 
 def _typeable(char: str) -> bool:
@@ -112,7 +122,13 @@ class Controls:
     """The dashboard's keys and what they leave behind (selection, note, prompt, held answer).
     `answer` and `send` write; they may raise `ProtocolsError`, shown as the note."""
 
-    def __init__(self, answer: Answer, send: Send, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        answer: Answer,
+        send: Send,
+        clock: Callable[[], float] = time.monotonic,
+        act: Act | None = None,
+    ):
         self._answer = answer
         self._send = send
         self._clock = clock
@@ -124,12 +140,22 @@ class Controls:
         self.detail: str | None = None  # the id of the request shown in full
         self.scroll = 0  # the first line of it shown
         self.page = 10  # lines a page scrolls (the frame sets it)
+        self.members = MemberKeys(act or _cannot_act)
+        self.focus = "requests"  # or "members": which list j/k and Enter move in
+
+    @property
+    def on_members(self) -> bool:
+        """Whether the members have the keys (Tab, or a member's log or question is open)."""
+        m = self.members
+        return self.focus == "members" or m.log_of is not None or m.asking is not None
 
     # what the frame shows
 
     def bottom_line(self) -> str:
         """The key line, or the prompt being typed with its keys."""
         if self.prompt is None:
+            if self.on_members and self.detail is None:
+                return self.members.bottom_line()
             if self.detail is not None:
                 return ("keys: u undo · " + KEYS_DETAIL[6:]) if self.held else KEYS_DETAIL
             return KEYS_HELD if self.held else KEYS
@@ -192,8 +218,17 @@ class Controls:
         key = ARROWS.get(key, key)
         requests = view.requests if view else []
         self.selected = max(0, min(self.selected, len(requests) - 1))
+        members = self.members
         if self.detail is not None:
             self._detail_key(key, requests)
+        elif members.log_of is not None or members.asking is not None:
+            self.note = members.on_key(key, view) or self.note
+        elif key == TAB:
+            self.focus = "members" if self.focus == "requests" else "requests"
+            self.note = ""
+            members.current(view)
+        elif self.focus == "members" and key in MEMBER_KEYS:
+            self.note = members.on_key(key, view)
         elif key in ENTER and requests:
             self.detail, self.scroll, self.note = requests[self.selected].id, 0, ""
         elif key in ENTER:

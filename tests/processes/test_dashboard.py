@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
-KEY_NAMES = {"Enter", "Escape", "BSpace", "Up", "Down"}  # tmux key names, else typed as text
+KEY_NAMES = {"Enter", "Escape", "BSpace", "Up", "Down", "Tab"}  # tmux key names, else typed as text
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
 
 
@@ -296,3 +297,108 @@ def test_once_refuses_a_width_it_cannot_draw(config_root: Path) -> None:
     shown = once("--width", "5")
     assert shown.returncode != 0 and not shown.stdout
     assert "'--width': 5 is not in the range 30<=x<=1000" in shown.stderr, shown.stderr
+
+
+def test_watch_refuses_an_output_that_is_not_a_terminal(config_root: Path) -> None:
+    """Into a pipe the live screen would print nothing for ever: it says what to use instead."""
+    build(config_root)
+    result = swarm("watch")  # a process, its stdout a pipe
+    assert result.returncode == 1 and not result.stdout
+    assert "output is not a terminal" in result.stderr and "swarm watch --once" in result.stderr
+    assert "swarm status --json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_q_quits_at_once_and_a_tall_screen_shows_more_messages(
+    tmux_socket: str, config_root: Path
+) -> None:
+    paths = TeamPaths(config_root, "t")
+    TeamFile(paths).create(description="a quiet team", cwd=config_root)
+    TeamFile(paths).add_member("bob", cwd=config_root)
+    TaskBoard(paths).create("write the notes", "")
+    for i in range(30):
+        Mailbox(paths).send("team-lead", f"note {i:02d} from bob", sender="bob")
+    start_watch(tmux_socket, config_root, (200, 50))
+    shown = wait_for(
+        lambda: "keys:" in (text := on_screen(tmux_socket)) and "note 29" in text and text,
+        "a whole frame at 200x50",
+    )
+    listed = [line for line in shown.splitlines() if "from bob" in line]
+    assert len(listed) == 30, shown  # the room is used, not 8 lines and then blank
+    started = time.monotonic()
+    keys(tmux_socket, "q")
+    wait_for(lambda: not tmux(tmux_socket, "list-sessions"), "the dashboard to quit", 10)
+    print(f"quit latency: {time.monotonic() - started:.3f} s")  # the figure, not asserted
+
+
+def test_the_member_keys_show_its_log_restart_and_shut_it_down(
+    tmux_socket: str, config_root: Path, tmp_path: Path
+) -> None:
+    """Tab to the members: l shows bea's log, r restarts her (after y), x shuts her down."""
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    paths = TeamPaths(config_root, "t")
+    spawned = swarm(
+        "spawn", "bea", "-p", "say hello", "--backend", "subprocess", "--cwd", str(work)
+    )
+    assert spawned.returncode == 0, spawned.stderr
+    team = TeamFile(paths)
+    first_pid = team.load().require("bea").model_extra.get("pid")
+    try:
+        start_watch(tmux_socket, config_root, (120, 30))
+        wait_for(lambda: "bea " in on_screen(tmux_socket), "bea on screen")
+        keys(tmux_socket, "Tab")
+        wait_for(lambda: "keys for bea: l log" in on_screen(tmux_socket), "the member keys")
+        keys(tmux_socket, "l")
+        log = wait_for(
+            lambda: "bea · its log" in (text := on_screen(tmux_socket)) and text, "bea's log"
+        )
+        assert "say hello" in log or "no model calls" in log, log
+        keys(tmux_socket, "Escape")  # (alone: ESC and a key read together are Alt+key)
+        wait_for(lambda: "keys for bea" in on_screen(tmux_socket), "back to the team")
+        keys(tmux_socket, "r")
+        wait_for(lambda: "restart bea (" in on_screen(tmux_socket), "the question")
+        keys(tmux_socket, "n")
+        wait_for(lambda: "not restarted" in on_screen(tmux_socket), "no restart")
+        assert team.load().require("bea").model_extra.get("pid") == first_pid
+        keys(tmux_socket, "r", "y")
+        wait_for(lambda: "restarted bea (pid" in on_screen(tmux_socket), "bea restarted", 60)
+        again = team.load().require("bea").model_extra.get("pid")
+        assert again and again != first_pid
+        keys(tmux_socket, "x", "y")
+        wait_for(lambda: "bea shut down and was removed" in on_screen(tmux_socket), "shut down", 60)
+        assert team.load().member("bea") is None
+        keys(tmux_socket, "q")
+        wait_for(lambda: not tmux(tmux_socket, "list-sessions"), "the dashboard to quit")
+    finally:
+        swarm("shutdown", "bea", "--force", "--wait", "5")
+
+
+def test_t_attaches_to_a_members_pane_and_comes_back(tmux_socket: str, config_root: Path) -> None:
+    """`t` gives the terminal to tmux on the member's own server (nested: the dashboard runs in
+    tmux too); detaching brings the dashboard back, its keys working."""
+    paths = build(config_root)
+    members = f"{tmux_socket}-members"
+    try:
+        new_session(members, "tam", "sh -c 'echo HELLO FROM TAM; exec cat'", (100, 20))
+        pane, pid = tmux(members, "display", "-p", "-t", "tam", "#{pane_id} #{pane_pid}").split()
+        TeamFile(paths).add_member(
+            "tam",
+            cwd=config_root,
+            backend_type="tmux",
+            tmux_pane_id=pane,
+            tmuxSocket=members,
+            pid=int(pid),
+        )
+        start_watch(tmux_socket, config_root, (120, 40))
+        wait_for(lambda: "tam " in on_screen(tmux_socket), "tam on screen")
+        keys(tmux_socket, "Tab", "k")  # the last member
+        wait_for(lambda: "keys for tam:" in on_screen(tmux_socket), "tam selected")
+        keys(tmux_socket, "t")
+        wait_for(lambda: "HELLO FROM TAM" in on_screen(tmux_socket), "tam's pane, attached")
+        tmux(members, "detach-client", "-s", "tam")
+        wait_for(lambda: "back from tam's pane" in on_screen(tmux_socket), "the dashboard back")
+        keys(tmux_socket, "Tab", "q")
+        wait_for(lambda: not tmux(tmux_socket, "list-sessions"), "the dashboard to quit")
+    finally:
+        subprocess.run(["tmux", "-L", members, "kill-server"], capture_output=True, check=False)

@@ -5,10 +5,13 @@ teammate processes (subprocess backend here; tmux in the scenario tests)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,8 @@ import pytest
 from helpers import LeadSession, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
 
-from protocols.mailbox import Mailbox
+from protocols.clock import iso_from_ms, now_ms
+from protocols.mailbox import Mailbox, new_item
 from protocols.paths import TeamPaths
 from protocols.permissions import request_permission
 from protocols.pids import pid_alive
@@ -243,7 +247,8 @@ def test_the_lead_agent_runs_sub_agents_and_a_background_one_wakes_it_when_done(
     explore = [b for b in api.requests if "You are a sub-agent" in json.dumps(b.get("system"))]
     assert any(b["model"] == "claude-haiku-5-5" for b in explore)  # Explore's model
     tools = {t["name"] for b in explore for t in b["tools"]}
-    assert tools <= {"Read", "Glob", "Grep"}  # the lead's sub-agents read and search only
+    # the lead's sub-agents read and search only (MCP resources and deferred tools included)
+    assert tools <= {"Read", "Glob", "Grep", "ToolSearch", "ListMcpResources", "ReadMcpResource"}
 
 
 def test_a_person_runs_a_skill_at_the_lead_console_with_slash_name(
@@ -314,7 +319,75 @@ def test_the_lead_agent_uses_the_projects_mcp_servers(
         lead.type("Echo something through MCP.")
         lead.expect("lead: The server said: via the lead", "the tool's answer, used")
         assert lead.quit() == 0
-    assert "mcp__tools__echo" in [t["name"] for t in api.requests[0]["tools"]]
+    # deferred behind ToolSearch, as Claude Code: named in the first request, schema not sent
+    first = api.requests[0]
+    assert "mcp__tools__echo" not in [t["name"] for t in first["tools"]]
+    assert "ToolSearch" in [t["name"] for t in first["tools"]]
+    assert "mcp__tools__echo" in json.dumps(first["messages"]) + json.dumps(first.get("system"))
     said = json.dumps(api.requests[1]["messages"][-1])
     pid = int(said.split("(pid ")[1].split(")")[0])
     wait_for(lambda: not pid_alive(pid), "the lead's MCP server to stop")
+
+
+def test_earlier_messages_keep_their_time_and_a_second_lead_only_watches(
+    workdir: Path, sessions: list[LeadSession], team: TeamFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages waiting when `swarm lead` starts come under an "earlier" line, each stamped
+    with when it was sent (with its date when not today). A second `swarm lead` on the team
+    only watches: it names the first's pid, shows what arrives, marks nothing read, answers
+    nothing. kill -9 of the first leaves the team unlocked: a third one leads, and shows the
+    message the watcher saw as an earlier one, still unread. /status fits $COLUMNS."""
+    mailbox = Mailbox(team.paths)
+    sent_ms = now_ms() - 86_400_000 - 3_723_000  # a day and 1h02m03s ago
+    old = new_item("from yesterday", "alice")
+    old["timestamp"] = iso_from_ms(sent_ms)
+    mailbox.inbox("team-lead").deliver(old, mailbox.compact_after)
+    when = datetime.fromtimestamp(sent_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+    first = LeadSession(None, workdir)
+    sessions.append(first)
+    first.expect(f"[{when}] alice: from yesterday", "the earlier message, at its own time")
+    lines = first.output.splitlines()
+    earlier = lines.index("-- earlier: 1 from before this console started --")
+    assert lines[earlier + 1].startswith(f"[{when}]") and "as they arrive" in lines[earlier + 2]
+
+    second = LeadSession(None, workdir)
+    sessions.append(second)
+    second.expect(f"read-only: `swarm lead` pid {first.proc.pid} leads team 't'")
+    second.expect(f"[{when}] alice: from yesterday", "the history, shown to the watcher too")
+    request_permission(
+        mailbox,
+        worker="bob",
+        tool_name="Bash",
+        tool_use_id="toolu_1",
+        description="Run: make",
+        input={"command": "make"},
+    )
+    first.expect("bob: asks: Bash: make [perm-")
+    second.expect("bob: asks: Bash: make [perm-")
+    second.expect("the leading console answers it")
+    for refused in ("y", "/approve", "/send bob hi", "tell bob to stop"):
+        second.type(refused)
+    wait_for(lambda: second.output.count("error: read-only (") == 4, "four refusals")
+    assert [p.description for p in pending_requests(team.paths)] == ["Run: make"]
+
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    second.expect(f"the leading `swarm lead` (pid {first.proc.pid}) has quit")
+    mailbox.send("team-lead", "while nobody leads", sender="carol")
+    second.expect("carol: while nobody leads")
+    unread = [e.text for e in mailbox.read_unread("team-lead")]
+    assert unread == ["while nobody leads"], unread  # the watcher marked nothing read
+    assert second.quit() == 0
+
+    monkeypatch.setenv("COLUMNS", "70")
+    third = LeadSession(None, workdir)
+    sessions.append(third)
+    third.expect("leading team 't'", "a lead: kill -9 left nothing locked")
+    third.expect("carol: while nobody leads")
+    wait_for(lambda: not mailbox.read_unread("team-lead"), "the third lead to read it")
+    third.type("/status")
+    third.expect("waiting for you (1)")
+    status = third.output[third.output.index("team t · ") :].splitlines()
+    assert all(len(line) <= 70 for line in status), status
+    assert third.quit() == 0

@@ -15,8 +15,9 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 
 from swarm.views.dashboard import ONCE_WIDTH, once_width
-from swarm.views.dashboard_frame import detail_body, detail_frame, frame
+from swarm.views.dashboard_frame import frame
 from swarm.views.dashboard_keys import DEFAULT_REASON, Controls, LineEditor, split_keys
+from swarm.views.dashboard_pages import detail_body, detail_frame
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
@@ -244,3 +245,104 @@ def test_the_detail_frame_fits_its_height_and_says_where_it_is(busy: TeamView) -
     assert len(text) == 24 and text[1].strip() == "lines 11-31 of 100"
     assert text[2].strip() == "+line 10" and text[-1].strip() == "keys"
     assert detail_body(24, "", "keys") == 21
+
+
+def test_a_tall_screen_fills_with_older_messages_then_completed_tasks(tmp_path: Path) -> None:
+    """At 200x80 the view's 40 messages and every completed task are listed, not 8 and 10;
+    printed once (no height) the frame keeps its 8 and its fold, as `--once` always did."""
+    from protocols.mailbox import Mailbox
+
+    paths = build(tmp_path / "root")
+    for i in range(40):
+        Mailbox(paths).send("team-lead", f"note {i:02d}", sender="bob")
+    view = snapshot(paths, messages=80)
+    tall = "\n".join(lines_of(view, 200, 80))
+    assert all(f"note {i:02d}" in tall for i in range(15, 40)), tall
+    once = "\n".join(lines_of(snapshot(paths), 200, None, bottom=""))
+    assert "note 31" not in once and "note 32" in once and "✓ 27 more completed" in once
+    fewer = view._replace(messages=view.messages[-3:])  # room left over: the completed tasks
+    roomy = "\n".join(lines_of(fewer, 200, 90))
+    assert "more completed" not in roomy and "#1 task 1:" in roomy, roomy
+
+
+class Acts:
+    """What the member keys asked the dashboard to do."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[str, str]] = []
+
+    def __call__(self, action: str, name: str) -> str:
+        self.done.append((action, name))
+        return f"{action} {name}: on it"
+
+
+def test_tab_gives_the_keys_to_the_members_and_back(busy: TeamView) -> None:
+    acts = Acts()
+    controls = Controls(lambda *a: None, lambda to, text: None, clock=lambda: 0.0, act=acts)
+    press(controls, busy, "\t")
+    assert controls.on_members and controls.bottom_line().startswith("keys for alice: l log")
+    press(controls, busy, "k")  # from the first member up: the last one, never the lead
+    assert controls.members.selected == NAMES[-1]
+    press(controls, busy, "jj")
+    assert controls.members.selected == "bob"
+    press(controls, busy, "l")
+    assert controls.members.log_of == "bob" and "Esc back" in controls.bottom_line()
+    press(controls, busy, "kkj")  # scrolled up one line from the end
+    assert controls.members.scroll == 1
+    press(controls, busy, "q")  # q leaves the log, not the dashboard
+    assert controls.members.log_of is None and not controls.quit
+    press(controls, busy, "\n")  # Enter opens the log too
+    assert controls.members.log_of == "bob"
+    press(controls, busy, "\x1b")
+
+    # r and x ask first; anything but y says no and does nothing
+    press(controls, busy, "r")
+    assert controls.bottom_line().startswith("restart bob (") and acts.done == []
+    press(controls, busy, "q")
+    assert controls.note == "not restarted" and not controls.quit and acts.done == []
+    press(controls, busy, "xn")
+    assert controls.note == "not shut down" and acts.done == []
+    press(controls, busy, "ry")
+    press(controls, busy, "xy")
+    press(controls, busy, "t")
+    assert acts.done == [("restart", "bob"), ("shut down", "bob"), ("attach", "bob")]
+    assert controls.note == "attach bob: on it"
+
+    # a, d, u and s still answer and send; Tab gives j/k back to the requests
+    press(controls, busy, "a")
+    assert controls.holding() == {busy.requests[0].id: "approving…"}
+    press(controls, busy, "u\tj")
+    assert not controls.on_members and controls.selected == 1 and controls.members.selected == "bob"
+    assert controls.bottom_line().startswith("keys: j/k select")
+
+
+def test_the_member_keys_follow_the_member_by_name(busy: TeamView) -> None:
+    acts = Acts()
+    controls = Controls(lambda *a: None, lambda to, text: None, clock=lambda: 0.0, act=acts)
+    press(controls, busy, "\tjj")
+    assert controls.members.selected == "carol-the-reviewer-with-a-long-name"
+    fewer = busy._replace(members=[m for m in busy.members if m.name != "alice"])
+    press(controls, fewer, "r")
+    press(controls, fewer, "y")
+    assert acts.done == [("restart", "carol-the-reviewer-with-a-long-name")]
+    gone = busy._replace(members=[m for m in busy.members if m.name in ("team-lead", "bob")])
+    press(controls, gone, "x")  # carol left: the first member is selected, and named
+    assert controls.bottom_line().startswith("shut down bob (")
+    press(controls, gone, "y")
+    lead_only = busy._replace(members=busy.members[:1])
+    press(controls, lead_only, "l")
+    assert controls.note == "the team has no members to act on" and controls.members.log_of is None
+
+
+def test_the_selected_member_is_highlighted_and_the_request_is_not(busy: TeamView) -> None:
+    console = Console(record=True, width=120, color_system="standard", file=io.StringIO())
+    console.print(frame(busy, 120, 40, member="bob"))
+    text = console.export_text(styles=True)
+    bob = next(line for line in text.splitlines() if "bob " in line and "working" in line)
+    request = next(line for line in text.splitlines() if "perm-" in line and ">" in line)
+    assert "\x1b[7m" in bob and "\x1b[7m" not in request
+    plain = Console(record=True, width=120, color_system="standard", file=io.StringIO())
+    plain.print(frame(busy, 120, 40))
+    lines = plain.export_text(styles=True).splitlines()
+    assert "\x1b[7m" in next(line for line in lines if "perm-" in line and ">" in line)
+    assert not any("\x1b[7m" in line for line in lines if "bob " in line)

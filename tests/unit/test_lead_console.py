@@ -59,3 +59,17 @@ def test_console_commands_take_their_options_and_refuse_others() -> None:
         {"model": "sonnet"},
         ["run", "pytest", "--verbose", "--model", "x"],
     )
+
+
+def test_a_message_is_stamped_with_when_it_was_sent() -> None:
+    from datetime import datetime
+
+    from protocols.clock import iso_from_ms
+    from swarm.lead.console import stamp
+
+    today = datetime(2030, 5, 6, 18, 0, 0)
+    morning = int(datetime(2030, 5, 6, 9, 8, 7).timestamp() * 1000)
+    earlier = int(datetime(2030, 5, 4, 23, 59, 58).timestamp() * 1000)
+    assert stamp(iso_from_ms(morning), today) == "09:08:07"
+    assert stamp(iso_from_ms(earlier), today) == "2030-05-04 23:59:58"
+    assert stamp(None, today) == stamp("not a time", today) == "18:00:00"
