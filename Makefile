@@ -3,25 +3,44 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+# pip's build backend prints an "Editable installation" banner on stderr: kept in a log, shown
+# only if the install fails
+PIP_INSTALL = $(PY) -m pip install --quiet --disable-pip-version-check
+QUIETLY = 2>$(VENV)/pip.log || { cat $(VENV)/pip.log >&2; exit 1; }
 
-.PHONY: install postgresql demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
+.PHONY: install install-runtime postgresql ripgrep demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
-	@touch $(STAMP)
+
+# what swarm itself needs (make demo): no test or lint tools
+$(RUNTIME_STAMP): pyproject.toml | $(PY)
+	@echo "installing swarm into $(VENV)"
+	@$(PIP_INSTALL) -e . $(QUIETLY)
+	@touch $(RUNTIME_STAMP)
+
+# everything the tests, the linters and the benchmarks need too
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing swarm and its development tools into $(VENV)"
+	@$(PIP_INSTALL) -e ".[dev]" $(QUIETLY)
+	@touch $(STAMP) $(RUNTIME_STAMP)
+
+install-runtime: $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
 postgresql:  ## PostgreSQL's server binaries for tests/pg (Debian's package, only when initdb is missing)
 	@bash .ci/install-postgresql
 
-demo: install  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
+ripgrep:  ## ripgrep for the Glob and Grep tests and bench/search.py (Debian's package, only when rg is missing)
+	@bash .ci/install-ripgrep
+
+demo: install-runtime  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
 
-demo-protocols: install  ## the files layer alone: worker processes sharing a board
+demo-protocols: install-runtime  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
 # tests mostly wait on processes: four at a time keep two cores busy; an idle worker takes
@@ -31,7 +50,7 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
-test: install postgresql  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+test: install postgresql ripgrep  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
 test-unit: install  ## the in-process tests: seconds
@@ -44,7 +63,7 @@ test-pg: install postgresql  ## the PostgreSQL store against real servers (tests
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/processes/test_scenarios.py -k postgresql
 
-test-interop: install  ## only the tests next to a real Claude Code, 2.1.88 and 2.1.330 (installed from npm into .cache/)
+test-interop: install  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
 
 lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swarm and teammate
@@ -52,7 +71,7 @@ lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swa
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+bench: install postgresql ripgrep  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/cli_startup.py --imports
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
@@ -63,8 +82,10 @@ bench: install postgresql  ## the benchmarks of docs/protocols.md; each ends wit
 	$(PY) bench/idle_requests.py
 	$(PY) bench/wake_to_request.py
 	$(PY) bench/prompt_cache.py
+	$(PY) bench/read_memory.py
 	$(PY) bench/long_job.py --faults
 	$(PY) bench/tools.py
+	$(PY) bench/search.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/interop_inbox.py
 	$(PY) bench/subagents.py

@@ -1,13 +1,16 @@
 """`make demo`: a human-led team of offline workers, end to end, no network.
 
 The lead (this script, standing in for a person at the `swarm` command) creates a team in a
-temporary config root, spawns three `shell` workers (tmux panes on a private server when tmux is
-installed, else subprocesses), and puts a small dependency graph on the task board. Workers claim
+temporary config root, starts three `shell` workers together (tmux panes on a private server
+when tmux is installed, else subprocesses), then puts a small dependency graph on the task board,
+so the workers take its tasks as a team (the two branches run side by side). Workers claim
 tasks on their own; one task deletes a directory, so its worker asks the lead first and the lead
 approves it (as `swarm approve ID` would). When the board is done, a Claude teammate playing a
 scripted model (examples/scripts/reviewer.yaml) reads the board with Claude Code's tools, asks the
 lead before writing its report, and messages the lead. The lead prints every message as it
-arrives, then shuts each worker down with the shutdown protocol and deletes the team.
+arrives, then shuts each worker down with the shutdown protocol and deletes the team; the tmux
+panes close with it. With --keep the team is left running instead, and the demo prints how to
+look at it (the tmux command of its panes) and how to end it (``swarm down``).
 
 Usage: python examples/shell_team_demo.py [--backend auto|tmux|subprocess] [--keep]
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -27,11 +31,14 @@ from protocols.errors import ProtocolsError
 from protocols.inbox_entry import InboxEntry
 from protocols.messages import IdleNotification, PermissionRequest
 from protocols.watch import InboxWatcher
+from swarm.backends import choose_backend
 from swarm.team.approvals import answer
-from swarm.team.lifecycle import request_shutdown, spawn_member
+from swarm.team.lifecycle import await_start, request_shutdown, spawn_member
+from swarm.views.message_text import idle_facts
 from teammate.options import MemberSpec
 
 TEAM = "demo"
+WORKERS = ("ann", "ben", "cai")
 REVIEWER_SCRIPT = Path(__file__).resolve().parent / "scripts" / "reviewer.yaml"
 TASKS = [  # subject, command, blocked by (1-based positions in this list)
     ("make the build directory", "mkdir -p build && echo made build/", []),
@@ -50,7 +57,12 @@ TASKS = [  # subject, command, blocked by (1-based positions in this list)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="auto", choices=["auto", "tmux", "subprocess"])
-    parser.add_argument("--keep", action="store_true", help="keep the files and print where")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the team running (its members, tmux panes and files); print how to look at "
+        "it and how to end it (swarm down)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     work = root / "work"
@@ -63,37 +75,59 @@ def main() -> int:
         f"team {TEAM!r} in {root}\n(the same with the CLI: export CLAUDE_CONFIG_DIR={root} "
         f"SWARM_TEAM={TEAM}; swarm status)\n"
     )
+    # the workers first, all starting at once; then the tasks, which they claim as a team
+    spec = MemberSpec(backend=args.backend, cwd=str(work))
+    started = [spawn_member(paths, name, "Work the board.", spec, wait_s=0) for name in WORKERS]
+    for member, spawned in started:
+        backend = choose_backend(spawned.backend_type, socket_name=spawned.socket_name)
+        await_start(paths, member, spawned, backend)  # they start together: one wait in all
+        where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
+        print(f"spawned {member.name} ({member.color}) in {where}, pid {spawned.pid}")
+        if spawned.socket_name and spawned.pane_id and member.name == WORKERS[0]:
+            watch = shlex.join(["tmux", "-L", spawned.socket_name, "attach", "-t", spawned.pane_id])
+            until = "after the demo too" if args.keep else "until the demo ends (--keep: after)"
+            print(f"  watch the panes from another terminal, {until}: {watch}")
+    print()
     board = TaskBoard(paths)
     ids: list[str] = []
     for subject, command, blockers in TASKS:
-        task = board.create(subject, metadata={"command": command})
-        if blockers:
-            board.update(task.id, addBlockedBy=[ids[b - 1] for b in blockers])
+        after = [ids[b - 1] for b in blockers]
+        task = board.create(subject, metadata={"command": command}, blocked_by=after)
         ids.append(task.id)
-        after = f"  (after {', '.join('#' + ids[b - 1] for b in blockers)})" if blockers else ""
-        print(f"task #{task.id}: {subject}{after}")
-    print()
-    for name in ("ann", "ben", "cai"):
-        spec = MemberSpec(backend=args.backend, cwd=str(work))
-        member, spawned = spawn_member(paths, name, "Work the board.", spec)
-        where = f"tmux pane {spawned.pane_id}" if spawned.pane_id else "a subprocess"
-        print(f"spawned {name} ({member.color}) in {where}, pid {spawned.pid}")
-        if spawned.socket_name and name == "ann":
-            print(f"  watch the panes from another terminal: tmux -L {spawned.socket_name} attach")
+        waits = f"  (after {', '.join('#' + i for i in after)})" if after else ""
+        print(f"task #{task.id}: {subject}{waits}")
     print()
     ok = lead_loop(paths, board)
     print()
     ok = ok and review(paths, work, args.backend)
     print()
-    for name in ("ann", "ben", "cai", "dee"):
+    if args.keep:
+        print(f"board: {', '.join(f'#{t.id} {t.status}' for t in board.list())}")
+        kept(root, paths)
+        return 0 if ok else 1
+    had_panes = any(m.tmuxPaneId for m in TeamFile(paths).load().members)
+    for name in (*WORKERS, "dee"):
         result = request_shutdown(paths, name, "the board is done", wait_s=10, force=True)
         print(f"shutdown {name}: {result.outcome}")
     print(f"\nboard: {', '.join(f'#{t.id} {t.status}' for t in board.list())}")
-    if args.keep:
-        print(f"files kept in {root}")
-    else:
-        shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)
+    if had_panes:  # the private tmux server ended with its last pane
+        print("the panes are gone with the team (--keep leaves the team running to look at)")
     return 0 if ok else 1
+
+
+def kept(root: Path, paths: TeamPaths) -> None:
+    """--keep: the team runs on; say how to look at it and how to end it."""
+    print(f"\nkept: the team runs on, its files in {root}; from another terminal:")
+    print(f"  export CLAUDE_CONFIG_DIR={shlex.quote(str(root))} SWARM_TEAM={TEAM}")
+    print("  swarm status          # the members, the board, the messages")
+    panes = [m for m in TeamFile(paths).load().members if m.tmuxPaneId]
+    socket = (panes[0].model_extra or {}).get("tmuxSocket") if panes else None
+    if isinstance(socket, str) and socket:
+        watch = shlex.join(["tmux", "-L", socket, "attach", "-t", panes[0].tmuxPaneId])
+        print(f"  {watch}   # the members' panes")
+    print(f"  swarm down {TEAM}        # when done: stops them and deletes the team")
+    print(f"  rm -r {shlex.quote(str(root))}")
 
 
 def lead_loop(paths: TeamPaths, board: TaskBoard, timeout: float = 60.0) -> bool:
@@ -162,7 +196,7 @@ def show(paths: TeamPaths, entry: InboxEntry) -> str | None:
         )
         answer(paths, message.request_id, approve=True)
     elif isinstance(message, IdleNotification) and message.completedTaskId:
-        print(f"  {sender:>4} finished #{message.completedTaskId}: {message.completedStatus}")
+        print(f"  {sender:>4} {idle_facts(message)}")
         return message.completedTaskId
     elif message is None and not entry.text.startswith("Received"):
         text = entry.text.strip().replace("\n", "\n       ")

@@ -36,6 +36,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             [],
         ),
         ("prompt_cache.py", [], []),
+        ("read_memory.py", ["--size-mb", "2"], ["wrong_reads"]),
         (
             "tools.py",
             ["--parts", "output,message", "--gb", "0.01", "--sleep", "60", "--no-baseline"],
@@ -47,6 +48,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             ["lost", "faults_lost"],
         ),
         ("skills_catalogue.py", ["--skills", "3", "--body-lines", "2"], []),
+        ("search.py", ["--files", "300", "--runs", "1"], ["mismatches"]),
         (
             "subagents.py",
             ["--context-tokens", "2000", "--starts", "3", "--seconds", "0.5"],
@@ -75,10 +77,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ),
         pytest.param(
             "interop_inbox.py",
-            ["--messages", "10", "--rounds", "1"],
+            # the oldest and the newest Claude Code (all three take most of the time limit)
+            ["--messages", "10", "--rounds", "1", "--version", "2.1.88", "--version", "2.1.332"],
             [
                 f"v{version.replace('.', '_')}_{figure}"
-                for version in ("2.1.88", "2.1.330")
+                for version in ("2.1.88", "2.1.332")
                 for figure in (
                     "none_cc_lost",
                     "none_swarm_lost",
@@ -90,7 +93,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
                 pytest.mark.interop,
                 pytest.mark.skipif(
                     not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
-                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.330) and tmux",
+                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.332) and tmux",
                 ),
             ],
         ),
@@ -102,7 +105,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
                 pytest.mark.interop,
                 pytest.mark.skipif(
                     not (shutil.which("npm") and shutil.which("node") and shutil.which("tmux")),
-                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.330) and tmux",
+                    reason="needs node, npm (to install Claude Code 2.1.88 and 2.1.332) and tmux",
                 ),
             ],
         ),
