@@ -307,6 +307,9 @@ class FileStore:
         """Nothing to do beyond the directories the caller removes."""
         return False
 
+    def close_thread_connection(self) -> None:
+        """Nothing: files hold no connection (a lock a cut-short write held went with it)."""
+
     def within(
         self,
         seconds: float,

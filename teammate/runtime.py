@@ -219,6 +219,8 @@ class Teammate:
         written, on a thread of its own given `handback_seconds()`; a store that does not answer
         in that time cuts it short, said in the log (its lease or the lead returns the tasks)."""
         self.signals.begin()
+        with contextlib.suppress(Exception):  # a transaction the signal cut short ends here
+            self.store.close_thread_connection()
         why = stop.why if stop is not None else None
         seconds = handback_seconds()
 

@@ -199,6 +199,12 @@ class PgStore:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""
         return self.team_file().delete()
 
+    def close_thread_connection(self) -> None:
+        """Close this thread's connection to the store: a query that a signal cut short (a
+        teammate told to stop) may have left a transaction open on it, whose locks a hand-back
+        on another connection would wait for; closing it ends that transaction."""
+        database(self.url).close()
+
     def within(
         self,
         seconds: float,

@@ -169,7 +169,9 @@ def test_sigterm_stops_a_teammate_whose_store_is_gone_and_its_task_is_done_once(
     team: Team, outage: Outage
 ) -> None:
     team.spawn("ann")
-    team.spawn("bob")
+    # bob stops with the store there: given all the time a loaded machine may need (a hand-back
+    # waiting on a lock would still never end)
+    team.spawn("bob", SWARM_HANDBACK_S="60")
     team.gated_tasks(2)
     anns = task_of(team, "ann")
 
