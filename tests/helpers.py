@@ -133,6 +133,19 @@ def _swarm_in_process(
     return subprocess.CompletedProcess(["swarm", *args], code, stdout, stderr)
 
 
+def spawn_worker(name: str, work: Path, *extra: str) -> int:
+    """`swarm spawn NAME` as a subprocess teammate working in `work` (shell unless `extra`
+    says otherwise); its pid."""
+    import json
+
+    spawned = swarm(
+        "spawn", name, "-p", "Work the board.", "--backend", "subprocess",
+        "--cwd", str(work), "--json", *extra,
+    )  # fmt: skip
+    assert spawned.returncode == 0, spawned.stderr
+    return int(json.loads(spawned.stdout)["pid"])
+
+
 def teammate_argv(name: str, *extra: str, team: str = "t", model: str = "shell") -> list[str]:
     return [
         sys.executable,

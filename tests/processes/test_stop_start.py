@@ -13,28 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import swarm, wait_for
+from helpers import spawn_worker, swarm, wait_for
 
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-
-
-def spawn_worker(name: str, work: Path) -> int:
-    spawned = swarm(
-        "spawn",
-        name,
-        "-p",
-        "Work the board.",
-        "--backend",
-        "subprocess",
-        "--cwd",
-        str(work),
-        "--json",
-    )
-    assert spawned.returncode == 0, spawned.stderr
-    return int(json.loads(spawned.stdout)["pid"])
 
 
 def alive(pid: int) -> bool:

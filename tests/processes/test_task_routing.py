@@ -13,28 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import swarm, wait_for
+from helpers import spawn_worker, swarm, wait_for
 
 from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
-
-
-def spawn(name: str, work: Path, *extra: str) -> int:
-    spawned = swarm(
-        "spawn",
-        name,
-        "-p",
-        "Work the board.",
-        "--backend",
-        "subprocess",
-        "--cwd",
-        str(work),
-        "--json",
-        *extra,
-    )
-    assert spawned.returncode == 0, spawned.stderr
-    return int(json.loads(spawned.stdout)["pid"])
 
 
 def add(*args: str) -> str:
@@ -52,7 +35,7 @@ def test_tasks_go_to_who_can_do_them(config_root: Path, tmp_path: Path) -> None:
     script = tmp_path / "sam.yaml"
     script.write_text("- text: I looked at it.\n- text: I looked again.\n")
     try:
-        spawn("sam", work, "--script", str(script))  # a scripted Claude teammate
+        spawn_worker("sam", work, "--script", str(script))  # a scripted Claude teammate
         # a shell command: for shell workers; sam, idle, does not take it
         shell_task = add("write it", "--command", "pwd > where.txt", "--cwd", str(elsewhere))
         thinking = add("think it over", "--for", "claude")
@@ -61,7 +44,7 @@ def test_tasks_go_to_who_can_do_them(config_root: Path, tmp_path: Path) -> None:
         shown = swarm("task", "show", shell_task)
         assert "Who may take it: shell" in shown.stdout
         assert f"Runs in: {elsewhere}" in shown.stdout
-        spawn("ann", work)
+        spawn_worker("ann", work)
         wait_for(lambda: board.require(shell_task).status == "completed", "ann to run it")
         assert board.require(shell_task).owner == "ann"
         # it ran where it was added, not in ann's directory
@@ -84,7 +67,7 @@ def test_tasks_go_to_who_can_do_them(config_root: Path, tmp_path: Path) -> None:
         retried = swarm("task", "retry", flaky)
         assert retried.returncode == 0, retried.stderr
         assert "ann failed it before and will not take it again by itself" in retried.stdout
-        spawn("bea", work)
+        spawn_worker("bea", work)
         wait_for(lambda: board.require(flaky).status == "completed", "bea to do it")
         assert board.require(flaky).owner == "bea"
 
