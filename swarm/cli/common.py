@@ -120,15 +120,24 @@ def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
     """The team's paths, with the store it lives in (`protocols.store.locate`); with
     `must_exist`, `TeamNotFound` for a team that is not there."""
     paths = locate(team, config_root(), given_store())
+    if must_exist:
+        require_team(paths)
+    return paths
+
+
+def require_team(paths: TeamPaths) -> None:
+    """`TeamNotFound` unless the team of `paths` is in its store (any thread may ask: the
+    store comes with the paths)."""
+    team = paths.team
     if paths.store is not None:
-        if must_exist and not open_store(paths).team_exists():
+        if not open_store(paths).team_exists():
             where = redacted(paths.store)
             raise TeamNotFound(
                 f"team {team!r} not found in the PostgreSQL store {where}; create it with "
                 f"swarm team create {team} --store URL"
             )
-        return paths
-    if must_exist and not safefs.exists(paths.config):
+        return
+    if not safefs.exists(paths.config):
         try:
             teams = safefs.listdir(paths.root / "teams")
         except OSError:
@@ -137,7 +146,6 @@ def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
             f"team {team!r} not found under {paths.root}{did_you_mean(team, sorted(teams))}; "
             "`swarm team list` shows the teams"
         )
-    return paths
 
 
 def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:

@@ -17,7 +17,15 @@ from protocols.store import open_store
 from protocols.team_config import Member
 from protocols.values import PermissionMode
 from swarm.backends.base import Spawned
-from swarm.cli.common import backend_option, emit, ids_text, json_option, paths_for, team_option
+from swarm.cli.common import (
+    backend_option,
+    emit,
+    ids_text,
+    json_option,
+    paths_for,
+    require_team,
+    team_option,
+)
 from swarm.cli.completion import complete_member
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.liveness import member_host
@@ -295,7 +303,7 @@ def shutdown(
     if name == LEAD_NAME:
         raise click.UsageError("team-lead is the lead, not a teammate: `swarm down` ends a team")
     try:  # a misspelt name asks nobody; a store out of reach is said in seconds
-        paths = reach(paths, lambda: _member_of(team, name), "reading the team")
+        reach(paths, lambda: _require_member(paths, name), "reading the team")
     except StoreOutOfReach as exc:
         if not force:
             raise StoreOutOfReach(
@@ -323,11 +331,11 @@ def shutdown(
     sys.exit(1)
 
 
-def _member_of(team: str, name: str) -> TeamPaths:
-    """The team's paths, once its store says `name` is a member of it."""
-    paths = paths_for(team)
+def _require_member(paths: TeamPaths, name: str) -> None:
+    """`TeamNotFound`, or an unknown member's error (did you mean...), unless the store has
+    the team and `name` in it. Run on a thread of its own (`reach`): `paths` has the store."""
+    require_team(paths)
     open_store(paths).team_file().load().require(name)
-    return paths
 
 
 @click.command()

@@ -22,6 +22,7 @@ from swarm.cli.common import (
     json_option,
     paths_for,
     pick_team,
+    require_team,
     say_waiting,
     team_argument,
 )
@@ -245,7 +246,8 @@ def _reachable(team: str, paths: TeamPaths, command: str, as_json: bool) -> Team
     running on this machine is stopped (nothing is deleted or changed in the store) and the
     command exits 1: run it again once the store is back."""
     try:
-        return reach(paths, lambda: paths_for(team), "finding the team")
+        reach(paths, lambda: require_team(paths), "finding the team")
+        return paths
     except StoreOutOfReach as exc:
         click.echo(printable_line(f"{exc}; stopping its members on this machine"), err=True)
         stopped = down_without_store(paths)

@@ -122,7 +122,10 @@ def test_a_claude_code_lead_on_a_bridged_host_talks_with_a_teammate_elsewhere(
             wait_for(lambda: not store.read_unread("team-lead"), "the lead's read on the store")
     finally:
         procs.close()
-        swarm("shutdown", "bob", "--force", "--store", store_url, cwd=other_home, env=elsewhere)
+        gone = swarm(
+            "shutdown", "bob", "--force", "--store", store_url, cwd=other_home, env=elsewhere
+        )
+    ok(gone)  # bob stopped: nothing outlives the test
     pings = [e for e in store.peek_all("bob") if e.text == "Ping from the lead"]
     assert [(e.from_, e.msg_id is not None) for e in pings] == [("team-lead", True)]  # once
     pongs = [e for e in store.peek_all("team-lead") if e.text == "pong from bob"]
