@@ -26,7 +26,8 @@ from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequ
 from protocols.status import read_status
 from protocols.team import TeamFile
 from teammate.agent.script import web_search_blocks
-from teammate.tools.web import READER_PROMPT, SEARCH_TOOL
+from teammate.tools.web import READER_PROMPT
+from teammate.tools.web_search import SEARCH_TOOL
 
 Start = Callable[..., subprocess.Popen[str]]
 DOC = (

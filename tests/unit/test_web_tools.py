@@ -35,20 +35,13 @@ from teammate.agent.script import ScriptError, parse_script, web_search_blocks
 from teammate.agent.transcript import Transcript
 from teammate.permissions.policy import PermissionPolicy, Rule, parse_rule
 from teammate.reporter import StatusReporter
-from teammate.tools import web
+from teammate.tools import web, web_http, web_page
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.files import read
-from teammate.tools.web import (
-    READER_MODEL,
-    READER_PROMPT,
-    SEARCH_MAX_USES,
-    FetchLimits,
-    PageCache,
-    check_url,
-    fetch,
-    web_fetch,
-    web_search,
-)
+from teammate.tools.web import READER_MODEL, READER_PROMPT, web_fetch
+from teammate.tools.web_http import FetchLimits, check_url, fetch
+from teammate.tools.web_page import PageCache
+from teammate.tools.web_search import SEARCH_MAX_USES, web_search
 
 PAGE = """<!doctype html><html><head><title>Plums</title><style>p {color: red}</style>
 <script>alert("not for the model")</script></head><body>
@@ -421,7 +414,7 @@ def test_a_body_that_never_ends_is_cut_at_the_limit(
 ) -> None:
     limits = FetchLimits(max_bytes=1 << 20)
     response = fetch(check_url(site.url("/endless")), limits)
-    assert not isinstance(response, web.Moved)
+    assert not isinstance(response, web_http.Moved)
     assert len(response.body) == 1 << 20 and response.cut == "size"
     monkeypatch.setattr(web, "LIMITS", limits)
     wctx.output_limit = 2_000
@@ -440,13 +433,13 @@ def test_a_page_still_coming_at_the_deadline_is_cut_there(site: Site) -> None:
     response = fetch(
         check_url(site.url("/endless")), FetchLimits(timeout_s=60), lambda: next(ticks)
     )
-    assert not isinstance(response, web.Moved) and response.cut == "time" and response.body
+    assert not isinstance(response, web_http.Moved) and response.cut == "time" and response.body
 
 
 def test_pages_are_kept_for_a_while_and_the_oldest_go_first() -> None:
     now = [0.0]
     cache = PageCache(size=2, ttl_s=10, clock=lambda: now[0])
-    page = web.Page("u", 200, "text/plain", 1, "x")
+    page = web_page.Page("u", 200, "text/plain", 1, "x")
     cache.put("a", page)
     cache.put("b", page)
     cache.put("c", page)
