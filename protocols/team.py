@@ -230,11 +230,13 @@ class TeamFile:
         """Parse config.json, waiting out a half-written file for `PARSE_RETRY_S`: Claude Code
         rewrites it in place, without a lock (its teammates flip ``isActive`` every turn).
 
-        A file that stays empty, or stops part way through its JSON, is what an in-place writer
-        killed mid-write leaves (a Claude Code teammate stopped with ``--force``): the copy
-        swarm keeps of the last config it wrote (`TeamPaths.config_backup`) is used instead,
-        with a warning, and the next change writes config.json whole again. Other garbage is an
-        error, never papered over."""
+        Two of Claude Code's in-place writes that overlap (each truncates, then writes from the
+        start) leave the shorter config whole followed by the tail of the longer one: the whole
+        one is read, with a warning (`_leading_config`). A file that stays empty, or stops part
+        way through its JSON, is what an in-place writer killed mid-write leaves (a Claude Code
+        teammate stopped with ``--force``): the copy swarm keeps of the last config it wrote
+        (`TeamPaths.config_backup`) is used instead, with a warning, and the next change writes
+        config.json whole again. Other garbage is an error, never papered over."""
         text = ""
 
         def parse() -> Any:
@@ -249,6 +251,15 @@ class TeamFile:
                 f"team {self.paths.team!r} not found (no {self.paths.config})"
             ) from None
         except ValueError as exc:  # UnicodeDecodeError too
+            leading = _leading_config(text, exc)
+            if leading is not None:
+                log.warning(
+                    "%s holds a whole config followed by %d bytes of an older, longer one (two "
+                    "in-place writes overlapped); reading the whole one",
+                    self.paths.config,
+                    len(text) - leading[1],
+                )
+                return leading[0]
             kept = self._backup() if _cut_short(text, exc) else None
             if kept is None:
                 raise ProtocolsError(
@@ -396,6 +407,26 @@ def _has_keys(raw: dict[str, Any], required: tuple[tuple[str, type], ...]) -> bo
         if type(raw.get(key)) is not kind:
             return False
     return True
+
+
+def _leading_config(text: str, exc: ValueError) -> tuple[dict[str, Any], int] | None:
+    """A whole team config at the start of `text` and where it ends, when what follows it is
+    the end of another, longer JSON document (the tail two overlapping in-place writes leave:
+    it closes more than it opens and ends as a config ends, with ``}``); None for anything
+    else, which stays an error."""
+    if getattr(exc, "msg", "") != "Extra data":
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return None
+    rest = text[end:].strip()
+    if not (isinstance(value, dict) and isinstance(value.get("members"), list)):
+        return None
+    closes_more = rest.count("}") + rest.count("]") > rest.count("{") + rest.count("[")
+    if not rest.endswith("}") or not closes_more or len(rest) >= end:
+        return None  # not the end of a longer document: another document, or garbage
+    return value, end
 
 
 def _cut_short(text: str, exc: ValueError) -> bool:

@@ -173,6 +173,29 @@ def test_a_config_cut_short_by_a_killed_writer_is_read_from_swarms_copy(
         TeamFile(paths).load()
 
 
+def test_overlapping_in_place_writes_leave_a_tail_and_the_whole_config_is_read(
+    team: TeamFile, paths: TeamPaths, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two of Claude Code's in-place writes that overlap (each truncates, then writes from the
+    start) leave the shorter config whole, followed by the tail of the longer one: the whole
+    config is read, with a warning, and swarm's next change writes the file whole again. Other
+    extra data is still an error."""
+    longer = paths.config.read_text()
+    TeamFile(paths).remove_member("carol")
+    shorter = paths.config.read_text()
+    assert len(shorter) < len(longer)
+    paths.config.write_text(shorter + longer[len(shorter) :])  # as the two writes leave it
+    with caplog.at_level("WARNING", logger="protocols.team"):
+        assert TeamFile(paths).load().member_names() == ["team-lead", "alice", "bob"]
+    assert "two in-place writes overlapped" in caplog.text
+    TeamFile(paths).update_member("alice", isActive=True)
+    assert json.loads(paths.config.read_text())["members"][1]["isActive"] is True
+    for extra in ("garbage", '{"name": "x", "members": []}'):  # not a tail: still an error
+        paths.config.write_text(shorter + extra)
+        with pytest.raises(ProtocolsError, match="not valid JSON"):
+            TeamFile(paths).load()
+
+
 def test_swarms_copy_is_written_under_the_lock_of_the_change_it_copies(
     paths: TeamPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
