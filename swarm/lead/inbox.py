@@ -179,17 +179,10 @@ class Leader:
 
     def _event(self, entry: InboxEntry) -> LeadEvent | None:
         who, color = entry.from_, entry.color
-        try:
-            message = entry.structured()
-        except ProtocolsError as exc:
-            return LeadEvent("malformed", who, f"malformed message: {exc}", color, entry)
-        if message is None:
-            return LeadEvent("message", who, entry.text, color, entry)
+        plain, message = first_look(entry)
+        if plain is not None:
+            return plain
         if is_request(message):
-            if not requests_mod.genuine(entry, message):
-                claimed = describe_request(entry, message).teammate
-                text = f"ignored a {message.type} in the name of {claimed!r}: only {claimed!r} may"
-                return LeadEvent("malformed", who, text, color, entry)
             return self._request(entry, message)
         if isinstance(message, IdleNotification):
             return LeadEvent("idle", who, idle_text(message), color, entry)
@@ -238,6 +231,24 @@ class Leader:
             text = f"asks for {printable_line(pending.agent)}: {text.removeprefix('asks: ')}"
         text = "\n".join([text, *request_text.details(pending)])
         return LeadEvent("request", who, text, entry.color, entry, pending)
+
+
+def first_look(entry: InboxEntry) -> tuple[LeadEvent | None, Any]:
+    """What the lead's console makes of `entry` before any of the lead's work: the event of a
+    malformed message, of plain text, of a request sent in another member's name (ignored);
+    else (None, its structured message) for the caller to judge."""
+    who, color = entry.from_, entry.color
+    try:
+        message = entry.structured()
+    except ProtocolsError as exc:
+        return LeadEvent("malformed", who, f"malformed message: {exc}", color, entry), None
+    if message is None:
+        return LeadEvent("message", who, entry.text, color, entry), None
+    if is_request(message) and not requests_mod.genuine(entry, message):
+        claimed = describe_request(entry, message).teammate
+        text = f"ignored a {message.type} in the name of {claimed!r}: only {claimed!r} may"
+        return LeadEvent("malformed", who, text, color, entry), None
+    return None, message
 
 
 def idle_text(note: IdleNotification) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.errors import ProtocolsError
 from protocols.inbox import entry_of
 from protocols.inbox_entry import InboxEntry
 from protocols.messages import IdleNotification, ShutdownApproved, ShutdownRejected
@@ -24,8 +23,8 @@ from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
 from protocols.printable import printable_line
 from swarm.errors import SwarmError
-from swarm.lead.inbox import Leader, LeadEvent, idle_text, request_summary
-from swarm.team.approvals import Pending, describe_request, genuine, is_request
+from swarm.lead.inbox import Leader, LeadEvent, first_look, idle_text, request_summary
+from swarm.team.approvals import Pending, describe_request, is_request
 from swarm.views import request_text
 from swarm.views.message_text import describe
 
@@ -92,18 +91,11 @@ def _model(entry: Any) -> InboxEntry | None:
 def _seen(entry: InboxEntry, waiting: set[str]) -> LeadEvent:
     """`entry` as the lead's console shows it, with none of the lead's work done."""
     who, color = entry.from_, entry.color
-    try:
-        message = entry.structured()
-    except ProtocolsError as exc:
-        return LeadEvent("malformed", who, f"malformed message: {exc}", color, entry)
-    if message is None:
-        return LeadEvent("message", who, entry.text, color, entry)
+    plain, message = first_look(entry)
+    if plain is not None:
+        return plain
     if is_request(message):
         pending = describe_request(entry, message)
-        if not genuine(entry, message):
-            claimed = pending.teammate
-            text = f"ignored a {message.type} in the name of {claimed!r}: only {claimed!r} may"
-            return LeadEvent("malformed", who, text, color, entry)
         still = pending.id in waiting
         said = "asks" if still else "asked (answered since)"
         text = f"{said}: {request_summary(pending)} [{printable_line(pending.id)}]"
