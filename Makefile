@@ -9,7 +9,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-stamp
 PIP_INSTALL = $(PY) -m pip install --quiet --disable-pip-version-check
 QUIETLY = 2>$(VENV)/pip.log || { cat $(VENV)/pip.log >&2; exit 1; }
 
-.PHONY: install install-runtime postgresql ripgrep demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
+.PHONY: install install-runtime postgresql ripgrep chromium demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -37,6 +37,9 @@ postgresql:  ## PostgreSQL's server binaries for tests/pg (Debian's package, onl
 ripgrep:  ## ripgrep for the Glob and Grep tests and bench/search.py (Debian's package, only when rg is missing)
 	@bash .ci/install-ripgrep
 
+chromium:  ## Chromium for swarm web's browser tests (Debian's package, only when chromium is missing)
+	@bash .ci/install-chromium
+
 demo: install-runtime  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
 
@@ -50,7 +53,7 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
-test: install postgresql ripgrep  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+test: install postgresql ripgrep chromium  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
 test-unit: install  ## the in-process tests: seconds

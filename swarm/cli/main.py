@@ -182,6 +182,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "swarm.cli.watch:watch",
         "The team at a glance, redrawn whenever its files change.",
     ),
+    "web": (
+        "swarm.cli.web:web",
+        "Serve a live web page of the team that answers its requests (approve, deny, answer).",
+    ),
     "worktree": (
         "swarm.cli.worktree:worktree",
         "Teammates' git worktrees (.claude/worktrees/<name>, branch worktree-<name>).",

@@ -1,0 +1,88 @@
+"""The state of one team, kept current for every open page by one thread.
+
+The thread waits on the team's watcher, the one `swarm watch` uses (`open_store(paths)
+.team_watcher`: inotify on the team's directories, or a PostgreSQL team's ``LISTEN``), with a
+rescan every `RESCAN_S` seconds as a safety net and to age the "ago" fields; after each wake it
+looks at the team (`swarm.web.state.TeamState`) and, when the JSON changed, publishes it to
+the event loop, which wakes every stream waiting (`Feed.next`). No stream polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+from protocols.errors import ProtocolsError
+from protocols.paths import TeamPaths
+from protocols.store import open_store
+from swarm.web.state import TeamState, encoded
+
+RESCAN_S = 5.0
+log = logging.getLogger(__name__)
+
+
+class Feed:
+    def __init__(self, paths: TeamPaths) -> None:
+        self.paths = paths
+        self.version = 0
+        self.text = ""  # the newest state's JSON ("" before the first look)
+        self.problem = ""  # why the last look failed ("" when it did not)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._news = asyncio.Event()
+        self._stop = threading.Event()
+        self._watcher = open_store(paths).team_watcher(RESCAN_S)
+        self._thread = threading.Thread(target=self._run, name="swarm-web-feed", daemon=True)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._news = asyncio.Event()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._watcher.changed.set()
+        self._thread.join(10)
+
+    def poke(self) -> None:
+        """Look again now (an answer was just written)."""
+        self._watcher.changed.set()
+
+    async def next(self, seen: int, timeout: float) -> bool:
+        """Wait until a state newer than version `seen` is published, at most `timeout`
+        seconds; whether one is."""
+        while self.version <= seen:
+            news = self._news
+            try:
+                await asyncio.wait_for(news.wait(), timeout)
+            except TimeoutError:
+                return self.version > seen
+        return True
+
+    def _run(self) -> None:
+        state = TeamState(self.paths)
+        last = ""
+        with self._watcher as watcher:
+            while not self._stop.is_set():
+                watcher.clear()
+                try:
+                    text = encoded(state.look())
+                    self.problem = ""
+                except (ProtocolsError, OSError) as exc:  # a file being rewritten, or broken
+                    log.warning("cannot read team %s: %s", self.paths.team, exc)
+                    self.problem = str(exc)
+                    text = last
+                if text != last and self._loop is not None:
+                    last = text
+                    try:
+                        self._loop.call_soon_threadsafe(self._publish, text)
+                    except RuntimeError:  # the loop closed: the server is stopping
+                        return
+                watcher.wait(RESCAN_S)
+
+    def _publish(self, text: str) -> None:
+        """In the event loop: the new state, and every waiting stream woken."""
+        self.text = text
+        self.version += 1
+        news, self._news = self._news, asyncio.Event()
+        news.set()

@@ -1,0 +1,177 @@
+"""Serving `swarm web`: the address, the refusal to serve off loopback without TLS (unless
+``--insecure``), the socket bound before anything is served (so port 0 gives the real URL), the
+token file written once the URL is known and removed when the server stops, and uvicorn run
+until SIGINT, SIGTERM or SIGHUP, which stop it gracefully with exit code 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from protocols import safefs
+from protocols.paths import TeamPaths
+from swarm.errors import SwarmError
+from swarm.web.access import Tokens, token_file, write_token_file
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+GRACEFUL_STOP_S = 2  # open event streams get this long when the server stops
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:  # a host name: whatever it resolves to, not known to be loopback
+            return False
+
+    def url(self, port: int, tls: bool, token: str) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if tls else 'http'}://{host}:{port}/?token={quote(token)}"
+
+
+def parse_address(text: str) -> Address:
+    """``host:port`` (``[::1]:8080`` for IPv6) as an `Address`; `SwarmError` naming the form."""
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]") if host.startswith("[") else host
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise SwarmError(
+            f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 "
+            "(127.0.0.1:0 picks a free port)"
+        )
+    return Address(host, int(port))
+
+
+@dataclass(frozen=True)
+class Tls:
+    cert: Path
+    key: Path
+
+
+def check_exposure(address: Address, tls: Tls | None, insecure: bool) -> None:
+    """`SwarmError` for an address off loopback with neither TLS nor ``--insecure``."""
+    if address.loopback or tls is not None or insecure:
+        return
+    raise SwarmError(
+        f"--listen {address.host}:{address.port} is not a loopback address: the token would "
+        "cross the network in clear. Give --tls-cert and --tls-key, or serve on 127.0.0.1 "
+        "(an SSH tunnel reaches it), or pass --insecure on a network you trust"
+    )
+
+
+def serve(
+    paths: TeamPaths,
+    address: Address,
+    tls: Tls | None,
+    insecure: bool,
+    announce: Callable[[str], None],
+) -> None:
+    """Serve team `paths` on `address` until stopped; `announce` gets the two URLs' lines."""
+    check_exposure(address, tls, insecure)
+    import anyio
+
+    listener = _bound(address)
+    port = listener.getsockname()[1]
+    tokens = Tokens.new()
+    url = address.url(port, tls is not None, tokens.full)
+    viewer_url = address.url(port, tls is not None, tokens.viewer)
+    path = token_file(paths.root, paths.team, port)
+    try:
+        write_token_file(path, tokens, url, viewer_url)
+        lines = [
+            f"swarm web: {url}",
+            f"read-only: {viewer_url}",
+            f"(both kept in {path}, mode 0600, until the server stops)",
+        ]
+        anyio.run(_serve, paths, tokens, port, tls, listener, lambda: [*map(announce, lines)])
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            safefs.unlink(path, missing_ok=True)
+
+
+def _bound(address: Address) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address.host, address.port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise SwarmError(f"--listen {address.host}:{address.port}: {exc.strerror or exc}") from None
+    return listener
+
+
+async def _serve(
+    paths: TeamPaths,
+    tokens: Tokens,
+    port: int,
+    tls: Tls | None,
+    listener: socket.socket,
+    started: Callable[[], object],
+) -> None:
+    """uvicorn until stopped; `started` is called once it serves (and a stop signal stops it
+    gracefully: announced earlier, a signal could kill the process, its token file left)."""
+    import anyio
+    import uvicorn
+
+    from swarm.web.app import Web
+
+    app = Web(paths, tokens, port, tls is not None).app()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_STOP_S,
+        lifespan="on",
+        ssl_certfile=str(tls.cert) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
+    )
+    server = _stopping_server()(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(_announce_once_started, server, started)
+        await server.serve(sockets=[listener])
+        group.cancel_scope.cancel()
+
+
+async def _announce_once_started(server: Any, started: Callable[[], object]) -> None:
+    import anyio
+
+    while not server.started:
+        if server.should_exit:
+            return
+        await anyio.sleep(0.01)  # uvicorn has no start event: its own flag, looked at
+    started()
+
+
+def _stopping_server() -> type[Any]:
+    import uvicorn
+
+    class Stopping(uvicorn.Server):
+        """uvicorn, stopping gracefully on SIGINT, SIGTERM or SIGHUP without then dying of the
+        signal, as uvicorn does by raising it again: the token file is removed, exit code 0."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Stopping

@@ -1,0 +1,81 @@
+"""The team as the page shows it: `swarm watch`'s snapshot (`swarm.views.snapshot.to_json`, the
+same JSON as ``swarm status --json``), each waiting request with its content in full as
+``swarm permissions --show`` prints it (`swarm.views.request_text.content_lines`: the command,
+the diff of an Write or Edit, the plan, the questions) and, for a question, its questions and
+options as the page's Answer form needs them. Reads only, but for what `swarm watch` writes
+before it looks (`Mailbox.observe_team`: swarm's record of what members sent each other).
+
+The page inserts every string of it as text (``textContent``), never as HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from protocols.paths import TeamPaths
+from swarm.team.approvals import member_cwd
+from swarm.team.signatures import lead_mailbox
+from swarm.views.request_text import QUESTION_TOOL, content_lines
+from swarm.views.snapshot import RequestView, snapshot, to_json
+
+MESSAGES = 30  # the last messages to the lead shown
+
+
+class TeamState:
+    """Looks at one team again and again (the snapshot's readers are kept between looks): use
+    from one thread."""
+
+    def __init__(self, paths: TeamPaths) -> None:
+        self.paths = paths
+        self._mailbox = lead_mailbox(paths)
+
+    def look(self) -> dict[str, Any]:
+        self._mailbox.observe_team()  # before a reader that deletes what it read takes it
+        view = snapshot(self.paths, messages=MESSAGES)
+        state = to_json(view)
+        state["requests"] = [
+            {**shown, **_content(self.paths, request)}
+            for shown, request in zip(state["requests"], view.requests, strict=True)
+        ]
+        state["store"] = "postgresql" if self.paths.store is not None else "files"
+        return state
+
+
+def _content(paths: TeamPaths, request: RequestView) -> dict[str, Any]:
+    pending = request.pending
+    if pending is None:
+        return {"content": [], "questions": []}
+    lines = content_lines(pending, member_cwd(paths, pending.teammate))
+    return {
+        "content": lines,
+        "description": pending.asked,
+        "questions": _questions(pending.input) if pending.tool == QUESTION_TOOL else [],
+    }
+
+
+def _questions(tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each question with its options' labels and whether several may be chosen."""
+    questions = tool_input.get("questions")
+    shown = []
+    for question in questions if isinstance(questions, list) else []:
+        if not isinstance(question, dict):
+            continue
+        options = [o for o in question.get("options") or [] if isinstance(o, dict)]
+        shown.append(
+            {
+                "question": str(question.get("question", "")),
+                "multiSelect": bool(question.get("multiSelect")),
+                "options": [
+                    {"label": str(o.get("label", "")), "description": str(o.get("description", ""))}
+                    for o in options
+                ],
+            }
+        )
+    return shown
+
+
+def encoded(state: dict[str, Any]) -> str:
+    """`state` as one line of JSON (every character outside ASCII escaped, so also every
+    control character: the line is safe in an event stream's ``data:`` field)."""
+    return json.dumps(state, ensure_ascii=True, default=str, separators=(",", ":"))

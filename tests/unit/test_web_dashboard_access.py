@@ -1,0 +1,90 @@
+"""`swarm.web.access` and `swarm.web.server`'s checks, without a server: tokens, the failure
+limit, what a change needs, the address and the refusal to serve off loopback in clear."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swarm.errors import SwarmError
+from swarm.web.access import FailureLimit, Role, Tokens, change_refused, given_token
+from swarm.web.server import Tls, check_exposure, parse_address
+from swarm.web.state import _questions
+
+TOKENS = Tokens("full-token", "viewer-token")
+GOOD = {"authorization": "Bearer full-token", "content-type": "application/json"}
+OWN = {"http://127.0.0.1:8765"}
+
+
+def test_tokens_grant_their_role_only() -> None:
+    assert TOKENS.role("full-token") is Role.FULL
+    assert TOKENS.role("viewer-token") is Role.VIEWER
+    for wrong in (None, "", "full-toke", "full-token ", "FULL-TOKEN"):
+        assert TOKENS.role(wrong) is None
+    new = Tokens.new()
+    assert new.full != new.viewer and len(new.full) >= 40
+
+
+def test_the_token_given_query_then_header_then_cookie() -> None:
+    assert given_token({"token": "a"}, {"authorization": "Bearer b"}, {}, 1) == "a"
+    assert given_token({}, {"authorization": "Bearer b"}, {"swarm_web_1": "c"}, 1) == "b"
+    assert given_token({}, {}, {"swarm_web_1": "c"}, 1) == "c"
+    assert given_token({}, {}, {"swarm_web_2": "c"}, 1) is None  # another port's cookie
+
+
+def test_a_change_needs_the_header_token_json_and_its_own_origin() -> None:
+    assert change_refused(GOOD, TOKENS, OWN) is None
+    assert change_refused({**GOOD, "origin": "http://127.0.0.1:8765"}, TOKENS, OWN) is None
+    refused = [
+        {"content-type": "application/json"},
+        {**GOOD, "authorization": "Bearer viewer-token"},
+        {**GOOD, "origin": "http://evil.example"},
+        {**GOOD, "origin": "null"},
+        {**GOOD, "sec-fetch-site": "cross-site"},
+        {**GOOD, "content-type": "text/plain"},
+    ]
+    for headers in refused:
+        assert change_refused(headers, TOKENS, OWN) is not None, headers
+
+
+def test_wrong_tokens_shut_an_address_out_for_a_window() -> None:
+    now = [0.0]
+    limit = FailureLimit(most=3, window_s=60, clock=lambda: now[0])
+    for _ in range(3):
+        assert not limit.shut_out("a")
+        limit.failed("a")
+    assert limit.shut_out("a") and not limit.shut_out("b")
+    now[0] = 61
+    assert not limit.shut_out("a")
+
+
+def test_the_address_and_exposure() -> None:
+    assert parse_address("127.0.0.1:0").loopback
+    assert parse_address("[::1]:8080").host == "::1"
+    for bad in ("8080", "host:", "host:99999", ":80"):
+        with pytest.raises(SwarmError, match="HOST:PORT"):
+            parse_address(bad)
+    outside = parse_address("0.0.0.0:8443")
+    with pytest.raises(SwarmError, match="--tls-cert"):
+        check_exposure(outside, None, insecure=False)
+    check_exposure(outside, None, insecure=True)
+    check_exposure(outside, Tls(Path("c.pem"), Path("k.pem")), insecure=False)
+    assert not parse_address("example.com:80").loopback
+
+
+def test_questions_keep_only_well_formed_parts() -> None:
+    given = {
+        "questions": [
+            {"question": "Which DB?", "multiSelect": True, "options": [{"label": "pg"}, "junk"]},
+            "junk",
+        ]
+    }
+    assert _questions(given) == [
+        {
+            "question": "Which DB?",
+            "multiSelect": True,
+            "options": [{"label": "pg", "description": ""}],
+        }
+    ]
+    assert _questions({"questions": "no"}) == []
