@@ -13,7 +13,7 @@ from helpers import swarm
 from swarm.cli.main import cli
 
 # interactive (a console, a live dashboard) or a server: nothing to print as JSON
-NO_JSON = {"host serve", "lead", "watch"}
+NO_JSON = {"host serve", "lead", "watch", "web"}  # servers and screens: they print as they run
 
 
 def commands(
