@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import logging
 import os
 import signal
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from swarm import listening
 from swarm.errors import SwarmError
+from swarm.listening import Address
 from swarm.mcp_server.server import TeamServer, leave_quietly, new_session_id
 from swarm.mcp_server.session import McpSession, ServerOptions
 
@@ -78,34 +78,9 @@ async def _leave_on_signal(session: McpSession) -> None:
             os._exit(0)
 
 
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:  # a host name: whatever it resolves to, not known to be loopback
-            return False
-
-    def url(self, port: int) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{port}{PATH}"
-
-
 def parse_address(text: str) -> Address:
-    """``host:port`` (``[::1]:8080`` for IPv6) as an `Address`; `SwarmError` naming the form."""
-    host, colon, port = text.rpartition(":")
-    host = host.strip("[]") if host.startswith("[") else host
-    if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise SwarmError(
-            f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 (127.0.0.1:0 picks a free port)"
-        )
-    return Address(host, int(port))
+    """``--http HOST:PORT`` as an `Address` (`swarm.listening`)."""
+    return listening.parse_address(text, "--http")
 
 
 def serve_http(
@@ -154,7 +129,7 @@ async def _http(
         app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_STOP_S, lifespan="on"
     )
     logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
-    announce(address.url(listener.getsockname()[1]))
+    announce(address.base_url(listener.getsockname()[1]) + PATH)
     await _uvicorn_server()(config).serve(sockets=[listener])
 
 

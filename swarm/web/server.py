@@ -7,7 +7,6 @@ until SIGINT, SIGTERM or SIGHUP, which stop it gracefully with exit code 0.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import signal
 import socket
 from collections.abc import Callable, Iterator
@@ -18,42 +17,18 @@ from urllib.parse import quote
 
 from protocols import safefs
 from protocols.paths import TeamPaths
+from swarm import listening
 from swarm.errors import SwarmError
+from swarm.listening import Address
 from swarm.web.access import Tokens, token_file, write_token_file
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 GRACEFUL_STOP_S = 2  # open event streams get this long when the server stops
 
 
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:  # a host name: whatever it resolves to, not known to be loopback
-            return False
-
-    def url(self, port: int, tls: bool, token: str) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{'https' if tls else 'http'}://{host}:{port}/?token={quote(token)}"
-
-
 def parse_address(text: str) -> Address:
-    """``host:port`` (``[::1]:8080`` for IPv6) as an `Address`; `SwarmError` naming the form."""
-    host, colon, port = text.rpartition(":")
-    host = host.strip("[]") if host.startswith("[") else host
-    if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise SwarmError(
-            f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 "
-            "(127.0.0.1:0 picks a free port)"
-        )
-    return Address(host, int(port))
+    """``--listen HOST:PORT`` as an `Address` (`swarm.listening`)."""
+    return listening.parse_address(text, "--listen")
 
 
 @dataclass(frozen=True)
@@ -87,8 +62,9 @@ def serve(
     listener = _bound(address)
     port = listener.getsockname()[1]
     tokens = Tokens.new()
-    url = address.url(port, tls is not None, tokens.full)
-    viewer_url = address.url(port, tls is not None, tokens.viewer)
+    base = address.base_url(port, "https" if tls is not None else "http")
+    url = f"{base}/?token={quote(tokens.full)}"
+    viewer_url = f"{base}/?token={quote(tokens.viewer)}"
     path = token_file(paths.root, paths.team, port)
     try:
         write_token_file(path, tokens, url, viewer_url)

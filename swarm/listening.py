@@ -1,0 +1,42 @@
+"""Where a swarm server listens (`swarm web --listen`, `swarm mcp --http`): a ``HOST:PORT``
+parsed and checked, whether it is a loopback address, and the base URL it is reached at."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from swarm.errors import SwarmError
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:  # a host name: whatever it resolves to, not known to be loopback
+            return False
+
+    def base_url(self, port: int, scheme: str = "http") -> str:
+        """``scheme://host:port`` for the `port` actually bound (port 0 picks one)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{port}"
+
+
+def parse_address(text: str, option: str) -> Address:
+    """``host:port`` (``[::1]:8080`` for IPv6) as an `Address`; `SwarmError` naming the
+    `option` it was given to and the form."""
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]") if host.startswith("[") else host
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise SwarmError(
+            f"{option} {text!r}: give HOST:PORT, e.g. 127.0.0.1:8765 "
+            "(127.0.0.1:0 picks a free port)"
+        )
+    return Address(host, int(port))
