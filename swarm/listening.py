@@ -1,12 +1,19 @@
 """Where a swarm server listens (`swarm web --listen`, `swarm mcp --http`): a ``HOST:PORT``
-parsed and checked, whether it is a loopback address, and the base URL it is reached at."""
+parsed and checked, whether it is a loopback address, and the base URL it is reached at; and
+the uvicorn server both run (`stopping_server`), loaded only when one is started."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from swarm.errors import SwarmError
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -40,3 +47,22 @@ def parse_address(text: str, option: str) -> Address:
             "(127.0.0.1:0 picks a free port)"
         )
     return Address(host, int(port))
+
+
+def stopping_server() -> type[Any]:
+    """uvicorn's ``Server``, stopping gracefully on SIGINT, SIGTERM or SIGHUP without then dying
+    of the signal, as uvicorn does by raising it again: what the server does as it stops (a
+    token file removed, sessions left) is done, and the exit code is 0."""
+    import uvicorn
+
+    class Stopping(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Stopping

@@ -14,26 +14,23 @@ still open leaves.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import logging
 import os
-import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from swarm import listening
 from swarm.errors import SwarmError
-from swarm.listening import Address
+from swarm.listening import STOP_SIGNALS, Address, stopping_server
 from swarm.mcp_server.server import TeamServer, leave_quietly, new_session_id
 from swarm.mcp_server.session import McpSession, ServerOptions
 
 PATH = "/mcp"
 GRACEFUL_STOP_S = 5  # open streams (a client's GET stream) get this long when the server stops
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # a request body larger than this is answered 413 by the SDK before it is read; below it, a text
 # over `server.MAX_TEXT_CHARS` gets the tool error that names the field and the limit
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -130,27 +127,7 @@ async def _http(
     )
     logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
     announce(address.base_url(listener.getsockname()[1]) + PATH)
-    await _uvicorn_server()(config).serve(sockets=[listener])
-
-
-def _uvicorn_server() -> type[Any]:
-    import uvicorn
-
-    class Stopping(uvicorn.Server):
-        """uvicorn, stopping gracefully on SIGINT, SIGTERM or SIGHUP without then dying of the
-        signal, as uvicorn does by raising it again: the sessions still open leave first, and
-        the exit code is 0."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
-    return Stopping
+    await stopping_server()(config).serve(sockets=[listener])
 
 
 class BearerToken:

@@ -7,9 +7,8 @@ until SIGINT, SIGTERM or SIGHUP, which stop it gracefully with exit code 0.
 from __future__ import annotations
 
 import contextlib
-import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,9 @@ from protocols import safefs
 from protocols.paths import TeamPaths
 from swarm import listening
 from swarm.errors import SwarmError
-from swarm.listening import Address
+from swarm.listening import Address, stopping_server
 from swarm.web.access import Tokens, token_file, write_token_file
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 GRACEFUL_STOP_S = 2  # open event streams get this long when the server stops
 
 
@@ -117,7 +115,7 @@ async def _serve(
         ssl_certfile=str(tls.cert) if tls else None,
         ssl_keyfile=str(tls.key) if tls else None,
     )
-    server = _stopping_server()(config)
+    server = stopping_server()(config)
     async with anyio.create_task_group() as group:
         group.start_soon(_announce_once_started, server, started)
         await server.serve(sockets=[listener])
@@ -132,22 +130,3 @@ async def _announce_once_started(server: Any, started: Callable[[], object]) -> 
             return
         await anyio.sleep(0.01)  # uvicorn has no start event: its own flag, looked at
     started()
-
-
-def _stopping_server() -> type[Any]:
-    import uvicorn
-
-    class Stopping(uvicorn.Server):
-        """uvicorn, stopping gracefully on SIGINT, SIGTERM or SIGHUP without then dying of the
-        signal, as uvicorn does by raising it again: the token file is removed, exit code 0."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
-    return Stopping
