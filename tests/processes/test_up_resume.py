@@ -69,13 +69,17 @@ def test_resume_restarts_the_dead_and_runs_every_task_exactly_once(
     board = TaskBoard(paths)
 
     def held() -> dict[str, str | None]:
-        return {t.id: t.owner for t in board.list() if t.status == "in_progress"}
+        """The two gated tasks that are in progress (not `first` or `second` while they run:
+        either member may take either, and a kill while one runs would lose its line)."""
+        return {
+            t.id: t.owner for t in board.list() if t.subject == "held" and t.status == "in_progress"
+        }
 
     wait_for(lambda: len(held()) == 2, "both held tasks in progress", timeout=60)
     owners = held()
     assert sorted(owners.values()) == ["ann", "ben"]
     killed = kill_everything(paths, backend, socket)
-    assert (work / "runs.txt").read_text().splitlines() == ["first", "second"]
+    assert sorted((work / "runs.txt").read_text().splitlines()) == ["first", "second"]
     assert swarm("status", "--json", team="rerun").returncode == 0
 
     team_file.write_text(TEAM_FILE + LATE)  # one task more in the file than on the board
