@@ -38,6 +38,7 @@ from protocols.logs import logger
 from protocols.names import checked_component
 from protocols.paths import TeamPaths
 from protocols.team import TeamFile, unknown_member_text
+from protocols.trace_context import TRACE_KEY, outgoing_carrier
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
@@ -83,6 +84,8 @@ def new_item(
     if color is not None:
         item["color"] = color
     item.update(read=False, id=swarm_id, msgV=MSG_V, msg_id=msg_id_for(swarm_id), type="message")
+    if carrier := outgoing_carrier():  # an extra key Claude Code ignores (docs/telemetry.md)
+        item[TRACE_KEY] = carrier
     return item
 
 

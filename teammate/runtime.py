@@ -70,6 +70,7 @@ from protocols.printable import printable
 from protocols.store import open_store
 from protocols.task_model import Task
 from protocols.team_config import Member
+from protocols.trace_context import carrier_of, telemetry_enabled
 from protocols.values import MemberState
 from teammate.activity import Activity
 from teammate.board_watch import BoardWatch, labels_of
@@ -92,6 +93,7 @@ from teammate.stopping import (
     waiting_text,
 )
 from teammate.task_worktree import work_in_place
+from teammate.telemetry.spans import respond_span
 from teammate.trouble import Trouble, describe
 
 # inotify (or the team's LISTEN channel) wakes an idle teammate; its rescan, every
@@ -546,7 +548,8 @@ class Teammate:
             self._start_turn(MemberState.WORKING, why)
         self._in_turn = True
         try:
-            return self.brain.respond(plain, self)
+            with respond_span(plain, f"{self.name}@{self.paths.team}"):
+                return self.brain.respond(plain, self)
         except Interrupted:
             return None
         finally:
@@ -759,7 +762,7 @@ class Teammate:
         self.say(f"working on #{task.id}: {task.subject}")
         self._in_turn = True
         try:
-            outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
+            outcome = self._traced_work(task)
         except Interrupted:
             return
         except Exception as exc:  # a task must not take the teammate with it
@@ -771,6 +774,20 @@ class Teammate:
             return
         self._unrecorded[task.id] = (task, outcome)
         self._record(task.id)
+
+    def _traced_work(self, task: Task) -> Outcome:
+        """The work on `task`, a span of the task's trace when telemetry is on."""
+        if not telemetry_enabled():
+            return work_in_place(self.brain, task, self, self.home, self.home_confined)
+        from teammate.telemetry import tracing
+
+        attributes = {"agent_id": f"{self.name}@{self.paths.team}", "swarm.task.id": task.id}
+        carrier = carrier_of(task.metadata)
+        with tracing.span("swarm task work", carrier, attributes, service="swarm-teammate") as s:
+            outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
+            s.set_attribute("swarm.task.outcome", outcome.status)
+        tracing.flush()
+        return outcome
 
     def _record_outcomes(self) -> None:
         """Write the outcomes earlier passes could not (raises while they still cannot be)."""

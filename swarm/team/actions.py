@@ -30,6 +30,7 @@ from protocols.task import (
     for_text,
     list_line,
 )
+from protocols.trace_context import TRACE_KEY, telemetry_enabled
 from swarm.errors import SwarmError
 
 FAILURE_LINES = 10  # of a failed task's output, shown by `swarm task show`
@@ -72,6 +73,18 @@ def add_task(
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
     board = open_store(paths).task_board(_lead_mailbox(paths) if owner else None)
+    if telemetry_enabled():  # the task's trace starts here (docs/telemetry.md)
+        from teammate.telemetry import tracing
+
+        attributes = {"swarm.team": paths.team, "swarm.task.subject": subject}
+        with tracing.span("swarm task add", attributes=attributes, service="swarm") as span:
+            metadata[TRACE_KEY] = tracing.current_carrier()
+            created = board.create_file(
+                subject, description, metadata=metadata, blocked_by=blocked_by, owner=owner
+            )
+            span.set_attribute("swarm.task.id", str(created["id"]))
+        tracing.flush()
+        return created
     return board.create_file(
         subject, description, metadata=metadata or None, blocked_by=blocked_by, owner=owner
     )

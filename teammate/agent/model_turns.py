@@ -30,6 +30,7 @@ from teammate.agent.model_settings import MIN_MAX_TOKENS, ModelSettings
 from teammate.agent.requests import CacheMarks
 from teammate.agent.retries import RetryPolicy
 from teammate.agent.transcript import Transcript
+from teammate.telemetry.spans import model_span
 
 if TYPE_CHECKING:
     from teammate.mcp.search import Deferred
@@ -143,7 +144,9 @@ class ModelTurns:
                 "request", messages=len(request.messages), tokens=self.context_size()
             )
             try:
-                reply = self._complete(request)
+                with model_span(self.model.name) as traced:
+                    reply = self._complete(request)
+                    traced(reply.usage)
             except ModelError as exc:
                 self.settle()
                 self.transcript.record("error", error=str(exc), status=exc.status)

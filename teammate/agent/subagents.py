@@ -31,6 +31,7 @@ link to the team and its usage in `teammate.agent.subagent_link`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import threading
 import time
@@ -83,6 +84,7 @@ from teammate.mcp.config import ServerConfig
 from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
+from teammate.telemetry.spans import agent_span
 from teammate.tools.agents import FORK_REFUSED, AgentCall
 from teammate.tools.base import Tool, ToolContext, ToolError
 
@@ -409,9 +411,10 @@ class SubAgents:
 
     def _start_thread(self, run: SubAgentRun, prompt: str | None) -> None:
         earlier = run.thread  # a stopped play still in a model call: the resume waits for it
+        # in the starter's context: its trace's span (the Agent call) is the sub-agent's parent
         thread = threading.Thread(
-            target=self._play,
-            args=(run, prompt, run.generation, earlier),
+            target=contextvars.copy_context().run,
+            args=(self._play, run, prompt, run.generation, earlier),
             name=f"subagent-{run.agent_id}",
             daemon=True,
         )
@@ -438,7 +441,8 @@ class SubAgents:
         self._output(run, f"[{run.agent_type}] {run.description}")
         if run.servers is not None:
             run.servers.open()  # a resumed play: its own servers were closed when it ended
-        status, text = self._outcome(run, prompt)
+        with agent_span(run.agent_type, run.agent_id):
+            status, text = self._outcome(run, prompt)
         ended_here = self._finish(run, status, text, generation)
         if run.servers is not None:
             run.servers.close()  # the servers it defined inline end with it

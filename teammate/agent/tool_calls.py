@@ -28,6 +28,7 @@ from teammate.brains.base import TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
 from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter
+from teammate.telemetry.spans import permission_span, tool_span
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, text_of
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ class ToolCalls:
         self.ctx.model_call = self.tool_request
         output: ToolOutput
         try:
-            output = self._run_tool(name, tool_input, use_id)
+            with tool_span(name, use_id):
+                output = self._run_tool(name, tool_input, use_id)
             error = False
         except Error as exc:  # refused on purpose (a ToolError, or any package's error)
             output, error = str(exc), True
@@ -153,13 +155,14 @@ class ToolCalls:
         """Ask the lead; the input to run with (an approval may change it)."""
         if self.link is None:
             raise ToolError(f"{name} needs approval and there is no lead to ask")
-        answer = self.link.ask_permission(
-            name,
-            tool_input,
-            describe_call(name, tool_input),
-            use_id,
-            self.policy.suggestions(name, tool_input),
-        )
+        with permission_span(name):
+            answer = self.link.ask_permission(
+                name,
+                tool_input,
+                describe_call(name, tool_input),
+                use_id,
+                self.policy.suggestions(name, tool_input),
+            )
         if not answer.approved:
             raise ToolError(
                 f"Permission to use {name} was denied by team-lead: "

@@ -1,0 +1,95 @@
+"""A local OTLP/HTTP receiver for the tests: POST /v1/traces with protobuf bodies, decoded
+with the opentelemetry-proto classes into a flat list of spans (with their service names)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+
+@dataclass(frozen=True)
+class ReceivedSpan:
+    service: str
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    attributes: dict[str, Any]
+
+
+class OtlpReceiver:
+    """A receiver on 127.0.0.1 (`endpoint` for OTEL_EXPORTER_OTLP_ENDPOINT); `close` stops it."""
+
+    def __init__(self) -> None:
+        self.spans: list[ReceivedSpan] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.path == "/v1/traces":
+                    receiver._take(body)
+                reply = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _take(self, body: bytes) -> None:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        found = []
+        for resource_spans in request.resource_spans:
+            service = next(
+                (
+                    a.value.string_value
+                    for a in resource_spans.resource.attributes
+                    if a.key == "service.name"
+                ),
+                "",
+            )
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    attributes = {a.key: _value(a.value) for a in span.attributes}
+                    found.append(
+                        ReceivedSpan(
+                            service,
+                            span.name,
+                            span.trace_id.hex(),
+                            span.span_id.hex(),
+                            span.parent_span_id.hex(),
+                            attributes,
+                        )
+                    )
+        with self._lock:
+            self.spans.extend(found)
+
+    def received(self) -> list[ReceivedSpan]:
+        with self._lock:
+            return list(self.spans)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    return getattr(value, kind) if kind else None
