@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.budget import budgets_dir
-from protocols.clock import now_iso
+from protocols.clock import now_iso, now_ms
 from protocols.correlation import is_stale
 from protocols.errors import (
     ProtocolsError,
@@ -70,7 +70,7 @@ from protocols.printable import printable
 from protocols.store import open_store
 from protocols.task_model import Task
 from protocols.team_config import Member
-from protocols.trace_context import carrier_of, telemetry_enabled
+from protocols.trace_context import added_at_ms, carrier_of, telemetry_enabled
 from protocols.values import MemberState
 from teammate.activity import Activity
 from teammate.board_watch import BoardWatch, labels_of
@@ -93,7 +93,7 @@ from teammate.stopping import (
     waiting_text,
 )
 from teammate.task_worktree import work_in_place
-from teammate.telemetry.spans import respond_span
+from teammate.telemetry.spans import TEAMMATE_SERVICE, respond_span
 from teammate.trouble import Trouble, describe
 
 # inotify (or the team's LISTEN channel) wakes an idle teammate; its rescan, every
@@ -184,6 +184,10 @@ class Teammate:
 
     def run(self) -> int:
         """Run until a shutdown is approved or SIGTERM arrives; returns the exit code."""
+        if telemetry_enabled():  # this process's spans and metrics are a teammate's
+            from teammate.telemetry import tracing
+
+            tracing.setup(TEAMMATE_SERVICE)
         self.member = await_membership(self.team, self.name, self.trouble, self.say, self.reporter)
         self.home_confined = bool(self.member.worktreePath)
         if self.budget is not None:  # its budget file is the one `swarm budget` wrote for it
@@ -779,11 +783,14 @@ class Teammate:
         """The work on `task`, a span of the task's trace when telemetry is on."""
         if not telemetry_enabled():
             return work_in_place(self.brain, task, self, self.home, self.home_confined)
-        from teammate.telemetry import tracing
+        from teammate.telemetry import metrics, tracing
 
+        added = added_at_ms(task.metadata)
+        if added is not None:
+            metrics.claim_latency(max(0, now_ms() - added) / 1000)
         attributes = {"agent_id": f"{self.name}@{self.paths.team}", "swarm.task.id": task.id}
         carrier = carrier_of(task.metadata)
-        with tracing.span("swarm task work", carrier, attributes, service="swarm-teammate") as s:
+        with tracing.span("swarm task work", carrier, attributes, service=TEAMMATE_SERVICE) as s:
             outcome = work_in_place(self.brain, task, self, self.home, self.home_confined)
             s.set_attribute("swarm.task.outcome", outcome.status)
         tracing.flush()

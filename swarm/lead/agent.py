@@ -23,6 +23,7 @@ from protocols.errors import Error
 from protocols.inbox_entry import InboxEntry, format_for_model
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
+from protocols.trace_context import telemetry_enabled
 from protocols.values import MemberState
 from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.context import claude_md_text
@@ -43,6 +44,7 @@ from teammate.mcp.config import configured_servers
 from teammate.mcp.tools import McpToolbox
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
+from teammate.telemetry.spans import LEAD_SERVICE, lead_turn_span
 from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext
 from teammate.tools.files import read
@@ -185,6 +187,10 @@ class LeadAgent:
         self._thread = threading.Thread(target=self._run, name="lead-agent", daemon=True)
 
     def start(self) -> LeadAgent:
+        if telemetry_enabled():  # this process's spans are the lead's (docs/telemetry.md)
+            from teammate.telemetry import tracing
+
+            tracing.setup(LEAD_SERVICE)
         self._thread.start()
         return self
 
@@ -300,7 +306,8 @@ class LeadAgent:
     def _turn(self, text: str | None) -> None:
         self.reporter.set(MemberState.WORKING, "thinking")
         try:
-            result = self.loop.run(text)
+            with lead_turn_span(f"{LEAD_NAME}@{self.link.paths.team}"):
+                result = self.loop.run(text)
             if result.stop == "max_turns":
                 self.say(f"lead: stopped after {result.turns} model turns")
             elif result.stop == "refusal":

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.clock import now_iso
+from protocols.clock import now_iso, now_ms
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME, did_you_mean, validate_name
 from protocols.paths import TeamPaths
@@ -30,7 +30,7 @@ from protocols.task import (
     for_text,
     list_line,
 )
-from protocols.trace_context import TRACE_KEY, telemetry_enabled
+from protocols.trace_context import telemetry_enabled, traced_metadata
 from swarm.errors import SwarmError
 
 FAILURE_LINES = 10  # of a failed task's output, shown by `swarm task show`
@@ -78,9 +78,9 @@ def add_task(
 
         attributes = {"swarm.team": paths.team, "swarm.task.subject": subject}
         with tracing.span("swarm task add", attributes=attributes, service="swarm") as span:
-            metadata[TRACE_KEY] = tracing.current_carrier()
+            traced = traced_metadata(metadata, now_ms())
             created = board.create_file(
-                subject, description, metadata=metadata, blocked_by=blocked_by, owner=owner
+                subject, description, metadata=traced, blocked_by=blocked_by, owner=owner
             )
             span.set_attribute("swarm.task.id", str(created["id"]))
         tracing.flush()

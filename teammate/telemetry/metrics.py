@@ -1,6 +1,7 @@
-"""The metrics of one process: tokens and cost per model, claim latency, delivery latency,
-exported over OTLP/HTTP (``OTEL_METRICS_EXPORTER=none`` turns them off). Imported only when
-telemetry is on."""
+"""The metrics of one process: tokens and cost per model, claim latency, delivery latency and
+the depth of the inbox when it is read, exported over OTLP/HTTP every
+``OTEL_METRIC_EXPORT_INTERVAL`` ms (60 s by default) and when the process ends
+(``OTEL_METRICS_EXPORTER=none`` turns them off). Imported only when telemetry is on."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from opentelemetry.metrics import Counter, Histogram
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
+
+from teammate.telemetry.tracing import service_name
 
 if TYPE_CHECKING:
     from teammate.agent.model import Usage
@@ -30,6 +33,7 @@ class _Instruments:
         self.cost: Counter = meter.create_counter("swarm.cost", "USD")
         self.claim: Histogram = meter.create_histogram("swarm.task.claim_latency", "s")
         self.delivery: Histogram = meter.create_histogram("swarm.message.delivery_latency", "s")
+        self.depth: Histogram = meter.create_histogram("swarm.inbox.queue_depth", "{message}")
 
 
 def _get() -> _Instruments | None:
@@ -38,7 +42,7 @@ def _get() -> _Instruments | None:
         return None
     with _lock:
         if _instruments is None:
-            name = os.environ.get("OTEL_SERVICE_NAME") or "swarm"
+            name = os.environ.get("OTEL_SERVICE_NAME") or service_name()
             reader = PeriodicExportingMetricReader(OTLPMetricExporter())
             provider = MeterProvider([reader], resource=Resource.create({"service.name": name}))
             atexit.register(provider.shutdown)
@@ -63,7 +67,7 @@ def model_call(model: str, usage: Usage, cost: float | None) -> None:
 
 
 def claim_latency(seconds: float) -> None:
-    """Time from a task's creation to its claim."""
+    """Time from a task's creation to the work on it starting (it was just claimed)."""
     got = _get()
     if got is not None:
         got.claim.record(seconds)
@@ -74,3 +78,10 @@ def delivery_latency(seconds: float) -> None:
     got = _get()
     if got is not None:
         got.delivery.record(seconds)
+
+
+def queue_depth(unread: int) -> None:
+    """How many messages were waiting when a member read its inbox."""
+    got = _get()
+    if got is not None:
+        got.depth.record(unread)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from teammate.agent.model import Usage
 
 Done = Callable[["Usage"], None]
-SERVICE = "swarm-teammate"  # the service name of the spans made here (OTEL_SERVICE_NAME wins)
+TEAMMATE_SERVICE = "swarm-teammate"  # a teammate process (OTEL_SERVICE_NAME wins)
+LEAD_SERVICE = "swarm-lead"  # a lead agent's process (`swarm lead`)
 
 
 def _ignore(_usage: Usage) -> None:
@@ -41,7 +42,7 @@ def model_span(model: str) -> Iterator[Done]:
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": model,
     }
-    with tracing.span(f"chat {model}", attributes=attributes, service=SERVICE) as span:
+    with tracing.span(f"chat {model}", attributes=attributes, service=TEAMMATE_SERVICE) as span:
 
         def done(usage: Usage) -> None:
             cost = PriceTable(default_prices(), {}).cost(model, usage.to_value())
@@ -70,7 +71,7 @@ def tool_span(name: str, use_id: str) -> Any:
         "gen_ai.tool.name": name,
         "gen_ai.tool.call.id": use_id,
     }
-    return tracing.span(f"execute_tool {name}", attributes=attributes, service=SERVICE)
+    return tracing.span(f"execute_tool {name}", attributes=attributes, service=TEAMMATE_SERVICE)
 
 
 def permission_span(name: str) -> Any:
@@ -80,7 +81,7 @@ def permission_span(name: str) -> Any:
     from teammate.telemetry import tracing
 
     attributes = {"gen_ai.tool.name": name}
-    return tracing.span("permission wait", attributes=attributes, service=SERVICE)
+    return tracing.span("permission wait", attributes=attributes, service=TEAMMATE_SERVICE)
 
 
 def agent_span(agent_type: str, agent_id: str) -> Any:
@@ -96,7 +97,9 @@ def agent_span(agent_type: str, agent_id: str) -> Any:
         "agent_id": agent_id,
         "parent_agent_id": tracing.current_agent_id(),
     }
-    return tracing.span(f"invoke_agent {agent_type}", attributes=attributes, service=SERVICE)
+    return tracing.span(
+        f"invoke_agent {agent_type}", attributes=attributes, service=TEAMMATE_SERVICE
+    )
 
 
 def respond_span(entries: Sequence[InboxEntry], agent_id: str) -> Any:
@@ -109,6 +112,7 @@ def respond_span(entries: Sequence[InboxEntry], agent_id: str) -> Any:
     from teammate.telemetry import metrics, tracing
 
     carriers = [c for c in (carrier_of(e.model_extra) for e in entries) if c]
+    metrics.queue_depth(len(entries))
     now = now_ms()
     for entry in entries:
         sent = ms_from_iso(entry.timestamp)
@@ -117,5 +121,16 @@ def respond_span(entries: Sequence[InboxEntry], agent_id: str) -> Any:
     attributes = {"agent_id": agent_id, "swarm.messages": len(entries)}
     first = carriers[0] if carriers else None
     return tracing.span(
-        "swarm message respond", first, attributes, SpanKind.CONSUMER, SERVICE, carriers
+        "swarm message respond", first, attributes, SpanKind.CONSUMER, TEAMMATE_SERVICE, carriers
     )
+
+
+def lead_turn_span(agent_id: str) -> Any:
+    """An ``invoke_agent team-lead`` span around one turn of the lead agent: its requests and
+    tool calls nest in it, and what it creates or sends carries its context."""
+    if not telemetry_enabled():
+        return nullcontext()
+    from teammate.telemetry import tracing
+
+    attributes = {"gen_ai.operation.name": "invoke_agent", "agent_id": agent_id}
+    return tracing.span("invoke_agent team-lead", attributes=attributes, service=LEAD_SERVICE)

@@ -27,21 +27,44 @@ from protocols.trace_context import set_outgoing
 
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
+CLI_SERVICE = "swarm"  # a one-shot command's spans (`swarm task add`)
+CLI_EXPORT_TIMEOUT_S = 2.0
+_service = [CLI_SERVICE]  # the service name the provider was made with
 _agent: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent", default=None)
 
 
 def setup(service: str) -> TracerProvider:
-    """This process's provider, made once; its spans are flushed when the process exits."""
+    """This process's provider, made once (the first caller's `service` names the process:
+    ``swarm`` for a CLI command, ``swarm-lead``, ``swarm-teammate``); its spans are flushed
+    when the process exits."""
     global _provider
     with _lock:
         if _provider is None:
             name = os.environ.get("OTEL_SERVICE_NAME") or service
+            _service[0] = name
             provider = TracerProvider(resource=Resource.create({"service.name": name}))
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            exporter = OTLPSpanExporter(timeout=_export_timeout(service))
+            provider.add_span_processor(BatchSpanProcessor(exporter))
             _provider = provider
             atexit.register(provider.shutdown)
             set_outgoing(current_carrier)  # messages sent in a span carry its context
         return _provider
+
+
+def _export_timeout(service: str) -> float | None:
+    """A one-shot command (`CLI_SERVICE`) gives up on an unreachable receiver after
+    `CLI_EXPORT_TIMEOUT_S`, not the exporter's 10 s: a `swarm task add` must not hang on it.
+    None (the exporter's default) for the long-lived processes, or when the standard
+    ``OTEL_EXPORTER_OTLP_TIMEOUT`` variables say."""
+    said = ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+    if service != CLI_SERVICE or any(os.environ.get(v) for v in said):
+        return None
+    return CLI_EXPORT_TIMEOUT_S
+
+
+def service_name() -> str:
+    """The service name of this process's spans (``swarm`` until `setup`)."""
+    return _service[0]
 
 
 def flush() -> None:

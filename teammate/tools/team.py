@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocols.clock import now_iso
+from protocols.clock import now_iso, now_ms
 from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError, UnknownMember
 from protocols.messages import PlanApprovalRequest, PlanApprovalResponse, ShutdownRequest
@@ -26,6 +26,7 @@ from protocols.names import LEAD_NAME
 from protocols.signing import plan_digest
 from protocols.store import open_store
 from protocols.task import describe, list_line
+from protocols.trace_context import traced_metadata
 from protocols.values import PermissionMode
 from protocols.values import TaskStatus as Status
 from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
@@ -268,6 +269,7 @@ def task_create(
         before_task_created(ctx.hooks, subject, description, link.name, link.paths.team)
     except HookBlocked as exc:
         raise ToolError(f"Task not created: {exc}") from None
+    metadata = traced_metadata(metadata, now_ms())  # the task's trace goes on from this call
     task = link.board.create(subject, description, active_form=activeForm, metadata=metadata)
     return f"Task #{task.id} created successfully: {task.subject}"
 
