@@ -116,6 +116,8 @@ async function post(id, verb, body, said) {
     } else {
       said.className = "said bad";
       said.textContent = answer.error || ("refused: " + response.status);
+      // the card may leave the page at once (answered elsewhere): say it where it stays
+      notice(id + ": " + said.textContent);
     }
   } catch (error) {
     said.className = "said bad";
