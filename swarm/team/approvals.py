@@ -37,7 +37,7 @@ from protocols.paths import TeamPaths
 from protocols.status_keys import subagent_label
 from protocols.store import open_store
 from protocols.values import PermissionMode
-from swarm.team.signatures import lead_mailbox, lead_wrote
+from swarm.team.signatures import lead_mailbox, lead_wrote, signing_problem
 
 if TYPE_CHECKING:
     from protocols.inbox_entry import InboxEntry
@@ -59,6 +59,10 @@ LABELLED_KINDS = frozenset({"permission_request", "file"})  # the teammate write
 
 class RequestNotFound(ProtocolsError):
     """No pending request has that id."""
+
+
+class CannotSign(ProtocolsError):
+    """The teammate takes only answers signed with a lead key this machine does not hold."""
 
 
 class AlreadyAnswered(ProtocolsError):
@@ -332,6 +336,9 @@ def answer(
         except ProtocolsError as exc:
             raise AlreadyAnswered(str(exc)) from None
         return pending
+    problem = signing_problem(paths, open_store(paths).team_file().entry(pending.teammate))
+    if problem is not None:  # it would be ignored, and this machine would count it answered
+        raise CannotSign(problem)
     response = _response(message, request_id, approve, text, updated_input, permission_mode)
     by_lead = lead_wrote(paths)
     _, winner = mailbox.send_unless(

@@ -40,7 +40,14 @@ from swarm.team.isolation import isolation_of, member_fields, prepare, release
 from swarm.team.liveness import HOST_KEY, STOPPED_KEY, liveness
 from swarm.team.members import is_mcp, member_identity, stop_member
 from swarm.team.resume import prepare_resume
-from swarm.team.signatures import lead_mailbox, signatures_on, takes_verify_key, verify_key
+from swarm.team.signatures import (
+    LEAD_KEY_FIELD,
+    key_id,
+    lead_mailbox,
+    signatures_on,
+    takes_verify_key,
+    verify_key,
+)
 from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.agent.model import has_api_key
 from teammate.options import MemberSpec, check_limits, command_line
@@ -194,6 +201,7 @@ def spawn_member(
         # while this process lives the member is "starting"; if it dies first, reap takes it
         spawnedBy=ProcessIdentity.mine().to_value(),
         **({HOST_KEY: lead.host} if lead is not None else {}),
+        **({LEAD_KEY_FIELD: key_id(lead_verify_key)} if lead_verify_key else {}),
     )
     try:
         if lead is not None:

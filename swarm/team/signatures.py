@@ -15,6 +15,7 @@ before 2.1.323.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 
 VARIABLE = "SWARM_LEAD_SIGNATURES"
+LEAD_KEY_FIELD = "swarmLeadKey"  # in a member's roster entry: `key_id` of the key it checks
 _OFF = {"0", "off", "false", "no"}
 FIRST_SIGNING_VERSION = (2, 1, 323)  # Claude Code's first version with --lead-verify-key
 VERSION_WAIT_S = 30.0
@@ -59,6 +61,40 @@ def verify_key(paths: TeamPaths, environ: Mapping[str, str] | None = None) -> st
     from protocols import keyfile
 
     return keyfile.load_or_create(paths.lead_key).verify_key()
+
+
+def key_id(verify_key: str) -> str:
+    """A short id of the public key in ``--lead-verify-key`` `verify_key` (its time part,
+    which changes with every spawn, left out): what a member's roster entry records."""
+    public = verify_key.split(".", 1)[-1]
+    return hashlib.sha256(public.encode()).hexdigest()[:16]
+
+
+def signing_problem(paths: TeamPaths, entry: Mapping[str, Any] | None) -> str | None:
+    """Why the member of roster `entry` would ignore a lead answer written from this machine
+    (None: it would take it). A member started with ``--lead-verify-key`` takes only answers
+    signed with that key, which lives on the machine that started it; on a PostgreSQL team
+    the person may be on another (a `swarm web` there, a `swarm approve` there)."""
+    expected = (entry or {}).get(LEAD_KEY_FIELD)
+    if not isinstance(expected, str) or not expected:
+        return None  # started without a key: it takes unsigned answers
+    name = str((entry or {}).get("name", "the teammate"))
+    needs = (
+        f"{name} takes only answers signed with the lead key of the machine that started it "
+        f"(key {expected})"
+    )
+    if not signatures_on():
+        return f"{needs}, and {VARIABLE} is off here: answer from that machine"
+    from protocols import keyfile
+
+    held = keyfile.load(paths.lead_key)
+    if held is not None and key_id(held.verify_key()) == expected:
+        return None
+    here = "no lead key" if held is None else "another lead key"
+    return (
+        f"{needs}; this machine holds {here} for team {paths.team!r} at {paths.lead_key}: "
+        f"answer from that machine, or copy its {paths.lead_key} here (mode 0600)"
+    )
 
 
 def lead_wrote(paths: TeamPaths) -> Callable[[Mapping[str, Any]], bool]:

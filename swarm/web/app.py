@@ -28,6 +28,7 @@ from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from swarm.team.approvals import (
     AlreadyAnswered,
+    CannotSign,
     QuestionError,
     RequestNotFound,
     answer,
@@ -167,6 +168,8 @@ class Web:
             return _answer({"error": str(exc)}, 404)
         except (QuestionError, ValueError) as exc:
             return _answer({"error": str(exc)}, 400)
+        except CannotSign as exc:  # the teammate would ignore it: nothing was written
+            return _answer({"error": str(exc)}, 403)
         except ProtocolsError as exc:
             return _answer({"error": str(exc)}, 500)
         finally:

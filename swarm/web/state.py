@@ -14,8 +14,9 @@ import json
 from typing import Any
 
 from protocols.paths import TeamPaths
+from protocols.store import open_store
 from swarm.team.approvals import member_cwd
-from swarm.team.signatures import lead_mailbox
+from swarm.team.signatures import lead_mailbox, signing_problem
 from swarm.views.request_text import QUESTION_TOOL, content_lines
 from swarm.views.snapshot import RequestView, snapshot, to_json
 
@@ -47,8 +48,11 @@ def _content(paths: TeamPaths, request: RequestView) -> dict[str, Any]:
     if pending is None:
         return {"content": [], "questions": []}
     lines = content_lines(pending, member_cwd(paths, pending.teammate))
+    entry = open_store(paths).team_file().entry(pending.teammate)
     return {
         "content": lines,
+        # the teammate would ignore an answer from here (`signing_problem`): the page says why
+        "cannot_answer": None if pending.kind == "file" else signing_problem(paths, entry),
         "description": pending.asked,
         "questions": _questions(pending.input) if pending.tool == QUESTION_TOOL else [],
     }

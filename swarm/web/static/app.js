@@ -144,7 +144,9 @@ function renderRequest(r) {
   card.append(el("pre", "", (r.content || []).join("\n")));
   const said = el("div", "said");
   const actions = el("div", "actions");
-  if (role === "full") {
+  if (role === "full" && r.cannot_answer) {
+    actions.append(el("span", "empty", "cannot answer from here: " + r.cannot_answer));
+  } else if (role === "full") {
     if (r.questions && r.questions.length) {
       const inputs = r.questions.map((q, i) => {
         const box = el("div", "question");
