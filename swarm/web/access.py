@@ -9,7 +9,10 @@ change (any POST) needs the full token in the ``Authorization`` header, which a 
 site cannot send without this server's consent (it gives none: no CORS), and an ``Origin``, when
 the browser sends one, that is this server's own. Tokens are compared with
 `hmac.compare_digest`. A client address that gave `MAX_FAILURES` wrong tokens within
-`FAILURE_WINDOW_S` is answered 429 until the window has passed.
+`FAILURE_WINDOW_S` is answered 429 until the window has passed. At most `MAX_CLIENTS` addresses
+are remembered (wrong tokens from a whole IPv6 range must not grow the server without end): past
+that, the addresses whose failures have all aged out go first, then those with the fewest (an
+address shut out stays shut out).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from protocols import safefs
 
 MAX_FAILURES = 20
 FAILURE_WINDOW_S = 60.0
+MAX_CLIENTS = 10_000
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
@@ -99,9 +103,27 @@ class FailureLimit:
     def shut_out(self, client: str) -> bool:
         return len(self._recent(client)) >= self.most
 
+    max_clients: int = MAX_CLIENTS
+
     def failed(self, client: str) -> None:
         self._recent(client)
+        if client not in self._failures and len(self._failures) >= self.max_clients:
+            self._make_room()
         self._failures.setdefault(client, deque()).append(self.clock())
+
+    def _make_room(self) -> None:
+        """Forget the addresses whose failures have aged out; if that frees nothing, the one
+        with the fewest failures (an address shut out is kept), the stalest of those."""
+        for client in list(self._failures):
+            self._recent(client)
+        if len(self._failures) >= self.max_clients:
+            times = self._failures
+            least = min(times, key=lambda c: (len(times[c]), times[c][-1]))
+            del times[least]
+
+    def remembered(self) -> int:
+        """How many addresses are remembered now."""
+        return len(self._failures)
 
 
 def cookie_name(port: int) -> str:

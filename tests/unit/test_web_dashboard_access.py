@@ -59,6 +59,21 @@ def test_wrong_tokens_shut_an_address_out_for_a_window() -> None:
     assert not limit.shut_out("a")
 
 
+def test_wrong_tokens_from_ever_new_addresses_keep_the_memory_bounded() -> None:
+    now = [0.0]
+    limit = FailureLimit(most=3, window_s=60, clock=lambda: now[0], max_clients=100)
+    for _ in range(3):
+        limit.failed("persistent")
+    for n in range(1000):  # a sweep of addresses, one wrong token each, a second apart
+        now[0] = 1 + n / 100
+        limit.failed(f"2001:db8::{n:x}")
+        assert limit.remembered() <= 100
+    assert limit.shut_out("persistent")  # the sweep pushed out its own addresses, not this one
+    now[0] = 200  # every failure aged out: the next new address finds room at once
+    limit.failed("late")
+    assert limit.remembered() == 1 and not limit.shut_out("late")
+
+
 def test_the_address_and_exposure() -> None:
     assert parse_address("127.0.0.1:0").loopback
     assert parse_address("[::1]:8080").host == "::1"
