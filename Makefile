@@ -9,7 +9,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-stamp
 PIP_INSTALL = $(PY) -m pip install --quiet --disable-pip-version-check
 QUIETLY = 2>$(VENV)/pip.log || { cat $(VENV)/pip.log >&2; exit 1; }
 
-.PHONY: install install-runtime postgresql ripgrep chromium demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
+.PHONY: install install-runtime postgresql ripgrep chromium bubblewrap demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -40,6 +40,9 @@ ripgrep:  ## ripgrep for the Glob and Grep tests and bench/search.py (Debian's p
 chromium:  ## Chromium for swarm web's browser tests (Debian's package, only when chromium is missing)
 	@bash .ci/install-chromium
 
+bubblewrap:  ## bubblewrap for the sandbox of teammates' commands (Debian's package, only when bwrap is missing)
+	@bash .ci/install-bubblewrap
+
 demo: install-runtime  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
 
@@ -53,7 +56,7 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
-test: install postgresql ripgrep chromium  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
 test-unit: install  ## the in-process tests: seconds
@@ -74,7 +77,7 @@ lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swa
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-bench: install postgresql ripgrep  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+bench: install postgresql ripgrep bubblewrap  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/cli_startup.py --imports
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
@@ -96,6 +99,7 @@ bench: install postgresql ripgrep  ## the benchmarks of docs/protocols.md; each 
 	$(PY) bench/pg_store.py
 	$(PY) bench/pg_idle.py
 	$(PY) bench/pg_retention.py
+	$(PY) bench/sandbox.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

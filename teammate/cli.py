@@ -55,6 +55,7 @@ from teammate.options import MemberSpec, TeammateOptions, UsageError, parse
 from teammate.permissions.policy import parse_rule, rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
+from teammate.sandbox import SandboxUnavailable, sandbox_for
 
 if TYPE_CHECKING:
     from protocols.pg.member_log import Shipper
@@ -177,10 +178,17 @@ def build_brain(
     hooks = settings_hooks(
         settings, cwd, session_id=str(uuid.uuid4()), transcript_path=str(transcript)
     )
+    try:  # its commands, and its hooks', in an OS sandbox when its settings say so
+        sandbox = sandbox_for(settings.sandbox, cwd, (paths.lead_key.parent.parent,), say)
+    except SandboxUnavailable as exc:
+        raise CannotStart(str(exc)) from None
+    hooks.sandbox = sandbox
     if spec.kind == ModelKind.SHELL:
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
         policy = shell_policy(mode, cwd, spec.ask, rules)
-        return ShellBrain(cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks)
+        return ShellBrain(
+            cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks, sandbox=sandbox
+        )
     reporter.attach_budget(_budget(options, paths))
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
@@ -243,6 +251,7 @@ def build_brain(
     # a teammate in its own worktree keeps its file tools inside it (unless a rule allows more);
     # so does a restricted one, in its working directory
     brain.policy.confined = spec.restricted or _in_worktree(paths, options.agent_name)
+    brain.shells.sandbox = sandbox  # its sub-agents' commands too: they share its shells
     return brain
 
 

@@ -48,12 +48,25 @@ def run_checks(project_dir: Path, environ: dict[str, str] | None = None) -> list
         lambda: [_config_root(root, env)],
         lambda: [_api_key(env)],
         lambda: [_claude_code(env)],
+        lambda: [_sandbox()],
         lambda: _mcp_servers(project_dir, root, env),
     ]
     found: list[Check] = []
     for check in checks:
         found.extend(check())
     return found
+
+
+def _sandbox() -> Check:
+    """Whether teammates' commands can run in bubblewrap here (`teammate.sandbox`)."""
+    from teammate.sandbox.bwrap import unavailable
+
+    why = unavailable()
+    if why is None:
+        return Check("sandbox", "ok", "bubblewrap works (for teammates with sandbox.enabled)")
+    fix = "install bubblewrap (Debian: apt-get install bubblewrap); until then sandbox.enabled "
+    fix += "runs commands without one, and sandbox.failIfUnavailable stops the teammate"
+    return Check("sandbox", "warn", why, fix)
 
 
 def _run(argv: list[str]) -> str | None:

@@ -33,7 +33,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
 from teammate.agent.settings import (
@@ -43,6 +43,9 @@ from teammate.agent.settings import (
     layered_settings,
     parse_hooks,
 )
+
+if TYPE_CHECKING:
+    from teammate.sandbox.bwrap import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,9 @@ class Hooks:
         self.project_dir = project_dir or Path.cwd()
         self.session_id = session_id
         self.transcript_path = transcript_path
+        # the agent's sandbox, its hooks' commands run in too: a hook the agent wrote into the
+        # project's settings must not take it out (`teammate.sandbox`)
+        self.sandbox: Sandbox | None = None
 
     @classmethod
     def from_groups(
@@ -139,14 +145,12 @@ class Hooks:
         definition's ``Stop`` hooks fire as `stop_as` (``SubagentStop`` for a sub-agent).
         Always a new `Hooks`: what a skill adds to it (`activate`) stays the agent's own."""
         if not definition_hooks:
-            return Hooks(self.commands, self.project_dir, self.session_id, self.transcript_path)
+            return self._like(self.commands, self.session_id, self.transcript_path)
         groups = parse_hooks(dict(definition_hooks), source)
         if "Stop" in groups and stop_as != "Stop":
             groups[stop_as] = [*groups.get(stop_as, []), *groups.pop("Stop")]
         extra = commands_of(groups, {}, source)
-        return Hooks(
-            [*self.commands, *extra], self.project_dir, self.session_id, self.transcript_path
-        )
+        return self._like([*self.commands, *extra], self.session_id, self.transcript_path)
 
     def activate(self, groups: Mapping[str, Any], source: str) -> None:
         """Add a loaded skill's hooks until `end_temporary` (the agent's piece of work ends);
@@ -161,7 +165,13 @@ class Hooks:
         self._temporary = []
 
     def with_session(self, session_id: str, transcript_path: str) -> Hooks:
-        return Hooks(self.commands, self.project_dir, session_id, transcript_path)
+        return self._like(self.commands, session_id, transcript_path)
+
+    def _like(self, commands: list[HookCommand], session_id: str, transcript: str) -> Hooks:
+        """New hooks of the same project and sandbox."""
+        made = Hooks(commands, self.project_dir, session_id, transcript)
+        made.sandbox = self.sandbox
+        return made
 
     def has(self, event: str) -> bool:
         return any(c.event == event for c in self.commands)
@@ -196,7 +206,7 @@ class Hooks:
         for command in chosen:
             result.ran += 1
             try:
-                answer = run_command(command, stdin, self.project_dir)
+                answer = run_command(command, stdin, self.project_dir, self.sandbox)
             except Exception as exc:  # never raises: a bad hook is an error, not a crash
                 answer = None, "", f"could not run: {type(exc).__name__}: {exc}"
             _fold(result, command, *answer)
@@ -235,14 +245,18 @@ def commands_of(
 
 
 def run_command(
-    command: HookCommand, stdin: bytes, project_dir: Path
+    command: HookCommand, stdin: bytes, project_dir: Path, sandbox: Sandbox | None = None
 ) -> tuple[int | None, str, str]:
-    """(exit code, stdout, stderr) of one hook; None for the code when it timed out or could
-    not start (the reason is then in stderr). Its whole process group is killed at the timeout."""
+    """(exit code, stdout, stderr) of one hook, in `sandbox` when there is one; None for the
+    code when it timed out or could not start (the reason is then in stderr). Its whole process
+    group is killed at the timeout."""
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir)}
+    argv = [SHELL, "-c", command.command]
+    if sandbox is not None and not sandbox.excluded(command.command):
+        argv = sandbox.wrap(argv)
     try:
         process = subprocess.Popen(
-            [SHELL, "-c", command.command],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -2,8 +2,9 @@
 agent definitions (``agents``, the ``--agents`` JSON form, which win over every other source of
 the same name), ``env`` (read for swarm's own settings such as ``SWARM_FORK_SUBAGENT``, not
 passed to commands), ``hooks`` (event -> matcher groups, `teammate.agent.hooks`) and
-``mcpServers`` (name -> server, `teammate.mcp`) and ``autoCompactWindow`` (the window a
-conversation is compacted in, `teammate.agent.model_settings`):
+``mcpServers`` (name -> server, `teammate.mcp`), ``autoCompactWindow`` (the window a
+conversation is compacted in, `teammate.agent.model_settings`) and ``sandbox`` (the OS sandbox
+of its commands, `teammate.sandbox.config`):
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
                      "ask": ["Bash(git push:*)"], "defaultMode": "acceptEdits"},
@@ -32,6 +33,12 @@ from typing import TYPE_CHECKING, Any
 from protocols import safefs
 from protocols.errors import Error
 from protocols.values import PermissionMode
+from teammate.sandbox.config import (
+    SandboxConfig,
+    SandboxSettingsError,
+    merge_sandbox,
+    parse_sandbox,
+)
 
 if TYPE_CHECKING:  # loaded by a settings file that has rules or agents: `swarm task add` reads
     # the hooks of files that mostly have neither
@@ -76,6 +83,7 @@ class Settings:
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # event -> groups
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> server
     auto_compact_window: int | None = None  # autoCompactWindow: the window to compact in
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # `teammate.sandbox`
     # where each came from: "permissions.allow[0]", "defaultMode", "env.X", "hooks.PreToolUse[0]",
     # "mcpServers.git", "agents.reviewer" -> the file's path
     origins: dict[str, str] = field(default_factory=dict)
@@ -118,6 +126,7 @@ def merge(low: Settings, high: Settings) -> Settings:
         hooks=hooks,
         mcp_servers={**low.mcp_servers, **high.mcp_servers},
         auto_compact_window=high.auto_compact_window or low.auto_compact_window,
+        sandbox=merge_sandbox(low.sandbox, high.sandbox),
         origins=origins,
     )
 
@@ -170,7 +179,11 @@ def load_settings(path: Path) -> Settings:
             window = parse_window(window, f"{path}: autoCompactWindow")
         except SettingsValueError as exc:
             raise SettingsError(str(exc)) from None
-    settings = Settings(rules, mode, agents, env, hooks, servers, window)
+    try:
+        sandbox = parse_sandbox(value.get("sandbox"), f"{path}: sandbox")
+    except SandboxSettingsError as exc:
+        raise SettingsError(str(exc)) from None
+    settings = Settings(rules, mode, agents, env, hooks, servers, window, sandbox)
     return dataclasses.replace(settings, origins=_origins(settings, str(path)))
 
 

@@ -136,6 +136,8 @@ class ToolCalls:
         elif decision.by_mode and self.policy.mode == PermissionMode.AUTO:
             decision = self._judge(name, tool_input, decision)
             behavior = decision.behavior
+        if behavior == "allow" and self._leaves_sandbox(name, tool_input):
+            behavior = "ask"  # a command outside the sandbox always needs the lead's yes
         if behavior == "deny":
             raise ToolError(f"Permission to use {name} was denied: {decision.reason}")
         if behavior == "ask":
@@ -150,6 +152,12 @@ class ToolCalls:
         if isinstance(output, str):
             return f"{output}\n\n{note}"
         return [*output, {"type": "text", "text": note}]
+
+    def _leaves_sandbox(self, name: str, tool_input: dict[str, Any]) -> bool:
+        """A Bash call that asks to run outside this agent's sandbox."""
+        shells = self.ctx.shells
+        wants = name == "Bash" and tool_input.get("dangerouslyDisableSandbox") is True
+        return wants and shells is not None and shells.sandbox is not None
 
     def _ask(self, name: str, tool_input: dict[str, Any], use_id: str) -> dict[str, Any]:
         """Ask the lead; the input to run with (an approval may change it)."""

@@ -19,6 +19,7 @@ no TaskCompleted hook blocks; else the task stays in progress with the hook's re
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -32,6 +33,7 @@ from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
 from teammate.agent.worktree import WORKTREES_DIR
 from teammate.brains.base import Outcome, TeamLink
 from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
+from teammate.sandbox.bwrap import Sandbox
 
 DEFAULT_ASK_RULES = (
     "Bash(rm -r*)",
@@ -85,11 +87,13 @@ class ShellBrain:
         policy: PermissionPolicy | None = None,
         timeout_s: float = 600.0,
         hooks: Hooks | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.cwd = cwd
         self.policy = policy or shell_policy(PermissionMode.DEFAULT, cwd)
         self.timeout_s = timeout_s
         self.hooks = hooks or Hooks(project_dir=cwd)
+        self.sandbox = sandbox  # task commands run in it (`teammate.sandbox`)
 
     def decide(self, command: str) -> Decision:
         """Whether `command` may run: allow, deny, or ask the lead (PreToolUse hooks first)."""
@@ -135,9 +139,16 @@ class ShellBrain:
         return outcome
 
     def _run(self, task: Task, command: str, cwd: Path) -> Outcome:
+        argv = ["/bin/sh", "-c", command]
+        sandbox = self.sandbox
+        if sandbox is not None and not sandbox.excluded(command):
+            sandbox = dataclasses.replace(sandbox, cwd=cwd.resolve())  # the task's directory
+            argv = sandbox.wrap(argv)
+        else:
+            sandbox = None
         try:
             result = subprocess.run(
-                ["/bin/sh", "-c", command],
+                argv,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -156,9 +167,11 @@ class ShellBrain:
         output = tail(result.stdout.decode("utf-8", "replace"))
         if result.returncode == 0:
             return Outcome("resolved", f"#{task.id} done: {task.subject}", report=output)
+        stopped = sandbox.why(output) if sandbox is not None else None
         return Outcome(
             "failed",
-            f"#{task.id} failed with exit code {result.returncode}",
+            f"#{task.id} failed with exit code {result.returncode}"
+            + (f"\n{stopped}" if stopped else ""),
             report=output,
             metadata={"exitCode": result.returncode, "outputTail": output},
         )

@@ -104,6 +104,13 @@ def bash(
         bool | None,
         Field(description="Run the command in the background; you are told when it ends"),
     ] = None,
+    dangerouslyDisableSandbox: Annotated[
+        bool | None,
+        Field(
+            description="Run this command outside the sandbox (asks for permission first); "
+            "only when the sandbox stopped it and it must write or connect elsewhere"
+        ),
+    ] = None,
 ) -> str:
     if not ctx.cwd.is_dir():
         raise ToolError(f"The working directory does not exist: {ctx.cwd}")
@@ -113,16 +120,24 @@ def bash(
             "run_in_background for a longer one"
         )
     shells = shells_of(ctx)
-    shell = _start(shells, ctx, command, description or "")
+    outside = bool(dangerouslyDisableSandbox) and shells.sandbox is not None
+    if outside and shells.sandbox is not None and not shells.sandbox.config.allow_unsandboxed:
+        raise ToolError(
+            "Commands may not run outside the sandbox here (sandbox.allowUnsandboxedCommands "
+            "is false)"
+        )
+    shell = _start(shells, ctx, command, description or "", outside)
     if run_in_background:
         shells.move_to_background(shell, timeout or BACKGROUND_LIMIT_MS)
         return started_text(shell)
     return _foreground(ctx, shells, shell, (timeout or DEFAULT_TIMEOUT_MS) / 1000)
 
 
-def _start(shells: Shells, ctx: ToolContext, command: str, description: str) -> Shell:
+def _start(
+    shells: Shells, ctx: ToolContext, command: str, description: str, outside: bool = False
+) -> Shell:
     try:
-        return shells.start(command, ctx.cwd, ctx.agent_name, description)
+        return shells.start(command, ctx.cwd, ctx.agent_name, description, unsandboxed=outside)
     except OSError as exc:
         raise ToolError(f"Cannot run the command: {exc.strerror or exc}") from None
 
@@ -155,7 +170,8 @@ def _foreground(ctx: ToolContext, shells: Shells, shell: Shell, seconds: float) 
     code = shell.exit_code
     if code is not None and code != 0:
         code = 128 - code if code < 0 else code  # killed by a signal, as a shell says it
-        raise ToolError(f"Exit code {code}\n{text}")
+        stopped = shell.sandbox.why(text) if shell.sandbox is not None else None
+        raise ToolError(f"Exit code {code}\n{text}" + (f"\n{stopped}" if stopped else ""))
     return text or "(no output)"
 
 

@@ -34,9 +34,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from protocols.clock import now_iso
+
+if TYPE_CHECKING:
+    from teammate.sandbox.bwrap import Sandbox
 
 BACKGROUND_LIMIT_MS = 1_800_000
 MOST_BACKGROUND_MS = 7_200_000
@@ -75,6 +78,7 @@ class Shell:
     finished: threading.Event = field(default_factory=threading.Event)
     wakers: list[Callable[[], None]] = field(default_factory=list)
     events_read: int = 0  # a monitor's stdout bytes already delivered
+    sandbox: Sandbox | None = None  # the sandbox it runs in (None: none)
 
     # what `TeamLink.watch`-style waits use (`teammate.brains.base.Watched`)
 
@@ -101,8 +105,9 @@ class Shell:
 class Shells:
     """The commands of one agent (module doc)."""
 
-    def __init__(self, directory: Callable[[], Path]) -> None:
+    def __init__(self, directory: Callable[[], Path], sandbox: Sandbox | None = None) -> None:
         self._directory = directory  # where output files go (made when first used)
+        self.sandbox = sandbox  # commands run in it (`teammate.sandbox`), but excluded ones
         self._lock = threading.Lock()
         self._shells: dict[str, Shell] = {}
         self._notices: list[str] = []
@@ -113,15 +118,28 @@ class Shells:
     # starting and ending
 
     def start(
-        self, command: str, cwd: Path, owner: str, description: str = "", monitor: bool = False
+        self,
+        command: str,
+        cwd: Path,
+        owner: str,
+        description: str = "",
+        monitor: bool = False,
+        unsandboxed: bool = False,
     ) -> Shell:
-        """Start `command` in the foreground (or as a monitor, in the background)."""
+        """Start `command` in the foreground (or as a monitor, in the background), in the
+        sandbox unless `unsandboxed` (approved), or the command is one it excludes."""
         shell_id = ("m" if monitor else "b") + secrets.token_hex(4)
         directory = self._directory()
         out, err = directory / f"{shell_id}.stdout", directory / f"{shell_id}.stderr"
+        argv = [_shell(), "-c", command]
+        sandbox = self.sandbox if not unsandboxed else None
+        if sandbox is not None and sandbox.excluded(command):
+            sandbox = None
+        if sandbox is not None:
+            argv = sandbox.wrap(argv)
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             process = subprocess.Popen(
-                [_shell(), "-c", command],
+                argv,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
@@ -129,6 +147,7 @@ class Shells:
                 start_new_session=True,
             )
         shell = Shell(shell_id, command, description, owner, out, err, process, None)
+        shell.sandbox = sandbox
         if monitor:
             shell.kind, shell.background = "monitor", True
         with self._lock:
@@ -344,6 +363,7 @@ def notification(shell: Shell) -> str:
         what = f"stopped ({why})"
     tail = tail_text(shell.stdout)
     errors = tail_text(shell.stderr, lines=5)
+    stopped = shell.sandbox.why(errors + tail) if shell.sandbox and shell.exit_code else None
     return "\n".join(
         [
             "<task-notification>",
@@ -355,6 +375,7 @@ def notification(shell: Shell) -> str:
             f"<stderr-file>{shell.stderr}</stderr-file>",
             f"<result>{tail}</result>" if tail else "<result>(no output)</result>",
             *([f"<stderr>{errors}</stderr>"] if errors else []),
+            *([stopped] if stopped else []),
             "</task-notification>",
         ]
     )

@@ -36,6 +36,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
             [],
         ),
         ("prompt_cache.py", [], []),
+        ("sandbox.py", ["--calls", "3"], []),
         ("read_memory.py", ["--size-mb", "2"], ["wrong_reads"]),
         (
             "tools.py",

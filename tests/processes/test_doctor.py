@@ -31,6 +31,8 @@ def test_doctor_finds_what_works_and_what_does_not(tmp_path: Path, config_root: 
     assert gone["state"] == "fail" and "not found" in gone["found"] and ".mcp.json" in gone["fix"]
     assert found["MCP server web"]["state"] == "ok"
     assert found["Claude Code"]["state"] == "warn"  # not on this PATH
+    sandbox = found["sandbox"]  # nor is bubblewrap
+    assert sandbox["state"] == "warn" and "bubblewrap" in sandbox["found"] + sandbox["fix"]
     assert list(config_root.iterdir()) == [] or all(
         not p.name.startswith(".swarm-doctor-") for p in config_root.iterdir()
     )

@@ -64,7 +64,13 @@ class Link:
 def test_name_kind_and_fields() -> None:
     assert (bash.name, bash.kind, bash.read_only) == ("Bash", "execute", False)
     schema = bash.schema()["input_schema"]
-    assert set(schema["properties"]) == {"command", "timeout", "description", "run_in_background"}
+    assert set(schema["properties"]) == {
+        "command",
+        "timeout",
+        "description",
+        "run_in_background",
+        "dangerouslyDisableSandbox",  # as Claude Code's: asks the lead to run outside (sandbox)
+    }
     assert schema["required"] == ["command"]
 
 
