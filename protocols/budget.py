@@ -8,6 +8,10 @@ from them again); the file, once written, replaces them. The file names the memb
 it was written for (its ``joinedAt``), so a file left by an earlier instance of the name is
 never taken for this one's.
 
+The team's budget (`swarm team budget`) is ``teams/<team>/team-budget.json``: the same limits,
+for what every member has spent together (as their status files report it); every teammate
+reads it before each model request.
+
 ``maxCostUsd`` is USD (`protocols.prices` over the usage of every model call the member and
 its sub-agents make); ``maxTokens`` counts every token the model read or wrote (input, output,
 cache writes and cache reads). None: no limit of that kind.
@@ -32,6 +36,7 @@ from protocols.paths import TeamPaths
 from protocols.records import Record
 
 BUDGETS_DIR = "budgets"
+TEAM_BUDGET_FILE = "team-budget.json"
 
 
 class Limits(Record):
@@ -57,6 +62,10 @@ class Limits(Record):
     @property
     def any(self) -> bool:
         return self.maxCostUsd is not None or self.maxTokens is not None
+
+    def limits_dict(self) -> dict[str, Any]:
+        """Only the limits (a subclass's other fields left out)."""
+        return {"maxCostUsd": self.maxCostUsd, "maxTokens": self.maxTokens}
 
 
 class BudgetFile(Limits):
@@ -98,6 +107,39 @@ def update_budget(
     safefs.makedir_in(target.parent)
     with FileGuard(target):
         updated = change(read_budget(paths, name))
+        updated.updatedAt = now_iso()
+        write_json(target, updated.to_json_dict())
+    return updated
+
+
+class TeamBudgetFile(Limits):
+    """The team's limits, for all its members' spend together, and when they were set."""
+
+    updatedAt: str = ""
+
+
+def team_budget_path(paths: TeamPaths) -> Path:
+    return paths.team_dir / TEAM_BUDGET_FILE
+
+
+def read_team_budget(paths: TeamPaths) -> TeamBudgetFile | None:
+    """The team's budget file; None if there is none or it cannot be read."""
+    try:
+        raw: Any = json.loads(safefs.read_text(team_budget_path(paths)))
+        return TeamBudgetFile.from_json_dict(raw)
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+@redo_if_lock_lost
+def update_team_budget(
+    paths: TeamPaths, change: Callable[[TeamBudgetFile | None], TeamBudgetFile]
+) -> TeamBudgetFile:
+    """`update_budget` for the team's file."""
+    target = team_budget_path(paths)
+    safefs.makedir_in(target.parent)
+    with FileGuard(target):
+        updated = change(read_team_budget(paths))
         updated.updatedAt = now_iso()
         write_json(target, updated.to_json_dict())
     return updated

@@ -17,6 +17,12 @@ What the gate does (`gate`, before each model request; `settle` between turns):
   is told it carries on (`Notices.back`) and the request is made. The tool calls of the answer
   that crossed the limit have run by then: the gate only stands before the next request.
 
+The team's budget (`swarm team budget`, `protocols.budget.TeamBudgetFile`) is a limit of the
+same kind for what every member has spent together (`protocols.team_spend`, read at most once a
+second, and again after each of this agent's own calls): at it, this agent stops as at its own,
+with the team's reason, until it is raised. Members check it apart, so members whose requests
+cross the limit at the same moment each make theirs: it may be overshot by one request each.
+
 Thread-safe: background sub-agents pass the gate from their own threads; each notice is sent
 once, by whichever thread gets there first.
 """
@@ -24,21 +30,24 @@ once, by whichever thread gets there first.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from protocols.budget import Limits, read_budget
+from protocols.budget import Limits, read_budget, read_team_budget
 from protocols.paths import TeamPaths
 from protocols.prices import PriceTable
 from protocols.prices import usd as money
 from protocols.status import BudgetStatus
+from protocols.team_spend import TeamSpend, team_spend
 
 if TYPE_CHECKING:  # `swarm budget` imports this module: no model code (nor yaml) for it
     from teammate.agent.model import Usage
 
 WARN_AT = 0.8  # of a limit: the lead is told once
 WAIT_S = 1.0  # a stopped agent looks at its budget file at least this often
+TEAM_LOOK_S = 1.0  # the team's spend (every member's status file) is read at most this often
 
 
 @dataclass
@@ -80,8 +89,11 @@ class Budget:
         self.waiter_thread: int | None = None
         self.on_change: Callable[[], None] = lambda: None  # over or not: the status to write
         self._warned: set[tuple[str, float]] = set()
-        self._stopped_for: Limits | None = None
+        self._stopped_for: tuple[Limits, Limits | None] | None = None
         self._lock = threading.RLock()
+        self.team_limits: Limits | None = None  # the team's (`swarm team budget`), if any
+        # when the team's spend was read, what it was, and this agent's own spend then
+        self._team: tuple[float, TeamSpend, float] | None = None
 
     # spend
 
@@ -106,8 +118,14 @@ class Budget:
     # limits
 
     def refresh(self) -> None:
-        """Take up the member's budget file, if `swarm budget` wrote one for this instance."""
-        if self.paths is None or self.joined_at is None:
+        """Take up the member's budget file, if `swarm budget` wrote one for this instance, and
+        the team's."""
+        if self.paths is None:
+            return
+        team = read_team_budget(self.paths)
+        with self._lock:
+            self.team_limits = Limits(**team.limits_dict()) if team and team.any else None
+        if self.joined_at is None:
             return
         found = read_budget(self.paths, self.name, self.joined_at)
         if found is not None:
@@ -128,7 +146,33 @@ class Budget:
                     f"over budget: used {self.tokens:,} of {tokens:,} tokens; raise it with "
                     f"`swarm budget {self.name} --tokens +{tokens}`"
                 )
+            return self._team_reason()
+
+    def _team_reason(self) -> str | None:
+        """Under the lock: why the team's budget stops this member (None: it does not)."""
+        team = self.team_limits
+        if team is None or self.paths is None:
             return None
+        now = time.monotonic()
+        looked = self._team
+        if looked is None or now - looked[0] >= TEAM_LOOK_S or looked[2] != self.cost:
+            # the others' status files, and its own spend as it is now (its file may lag)
+            self._team = looked = (now, team_spend(self.paths, but=self.name), self.cost)
+        others = looked[1]
+        spent = TeamSpend(others.cost_usd + self.cost, others.tokens + self.tokens)
+        cap, tokens = team.maxCostUsd, team.maxTokens
+        if cap is not None and spent.cost_usd >= cap:
+            return (
+                f"the team is over its budget: its members have spent {money(spent.cost_usd)} "
+                f"of {money(cap)} together; raise it with `swarm team budget +{amount(cap)}`"
+            )
+        if tokens is not None and spent.tokens >= tokens:
+            return (
+                f"the team is over its budget: its members have used {spent.tokens:,} of "
+                f"{tokens:,} tokens together; raise it with "
+                f"`swarm team budget --tokens +{tokens}`"
+            )
+        return None
 
     # the gate
 
@@ -147,8 +191,8 @@ class Budget:
             else:
                 back = False
                 self.over = True
-                stopped = self._stopped_for != self.limits
-                self._stopped_for = self.limits
+                stopped = self._stopped_for != (self.limits, self.team_limits)
+                self._stopped_for = (self.limits, self.team_limits)
             said = self._spent()
         if back or stopped:
             self.on_change()
@@ -171,7 +215,7 @@ class Budget:
             changed = reason is not None and not self.over
             if reason is not None:
                 self.over = True
-                self._stopped_for = self.limits
+                self._stopped_for = (self.limits, self.team_limits)
         if changed:
             self.on_change()
         return reason
@@ -227,4 +271,9 @@ class Budget:
             parts.append(money(self.limits.maxCostUsd))
         if self.limits.maxTokens is not None:
             parts.append(f"{self.limits.maxTokens:,} tokens")
+        team = self.team_limits
+        if team is not None and team.any:
+            cap = [money(team.maxCostUsd)] if team.maxCostUsd is not None else []
+            cap += [f"{team.maxTokens:,} tokens"] if team.maxTokens is not None else []
+            parts.append(f"the team's {', '.join(cap)}")
         return ", ".join(parts) or "no limit"

@@ -168,7 +168,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "team": (
         "swarm.cli.teams:team",
-        "Create, list, show and delete teams; prune a team's history.",
+        "Create, list, show and delete teams; the team's budget; prune a team's history.",
     ),
     "up": (
         "swarm.cli.up:up",

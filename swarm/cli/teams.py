@@ -1,4 +1,5 @@
-"""`swarm team ...`: create, list, show and delete teams; prune a PostgreSQL team's history."""
+"""`swarm team ...`: create, list, show and delete teams; the team's budget; prune a PostgreSQL
+team's history."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import click
 
 from protocols.names import validate_name
 from protocols.paths import config_root
+from protocols.prices import usd
 from protocols.printable import printable, printable_line
 from protocols.store import open_store, write_pointer
 from swarm.cli.common import (
@@ -17,15 +19,18 @@ from swarm.cli.common import (
     pick_team,
     say_waiting,
     team_argument,
+    team_option,
 )
+from swarm.team.budget import parse_change
 from swarm.team.retention import prune_history
 from swarm.team.stopping import delete_team
+from swarm.team.team_budget import TeamBudgetView, change_team_budget, show_team_budget
 from swarm.views.teams import describe, list_teams
 
 
 @click.group()
 def team() -> None:
-    """Create, list, show and delete teams; prune a team's history."""
+    """Create, list, show and delete teams; the team's budget; prune a team's history."""
 
 
 @team.command("create")
@@ -178,3 +183,43 @@ def team_prune(
             + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in pruned.counts.items())
         ),
     )
+
+
+# unknown options are arguments: `-1` reaches parse_change, which says what is allowed
+@team.command("budget", context_settings={"ignore_unknown_options": True})
+@click.argument("change", required=False, metavar="[+USD|=USD]")
+@click.option("--tokens", metavar="+N|=N", help="raise the token limit by N (+N) or set it (=N)")
+@json_option
+@team_option
+def team_budget(change: str | None, tokens: str | None, as_json: bool, team: str) -> None:
+    """Show what the whole team has spent against its limits, or change them: +USD raises the
+    cost limit by USD, =USD sets it. At a limit no member makes another model request (each
+    tells the lead why) until it is raised; then they carry on.
+
+    \b
+      swarm team budget --team shop              # spend and limits
+      swarm team budget --team shop =20          # at most $20 for everyone together
+      swarm team budget --team shop --tokens =5000000"""
+    paths = paths_for(team)
+    cost_change = parse_change(change, "cost") if change is not None else None
+    token_change = parse_change(tokens, "tokens") if tokens is not None else None
+    if cost_change is None and token_change is None:
+        view = show_team_budget(paths)
+    else:
+        view = change_team_budget(paths, cost_change, token_change)
+    emit(view.to_value(), as_json, lambda _: team_budget_text(view))
+
+
+def team_budget_text(view: TeamBudgetView) -> str:
+    """``shop: spent $4.20 of $20.00 together (21%); 1,200,000 tokens (no token limit)``."""
+    if view.max_cost_usd is None:
+        cost = f"spent {usd(view.cost_usd)} together (no cost limit)"
+    else:
+        share = view.cost_usd / view.max_cost_usd
+        cost = f"spent {usd(view.cost_usd)} of {usd(view.max_cost_usd)} together ({share:.0%})"
+    if view.max_tokens is None:
+        tokens = f"{view.tokens:,} tokens (no token limit)"
+    else:
+        used = view.tokens / view.max_tokens
+        tokens = f"{view.tokens:,} of {view.max_tokens:,} tokens ({used:.0%})"
+    return printable_line(f"{view.team}: {cost}; {tokens}" + ("; over budget" if view.over else ""))
