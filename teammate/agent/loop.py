@@ -45,6 +45,7 @@ from protocols.inbox_entry import format_for_model
 from teammate.agent import compaction as compact
 from teammate.agent.compacting import Compacting
 from teammate.agent.hooks import HookResult, Hooks
+from teammate.agent.loop_guard import LoopGuard, repeats_from
 from teammate.agent.model import Model
 from teammate.agent.model_settings import ModelSettings
 from teammate.agent.model_turns import LoopCancelled, ModelTurns
@@ -137,6 +138,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
         self.messages: list[dict[str, Any]] = []
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
         self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
+        self.loop_guard = LoopGuard(repeats_from())  # the same call, the same result, again
         self.work: str | None = None  # the prompt of the piece of work in progress
         self.compactions = 0
         self.marks = CacheMarks()
@@ -231,7 +233,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
             results = self._tools(uses)
             if self.halted is not None:  # a hook said continue: false
                 self._add_user(results)
-                self.say(f"stopped by a hook: {self.halted}")
+                self.say(f"turn stopped: {self.halted}")
                 return LoopResult("end_turn", text, turn)
             arrived = self.link.between_turns() if self.link is not None else []
             if arrived:
@@ -248,7 +250,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
             if cut and block is uses[-1] and _ends_with(block, self.messages[-1]):
                 results.append(not_run(block, CUT_CALL))
             elif self.halted is not None:
-                results.append(not_run(block, "Not run: a hook stopped this turn."))
+                results.append(not_run(block, f"Not run: the turn was stopped ({self.halted})."))
             else:
                 results.append(self.use(block))
         return results

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from protocols.errors import Error
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookResult
+from teammate.agent.loop_guard import LoopGuard, question
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import TeamLink
@@ -49,6 +50,7 @@ class ToolCalls:
     reporter: StatusReporter | None
     deferred: Deferred | None
     halted: str | None
+    loop_guard: LoopGuard
 
     if TYPE_CHECKING:  # what the loop that has this base provides
 
@@ -76,6 +78,10 @@ class ToolCalls:
             output, error = f"{name} failed: {type(exc).__name__}: {exc}", True
         output = capped(output, self.ctx.output_limit)
         shown = output if isinstance(output, str) else text_of(output)
+        stopped = self._loop_check(name, tool_input, use_id, shown, error)
+        if stopped is not None:
+            output = shown = f"{shown}\n\n{stopped}"
+            error = True
         self.transcript.record(
             "tool_result",
             id=use_id,
@@ -126,7 +132,7 @@ class ToolCalls:
         call = {"tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
         hooked = self.hook("PreToolUse", call, name)
         if hooked.stopped:  # continue: false: no more calls, the turn ends after this one
-            self.halted = hooked.reason
+            self.halted = f"a PreToolUse hook said continue: false: {hooked.reason}"
         if hooked.refused or hooked.decision == "deny":
             raise ToolError(f"{name} was blocked by a PreToolUse hook: {hooked.reason}")
         decision = self.policy.decide(name, tool.kind, tool_input)
@@ -145,13 +151,33 @@ class ToolCalls:
         output = tool.run(self.ctx, tool_input)
         after = self.hook("PostToolUse", {**call, "tool_response": output}, name)
         if after.stopped:
-            self.halted = after.reason
+            self.halted = f"a PostToolUse hook said continue: false: {after.reason}"
         if not after.blocked:
             return output
         note = f"PostToolUse hook: {after.reason}"
         if isinstance(output, str):
             return f"{output}\n\n{note}"
         return [*output, {"type": "text", "text": note}]
+
+    def _loop_check(
+        self, name: str, tool_input: dict[str, Any], use_id: str, shown: str, error: bool
+    ) -> str | None:
+        """`teammate.agent.loop_guard`: at the repeat that makes a loop, ask the lead; what to
+        tell the model when the lead stopped it (None: go on)."""
+        digest, count = self.loop_guard.saw(name, tool_input, shown, error)
+        if not self.loop_guard.looping(count) or self.link is None:
+            return None
+        with permission_span(name):
+            answer = self.link.ask_permission(name, tool_input, question(name, count), use_id)
+        if answer.approved:
+            self.loop_guard.forgive(digest)
+            return None
+        reason = answer.reason or "no reason given"
+        self.halted = f"the lead stopped a loop of {name}: {reason}"
+        return (
+            f"The lead stopped this: {name} gave the same result {count} times with the same "
+            f"input. Their reason: {reason}"
+        )
 
     def _leaves_sandbox(self, name: str, tool_input: dict[str, Any]) -> bool:
         """A Bash call that asks to run outside this agent's sandbox."""
