@@ -144,6 +144,7 @@ def run(tree: Path, args: argparse.Namespace, faults: bool) -> dict[str, Any]:
                 ANTHROPIC_API_KEY="bench",
                 CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(args.window),
                 PYTHONPATH=str(tree),
+                SWARM_LOOP_REPEATS="0",  # the job re-reads one file each turn: a loop by design
             )
             argv = [sys.executable, "-m", "teammate", "--agent-id", f"{NAME}@{TEAM}"]
             argv += ["--agent-name", NAME, "--team-name", TEAM, "--model", "sonnet"]

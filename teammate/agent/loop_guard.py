@@ -2,10 +2,11 @@
 again is stuck, and every call costs. `LoopGuard` remembers the last `WINDOW` calls of an agent
 (each as a digest of the tool's name, its input, the result and whether it was an error); when
 one of them comes back the `repeats` time (``SWARM_LOOP_REPEATS``, `DEFAULT_REPEATS` by
-default, 0 turns it off), the agent asks the lead before it goes on, by the permission
-protocol (so `swarm approve`, the console and the web page answer it, and `swarm status` shows
-the member waiting, with why). Approved: it goes on, and that call counts from zero again.
-Denied: the result is an error the model reads with the lead's reason, and the turn ends there.
+default, 0 turns it off; never for the tools made for waiting, `WAITING_TOOLS`), the agent asks
+the lead before it goes on, by the permission protocol (so `swarm approve`, the console and
+the web page answer it, and `swarm status` shows the member waiting, with why). Approved: it
+goes on, and that call counts from zero again. Denied: the result is an error the model reads
+with the lead's reason, and the turn ends there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import Any
 REPEATS_VAR = "SWARM_LOOP_REPEATS"
 DEFAULT_REPEATS = 5
 WINDOW = 50  # the calls remembered
+# looking again until something changes is what these are for (a background command's output,
+# the board): the same answer again is waiting, not a loop
+WAITING_TOOLS = frozenset({"TaskOutput", "TaskList", "TaskGet"})
 
 
 def repeats_from(environ: Mapping[str, str] | None = None) -> int:
@@ -43,8 +47,8 @@ class LoopGuard:
         self._seen.append(digest)
         return digest, self._seen.count(digest)
 
-    def looping(self, count: int) -> bool:
-        return self.repeats > 0 and count >= self.repeats
+    def looping(self, name: str, count: int) -> bool:
+        return self.repeats > 0 and count >= self.repeats and name not in WAITING_TOOLS
 
     def forgive(self, digest: str) -> None:
         """The lead let it go on: that call counts from zero again."""

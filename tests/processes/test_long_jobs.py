@@ -33,6 +33,13 @@ CRITERIA = "Acceptance criteria: report the checksum 7f3a of data.txt to the lea
 WINDOW = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "40000"}
 
 
+@pytest.fixture(autouse=True)
+def no_loop_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These jobs re-read one file turn after turn to grow the conversation: a loop by design,
+    which the loop guard (teammate/agent/loop_guard.py) would rightly stop."""
+    monkeypatch.setenv("SWARM_LOOP_REPEATS", "0")
+
+
 def stop(team: TeamFile, proc: subprocess.Popen[str], name: str = "alice") -> str:
     request = ShutdownRequest(
         requestId=f"shutdown-1@{name}", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"
