@@ -271,13 +271,14 @@ class FileStore:
         )
 
     def team_watcher(self, rescan_s: float) -> InboxWatcher:
-        """A watcher woken by any change of the team (the team's directory: config, inboxes,
-        status files; its task directory), and every `rescan_s` seconds: `swarm watch`."""
+        """A watcher woken by any change of the team (the team's directory and its config, its
+        inboxes: a message or a request shows at once; its task directory), and every
+        `rescan_s` seconds (what changes only in status files: `swarm watch`, `swarm web`)."""
         from protocols.watch import InboxWatcher
 
         return InboxWatcher(
             self.paths.config,
-            directories=(self.paths.team_dir, self.paths.tasks_dir),
+            directories=(self.paths.team_dir, self.paths.inboxes, self.paths.tasks_dir),
             rescan_s=rescan_s,
         )
 

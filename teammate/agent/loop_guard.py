@@ -2,7 +2,7 @@
 again is stuck, and every call costs. `LoopGuard` remembers the last `WINDOW` calls of an agent
 (each as a digest of the tool's name, its input, the result and whether it was an error); when
 one of them comes back the `repeats` time (``SWARM_LOOP_REPEATS``, `DEFAULT_REPEATS` by
-default, 0 turns it off; never for the tools made for waiting, `WAITING_TOOLS`), the agent asks
+default, 0 turns it off; never for a wait: `WAITING_TOOLS`, a bare ``sleep N``), the agent asks
 the lead before it goes on, by the permission protocol (so `swarm approve`, the console and
 the web page answer it, and `swarm status` shows the member waiting, with why). Approved: it
 goes on, and that call counts from zero again. Denied: the result is an error the model reads
@@ -47,8 +47,9 @@ class LoopGuard:
         self._seen.append(digest)
         return digest, self._seen.count(digest)
 
-    def looping(self, name: str, count: int) -> bool:
-        return self.repeats > 0 and count >= self.repeats and name not in WAITING_TOOLS
+    def looping(self, name: str, tool_input: Any, count: int) -> bool:
+        """Whether the call seen `count` times is a loop to ask about."""
+        return self.repeats > 0 and count >= self.repeats and not waiting(name, tool_input)
 
     def forgive(self, digest: str) -> None:
         """The lead let it go on: that call counts from zero again."""
@@ -63,3 +64,12 @@ def question(name: str, count: int) -> str:
         f"a loop? {name} was called {count} times with the same input and got the same result "
         "each time. Approve to let it go on; deny (with a reason for it) to stop its turn"
     )
+
+
+def waiting(name: str, tool_input: Any) -> bool:
+    """A call made to wait for something else to change: a tool for waiting, a bare ``sleep``."""
+    if name in WAITING_TOOLS:
+        return True
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    words = command.split() if isinstance(command, str) else []
+    return name == "Bash" and len(words) == 2 and words[0] == "sleep"

@@ -165,7 +165,7 @@ class ToolCalls:
         """`teammate.agent.loop_guard`: at the repeat that makes a loop, ask the lead; what to
         tell the model when the lead stopped it (None: go on)."""
         digest, count = self.loop_guard.saw(name, tool_input, shown, error)
-        if not self.loop_guard.looping(name, count) or self.link is None:
+        if not self.loop_guard.looping(name, tool_input, count) or self.link is None:
             return None
         with permission_span(name):
             answer = self.link.ask_permission(name, tool_input, question(name, count), use_id)
