@@ -100,6 +100,7 @@ bench: install postgresql ripgrep bubblewrap  ## the benchmarks of docs/protocol
 	$(PY) bench/pg_idle.py
 	$(PY) bench/pg_retention.py
 	$(PY) bench/sandbox.py
+	$(PY) bench/web.py
 
 screenshots: install  ## docs/images/watch*.png: swarm watch in a tmux pane, a scripted team
 	$(PY) docs/screenshots.py

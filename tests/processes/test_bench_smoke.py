@@ -37,6 +37,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ),
         ("prompt_cache.py", [], []),
         ("sandbox.py", ["--calls", "3"], []),
+        (
+            "web.py",
+            ["--rounds", "2", "--cpu-seconds", "1", "--wake-blocks", "1", "--wake-rounds", "2"],
+            [],
+        ),
         ("read_memory.py", ["--size-mb", "2"], ["wrong_reads"]),
         (
             "tools.py",
