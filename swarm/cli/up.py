@@ -86,7 +86,8 @@ def up(team_file: Path, backend: str | None, dry_run: bool, resume: bool, as_jso
     "Bash(npm test:*)"), mcp_servers ({name: {command, args} or {type: http,
     url}}, as in .mcp.json) and cwd; tasks take description, key, blocked_by (keys
     or 1-based positions) and owner. A top-level budget: {max_cost, max_tokens} is
-    each member's unless it sets its own (a default, not a cap on the team's total).
+    each member's unless it sets its own (a default, not a cap on the team's total);
+    its team_max_cost and team_max_tokens cap the team's total (swarm team budget).
     See examples/teams/ for complete files.
 
     \b

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols import safefs
+from protocols.budget import TeamBudgetFile, update_team_budget
 from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
@@ -88,6 +89,7 @@ class UpPlan:
     tasks: tuple[TaskPlan, ...]
     lead: dict[str, Any] | None  # swarm-lead.json; None when the file has no lead section
     store: str | None = None  # the team file's `store:` URL; None: files (or $SWARM_STORE)
+    team_budget: dict[str, Any] | None = None  # team-budget.json's limits; None: no team limit
 
     def to_json(self) -> dict[str, Any]:
         value = _jsonable(dataclasses.asdict(self))
@@ -153,8 +155,18 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
             if value is not None:
                 lead[key] = value
     store = check_url(spec.store, where="store:") if spec.store is not None else None
+    given = {"maxCostUsd": spec.budget.team_max_cost, "maxTokens": spec.budget.team_max_tokens}
+    team_budget = given if any(v is not None for v in given.values()) else None
     return UpPlan(
-        spec.team, spec.description, team_cwd, spec.source, tuple(members), tasks, lead, store
+        spec.team,
+        spec.description,
+        team_cwd,
+        spec.source,
+        tuple(members),
+        tasks,
+        lead,
+        store,
+        team_budget,
     )
 
 
@@ -191,6 +203,9 @@ def bring_up(
     try:
         if plan.lead is not None:
             write_json(paths.team_dir / LEAD_SETTINGS, plan.lead)
+        if plan.team_budget is not None:  # before any member makes a request
+            limits = TeamBudgetFile(**plan.team_budget)
+            update_team_budget(paths, lambda found: limits)
         # every member first, together; then the tasks, which they claim as one team
         _spawn_all(paths, plan.members, env, say, started)
         _create_tasks(paths, plan, say)

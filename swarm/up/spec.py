@@ -120,10 +120,13 @@ class Defaults(_Spec):
 
 class BudgetSpec(_Spec):
     """The team's ``budget:``: each member's limits unless it gives its own (a shell worker,
-    which makes no model calls, has none)."""
+    which makes no model calls, has none), and ``team_max_cost``/``team_max_tokens``: what all
+    of them may spend together (`swarm team budget`)."""
 
     max_cost: Usd | None = None
     max_tokens: Tokens | None = None
+    team_max_cost: Usd | None = None
+    team_max_tokens: Tokens | None = None
 
 
 class MemberSpec(_Spec):

@@ -1,7 +1,8 @@
 """The team's budget (`swarm team budget`), with two real Claude teammates on the real
 `anthropic` SDK and the suite's Messages API server (sonnet: priced): what they spend together
 reaches the team's limit, both stop making model requests and each tells the lead why; a raise
-lets both carry on and finish. Bad input is one clear line and changes nothing."""
+lets both carry on and finish. A team file's ``budget: {team_max_cost: ...}`` sets it. Bad input
+is one clear line and changes nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import subprocess
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from helpers import swarm, wait_for
@@ -17,6 +19,7 @@ from messages_api import MessagesAPI, Turn
 from protocols.budget import read_team_budget
 from protocols.mailbox import Mailbox
 from protocols.messages import IdleNotification
+from protocols.paths import TeamPaths
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
@@ -110,3 +113,31 @@ def test_bad_team_budget_input_is_one_clear_line_and_changes_nothing(team: TeamF
     assert shown.stdout.strip() == (
         "t: spent $0.00 together (no cost limit); 0 tokens (no token limit)"
     )
+
+
+def test_a_team_files_budget_sets_the_teams_limit_and_bad_values_are_named(
+    config_root: Path, tmp_path: Path
+) -> None:
+    team_file = tmp_path / "team.yaml"
+    team_file.write_text(
+        "team: capped\n"
+        "budget: {max_cost: 1, team_max_cost: 5, team_max_tokens: 2000000}\n"
+        "members:\n  - {name: ann, prompt: Work the board., model: shell}\n"
+    )
+    up = swarm("up", str(team_file), team=None)
+    assert up.returncode == 0, up.stderr
+    try:
+        found = read_team_budget(TeamPaths(config_root, "capped"))
+        assert found is not None and (found.maxCostUsd, found.maxTokens) == (5, 2000000)
+        shown = swarm("team", "budget", "--json", team="capped")
+        assert json.loads(shown.stdout)["maxCostUsd"] == 5
+    finally:
+        swarm("down", "--team", "capped", "--wait", "10", team=None)
+    team_file.write_text(
+        "team: capped2\nbudget: {team_max_cost: -5}\n"
+        "members:\n  - {name: ann, prompt: Work the board., model: shell}\n"
+    )
+    bad = swarm("up", str(team_file), team=None)
+    assert bad.returncode != 0 and "team_max_cost" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert not (config_root / "teams" / "capped2").exists()
