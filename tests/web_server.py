@@ -1,10 +1,12 @@
-"""`swarm web` as a test runs it: a real server process on a free loopback port, its URLs and
-tokens, an HTTP client (httpx2, the anthropic SDK's), and a reader of its event stream that
-keeps every state it was sent."""
+"""`swarm web` as a test runs it: a real server process on a free loopback port (of team `team`,
+or with ``team=None`` of every team under the config root), its URLs and tokens, an HTTP client
+(httpx2, the anthropic SDK's), and a reader of its event stream that keeps every state it was
+sent."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,19 +20,16 @@ from helpers import Processes, read_lines, wait_for
 
 class WebServer:
     def __init__(
-        self, procs: Processes, *args: str, team: str = "t", env: dict[str, str] | None = None
+        self,
+        procs: Processes,
+        *args: str,
+        team: str | None = "t",
+        env: dict[str, str] | None = None,
     ) -> None:
-        argv = [
-            sys.executable,
-            "-m",
-            "swarm",
-            "web",
-            "--team",
-            team,
-            "--listen",
-            "127.0.0.1:0",
-            *args,
-        ]
+        chosen = ["--team", team] if team is not None else []
+        argv = [sys.executable, "-m", "swarm", "web", *chosen, "--listen", "127.0.0.1:0", *args]
+        if team is None:  # every team: no $SWARM_TEAM may pick one
+            env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k != "SWARM_TEAM"}
         self.proc = procs.start(argv, env)
         self.lines = read_lines(self.proc)
         wait_for(lambda: len(self.lines) >= 3 or self.proc.poll() is not None, "swarm web to start")
@@ -68,6 +67,29 @@ class WebServer:
         return self.client.post(
             f"/api/requests/{request_id}/{verb}", content=json.dumps(body or {}), headers=sent
         )
+
+    def change(
+        self,
+        path: str,
+        body: dict[str, Any] | None = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+        team: str | None = None,
+    ) -> httpx2.Response:
+        """POST `body` as JSON to `path` with a token in the header, as the page does."""
+        sent = {
+            "Authorization": f"Bearer {token or self.token}",
+            "Content-Type": "application/json",
+        }
+        sent.update(headers or {})
+        params = {"team": team} if team is not None else {}
+        return self.client.post(path, content=json.dumps(body or {}), headers=sent, params=params)
+
+    def json(self, path: str, **params: str) -> Any:
+        """GET `path` with the full token; its JSON (asserting a 200)."""
+        response = self.client.get(path, params={"token": self.token, **params})
+        assert response.status_code == 200, response.text
+        return response.json()
 
     def close(self) -> None:
         self.client.close()

@@ -3,8 +3,10 @@
 The thread waits on the team's watcher, the one `swarm watch` uses (`open_store(paths)
 .team_watcher`: inotify on the team's directories, or a PostgreSQL team's ``LISTEN``), with a
 rescan every `RESCAN_S` seconds as a safety net and to age the "ago" fields; after each wake it
-looks at the team (`swarm.web.state.TeamState`) and, when the JSON changed, publishes it to
-the event loop, which wakes every stream waiting (`Feed.next`). No stream polls.
+looks at the team (`swarm.web.state.TeamState`) and, when the JSON changed, takes a sample of
+the team's cost (`swarm.web.costs.CostSeries`), adds the series to the state as
+``cost_series`` and publishes it to the event loop, which wakes every stream waiting
+(`Feed.next`). No stream polls.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import asyncio
 import logging
 import threading
 
+from protocols.clock import now_ms
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from protocols.store import open_store
+from swarm.web.costs import CostSeries
 from swarm.web.state import TeamState, encoded
 
 RESCAN_S = 5.0
@@ -31,6 +35,7 @@ class Feed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._news = asyncio.Event()
         self._stop = threading.Event()
+        self.costs = CostSeries()  # the feed's thread's only
         self._watcher = open_store(paths).team_watcher(RESCAN_S)
         self._thread = threading.Thread(target=self._run, name="swarm-web-feed", daemon=True)
 
@@ -66,7 +71,8 @@ class Feed:
             while not self._stop.is_set():
                 watcher.clear()
                 try:
-                    text = encoded(state.look())
+                    looked = state.look()
+                    text = encoded(looked)
                     self.problem = ""
                 except (ProtocolsError, OSError) as exc:  # a file being rewritten, or broken
                     log.warning("cannot read team %s: %s", self.paths.team, exc)
@@ -74,8 +80,10 @@ class Feed:
                     text = last
                 if text != last and self._loop is not None:
                     last = text
+                    self.costs.sample(now_ms(), looked.get("cost_usd"))
+                    pushed = encoded({**looked, "cost_series": self.costs.points()})
                     try:
-                        self._loop.call_soon_threadsafe(self._publish, text)
+                        self._loop.call_soon_threadsafe(self._publish, pushed)
                     except RuntimeError:  # the loop closed: the server is stopping
                         return
                 watcher.wait(RESCAN_S)

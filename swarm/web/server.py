@@ -15,11 +15,11 @@ from typing import Any
 from urllib.parse import quote
 
 from protocols import safefs
-from protocols.paths import TeamPaths
 from swarm import listening
 from swarm.errors import SwarmError
 from swarm.listening import Address, stopping_server
 from swarm.web.access import Tokens, token_file, write_token_file
+from swarm.web.teams import Teams
 
 GRACEFUL_STOP_S = 2  # open event streams get this long when the server stops
 
@@ -47,13 +47,14 @@ def check_exposure(address: Address, tls: Tls | None, insecure: bool) -> None:
 
 
 def serve(
-    paths: TeamPaths,
+    teams: Teams,
     address: Address,
     tls: Tls | None,
     insecure: bool,
     announce: Callable[[str], None],
 ) -> None:
-    """Serve team `paths` on `address` until stopped; `announce` gets the two URLs' lines."""
+    """Serve `teams` (one, or every team under the config root) on `address` until stopped;
+    `announce` gets the two URLs' lines."""
     check_exposure(address, tls, insecure)
     import anyio
 
@@ -63,7 +64,7 @@ def serve(
     base = address.base_url(port, "https" if tls is not None else "http")
     url = f"{base}/?token={quote(tokens.full)}"
     viewer_url = f"{base}/?token={quote(tokens.viewer)}"
-    path = token_file(paths.root, paths.team, port)
+    path = token_file(teams.root, teams.name, port)
     try:
         write_token_file(path, tokens, url, viewer_url)
         lines = [
@@ -71,7 +72,7 @@ def serve(
             f"read-only: {viewer_url}",
             f"(both kept in {path}, mode 0600, until the server stops)",
         ]
-        anyio.run(_serve, paths, tokens, port, tls, listener, lambda: [*map(announce, lines)])
+        anyio.run(_serve, teams, tokens, port, tls, listener, lambda: [*map(announce, lines)])
     finally:
         listener.close()
         with contextlib.suppress(OSError):
@@ -92,7 +93,7 @@ def _bound(address: Address) -> socket.socket:
 
 
 async def _serve(
-    paths: TeamPaths,
+    teams: Teams,
     tokens: Tokens,
     port: int,
     tls: Tls | None,
@@ -106,7 +107,7 @@ async def _serve(
 
     from swarm.web.app import Web
 
-    app = Web(paths, tokens, port, tls is not None).app()
+    app = Web(teams, tokens, port, tls is not None).app()
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -1,5 +1,6 @@
 """`swarm.web.access` and `swarm.web.server`'s checks, without a server: tokens, the failure
-limit, what a change needs, the address and the refusal to serve off loopback in clear."""
+limit, what a change needs, the address and the refusal to serve off loopback in clear; the
+cost series' ring, the checks of an action's text and which error gets which status."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from protocols.errors import InvalidName, ProtocolsError, TeamNotFound, UnknownMember
 from swarm.errors import SwarmError
+from swarm.team.approvals import AlreadyAnswered, RequestNotFound
 from swarm.web.access import FailureLimit, Role, Tokens, change_refused, given_token
+from swarm.web.actions import text_field
+from swarm.web.costs import CostSeries
+from swarm.web.responses import BadInput, status_of
 from swarm.web.server import Tls, check_exposure, parse_address
 from swarm.web.state import _questions
 
@@ -103,3 +109,42 @@ def test_questions_keep_only_well_formed_parts() -> None:
         }
     ]
     assert _questions({"questions": "no"}) == []
+
+
+def test_the_cost_series_keeps_a_flat_run_short_and_the_newest_samples() -> None:
+    series = CostSeries(most=4)
+    series.sample(1, None)  # no price known: nothing
+    for at, cost in ((1, 0.5), (2, 0.5), (3, 0.5), (4, 0.5), (5, 1.0)):
+        series.sample(at, cost)
+    assert series.points() == [[1, 0.5], [4, 0.5], [5, 1.0]]  # the flat run: first and last
+    for at in (6, 7, 8):
+        series.sample(at, 1.0 + at)
+    assert len(series.points()) == 4 and series.points()[-1] == [8, 9.0]
+
+
+def test_an_actions_text_is_checked_in_full() -> None:
+    assert text_field({"t": "a\n\tb"}, "t", required=True, lines=True, most=10) == "a\n\tb"
+    assert text_field({}, "t", required=False, lines=False, most=10) is None
+    for body, lines, said in (
+        ({}, False, "'t' is empty"),
+        ({"t": " "}, False, "only blanks"),
+        ({"t": 3}, False, "must be text"),
+        ({"t": "x" * 11}, False, "at most 10"),
+        ({"t": "a\nb"}, False, "U+000A"),
+        ({"t": "a\x1bb"}, True, "U+001B"),
+        ({"t": "a\x85b"}, True, "U+0085"),  # a C1 control too
+    ):
+        with pytest.raises(BadInput, match=said.replace("+", "\\+")):
+            text_field(body, "t", required=True, lines=lines, most=10)
+
+
+def test_each_error_gets_its_status() -> None:
+    assert status_of(AlreadyAnswered("x")) == 409
+    assert status_of(RequestNotFound("x")) == 404
+    assert status_of(TeamNotFound("x")) == 404
+    assert status_of(BadInput("x")) == 400
+    assert status_of(InvalidName("x")) == 400
+    assert status_of(UnknownMember("x")) == 400
+    assert status_of(SwarmError("x")) == 400
+    assert status_of(ProtocolsError("x")) == 500
+    assert status_of(RuntimeError("x")) is None  # not ours: raised, a 500 from starlette

@@ -1,10 +1,55 @@
 // swarm web: the page. Every piece of team data goes in with textContent, never as HTML.
+// requests.js (the requests waiting, answered), chart.js (the cost chart), member.js (a
+// member's messages and log) and actions.js (send, add a task, stop) are loaded before this
+// file, which starts the page.
 "use strict";
 
 const params = new URLSearchParams(location.search);
 const token = params.get("token") || "";
+let team = params.get("team") || ""; // "" until the session says (or the picker shows)
 let role = "read-only";
 let drafts = {}; // what the person typed into a request's fields, kept across redraws
+let lastState = null;
+
+// an API path of this team, with its query: api("state", {lines: 5}) -> "api/state?team=t&lines=5"
+function api(path, extra) {
+  const query = new URLSearchParams(extra || {});
+  if (team) query.set("team", team);
+  const text = query.toString();
+  return "api/" + path + (text ? "?" + text : "");
+}
+
+// a change: POST `body` as JSON with the token in the header; {ok, status, answer}
+async function change(path, body) {
+  const response = await fetch(api(path), {
+    method: "POST",
+    headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  let answer = {};
+  try { answer = await response.json(); } catch (error) { answer = { error: String(error) }; }
+  return { ok: response.ok, status: response.status, answer: answer };
+}
+
+// a change whose outcome is told in `said`: "sending…", then `done(answer)` or the error
+async function act(path, body, said, done) {
+  said.className = "said";
+  said.textContent = "sending…";
+  try {
+    const result = await change(path, body);
+    if (result.ok) {
+      said.textContent = done(result.answer);
+    } else {
+      said.className = "said bad";
+      said.textContent = result.answer.error || ("refused: " + result.status);
+    }
+    return result.ok;
+  } catch (error) {
+    said.className = "said bad";
+    said.textContent = "could not reach the server: " + error;
+    return false;
+  }
+}
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -43,13 +88,21 @@ function renderMembers(members) {
     const row = el("tr");
     const ctx = m.context_tokens && m.context_window
       ? Math.round((100 * m.context_tokens) / m.context_window) + "%" : "";
-    const cells = [m.name, m.state, m.task || "", m.activity || "", ctx, tokens(m.usage), money(m.cost_usd)];
-    cells.forEach((value, i) => row.append(el("td", i === 2 || i === 3 ? "wrap" : "", value)));
+    const cells = [m.state, m.task || "", m.activity || "", ctx, tokens(m.usage), money(m.cost_usd)];
+    const name = el("td");
+    const open = el("button", "name", m.name);
+    open.type = "button";
+    open.title = "its messages and log";
+    open.addEventListener("click", () => showMember(m.name));
+    name.append(open);
+    row.append(name);
+    cells.forEach((value, i) => row.append(el("td", i === 1 || i === 2 ? "wrap" : "", value)));
+    row.append(stopCell(m));
     body.append(row);
     for (const s of m.subagents || []) {
       if (s.state !== "running") continue;
       const sub = el("tr");
-      [" › " + s.label, s.state, s.description, s.activity, "", tokens(s.usage), money(s.cost_usd)]
+      [" › " + s.label, s.state, s.description, s.activity, "", tokens(s.usage), money(s.cost_usd), ""]
         .forEach((value, i) => sub.append(el("td", i === 2 || i === 3 ? "wrap" : "", value)));
       body.append(sub);
     }
@@ -100,99 +153,8 @@ function renderMessages(messages) {
   if (!messages.length) list.append(el("li", "empty", "no messages yet"));
 }
 
-async function post(id, verb, body, said) {
-  said.className = "said";
-  said.textContent = "sending…";
-  try {
-    const response = await fetch("api/requests/" + encodeURIComponent(id) + "/" + verb, {
-      method: "POST",
-      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const answer = await response.json();
-    if (response.ok) {
-      said.textContent = verb === "deny" ? "denied" : verb === "answer" ? "answered" : "approved";
-      delete drafts[id];
-    } else {
-      said.className = "said bad";
-      said.textContent = answer.error || ("refused: " + response.status);
-      // the card may leave the page at once (answered elsewhere): say it where it stays
-      notice(id + ": " + said.textContent);
-    }
-  } catch (error) {
-    said.className = "said bad";
-    said.textContent = "could not reach the server: " + error;
-  }
-}
-
-function field(id, name, placeholder) {
-  const input = el("input");
-  input.placeholder = placeholder;
-  input.value = (drafts[id] || {})[name] || "";
-  input.addEventListener("input", () => { (drafts[id] = drafts[id] || {})[name] = input.value; });
-  return input;
-}
-
-function renderRequest(r) {
-  const card = el("article", "request");
-  card.dataset.id = r.id;
-  card.append(el("div", "head", (r.agent || r.teammate) + " asks: " + r.tool + " — " + r.summary));
-  card.append(el("div", "description", r.id + " · " + r.kind + " · " + ago(r.age_s)));
-  if (r.description && r.kind !== "plan_approval_request") {
-    card.append(el("div", "description", "the teammate's description (unverified): " + r.description));
-  }
-  card.append(el("pre", "", (r.content || []).join("\n")));
-  const said = el("div", "said");
-  const actions = el("div", "actions");
-  if (role === "full" && r.cannot_answer) {
-    actions.append(el("span", "empty", "cannot answer from here: " + r.cannot_answer));
-  } else if (role === "full") {
-    if (r.questions && r.questions.length) {
-      const inputs = r.questions.map((q, i) => {
-        const box = el("div", "question");
-        const labels = q.options.map((o, n) => (n + 1) + ") " + o.label).join("  ");
-        box.append(el("div", "", (i + 1) + ". " + q.question + (q.multiSelect ? " (several: 1,3)" : "")));
-        if (labels) box.append(el("div", "description", labels));
-        const input = field(r.id, "q" + i, "an option's number or label, or your words");
-        box.append(input);
-        card.append(box);
-        return input;
-      });
-      const send = el("button", "approve", "Answer");
-      send.addEventListener("click", () => post(r.id, "answer", { answers: inputs.map((x) => x.value) }, said));
-      actions.append(send);
-    } else {
-      const approve = el("button", "approve", "Approve");
-      approve.addEventListener("click", () => post(r.id, "approve", {}, said));
-      actions.append(approve);
-    }
-    const reason = field(r.id, "reason", "reason (sent to the teammate)");
-    const deny = el("button", "deny", "Deny");
-    deny.addEventListener("click", () => post(r.id, "deny", { reason: reason.value }, said));
-    actions.append(reason, deny);
-  } else {
-    actions.append(el("span", "empty", "read-only: answer with the full token"));
-  }
-  card.append(actions, said);
-  return card;
-}
-
-function renderRequests(requests) {
-  document.getElementById("request-count").textContent = "(" + requests.length + ")";
-  const box = document.getElementById("requests");
-  const focused = document.activeElement;
-  const keep = focused && focused.closest && focused.closest(".request");
-  if (keep && requests.some((r) => r.id === keep.dataset.id)) {
-    // the person is typing in a request still waiting: redraw the others around it
-    for (const old of Array.from(box.children)) if (old !== keep) old.remove();
-    for (const r of requests) if (r.id !== keep.dataset.id) box.append(renderRequest(r));
-    return;
-  }
-  box.replaceChildren(...requests.map(renderRequest));
-  if (!requests.length) box.append(el("div", "empty", "nothing waiting"));
-}
-
 function render(state) {
+  lastState = state;
   document.getElementById("team").textContent = state.team;
   document.title = "swarm · " + state.team;
   const counts = COLUMNS.map(([k, t]) => t + " " + ((state.tasks || {})[k] || (k === "failed" ? state.failed : []) || []).length);
@@ -203,11 +165,15 @@ function render(state) {
   renderMembers(state.members || []);
   renderBoard(state);
   renderMessages(state.messages || []);
+  renderCost(state.cost_series || [], state.cost_usd);
+  renderActions(state);
+  refreshMember();
 }
 
 function connect() {
   const link = document.getElementById("link");
-  const events = new EventSource("api/events?token=" + encodeURIComponent(token));
+  document.getElementById("team-page").hidden = false;
+  const events = new EventSource(api("events", { token: token }));
   events.addEventListener("state", (event) => {
     link.textContent = "live";
     link.className = "link live";
@@ -219,13 +185,51 @@ function connect() {
   };
 }
 
+// the page of another team of this server (or the picker: `name` "")
+function teamHref(name) {
+  const query = new URLSearchParams({ token: token });
+  if (name) query.set("team", name);
+  return "?" + query.toString();
+}
+
+async function pick() {
+  document.getElementById("team").textContent = "all teams";
+  document.getElementById("link").textContent = "";
+  document.getElementById("picker").hidden = false;
+  const list = document.getElementById("teams");
+  const response = await fetch(api("teams"));
+  const teams = response.ok ? (await response.json()).teams : [];
+  list.replaceChildren();
+  for (const t of teams) {
+    const item = el("li");
+    const link = el("a", "team-link", t.name);
+    link.href = teamHref(t.name);
+    item.append(link);
+    const about = [t.members + " members", t.kind === "session" ? "a Claude Code session" : "", t.description || ""];
+    item.append(el("span", "ago", about.filter(Boolean).join(" · ")));
+    list.append(item);
+  }
+  if (!teams.length) list.append(el("li", "empty", "no teams under this config root"));
+}
+
 async function start() {
   const response = await fetch("api/session?token=" + encodeURIComponent(token));
   if (!response.ok) {
     notice("this page needs the URL swarm web printed, with its token");
     return;
   }
-  role = (await response.json()).role;
+  const session = await response.json();
+  role = session.role;
+  if (session.allTeams) {
+    const back = document.getElementById("all-teams");
+    back.href = teamHref("");
+    back.hidden = !team;
+  }
+  if (!team && session.team) team = session.team;
+  if (!team) {
+    await pick();
+    return;
+  }
   connect();
 }
 
