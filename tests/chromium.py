@@ -14,7 +14,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
+)
 
 
 class Chromium:

@@ -127,6 +127,17 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """A real headless Chromium (`chromium.Chromium`) for the test; closed after it. A module
+    that uses it is marked `chromium.NEEDS_CHROMIUM` (skipped where there is none)."""
+    from chromium import Chromium
+
+    opened = Chromium(tmp_path / "chromium")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def ctx(workdir: Path) -> ToolContext:
     """A tool context in `workdir`, with no team."""
     return ToolContext(cwd=workdir)

@@ -17,6 +17,19 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 from helpers import Processes, read_lines, wait_for
 
+# a Claude teammate's AskUserQuestion in the tests that answer it from the page
+QUESTIONS = [
+    {
+        "question": "Which database?",
+        "header": "Database",
+        "options": [
+            {"label": "Postgres", "description": "a server"},
+            {"label": "SQLite", "description": "a file"},
+        ],
+        "multiSelect": False,
+    }
+]
+
 
 class WebServer:
     def __init__(

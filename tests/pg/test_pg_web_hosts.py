@@ -8,11 +8,10 @@ shows them too, and clicking Approve on each lets each go on, on its own machine
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, Chromium
+from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, wait_for
 from machines import machine, serve, stop
 from pg_cli import url_of
@@ -23,16 +22,9 @@ from protocols.pg.hosts import Hosts
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium`"),
+    NEEDS_CHROMIUM,
 ]
 REQUESTS = "Array.from(document.querySelectorAll('.request .head')).map(h => h.textContent)"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path / "chromium")
-    yield chromium
-    chromium.close()
 
 
 def test_approving_teammates_on_two_hosts_from_a_third(

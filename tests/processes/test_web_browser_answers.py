@@ -11,18 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, Chromium
+from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
-from web_server import WebServer
+from web_server import QUESTIONS, WebServer
 
 from protocols.mailbox import Mailbox
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
-)
+pytestmark = NEEDS_CHROMIUM
 REQUESTS = "document.querySelectorAll('.request').length"
 
 
@@ -91,20 +89,9 @@ def test_a_question_answered_in_the_page(
     browsers: list[Chromium],
     start: Callable[..., subprocess.Popen[str]],
 ) -> None:
-    questions = [
-        {
-            "question": "Which database?",
-            "header": "Database",
-            "options": [
-                {"label": "Postgres", "description": "a server"},
-                {"label": "SQLite", "description": "a file"},
-            ],
-            "multiSelect": False,
-        }
-    ]
     web = WebServer(procs)
     page = browsers[0]
-    script = [Turn.tool("AskUserQuestion", {"questions": questions}), Turn.text("Noted.")]
+    script = [Turn.tool("AskUserQuestion", {"questions": QUESTIONS}), Turn.text("Noted.")]
     with MessagesAPI(script) as api:
         start("alice", api)
         Mailbox(team.paths).send("alice", "Set up the project.", sender="team-lead")

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from helpers import Processes, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
-from web_server import EventReader, WebServer
+from web_server import QUESTIONS, EventReader, WebServer
 
 from protocols.mailbox import Mailbox
 from protocols.tasks import TaskBoard
@@ -109,19 +109,8 @@ def test_a_question_answer_to_a_command_is_refused(
 def test_answering_a_teammates_questions(
     team: TeamFile, procs: Processes, start: Callable[..., subprocess.Popen[str]]
 ) -> None:
-    questions = [
-        {
-            "question": "Which database?",
-            "header": "Database",
-            "options": [
-                {"label": "Postgres", "description": "a server"},
-                {"label": "SQLite", "description": "a file"},
-            ],
-            "multiSelect": False,
-        }
-    ]
     web = WebServer(procs)
-    script = [Turn.tool("AskUserQuestion", {"questions": questions}), Turn.text("Noted.")]
+    script = [Turn.tool("AskUserQuestion", {"questions": QUESTIONS}), Turn.text("Noted.")]
     with MessagesAPI(script) as api:
         start("alice", api)
         Mailbox(team.paths).send("alice", "Set up the project.", sender="team-lead")

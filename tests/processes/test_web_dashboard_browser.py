@@ -6,11 +6,9 @@ second page that answers after it is told; without the token the page shows noth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from chromium import CHROMIUM, Chromium
+from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, teammate_argv, wait_for
 from web_server import WebServer
 
@@ -18,17 +16,8 @@ from protocols.mailbox import Mailbox
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
-)
+pytestmark = NEEDS_CHROMIUM
 HOSTILE = "<img src=x onerror=\"document.title='owned'\"><b>bold</b>"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path / "chromium")
-    yield chromium
-    chromium.close()
 
 
 def test_approving_from_a_real_browser(

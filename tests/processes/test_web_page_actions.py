@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from chromium import CHROMIUM, Chromium
+from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, wait_for
 from web_server import WebServer
 
@@ -22,17 +20,8 @@ from protocols.status import AgentStatus, write_status
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
-)
+pytestmark = NEEDS_CHROMIUM
 HOSTILE = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path / "chromium")
-    yield chromium
-    chromium.close()
 
 
 def text_of(browser: Chromium, selector: str) -> str:

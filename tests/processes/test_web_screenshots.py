@@ -12,11 +12,9 @@ from __future__ import annotations
 import functools
 import os
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from chromium import CHROMIUM, Chromium
+from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, teammate_argv, wait_for
 from web_server import WebServer
 
@@ -24,18 +22,9 @@ from protocols.mailbox import Mailbox
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
-)
+pytestmark = NEEDS_CHROMIUM
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SIZES = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path / "chromium")
-    yield chromium
-    chromium.close()
 
 
 def png_size(path: Path) -> tuple[int, int]:
