@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
-from protocols.errors import InvalidName, ProtocolsError, TaskNotFound, UnknownMember
+from protocols.errors import Error, InvalidName, ProtocolsError, TaskNotFound, UnknownMember
 from swarm.errors import SwarmError
 from swarm.team.approvals import AlreadyAnswered, CannotSign, QuestionError, RequestNotFound
 
@@ -30,7 +30,7 @@ HEADERS = {
 }
 
 
-class BadInput(ValueError):
+class BadInput(Error, ValueError):
     """A change or a question the server will not act on: what is wrong and what is allowed."""
 
 

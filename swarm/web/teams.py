@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import ProtocolsError, TeamNotFound
+from protocols.errors import Error, ProtocolsError, TeamNotFound
 from protocols.names import validate_name
 from protocols.paths import TeamPaths
 from protocols.store import locate, open_store
@@ -27,7 +27,7 @@ from swarm.web.feed import Feed
 ALL_TEAMS = "_teams"  # the token file's name of a server of every team (no team is called so)
 
 
-class NoSuchTeam(LookupError):
+class NoSuchTeam(Error, LookupError):
     """The team a route named is not one this server shows."""
 
 
