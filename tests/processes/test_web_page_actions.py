@@ -2,7 +2,8 @@
 added from the page appears on its board and in the team's files, a message sent from the page
 lands in the member's inbox file; a member's thread and log open on a click and show hostile
 text as text; the cost chart is an SVG; at a phone's width nothing scrolls sideways; the
-read-only page has no forms; a server of every team shows the picker and opens a team."""
+read-only page has no forms; a server of every team shows the picker and opens a team; Stop,
+clicked twice, stops a real teammate."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 from pathlib import Path
 
 from chromium import NEEDS_CHROMIUM, Chromium
-from helpers import Processes, wait_for
+from helpers import Processes, spawn_worker, swarm, wait_for
 from web_server import WebServer
 
 from protocols.mailbox import Mailbox
@@ -113,3 +114,28 @@ def test_a_server_of_every_team_shows_the_picker(
     wait_for(lambda: "beta's own task" in text_of(browser, "#board"), "beta's board")
     assert text_of(browser, "#team") == "beta"
     assert browser.js("document.querySelector('#all-teams').hidden") is False
+
+
+def test_stopping_a_real_teammate_from_the_page(
+    config_root: Path, tmp_path: Path, procs: Processes, browser: Chromium
+) -> None:
+    """Stop asks once more before it acts ("Stop: sure?"); the second click stops the member,
+    which stays in the team, shown stopped."""
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    spawn_worker("ann", work)
+    paths = TeamPaths(config_root, "t")
+    web = WebServer(procs)
+    browser.open(web.url)
+    button = "document.querySelector('button[data-member=\"ann\"]')"
+    wait_for(lambda: browser.js(f"!!{button}"), "ann's Stop button")
+    browser.js(f"{button}.click()")
+    assert browser.js(f"{button}.textContent") == "Stop: sure?"
+    assert not (TeamFile(paths).entry("ann") or {}).get("swarmStopped")  # not yet
+    browser.js(f"{button}.click()")
+    wait_for(
+        lambda: (TeamFile(paths).entry("ann") or {}).get("swarmStopped"),
+        "ann to be stopped and kept in the team",
+    )
+    wait_for(lambda: "stopped" in text_of(browser, "#members"), "ann shown stopped on the page")
