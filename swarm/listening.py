@@ -1,12 +1,14 @@
 """Where a swarm server listens (`swarm web --listen`, `swarm mcp --http`): a ``HOST:PORT``
 parsed and checked, whether it is a loopback address, and the base URL it is reached at; and
-the uvicorn server both run (`stopping_server`), loaded only when one is started."""
+the socket both listen on (`bound`); the uvicorn server both run (`stopping_server`), loaded
+only when one is started."""
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
 import signal
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,21 @@ class Address:
         """``scheme://host:port`` for the `port` actually bound (port 0 picks one)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{port}"
+
+
+def bound(address: Address, option: str) -> socket.socket:
+    """A listening socket on `address` (bound before the server starts, so a port in use is a
+    clear error naming `option`, and port 0 is known at once)."""
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address.host, address.port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise SwarmError(f"{option} {address.host}:{address.port}: {exc.strerror or exc}") from None
+    return listener
 
 
 def parse_address(text: str, option: str) -> Address:

@@ -25,7 +25,7 @@ import anyio
 
 from swarm import listening
 from swarm.errors import SwarmError
-from swarm.listening import STOP_SIGNALS, Address, stopping_server
+from swarm.listening import STOP_SIGNALS, Address, bound, stopping_server
 from swarm.mcp_server.server import TeamServer, leave_quietly, new_session_id
 from swarm.mcp_server.session import McpSession, ServerOptions
 
@@ -91,15 +91,7 @@ def serve_http(
             "SWARM_MCP_TOKEN (clients send 'Authorization: Bearer TOKEN'), or serve on "
             "127.0.0.1"
         )
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address.host, address.port))
-        listener.listen(128)
-    except OSError as exc:
-        listener.close()
-        raise SwarmError(f"--http {address.host}:{address.port}: {exc.strerror or exc}") from None
+    listener = bound(address, "--http")
     team = TeamServer(options)
     try:
         anyio.run(_http, team, address, listener, token, announce)

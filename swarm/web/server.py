@@ -17,7 +17,7 @@ from urllib.parse import quote
 from protocols import safefs
 from swarm import listening
 from swarm.errors import SwarmError
-from swarm.listening import Address, stopping_server
+from swarm.listening import Address, bound, stopping_server
 from swarm.web.access import Tokens, token_file, write_token_file
 from swarm.web.teams import Teams
 
@@ -58,7 +58,7 @@ def serve(
     check_exposure(address, tls, insecure)
     import anyio
 
-    listener = _bound(address)
+    listener = bound(address, "--listen")
     port = listener.getsockname()[1]
     tokens = Tokens.new()
     base = address.base_url(port, "https" if tls is not None else "http")
@@ -77,19 +77,6 @@ def serve(
         listener.close()
         with contextlib.suppress(OSError):
             safefs.unlink(path, missing_ok=True)
-
-
-def _bound(address: Address) -> socket.socket:
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((address.host, address.port))
-        listener.listen(128)
-    except OSError as exc:
-        listener.close()
-        raise SwarmError(f"--listen {address.host}:{address.port}: {exc.strerror or exc}") from None
-    return listener
 
 
 async def _serve(
