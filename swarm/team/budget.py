@@ -115,25 +115,31 @@ def change_budget(
 
     def change(found: BudgetFile | None) -> BudgetFile:
         base = found or current_limits(paths, member)
-        if cost is not None and cost.op == "+" and base.maxCostUsd is None:
-            raise BudgetError(
-                f"{name} has no cost limit to raise: set one with "
-                f"`swarm budget {name} ={cost.value:g}`"
-            )
-        if tokens is not None and tokens.op == "+" and base.maxTokens is None:
-            raise BudgetError(
-                f"{name} has no token limit to raise: set one with "
-                f"`swarm budget {name} --tokens ={tokens.value:.0f}`"
-            )
-        return BudgetFile(
-            name=name,
-            joinedAt=member.joinedAt,
-            maxCostUsd=round(cost.applied(base.maxCostUsd), 6) if cost else base.maxCostUsd,
-            maxTokens=int(tokens.applied(base.maxTokens)) if tokens else base.maxTokens,
-        )
+        limits = applied(base, cost, tokens, name, f"swarm budget {name}")
+        return BudgetFile(name=name, joinedAt=member.joinedAt, **limits.limits_dict())
 
     written = update_budget(paths, name, change)
     return _view(paths, member, written)
+
+
+def applied(
+    base: Limits, cost: Change | None, tokens: Change | None, who: str, command: str
+) -> Limits:
+    """`base` with the changes made; `BudgetError` for a raise of a limit `who` does not have
+    (`command` is how to set one)."""
+    if cost is not None and cost.op == "+" and base.maxCostUsd is None:
+        raise BudgetError(
+            f"{who} has no cost limit to raise: set one with `{command} ={cost.value:g}`"
+        )
+    if tokens is not None and tokens.op == "+" and base.maxTokens is None:
+        raise BudgetError(
+            f"{who} has no token limit to raise: set one with "
+            f"`{command} --tokens ={tokens.value:.0f}`"
+        )
+    return Limits(
+        maxCostUsd=round(cost.applied(base.maxCostUsd), 6) if cost else base.maxCostUsd,
+        maxTokens=int(tokens.applied(base.maxTokens)) if tokens else base.maxTokens,
+    )
 
 
 def current_limits(paths: TeamPaths, member: Member) -> Limits:

@@ -16,7 +16,7 @@ from protocols.budget import TeamBudgetFile, read_team_budget, update_team_budge
 from protocols.paths import TeamPaths
 from protocols.store import open_store
 from protocols.team_spend import team_spend
-from swarm.team.budget import BudgetError, Change
+from swarm.team.budget import Change, applied
 
 
 @dataclass(frozen=True)
@@ -59,21 +59,9 @@ def change_team_budget(
     open_store(paths).team_file().load()
 
     def change(found: TeamBudgetFile | None) -> TeamBudgetFile:
-        base = found or TeamBudgetFile()
-        if cost is not None and cost.op == "+" and base.maxCostUsd is None:
-            raise BudgetError(
-                f"team {paths.team!r} has no cost limit to raise: set one with "
-                f"`swarm team budget ={cost.value:g}`"
-            )
-        if tokens is not None and tokens.op == "+" and base.maxTokens is None:
-            raise BudgetError(
-                f"team {paths.team!r} has no token limit to raise: set one with "
-                f"`swarm team budget --tokens ={tokens.value:.0f}`"
-            )
-        return TeamBudgetFile(
-            maxCostUsd=round(cost.applied(base.maxCostUsd), 6) if cost else base.maxCostUsd,
-            maxTokens=int(tokens.applied(base.maxTokens)) if tokens else base.maxTokens,
-        )
+        who, command = f"team {paths.team!r}", "swarm team budget"
+        limits = applied(found or TeamBudgetFile(), cost, tokens, who, command)
+        return TeamBudgetFile(**limits.limits_dict())
 
     return _view(paths, update_team_budget(paths, change))
 
