@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import faulthandler
 import functools
 import logging
 import os
+import signal
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -70,6 +72,9 @@ class CannotStart(Error):
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("SWARM_LOG_LEVEL", "WARNING"), stream=sys.stderr)
+    # `kill -USR1 PID` prints where each of its threads is to its stderr (its pane or log): a
+    # teammate that seems stuck says where, and goes on
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         options = parse(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:

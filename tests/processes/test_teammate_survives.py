@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
+from helpers import DEADLINE_S, Processes, read_lines, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.inbox import identity_of
@@ -413,3 +414,18 @@ def test_sixteen_teammates_under_lock_pressure_all_live_and_run_each_task_once(
         assert dead == [], (dead, outputs[:1])
     finally:
         processes.close()
+
+
+def test_a_teammate_sent_usr1_prints_where_its_threads_are_and_goes_on(
+    team: TeamFile, procs: Processes
+) -> None:
+    paths = team.paths
+    alice = procs.start(teammate_argv("alice"))
+    lines = read_lines(alice)
+    wait_for(lambda: any("joined team" in line for line in lines), "alice to join")
+    alice.send_signal(signal.SIGUSR1)
+    wait_for(lambda: any("most recent call first" in line for line in lines), "alice's stacks")
+    assert any("teammate/runtime.py" in line for line in lines), lines
+    TaskBoard(paths).create("after", metadata={"command": "true"})
+    wait_for(lambda: completed(paths, "1"), "task 1 after the stacks")
+    assert alice.poll() is None
