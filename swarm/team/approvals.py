@@ -272,11 +272,11 @@ def _answered_ids(
 
 def member_cwd(paths: TeamPaths, name: str) -> Path | None:
     """The working directory of member `name` (where its relative paths point), if known."""
-    try:
-        member = open_store(paths).team_file().load().member(name)
+    try:  # its raw entry: validating the whole team for one field costs ~6 ms at 200 members
+        member = open_store(paths).team_file().entry(name)
     except ProtocolsError:
         return None
-    cwd = getattr(member, "cwd", None) if member is not None else None
+    cwd = member.get("cwd") if member is not None else None
     return Path(cwd) if isinstance(cwd, str) and cwd else None
 
 

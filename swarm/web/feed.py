@@ -2,11 +2,16 @@
 
 The thread waits on the team's watcher, the one `swarm watch` uses (`open_store(paths)
 .team_watcher`: inotify on the team's directories, or a PostgreSQL team's ``LISTEN``), with a
-rescan every `RESCAN_S` seconds as a safety net and to age the "ago" fields; after each wake it
-looks at the team (`swarm.web.state.TeamState`) and, when the JSON changed, takes a sample of
-the team's cost (`swarm.web.costs.CostSeries`), adds the series to the state as
-``cost_series`` and publishes it to the event loop, which wakes every stream waiting
-(`Feed.next`). No stream polls.
+rescan every `RESCAN_S` seconds as a safety net; after each wake it looks at the team
+(`swarm.web.state.TeamState`) and, when the JSON changed, takes a sample of the team's cost
+(`swarm.web.costs.CostSeries`), adds the series to the state as ``cost_series`` and the
+server's clock as ``now_ms`` (the page counts ages from the instants the state gives, against
+this clock) and publishes it to the event loop, which wakes every stream waiting
+(`Feed.next`). No stream polls, and a team where nothing happens sends nothing.
+
+The rescan sees what no file change announces: a member's process that died without a word
+(``kill -9``) shows as dead within `RESCAN_S` seconds. A look at a team of 200 members takes
+~80 ms of CPU; every 15 s that is ~0.55% of a core (`bench/web.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from protocols.store import open_store
 from swarm.web.costs import CostSeries
 from swarm.web.state import TeamState, encoded
 
-RESCAN_S = 5.0
+RESCAN_S = 15.0
 log = logging.getLogger(__name__)
 
 
@@ -80,8 +85,9 @@ class Feed:
                     text = last
                 if text != last and self._loop is not None:
                     last = text
-                    self.costs.sample(now_ms(), looked.get("cost_usd"))
-                    pushed = encoded({**looked, "cost_series": self.costs.points()})
+                    now = now_ms()
+                    self.costs.sample(now, looked.get("cost_usd"))
+                    pushed = encoded({**looked, "cost_series": self.costs.points(), "now_ms": now})
                     try:
                         self._loop.call_soon_threadsafe(self._publish, pushed)
                     except RuntimeError:  # the loop closed: the server is stopping

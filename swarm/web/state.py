@@ -5,6 +5,11 @@ the diff of an Write or Edit, the plan, the questions) and, for a question, its 
 options as the page's Answer form needs them. Reads only, but for what `swarm watch` writes
 before it looks (`Mailbox.observe_team`: swarm's record of what members sent each other).
 
+Where the snapshot says how long ago (``age_s``, ``activity_age_s``) or how long from now
+(``lease_s``), the state says when instead (``at_ms``, ``activity_at_ms``, ``lease_ends_ms``,
+milliseconds since the epoch) and the page counts the ages itself: a team where nothing happens
+looks the same at every look, so nothing is sent to the pages (`swarm.web.feed`).
+
 The page inserts every string of it as text (``textContent``), never as HTML.
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from protocols.clock import now_ms
 from protocols.paths import TeamPaths
 from protocols.store import open_store
 from swarm.team.approvals import member_cwd
@@ -21,6 +27,14 @@ from swarm.views.request_text import QUESTION_TOOL, content_lines
 from swarm.views.snapshot import RequestView, snapshot, to_json
 
 MESSAGES = 30  # the last messages to the lead shown
+# (list, the snapshot's field, the state's field, its sign): ages become the instants they count
+# from (-), time left the instant it ends (+)
+INSTANTS = (
+    ("members", "activity_age_s", "activity_at_ms", -1),
+    ("members", "lease_s", "lease_ends_ms", 1),
+    ("requests", "age_s", "at_ms", -1),
+    ("messages", "age_s", "at_ms", -1),
+)
 
 
 class TeamState:
@@ -33,14 +47,25 @@ class TeamState:
 
     def look(self) -> dict[str, Any]:
         self._mailbox.observe_team()  # before a reader that deletes what it read takes it
-        view = snapshot(self.paths, messages=MESSAGES)
+        now = now_ms()
+        view = snapshot(self.paths, now_ms=now, messages=MESSAGES)
         state = to_json(view)
+        dated(state, now)
         state["requests"] = [
             {**shown, **_content(self.paths, request)}
             for shown, request in zip(state["requests"], view.requests, strict=True)
         ]
         state["store"] = "postgresql" if self.paths.store is not None else "files"
         return state
+
+
+def dated(state: dict[str, Any], now: int) -> None:
+    """Each of `INSTANTS` in `state` (a snapshot's JSON taken at `now`) from seconds before or
+    after `now` to the instant itself."""
+    for listed, seconds, instant, sign in INSTANTS:
+        for item in state[listed]:
+            value = item.pop(seconds, None)
+            item[instant] = None if value is None else now + sign * round(value * 1000)
 
 
 def _content(paths: TeamPaths, request: RequestView) -> dict[str, Any]:

@@ -10,6 +10,7 @@ let team = params.get("team") || ""; // "" until the session says (or the picker
 let role = "read-only";
 let drafts = {}; // what the person typed into a request's fields, kept across redraws
 let lastState = null;
+let skew = 0; // the server's clock less this page's, when the last state came
 
 // an API path of this team, with its query: api("state", {lines: 5}) -> "api/state?team=t&lines=5"
 function api(path, extra) {
@@ -58,11 +59,25 @@ function el(tag, cls, text) {
   return node;
 }
 
-function ago(seconds) {
-  if (seconds === null || seconds === undefined) return "";
+// how long ago the instant `atMs` (the server's clock, ms since the epoch) was
+function ago(atMs) {
+  if (atMs === null || atMs === undefined) return "";
+  const seconds = Math.max(0, (Date.now() + skew - atMs) / 1000);
   if (seconds < 60) return Math.round(seconds) + " s ago";
   if (seconds < 3600) return Math.round(seconds / 60) + " min ago";
   return Math.round(seconds / 3600) + " h ago";
+}
+
+// a span that says how long ago `atMs` was, and keeps saying it (`tick`)
+function agoSpan(atMs) {
+  const span = el("span", "ago", ago(atMs));
+  if (atMs !== null && atMs !== undefined) span.dataset.at = String(atMs);
+  return span;
+}
+
+// the ages grow on the page: the server sends nothing while the team does nothing
+function tick() {
+  for (const span of document.querySelectorAll("[data-at]")) span.textContent = ago(Number(span.dataset.at));
 }
 
 function tokens(usage) {
@@ -147,7 +162,7 @@ function renderMessages(messages) {
   list.replaceChildren();
   for (const m of messages.slice().reverse()) {
     const item = el("li");
-    item.append(el("span", "who", m.sender), el("span", "", m.text), el("span", "ago", ago(m.age_s)));
+    item.append(el("span", "who", m.sender), el("span", "", m.text), agoSpan(m.at_ms));
     list.append(item);
   }
   if (!messages.length) list.append(el("li", "empty", "no messages yet"));
@@ -155,6 +170,7 @@ function renderMessages(messages) {
 
 function render(state) {
   lastState = state;
+  if (typeof state.now_ms === "number") skew = state.now_ms - Date.now();
   document.getElementById("team").textContent = state.team;
   document.title = "swarm · " + state.team;
   const counts = COLUMNS.map(([k, t]) => t + " " + ((state.tasks || {})[k] || (k === "failed" ? state.failed : []) || []).length);
@@ -174,6 +190,7 @@ function connect() {
   const link = document.getElementById("link");
   document.getElementById("team-page").hidden = false;
   const events = new EventSource(api("events", { token: token }));
+  setInterval(tick, 5000);
   events.addEventListener("state", (event) => {
     link.textContent = "live";
     link.className = "link live";

@@ -1,6 +1,6 @@
 // swarm web: the requests waiting for a person, each with its content in full and, with the
 // full token, its buttons: Approve, Deny with a reason, Answer for a question. Uses app.js's
-// el, ago, notice, change, drafts and role.
+// el, agoSpan, notice, change, drafts and role.
 "use strict";
 
 async function post(id, verb, body, said) {
@@ -36,7 +36,9 @@ function renderRequest(r) {
   const card = el("article", "request");
   card.dataset.id = r.id;
   card.append(el("div", "head", (r.agent || r.teammate) + " asks: " + r.tool + " — " + r.summary));
-  card.append(el("div", "description", r.id + " · " + r.kind + " · " + ago(r.age_s)));
+  const about = el("div", "description", r.id + " · " + r.kind + " · ");
+  about.append(agoSpan(r.at_ms));
+  card.append(about);
   if (r.description && r.kind !== "plan_approval_request") {
     card.append(el("div", "description", "the teammate's description (unverified): " + r.description));
   }
