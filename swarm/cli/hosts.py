@@ -53,7 +53,13 @@ def serve(name: str, cwd: Path | None, rescan_s: float, team: str) -> None:
     def say(text: str) -> None:
         click.echo(printable_line(text), err=True)
 
-    sys.exit(HostAgent(paths, name, (cwd or Path.cwd()).resolve(), say, rescan_s).serve())
+    from swarm.schedule.scheduler import in_background
+
+    agent = HostAgent(paths, name, (cwd or Path.cwd()).resolve(), say, rescan_s)
+    # the schedules of this config root fire here too (each firing once: `swarm.schedule`)
+    with in_background(paths.root, "swarm host serve", lambda done: say(done.line())):
+        code = agent.serve()
+    sys.exit(code)
 
 
 @host.command("list")

@@ -116,21 +116,26 @@ def lead(
             )
         open_store(paths).team_file().create(description="led from swarm lead", cwd=directory)
         click.echo(f"created team {team!r}")
+    from swarm.schedule.scheduler import in_background
+
     with instance_lock(paths, LEAD_NAME) as other:  # held until this console ends
         if other is not None:
             sys.exit(_watch_only(paths, other))
-        _lead(
-            paths,
-            directory,
-            model,
-            script,
-            teammate_model,
-            backend,
-            hosts,
-            delegate_approvals,
-            max_cost,
-            max_tokens,
-        )
+        # the schedules of this config root fire while the lead runs (each firing once, however
+        # many schedulers run); quietly: what they add shows in the team
+        with in_background(paths.root, "swarm lead", lambda done: None):
+            _lead(
+                paths,
+                directory,
+                model,
+                script,
+                teammate_model,
+                backend,
+                hosts,
+                delegate_approvals,
+                max_cost,
+                max_tokens,
+            )
 
 
 def _watch_only(paths: TeamPaths, holder: str) -> int:

@@ -128,6 +128,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "(model, agent type, permissions, worktree, backend...)."
         ),
     ),
+    "schedule": (
+        "swarm.cli.schedule:schedule",
+        "Scheduled runs: add a task, send a message or bring a team up on a cron schedule.",
+    ),
+    "scheduler": (
+        "swarm.cli.schedule:scheduler",
+        (
+            "Fire the schedules of this config root as they come due, until Ctrl-C or "
+            "SIGTERM; each firing prints a line."
+        ),
+    ),
     "send": (
         "swarm.cli.messages:send",
         'Send TEXT to member TO (or "*" for everyone but the sender).',

@@ -10,7 +10,7 @@ completing one the TaskCompleted hooks, of the directory the command runs in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,12 +50,14 @@ def add_task(
     owner: str | None = None,
     takers: Sequence[str] = (),
     cwd: Path | None = None,
+    marks: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Add a task (blocked from the moment it exists when `blocked_by` names tasks); `command`
     is what a shell worker runs (in `cwd`, when given), `worktree` the git worktree it is
     worked in, `owner` the member it is assigned to (told with a ``task_assignment``),
-    `takers` who may take it (``metadata.for``: `protocols.task.may_take`). Returns its file
-    as written."""
+    `takers` who may take it (``metadata.for``: `protocols.task.may_take`), `marks` more
+    metadata (a scheduled task's firing: `swarm.schedule.firing`). Returns its file as
+    written."""
     if worktree is not None:
         from teammate.agent.worktree import flatten_slug
 
@@ -68,6 +70,7 @@ def add_task(
     metadata: dict[str, Any] = {k: v for k, v in given if v}
     if takers:
         metadata[FOR] = list(dict.fromkeys(takers))
+    metadata.update(marks or {})
     from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
 
     hooks = project_hooks(Path.cwd(), paths.root)

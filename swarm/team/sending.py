@@ -20,16 +20,23 @@ from swarm.team.signatures import lead_mailbox
 
 
 def send_text(
-    paths: TeamPaths, to: str, text: str, sender: str = LEAD_NAME, summary: str | None = None
+    paths: TeamPaths,
+    to: str,
+    text: str,
+    sender: str = LEAD_NAME,
+    summary: str | None = None,
+    message_id: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """Send `text` to member `to` (``*``: every member but the sender), in the sender's colour;
     the names it went to, and those a broadcast skipped (a name that cannot be an inbox).
-    Nobody to send to is an error."""
+    Nobody to send to is an error. Sent again with the same `message_id`, it is stored once."""
     member = open_store(paths).team_file().entry(sender)
     color = member.get("color") if member else None
     mailbox = lead_mailbox(paths)
     try:
-        written = mailbox.post(to, text, sender=sender, summary=summary, color=color)
+        written = mailbox.post(
+            to, text, sender=sender, summary=summary, color=color, message_id=message_id
+        )
     except UnknownMember:
         gone_member(paths, to)  # one that was shut down: says so, and when
         raise

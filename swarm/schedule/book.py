@@ -1,0 +1,169 @@
+"""The schedule files: one JSON file per schedule in ``<config root>/swarm/schedules/``, named by
+its id (``s`` and eight hex digits), written atomically, changed only under its lock
+(`protocols.locks.FileGuard`, the one every team file uses), so schedulers that share the
+config root fire each of its firings once (`swarm.schedule.scheduler`).
+
+A schedule says when (``cron`` in ``zone``), for which team, what to do (``action``: ``task``,
+``send`` or ``up``, with that action's fields), what to do about firings missed while no
+scheduler ran (``missed``: ``skip`` or ``once``), and what happened: ``settled`` (the last
+instant whose firings are done with, fired or skipped) and its last firings (``history``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from protocols import safefs
+from protocols.clock import now_iso
+from protocols.jsonio import write_json
+from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.names import validate_name
+from swarm.errors import SwarmError
+from swarm.schedule.cron import Cron
+
+HISTORY = 20  # firings kept in a schedule's file
+Action = Literal["task", "send", "up"]
+Missed = Literal["skip", "once"]
+Outcome = Literal["fired", "skipped", "failed"]
+MISSED: tuple[Missed, ...] = ("skip", "once")
+
+
+class ScheduleNotFound(SwarmError):
+    """No schedule has that id (or the prefix given is not unique)."""
+
+
+class Firing(BaseModel):
+    """One firing: the instant it was due (UTC, ISO), when and by whom it was done, and how it
+    went (``fired``, ``skipped``: missed while no scheduler ran, or ``failed``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    due: str
+    at: str
+    by: str
+    outcome: Outcome
+    detail: str = ""
+
+
+class Schedule(BaseModel):
+    """One schedule file (module doc)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    cron: str
+    zone: str
+    team: str
+    action: Action
+    subject: str = ""  # task
+    description: str = ""  # task
+    command: str | None = None  # task: what a shell worker runs
+    takers: list[str] = []  # task: who may take it (`swarm task add --for`)
+    cwd: str = ""  # task: where its command runs (where `swarm schedule add` was typed)
+    to: str = ""  # send: a member, or "*"
+    text: str = ""  # send
+    file: str = ""  # up: the team file, absolute
+    missed: Missed = "skip"
+    created: str = ""
+    settled: str = ""  # firings due at or before this instant are done with
+    history: list[Firing] = []
+
+    def cron_of(self) -> Cron:
+        return Cron(self.cron, self.zone)
+
+    def what(self) -> str:
+        """What it does, in a few words: ``task "nightly tests"``, ``send alice "..."``."""
+        if self.action == "task":
+            return f"task {json.dumps(self.subject, ensure_ascii=False)}"
+        if self.action == "send":
+            return f"send {self.to} {json.dumps(self.text, ensure_ascii=False)}"
+        return f"up {self.file}"
+
+
+class ScheduleBook:
+    """The schedules under one config root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.directory = root / "swarm" / "schedules"
+
+    def path(self, schedule_id: str) -> Path:
+        validate_name(schedule_id, "schedule id")  # never a path of its own
+        return self.directory / f"{schedule_id}.json"
+
+    def add(self, schedule: Schedule) -> Schedule:
+        """Write `schedule` (checked) under a new id, created now unless it says when; returns
+        it as written."""
+        schedule.cron_of()  # a bad expression or zone is refused before anything is written
+        safefs.makedirs(self.directory)
+        while True:
+            new_id = "s" + secrets.token_hex(4)
+            if not self.path(new_id).exists():
+                break
+        added = schedule.model_copy(update={"id": new_id, "created": schedule.created or now_iso()})
+        with FileGuard(self.path(new_id)):
+            write_json(self.path(new_id), added.model_dump(mode="json"))
+        return added
+
+    def all(self) -> list[Schedule]:
+        """Every readable schedule, oldest first (a file that does not parse is left out)."""
+        return sorted(self._each(), key=lambda s: (s.created, s.id))
+
+    def _each(self) -> Iterator[Schedule]:
+        try:
+            names = sorted(p.name for p in self.directory.iterdir() if p.suffix == ".json")
+        except FileNotFoundError:
+            return
+        for name in names:
+            found = self.read(name.removesuffix(".json"))
+            if found is not None:
+                yield found
+
+    def read(self, schedule_id: str) -> Schedule | None:
+        try:
+            return Schedule.model_validate_json(safefs.read_text(self.path(schedule_id)))
+        except (OSError, ValueError, ValidationError, SwarmError):  # a link is an OSError too
+            return None
+
+    def find(self, given: str) -> Schedule:
+        """The schedule whose id is `given` or starts with it; `ScheduleNotFound` otherwise."""
+        schedules = self.all()
+        exact = [s for s in schedules if s.id == given]
+        matches = exact or [s for s in schedules if given and s.id.startswith(given)]
+        if len(matches) == 1:
+            return matches[0]
+        known = ", ".join(s.id for s in schedules) or "none"
+        why = "matches several" if matches else "matches no schedule"
+        raise ScheduleNotFound(f"{given!r} {why}; the schedules are: {known} (swarm schedule list)")
+
+    def remove(self, given: str) -> Schedule:
+        """Remove the schedule `given` names (an id or a unique prefix); returns it."""
+        found = self.find(given)
+        target = self.path(found.id)
+        with FileGuard(target):
+            target.unlink(missing_ok=True)
+        return found
+
+    @redo_if_lock_lost
+    def update(
+        self, schedule_id: str, change: Callable[[Schedule], Schedule | None], timeout: float
+    ) -> Schedule | None:
+        """Apply `change` to the schedule under its lock (waiting up to `timeout` seconds for
+        it: `protocols.errors.LockTimeout` after) and write what it returns (None: nothing to
+        write). None if the schedule is gone."""
+        target = self.path(schedule_id)
+        with FileGuard(target, timeout=timeout):
+            current = self.read(schedule_id)
+            if current is None:
+                return None
+            changed = change(current)
+            if changed is not None:
+                changed.history = changed.history[-HISTORY:]
+                write_json(target, changed.model_dump(mode="json"))
+            return changed
