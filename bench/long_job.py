@@ -145,6 +145,7 @@ def run(tree: Path, args: argparse.Namespace, faults: bool) -> dict[str, Any]:
                 CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(args.window),
                 PYTHONPATH=str(tree),
                 SWARM_LOOP_REPEATS="0",  # the job re-reads one file each turn: a loop by design
+                SWARM_STALL_TURNS="0",  # and changes nothing: no progress, by design too
             )
             argv = [sys.executable, "-m", "teammate", "--agent-id", f"{NAME}@{TEAM}"]
             argv += ["--agent-name", NAME, "--team-name", TEAM, "--model", "sonnet"]

@@ -51,6 +51,7 @@ from teammate.agent.model_settings import ModelSettings
 from teammate.agent.model_turns import LoopCancelled, ModelTurns
 from teammate.agent.requests import CacheMarks, estimate
 from teammate.agent.retries import RetryPolicy, retries_from
+from teammate.agent.stall_guard import StallGuard, turns_from
 from teammate.agent.tool_calls import ToolCalls, not_run
 from teammate.agent.transcript import Transcript, add_message
 from teammate.brains.base import TeamLink
@@ -139,6 +140,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
         self.last_text = ""  # the model's latest text: a stopped agent's partial result
         self.halted: str | None = None  # a hook's continue: false ends the turn (its reason)
         self.loop_guard = LoopGuard(repeats_from())  # the same call, the same result, again
+        self.stall_guard = StallGuard(turns_from(), ctx.cwd)  # many turns, nothing changes
         self.work: str | None = None  # the prompt of the piece of work in progress
         self.compactions = 0
         self.marks = CacheMarks()
@@ -187,6 +189,7 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
             if self._replied_at is not None:
                 self.marks.idled(self.clock() - self._replied_at)
             self.work = prompt
+            self.stall_guard.started()
             self._add_user([{"type": "text", "text": t} for t in [prompt, *hooked.context]])
         notices = self._notices()
         waiting = bool(self.messages) and self.messages[-1]["role"] == "user"
@@ -238,6 +241,11 @@ class AgentLoop(ToolCalls, Compacting, ModelTurns):
             arrived = self.link.between_turns() if self.link is not None else []
             if arrived:
                 results.append(self._text(format_for_model(arrived)))
+            stopped = self._stall_check(uses, results, bool(arrived))
+            if stopped is not None:
+                self._add_user([*results, self._text(stopped)])
+                self.say(f"turn stopped: {self.halted}")
+                return LoopResult("end_turn", text, turn)
             self._add_user([*results, *self._notices()])
         return LoopResult("max_turns", text, turn)
 

@@ -24,6 +24,7 @@ from protocols.values import PermissionMode
 from teammate.agent.hooks import HookResult
 from teammate.agent.loop_guard import LoopGuard, question
 from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
+from teammate.agent.stall_guard import StallGuard, calls_of
 from teammate.agent.transcript import Transcript
 from teammate.brains.base import TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
@@ -51,6 +52,7 @@ class ToolCalls:
     deferred: Deferred | None
     halted: str | None
     loop_guard: LoopGuard
+    stall_guard: StallGuard
 
     if TYPE_CHECKING:  # what the loop that has this base provides
 
@@ -177,6 +179,29 @@ class ToolCalls:
         return (
             f"The lead stopped this: {name} gave the same result {count} times with the same "
             f"input. Their reason: {reason}"
+        )
+
+    def _stall_check(
+        self, uses: list[dict[str, Any]], results: list[dict[str, Any]], heard: bool
+    ) -> str | None:
+        """`teammate.agent.stall_guard`: after a turn's calls, at the turn that makes a stall,
+        ask the lead; what to tell the model when the lead stopped it (None: go on)."""
+        if not self.stall_guard.turn(calls_of(uses, results), heard) or self.link is None:
+            return None
+        last = uses[-1]
+        name, tool_input = str(last.get("name", "")), last.get("input") or {}
+        with permission_span(name):
+            answer = self.link.ask_permission(
+                name, tool_input, self.stall_guard.question(), str(last.get("id", ""))
+            )
+        if answer.approved:
+            self.stall_guard.forgive()
+            return None
+        reason = answer.reason or "no reason given"
+        self.halted = f"the lead stopped it after {self.stall_guard.quiet} turns without progress"
+        return (
+            f"The lead stopped this: {self.stall_guard.quiet} turns in a row changed no file, "
+            f"sent no message and moved no task. Their reason: {reason}"
         )
 
     def _leaves_sandbox(self, name: str, tool_input: dict[str, Any]) -> bool:

@@ -36,8 +36,10 @@ WINDOW = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "40000"}
 @pytest.fixture(autouse=True)
 def no_loop_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     """These jobs re-read one file turn after turn to grow the conversation: a loop by design,
-    which the loop guard (teammate/agent/loop_guard.py) would rightly stop."""
+    with no progress, which the loop and stall guards (teammate/agent/loop_guard.py,
+    stall_guard.py) would rightly stop."""
     monkeypatch.setenv("SWARM_LOOP_REPEATS", "0")
+    monkeypatch.setenv("SWARM_STALL_TURNS", "0")
 
 
 def stop(team: TeamFile, proc: subprocess.Popen[str], name: str = "alice") -> str:
