@@ -14,7 +14,9 @@ reads it before each model request.
 
 ``maxCostUsd`` is USD (`protocols.prices` over the usage of every model call the member and
 its sub-agents make); ``maxTokens`` counts every token the model read or wrote (input, output,
-cache writes and cache reads). None: no limit of that kind.
+cache writes and cache reads); ``maxSeconds`` is wall-clock time: a member's counts from its
+process's start, the team's from its file's ``timeFrom`` (when a time limit was first set on
+it). None: no limit of that kind.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ class Limits(Record):
 
     maxCostUsd: float | None = None
     maxTokens: int | None = None
+    maxSeconds: float | None = None
+
+    @field_validator("maxSeconds")
+    @classmethod
+    def _seconds(cls, value: float | None) -> float | None:
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise ValueError("maxSeconds must be a positive number of seconds")
+        return value
 
     @field_validator("maxCostUsd")
     @classmethod
@@ -61,11 +71,15 @@ class Limits(Record):
 
     @property
     def any(self) -> bool:
-        return self.maxCostUsd is not None or self.maxTokens is not None
+        return any(v is not None for v in (self.maxCostUsd, self.maxTokens, self.maxSeconds))
 
     def limits_dict(self) -> dict[str, Any]:
         """Only the limits (a subclass's other fields left out)."""
-        return {"maxCostUsd": self.maxCostUsd, "maxTokens": self.maxTokens}
+        return {
+            "maxCostUsd": self.maxCostUsd,
+            "maxTokens": self.maxTokens,
+            "maxSeconds": self.maxSeconds,
+        }
 
 
 class BudgetFile(Limits):
@@ -113,9 +127,11 @@ def update_budget(
 
 
 class TeamBudgetFile(Limits):
-    """The team's limits, for all its members' spend together, and when they were set."""
+    """The team's limits, for all its members' spend together, and when they were set;
+    ``timeFrom``: when its time limit started counting (ISO; "" without one)."""
 
     updatedAt: str = ""
+    timeFrom: str = ""
 
 
 def team_budget_path(paths: TeamPaths) -> Path:

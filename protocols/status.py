@@ -114,8 +114,10 @@ class BudgetStatus(Record):
 
     maxCostUsd: float | None = None
     maxTokens: int | None = None
+    maxSeconds: float | None = None
     costUsd: float = 0.0
     tokens: int = 0
+    seconds: float = 0.0  # how long it has run (its time limit counts this)
     over: bool = False
     reason: str | None = None
 

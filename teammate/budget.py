@@ -1,12 +1,12 @@
-"""An agent's budget: its limits (USD, tokens), what it has spent, and the gate every model
+"""An agent's budget: its limits (USD, tokens, time), what it has spent, and the gate every model
 request of the agent and of its sub-agents passes first.
 
 Spend is counted per model call (`add`, from `teammate.reporter.StatusReporter.model_call`,
 which every loop of the process reports to, sub-agents' included), priced on the model that
 answered (`protocols.prices`); tokens are all the model read or wrote (input, output, cache
-writes and cache reads). The limits are the command line's until `swarm budget` writes the
-member's budget file (`protocols.budget`), which is read again before each request and while
-stopped.
+writes and cache reads); time is wall-clock from the process's start. The limits are the
+command line's until `swarm budget` writes the member's budget file (`protocols.budget`), which
+is read again before each request and while stopped.
 
 What the gate does (`gate`, before each model request; `settle` between turns):
 
@@ -22,6 +22,8 @@ same kind for what every member has spent together (`protocols.team_spend`, read
 second, and again after each of this agent's own calls): at it, this agent stops as at its own,
 with the team's reason, until it is raised. Members check it apart, so members whose requests
 cross the limit at the same moment each make theirs: it may be overshot by one request each.
+The team's time limit counts from when it was set (its file's ``timeFrom``), on this machine's
+clock.
 
 Thread-safe: background sub-agents pass the gate from their own threads; each notice is sent
 once, by whichever thread gets there first.
@@ -36,6 +38,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from protocols.budget import Limits, read_budget, read_team_budget
+from protocols.clock import ms_from_iso
+from protocols.durations import duration_text
 from protocols.paths import TeamPaths
 from protocols.prices import PriceTable
 from protocols.prices import usd as money
@@ -74,8 +78,13 @@ class Budget:
         prices: PriceTable,
         paths: TeamPaths | None = None,
         notices: Notices | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.name = name
+        self.clock = clock  # its own time limit counts on this, from now
+        self.wall = wall  # the team's counts on this, from the team file's timeFrom
+        self.started = clock()
         self.limits = limits
         self.prices = prices
         self.paths = paths
@@ -92,6 +101,7 @@ class Budget:
         self._stopped_for: tuple[Limits, Limits | None] | None = None
         self._lock = threading.RLock()
         self.team_limits: Limits | None = None  # the team's (`swarm team budget`), if any
+        self.team_from: float | None = None  # when the team's time limit started (epoch s)
         # when the team's spend was read, what it was, and this agent's own spend then
         self._team: tuple[float, TeamSpend, float] | None = None
 
@@ -109,8 +119,10 @@ class Budget:
             return BudgetStatus(
                 maxCostUsd=self.limits.maxCostUsd,
                 maxTokens=self.limits.maxTokens,
+                maxSeconds=self.limits.maxSeconds,
                 costUsd=round(self.cost, 6),
                 tokens=self.tokens,
+                seconds=round(self.elapsed(), 3),
                 over=self.over,
                 reason=self.reason(),
             )
@@ -123,14 +135,20 @@ class Budget:
         if self.paths is None:
             return
         team = read_team_budget(self.paths)
+        since = ms_from_iso(team.timeFrom) if team and team.timeFrom else None
         with self._lock:
             self.team_limits = Limits(**team.limits_dict()) if team and team.any else None
+            self.team_from = since / 1000 if since is not None else None
         if self.joined_at is None:
             return
         found = read_budget(self.paths, self.name, self.joined_at)
         if found is not None:
             with self._lock:
-                self.limits = Limits(maxCostUsd=found.maxCostUsd, maxTokens=found.maxTokens)
+                self.limits = Limits(**found.limits_dict())
+
+    def elapsed(self) -> float:
+        """Seconds since the process started (its time limit counts them)."""
+        return self.clock() - self.started
 
     def reason(self) -> str | None:
         """Why no more requests may be made (the first limit reached); None: they may."""
@@ -145,6 +163,12 @@ class Budget:
                 return (
                     f"over budget: used {self.tokens:,} of {tokens:,} tokens; raise it with "
                     f"`swarm budget {self.name} --tokens +{tokens}`"
+                )
+            seconds, ran = self.limits.maxSeconds, self.elapsed()
+            if seconds is not None and ran >= seconds:
+                return (
+                    f"over its time: ran {duration_text(ran)} of {duration_text(seconds)}; "
+                    f"raise it with `swarm budget {self.name} --time +{_arg(seconds)}`"
                 )
             return self._team_reason()
 
@@ -171,6 +195,13 @@ class Budget:
                 f"the team is over its budget: its members have used {spent.tokens:,} of "
                 f"{tokens:,} tokens together; raise it with "
                 f"`swarm team budget --tokens +{tokens}`"
+            )
+        seconds, since = team.maxSeconds, self.team_from
+        if seconds is not None and since is not None and self.wall() - since >= seconds:
+            return (
+                f"the team is over its time: it has run {duration_text(self.wall() - since)} "
+                f"of {duration_text(seconds)}; raise it with "
+                f"`swarm team budget --time +{_arg(seconds)}`"
             )
         return None
 
@@ -244,6 +275,7 @@ class Budget:
         for kind, limit, spent in (
             ("cost", self.limits.maxCostUsd, self.cost),
             ("tokens", self.limits.maxTokens, float(self.tokens)),
+            ("time", self.limits.maxSeconds, self.elapsed()),
         ):
             if limit is None or spent < WARN_AT * limit or spent >= limit:
                 continue
@@ -263,6 +295,8 @@ class Budget:
             parts.append(money(self.cost))
         if self.limits.maxTokens is not None:
             parts.append(f"{self.tokens:,} tokens")
+        if self.limits.maxSeconds is not None:
+            parts.append(duration_text(self.elapsed()))
         return ", ".join(parts) or money(self.cost)
 
     def _limits_text(self) -> str:
@@ -271,9 +305,17 @@ class Budget:
             parts.append(money(self.limits.maxCostUsd))
         if self.limits.maxTokens is not None:
             parts.append(f"{self.limits.maxTokens:,} tokens")
+        if self.limits.maxSeconds is not None:
+            parts.append(duration_text(self.limits.maxSeconds))
         team = self.team_limits
         if team is not None and team.any:
             cap = [money(team.maxCostUsd)] if team.maxCostUsd is not None else []
             cap += [f"{team.maxTokens:,} tokens"] if team.maxTokens is not None else []
+            cap += [duration_text(team.maxSeconds)] if team.maxSeconds is not None else []
             parts.append(f"the team's {', '.join(cap)}")
         return ", ".join(parts) or "no limit"
+
+
+def _arg(seconds: float) -> str:
+    """A duration as `swarm budget --time` takes it: ``2h30m``."""
+    return duration_text(seconds).replace(" ", "")

@@ -285,7 +285,7 @@ def _budget(options: TeammateOptions, paths: TeamPaths) -> Budget:
             f"--max-cost: model {spec.model!r} has no price, so its cost cannot be counted; "
             f"price it in {prices_path(paths.root)} or use --max-tokens"
         )
-    limits = Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens)
+    limits = Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens, maxSeconds=spec.max_time)
     return Budget(options.agent_name, limits, prices, paths)
 
 

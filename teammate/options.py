@@ -77,6 +77,7 @@ class MemberSpec:
     resume: bool = False  # carry on with the conversation of the member's last instance
     max_cost: float | None = None  # --max-cost: USD this process may spend (`teammate.budget`)
     max_tokens: int | None = None  # --max-tokens: tokens it may use
+    max_time: float | None = None  # --max-time: seconds it may run (wall-clock)
     # where swarm starts it
     backend: str = "auto"
     cwd: str | None = None
@@ -99,6 +100,7 @@ class MemberSpec:
             "--resume": self.resume,
             "--max-cost": self.max_cost is not None,
             "--max-tokens": self.max_tokens is not None,
+            "--max-time": self.max_time is not None,
         }
         return [flag for flag, present in given.items() if present]
 
@@ -137,6 +139,8 @@ class MemberSpec:
             argv += ["--max-cost", repr(self.max_cost)]
         if self.max_tokens is not None:
             argv += ["--max-tokens", str(self.max_tokens)]
+        if self.max_time is not None:
+            argv += ["--max-time", repr(self.max_time)]
         return [*argv, "--model", self.model]
 
     def process_part(self) -> MemberSpec:
@@ -219,7 +223,9 @@ def command_line(
     return [*argv, *spec.argv()]
 
 
-def check_limits(max_cost: float | None, max_tokens: int | None, model: str) -> None:
+def check_limits(
+    max_cost: float | None, max_tokens: int | None, model: str, max_time: float | None = None
+) -> None:
     """Raise `UsageError` for a budget that cannot be kept: not positive, or for the shell
     worker (it makes no model calls). Whether the model has a price is checked where the price
     table is read (the teammate's start, `swarm spawn`)."""
@@ -227,10 +233,13 @@ def check_limits(max_cost: float | None, max_tokens: int | None, model: str) -> 
         raise UsageError(f"--max-cost must be a positive number of USD, got {max_cost}")
     if max_tokens is not None and max_tokens <= 0:
         raise UsageError(f"--max-tokens must be a positive number of tokens, got {max_tokens}")
-    if (max_cost is not None or max_tokens is not None) and ModelKind.of(model) == ModelKind.SHELL:
+    if max_time is not None and not (math.isfinite(max_time) and max_time > 0):
+        raise UsageError(f"--max-time must be a positive number of seconds, got {max_time}")
+    limited = any(v is not None for v in (max_cost, max_tokens, max_time))
+    if limited and ModelKind.of(model) == ModelKind.SHELL:
         raise UsageError(
-            "--max-cost and --max-tokens are for Claude teammates: a shell worker makes no "
-            "model calls"
+            "--max-cost, --max-tokens and --max-time are for Claude teammates: a shell worker "
+            "makes no model calls"
         )
 
 
@@ -357,6 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Claude teammate's budget in tokens (input, output and cache tokens, its "
         "sub-agents' included); as --max-cost",
     )
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        metavar="SECONDS",
+        help="a Claude teammate's time limit: the seconds it may run from its start; as "
+        "--max-cost (`swarm budget NAME --time +30m` raises it)",
+    )
     # accepted for Claude Code compatibility, not used by swarm teammates
     parser.add_argument("--plugin-dir", action="append")
     parser.add_argument("--teammate-mode")
@@ -414,7 +430,7 @@ def parse(argv: list[str]) -> TeammateOptions:
             parse_verify_key(args.lead_verify_key)
         except ValueError as exc:
             raise UsageError(f"--lead-verify-key: {exc}") from None
-    check_limits(args.max_cost, args.max_tokens, args.model)
+    check_limits(args.max_cost, args.max_tokens, args.model, args.max_time)
     if (args.model == ModelKind.SCRIPTED) != (args.script is not None):
         raise UsageError("--model scripted and --script FILE go together")
     for text in args.ask or ():
@@ -440,6 +456,7 @@ def parse(argv: list[str]) -> TeammateOptions:
         resume=args.resume,
         max_cost=args.max_cost,
         max_tokens=args.max_tokens,
+        max_time=args.max_time,
     )
     return TeammateOptions(
         agent_name=args.agent_name,

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from protocols.durations import BadDuration, parse_duration
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
@@ -95,6 +96,12 @@ force_option = click.option(
     help="its budget in tokens (input, output and cache), kept as --max-cost is",
 )
 @click.option(
+    "--max-time",
+    metavar="DURATION",
+    help="how long it may run (90s, 30m, 2h, 1h30m), kept as --max-cost is: past it, no more "
+    "model calls until `swarm budget NAME --time +30m`",
+)
+@click.option(
     "--worktree",
     "worktree",
     is_flag=True,
@@ -161,6 +168,7 @@ def spawn(
     max_turns: int | None,
     max_cost: float | None,
     max_tokens: int | None,
+    max_time: str | None,
     worktree: bool,
     worktree_name: str | None,
     agent_type: str,
@@ -208,6 +216,7 @@ def spawn(
         max_turns=max_turns,
         max_cost=max_cost,
         max_tokens=max_tokens,
+        max_time=_duration("--max-time", max_time),
         settings=str(settings) if settings else None,
         mcp_config=str(mcp_config) if mcp_config else None,
         ask=ask,
@@ -376,3 +385,13 @@ def restart(
             f"restarted {name} ({member.color}){where}, {how}, pid {spawned.pid}"
         ),
     )
+
+
+def _duration(option: str, text: str | None) -> float | None:
+    """`text` in seconds (`protocols.durations`); a bad one is a usage error naming `option`."""
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except BadDuration as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from protocols.durations import duration_text
 from protocols.names import validate_name
 from protocols.paths import config_root
 from protocols.prices import usd
@@ -189,9 +190,17 @@ def team_prune(
 @team.command("budget", context_settings={"ignore_unknown_options": True})
 @click.argument("change", required=False, metavar="[+USD|=USD]")
 @click.option("--tokens", metavar="+N|=N", help="raise the token limit by N (+N) or set it (=N)")
+@click.option(
+    "--time",
+    "time_",
+    metavar="+D|=D",
+    help="raise the time limit by D (+30m) or set it to D from now (=4h)",
+)
 @json_option
 @team_option
-def team_budget(change: str | None, tokens: str | None, as_json: bool, team: str) -> None:
+def team_budget(
+    change: str | None, tokens: str | None, time_: str | None, as_json: bool, team: str
+) -> None:
     """Show what the whole team has spent against its limits, or change them: +USD raises the
     cost limit by USD, =USD sets it. At a limit no member makes another model request (each
     tells the lead why) until it is raised; then they carry on.
@@ -199,14 +208,16 @@ def team_budget(change: str | None, tokens: str | None, as_json: bool, team: str
     \b
       swarm team budget --team shop              # spend and limits
       swarm team budget --team shop =20          # at most $20 for everyone together
-      swarm team budget --team shop --tokens =5000000"""
+      swarm team budget --team shop --tokens =5000000
+      swarm team budget --team shop --time =4h   # no new model calls 4 hours from now"""
     paths = paths_for(team)
     cost_change = parse_change(change, "cost") if change is not None else None
     token_change = parse_change(tokens, "tokens") if tokens is not None else None
-    if cost_change is None and token_change is None:
+    time_change = parse_change(time_, "time") if time_ is not None else None
+    if cost_change is None and token_change is None and time_change is None:
         view = show_team_budget(paths)
     else:
-        view = change_team_budget(paths, cost_change, token_change)
+        view = change_team_budget(paths, cost_change, token_change, time_change)
     emit(view.to_value(), as_json, lambda _: team_budget_text(view))
 
 
@@ -222,4 +233,7 @@ def team_budget_text(view: TeamBudgetView) -> str:
     else:
         used = view.tokens / view.max_tokens
         tokens = f"{view.tokens:,} of {view.max_tokens:,} tokens ({used:.0%})"
+    if view.max_seconds is not None:
+        ran, limit = duration_text(view.seconds), duration_text(view.max_seconds)
+        tokens += f"; ran {ran} of {limit} ({view.seconds / view.max_seconds:.0%})"
     return printable_line(f"{view.team}: {cost}; {tokens}" + ("; over budget" if view.over else ""))

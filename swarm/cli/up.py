@@ -81,13 +81,15 @@ def up(team_file: Path, backend: str | None, dry_run: bool, resume: bool, as_jso
         - {subject: add it up, command: "awk '{s+=$1} END {print s}' n.txt",
            blocked_by: [data]}
     Members also take agent_type, model (shell, scripted, sonnet, opus, haiku,
-    a model id), script, max_turns, max_cost (USD) and max_tokens (a budget),
-    plan_mode_required, permission_mode, allow/deny/ask (permission rules such as
-    "Bash(npm test:*)"), mcp_servers ({name: {command, args} or {type: http,
-    url}}, as in .mcp.json) and cwd; tasks take description, key, blocked_by (keys
-    or 1-based positions) and owner. A top-level budget: {max_cost, max_tokens} is
-    each member's unless it sets its own (a default, not a cap on the team's total);
-    its team_max_cost and team_max_tokens cap the team's total (swarm team budget).
+    a model id), script, max_turns, max_cost (USD), max_tokens and max_time (2h,
+    30m: a budget), plan_mode_required, permission_mode, allow/deny/ask (permission
+    rules such as "Bash(npm test:*)"), mcp_servers ({name: {command, args} or
+    {type: http, url}}, as in .mcp.json) and cwd; tasks take description, key,
+    blocked_by (keys or 1-based positions) and owner. A top-level budget:
+    {max_cost, max_tokens, max_time} is each member's unless it sets its own (a
+    default, not a cap on the team's total); its team_max_cost, team_max_tokens
+    and team_max_time (from when the team is up) cap the team's total (swarm team
+    budget).
     See examples/teams/ for complete files.
 
     \b

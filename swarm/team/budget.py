@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from protocols.budget import BudgetFile, Limits, read_budget, update_budget
+from protocols.durations import BadDuration, parse_duration
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
@@ -46,8 +47,16 @@ class Change:
         return self.value if self.op == "=" else (current or 0) + self.value
 
 
-def parse_change(text: str, kind: Literal["cost", "tokens"]) -> Change:
-    """``+1``, ``=2.5``, ``2.5`` (USD), or ``+20000`` (tokens); `BudgetError` for anything else."""
+def parse_change(text: str, kind: Literal["cost", "tokens", "time"]) -> Change:
+    """``+1``, ``=2.5``, ``2.5`` (USD), ``+20000`` (tokens), or ``+30m``, ``=2h`` (time, in
+    seconds: `protocols.durations`); `BudgetError` for anything else."""
+    if kind == "time":
+        stripped = text.strip()
+        op: Literal["+", "="] = "+" if stripped.startswith("+") else "="
+        try:
+            return Change(op, parse_duration(stripped.lstrip("+=")))
+        except BadDuration as exc:
+            raise BudgetError(f"--time: {exc}; +D raises the time limit by D, =D sets it") from None
     unit = "USD" if kind == "cost" else "tokens"
     example = "+1, =2.5 or 0.5" if kind == "cost" else "+20000 or =100000"
     found = _CHANGE.match(text.strip())
@@ -59,7 +68,7 @@ def parse_change(text: str, kind: Literal["cost", "tokens"]) -> Change:
         )
     if kind == "tokens" and not value.is_integer():
         raise BudgetError(f"{text!r}: tokens are a whole number (e.g. {example})")
-    op: Literal["+", "="] = "+" if found.group(1) == "+" else "="
+    op = "+" if found.group(1) == "+" else "="
     if value <= 0:
         raise BudgetError(
             f"{text!r}: a limit must be more than 0 {unit}, and a raise more than 0 "
@@ -79,6 +88,7 @@ class BudgetView:
     tokens: int
     over: bool
     reason: str | None
+    seconds: float = 0.0  # how long it has run, as its status file said last
 
     def to_value(self) -> dict[str, Any]:
         return {
@@ -86,8 +96,10 @@ class BudgetView:
             "model": self.model,
             "maxCostUsd": self.limits.maxCostUsd,
             "maxTokens": self.limits.maxTokens,
+            "maxSeconds": self.limits.maxSeconds,
             "costUsd": self.cost_usd,
             "tokens": self.tokens,
+            "seconds": self.seconds,
             "over": self.over,
             "reason": self.reason,
         }
@@ -100,7 +112,11 @@ def show_budget(paths: TeamPaths, name: str) -> BudgetView:
 
 
 def change_budget(
-    paths: TeamPaths, name: str, cost: Change | None, tokens: Change | None
+    paths: TeamPaths,
+    name: str,
+    cost: Change | None,
+    tokens: Change | None,
+    time: Change | None = None,
 ) -> BudgetView:
     """Raise or set `name`'s limits for the instance running now; the new view."""
     member = open_store(paths).team_file().load().require(name)
@@ -115,7 +131,7 @@ def change_budget(
 
     def change(found: BudgetFile | None) -> BudgetFile:
         base = found or current_limits(paths, member)
-        limits = applied(base, cost, tokens, name, f"swarm budget {name}")
+        limits = applied(base, cost, tokens, name, f"swarm budget {name}", time)
         return BudgetFile(name=name, joinedAt=member.joinedAt, **limits.limits_dict())
 
     written = update_budget(paths, name, change)
@@ -123,7 +139,12 @@ def change_budget(
 
 
 def applied(
-    base: Limits, cost: Change | None, tokens: Change | None, who: str, command: str
+    base: Limits,
+    cost: Change | None,
+    tokens: Change | None,
+    who: str,
+    command: str,
+    time: Change | None = None,
 ) -> Limits:
     """`base` with the changes made; `BudgetError` for a raise of a limit `who` does not have
     (`command` is how to set one)."""
@@ -136,9 +157,14 @@ def applied(
             f"{who} has no token limit to raise: set one with "
             f"`{command} --tokens ={tokens.value:.0f}`"
         )
+    if time is not None and time.op == "+" and base.maxSeconds is None:
+        raise BudgetError(
+            f"{who} has no time limit to raise: set one with `{command} --time ={time.value:g}s`"
+        )
     return Limits(
         maxCostUsd=round(cost.applied(base.maxCostUsd), 6) if cost else base.maxCostUsd,
         maxTokens=int(tokens.applied(base.maxTokens)) if tokens else base.maxTokens,
+        maxSeconds=time.applied(base.maxSeconds) if time else base.maxSeconds,
     )
 
 
@@ -147,13 +173,14 @@ def current_limits(paths: TeamPaths, member: Member) -> Limits:
     status file."""
     found = read_budget(paths, member.name, member.joinedAt)
     if found is not None:
-        return Limits(maxCostUsd=found.maxCostUsd, maxTokens=found.maxTokens)
+        return Limits(**found.limits_dict())
     spec = MemberSpec.from_value((member.model_extra or {}).get("swarmSpec"))
     if spec is not None:
-        return Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens)
+        return Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens, maxSeconds=spec.max_time)
     status = open_store(paths).read_status(member.name)
     if status is not None and status.budget is not None:
-        return Limits(maxCostUsd=status.budget.maxCostUsd, maxTokens=status.budget.maxTokens)
+        got = status.budget
+        return Limits(maxCostUsd=got.maxCostUsd, maxTokens=got.maxTokens, maxSeconds=got.maxSeconds)
     return Limits()
 
 
@@ -176,17 +203,20 @@ def _view(paths: TeamPaths, member: Member, limits: Limits) -> BudgetView:
     spent = status.budget if status is not None else None
     over = spent is not None and spent.over
     if over and spent is not None:  # the teammate says it is stopped: is it still, now?
-        over = (limits.maxCostUsd is not None and spent.costUsd >= limits.maxCostUsd) or (
-            limits.maxTokens is not None and spent.tokens >= limits.maxTokens
+        over = (
+            (limits.maxCostUsd is not None and spent.costUsd >= limits.maxCostUsd)
+            or (limits.maxTokens is not None and spent.tokens >= limits.maxTokens)
+            or (limits.maxSeconds is not None and spent.seconds >= limits.maxSeconds)
         )
     return BudgetView(
         name=member.name,
         model=member.model,
-        limits=Limits(maxCostUsd=limits.maxCostUsd, maxTokens=limits.maxTokens),
+        limits=Limits(**limits.limits_dict()),
         cost_usd=spent.costUsd if spent is not None else 0.0,
         tokens=spent.tokens if spent is not None else 0,
         over=over,
         reason=spent.reason if over and spent is not None else None,
+        seconds=spent.seconds if spent is not None else 0.0,
     )
 
 

@@ -168,7 +168,7 @@ def spawn_member(
     agent_type = spec.agent_type or GENERAL_PURPOSE
     program = _program(spec)
     check_model(spec.model, agent_type, Path(spec.cwd or "."), environ)
-    check_limits(spec.max_cost, spec.max_tokens, spec.model)
+    check_limits(spec.max_cost, spec.max_tokens, spec.model, spec.max_time)
     if spec.max_cost is not None:
         check_priced(paths.root, spec.model)
     spec = _with_worktree(spec, name, agent_type)

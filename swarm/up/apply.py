@@ -25,6 +25,7 @@ from typing import Any
 
 from protocols import safefs
 from protocols.budget import TeamBudgetFile, update_team_budget
+from protocols.clock import now_iso
 from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.names import LEAD_NAME
@@ -117,7 +118,7 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
     team_cwd = Path(defaults.cwd) if defaults.cwd else base
     members = []
     for m in spec.members:
-        max_cost, max_tokens = spec.limits_of(m)
+        max_cost, max_tokens, max_time = spec.limits_of(m)
         rules = {behavior: list(getattr(m, behavior)) for behavior in ("allow", "deny", "ask")}
         mode = m.permission_mode or defaults.permission_mode
         member_spec = MemberSpec(
@@ -129,6 +130,7 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
             max_turns=m.max_turns,
             max_cost=max_cost,
             max_tokens=max_tokens,
+            max_time=max_time,
             backend=backend or m.backend or defaults.backend or "auto",
             cwd=m.cwd or str(team_cwd),
             worktree=m.name if m.isolation == "worktree" else None,
@@ -155,7 +157,11 @@ def plan_up(spec: TeamSpec, backend: str | None = None) -> UpPlan:
             if value is not None:
                 lead[key] = value
     store = check_url(spec.store, where="store:") if spec.store is not None else None
-    given = {"maxCostUsd": spec.budget.team_max_cost, "maxTokens": spec.budget.team_max_tokens}
+    given = {
+        "maxCostUsd": spec.budget.team_max_cost,
+        "maxTokens": spec.budget.team_max_tokens,
+        "maxSeconds": spec.budget.team_max_time,
+    }
     team_budget = given if any(v is not None for v in given.values()) else None
     return UpPlan(
         spec.team,
@@ -204,7 +210,8 @@ def bring_up(
         if plan.lead is not None:
             write_json(paths.team_dir / LEAD_SETTINGS, plan.lead)
         if plan.team_budget is not None:  # before any member makes a request
-            limits = TeamBudgetFile(**plan.team_budget)
+            since = now_iso() if plan.team_budget.get("maxSeconds") else ""  # its time: from now
+            limits = TeamBudgetFile(**plan.team_budget, timeFrom=since)
             update_team_budget(paths, lambda found: limits)
         # every member first, together; then the tasks, which they claim as one team
         _spawn_all(paths, plan.members, env, say, started)

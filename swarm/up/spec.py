@@ -30,6 +30,8 @@ from pydantic import (
     model_validator,
 )
 
+from protocols.durations import HELP as DURATION_HELP
+from protocols.durations import BadDuration, parse_duration
 from protocols.names import LEAD_NAME, validate_name
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import BACKEND_KINDS
@@ -90,6 +92,18 @@ Directory = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "direct
 Script = Annotated[str, AfterValidator(lambda v, info: _path(v, info, "script"))]
 Usd = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Tokens = Annotated[int, Field(gt=0)]
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+    try:
+        return parse_duration(str(value))
+    except BadDuration:
+        raise ValueError(f"expected {DURATION_HELP}, got {value!r}") from None
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]  # "2h", "30m", 90 (seconds)
 TaskRef = Annotated[
     int | str,
     _check(lambda v: type(v) in (int, str), "a task key or a 1-based position", before=True),
@@ -125,8 +139,10 @@ class BudgetSpec(_Spec):
 
     max_cost: Usd | None = None
     max_tokens: Tokens | None = None
+    max_time: Seconds | None = None
     team_max_cost: Usd | None = None
     team_max_tokens: Tokens | None = None
+    team_max_time: Seconds | None = None  # from when the team is brought up
 
 
 class MemberSpec(_Spec):
@@ -139,6 +155,7 @@ class MemberSpec(_Spec):
     max_turns: Annotated[int, Field(ge=1)] | None = None
     max_cost: Usd | None = None  # its budget (`swarm spawn --max-cost`), over the team's
     max_tokens: Tokens | None = None
+    max_time: Seconds | None = None  # how long it may run (`swarm spawn --max-time`)
     plan_mode_required: bool = False
     permission_mode: Mode | None = None
     allow: Rules = Field(default_factory=list)
@@ -195,13 +212,15 @@ class TeamSpec(_Spec):
             return "scripted"
         return member.model or self.defaults.model or "shell"
 
-    def limits_of(self, member: MemberSpec) -> tuple[float | None, int | None]:
-        """A member's budget (USD, tokens): its own, else the team's; none for a shell worker."""
+    def limits_of(self, member: MemberSpec) -> tuple[float | None, int | None, float | None]:
+        """A member's budget (USD, tokens, seconds): its own, else the team's; none for a shell
+        worker."""
         if ModelKind.of(self.model_of(member)) == ModelKind.SHELL:
-            return None, None
+            return None, None, None
         return (
             member.max_cost if member.max_cost is not None else self.budget.max_cost,
             member.max_tokens if member.max_tokens is not None else self.budget.max_tokens,
+            member.max_time if member.max_time is not None else self.budget.max_time,
         )
 
 
@@ -373,8 +392,8 @@ def _cross_check(spec: TeamSpec) -> list[Problem]:
             problems.append(((*at, "model"), why))
         if model == ModelKind.SCRIPTED and member.script is None:
             problems.append(((*at, "model"), "model scripted needs script: FILE (model turns)"))
-        for key in ("max_cost", "max_tokens"):
-            if getattr(member, key) is not None and ModelKind.of(model) == ModelKind.SHELL:
+        for key in ("max_cost", "max_tokens", "max_time"):
+            if getattr(member, key, None) is not None and ModelKind.of(model) == ModelKind.SHELL:
                 why = "a shell worker makes no model calls, so it has no budget"
                 problems.append(((*at, key), f"{why}; expected a member with a Claude model"))
     keys: dict[str, int] = {}

@@ -9,6 +9,7 @@ spawn` is one clear line."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 from collections.abc import Callable
@@ -224,6 +225,62 @@ def test_max_tokens_stops_it_and_swarm_budget_tokens_raises_it(
         assert "2,500 of 4,000 tokens (62%)" in result.stdout
         wait_for(lambda: len(api.requests) == 3, "alice to carry on")
         wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
+        stop(team, proc)
+
+
+def test_max_time_stops_it_once_its_time_is_up_and_swarm_budget_time_raises_it(
+    team: TeamFile, start: Start
+) -> None:
+    # its first call runs a command that outlasts its 1.5 s: the next request is held
+    play = HeldAfter("Bash", {"command": "sleep 2"}, "Done.", calls=1)
+    raised, early = play.raised, play.early
+    with MessagesAPI(play) as api:
+        proc = start("alice", api, "--max-time", "1.5", "--permission-mode", "bypassPermissions")
+        Mailbox(team.paths).send("alice", "Wait a little.", sender="team-lead")
+        wait_for(lambda: failed_notes(team), "alice to stop past its time")
+        (note,) = failed_notes(team)
+        assert note.failureReason is not None
+        assert re.fullmatch(
+            r"over its time: ran \d+s of 1s; raise it with `swarm budget alice --time \+1s`",
+            note.failureReason,
+        ), note.failureReason
+        answered_while_stopped(team)
+        assert len(api.requests) == 1 and not early
+        shown = json.loads(swarm("budget", "alice", "--json").stdout)
+        assert shown["maxSeconds"] == 1.5 and shown["seconds"] >= 1.5 and shown["over"]
+        assert swarm("budget", "alice", "--time", "soon").returncode == 1
+        raised.set()
+        result = swarm("budget", "alice", "--time", "+1h")
+        assert result.returncode == 0, result.stderr
+        assert "of 1h" in result.stdout
+        wait_for(lambda: len(api.requests) == 2, "alice to carry on")
+        wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
+        stop(team, proc)
+
+
+def test_the_teams_time_limit_stops_every_member_until_it_is_raised(
+    team: TeamFile, start: Start
+) -> None:
+    play = HeldAfter("Glob", {"pattern": "*.txt"}, "Done.", calls=1)
+    raised = play.raised
+    with MessagesAPI(play) as api:
+        set_it = swarm("team", "budget", "--time", "=1s")
+        assert set_it.returncode == 0, set_it.stderr
+        wait_for(
+            lambda: json.loads(swarm("team", "budget", "--json").stdout)["over"],
+            "the team's second to pass",
+        )
+        proc = start("alice", api)
+        Mailbox(team.paths).send("alice", "Look around.", sender="team-lead")
+        wait_for(lambda: failed_notes(team), "alice to stop: the team's time is up")
+        (note,) = failed_notes(team)
+        assert note.failureReason is not None
+        assert note.failureReason.startswith("the team is over its time: it has run ")
+        assert "`swarm team budget --time +1s`" in note.failureReason
+        assert len(api.requests) == 0
+        raised.set()
+        assert swarm("team", "budget", "--time", "+1h").returncode == 0
+        wait_for(lambda: len(api.requests) >= 1, "alice to carry on")
         stop(team, proc)
 
 

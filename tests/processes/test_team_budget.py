@@ -121,23 +121,30 @@ def test_a_team_files_budget_sets_the_teams_limit_and_bad_values_are_named(
     team_file = tmp_path / "team.yaml"
     team_file.write_text(
         "team: capped\n"
-        "budget: {max_cost: 1, team_max_cost: 5, team_max_tokens: 2000000}\n"
+        "budget: {max_cost: 1, team_max_cost: 5, team_max_tokens: 2000000, team_max_time: 4h}\n"
         "members:\n  - {name: ann, prompt: Work the board., model: shell}\n"
     )
     up = swarm("up", str(team_file), team=None)
     assert up.returncode == 0, up.stderr
     try:
         found = read_team_budget(TeamPaths(config_root, "capped"))
-        assert found is not None and (found.maxCostUsd, found.maxTokens) == (5, 2000000)
+        assert found is not None
+        assert (found.maxCostUsd, found.maxTokens, found.maxSeconds) == (5, 2000000, 14400)
+        assert found.timeFrom  # its four hours count from the team's start
         shown = swarm("team", "budget", "--json", team="capped")
         assert json.loads(shown.stdout)["maxCostUsd"] == 5
     finally:
         swarm("down", "--team", "capped", "--wait", "10", team=None)
-    team_file.write_text(
-        "team: capped2\nbudget: {team_max_cost: -5}\n"
-        "members:\n  - {name: ann, prompt: Work the board., model: shell}\n"
-    )
-    bad = swarm("up", str(team_file), team=None)
-    assert bad.returncode != 0 and "team_max_cost" in bad.stderr, bad.stderr
-    assert "Traceback" not in bad.stderr
-    assert not (config_root / "teams" / "capped2").exists()
+    for bad_budget, named in (
+        ("team_max_cost: -5", "team_max_cost"),
+        ("max_time: soon", "max_time"),
+    ):
+        team_file.write_text(
+            f"team: capped2\nbudget: {{{bad_budget}}}\n"
+            "members:\n  - {name: ann, prompt: Work the board., model: sonnet}\n"
+        )
+        bad = swarm("up", str(team_file), team=None)
+        assert bad.returncode != 0 and named in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr
+        assert not (config_root / "teams" / "capped2").exists()
+    assert "expected a duration such as 90s, 30m, 2h or 1h30m" in bad.stderr

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.budget import BudgetFile, Limits, update_budget
+from protocols.budget import BudgetFile, Limits, TeamBudgetFile, update_budget, update_team_budget
+from protocols.clock import iso_from_ms
 from protocols.paths import TeamPaths
 from protocols.prices import PriceTable, default_prices
+from protocols.team import TeamFile
 from swarm.team.budget import BudgetError, Change, parse_change
 from teammate.agent.model import Usage
 from teammate.budget import Budget, Notices
@@ -88,6 +90,9 @@ def test_the_gate_waits_until_the_budget_file_raises_the_limit(paths: TeamPaths)
         ("=2.5", "cost", Change("=", 2.5)),
         ("0.5", "cost", Change("=", 0.5)),
         ("+20000", "tokens", Change("+", 20000.0)),
+        ("+30m", "time", Change("+", 1800.0)),
+        ("=1h30m", "time", Change("=", 5400.0)),
+        ("90", "time", Change("=", 90.0)),
     ],
 )
 def test_budget_changes_parse(text: str, kind: str, expected: Change) -> None:
@@ -98,3 +103,53 @@ def test_budget_changes_parse(text: str, kind: str, expected: Change) -> None:
 def test_bad_budget_changes_say_what_is_allowed(text: str) -> None:
     with pytest.raises(BudgetError):
         parse_change(text, "cost")
+
+
+@pytest.mark.parametrize("text", ["+soon", "=0", "-5m", "1h30", ""])
+def test_bad_time_changes_say_what_is_allowed(text: str) -> None:
+    with pytest.raises(BudgetError, match=r"--time: .*(duration|more than 0)"):
+        parse_change(text, "time")
+
+
+def test_time_runs_out_on_its_clock_and_a_raise_lets_it_go_on() -> None:
+    now = [100.0]
+    said: list[str] = []
+    notices = Notices(
+        warn=lambda t: said.append(f"warn: {t}"),
+        over=lambda t: said.append(f"over: {t}"),
+        back=lambda t: said.append(f"back: {t}"),
+    )
+    budget = Budget("alice", Limits(maxSeconds=3600), PRICES, None, notices, clock=lambda: now[0])
+    now[0] += 2900  # 48m 20s: past 80%
+    assert budget.settle()
+    assert said == [
+        "warn: alice has used 81% of its budget (48m 20s of 1h); it stops at 100% until the "
+        "budget is raised (`swarm budget alice +USD`)"
+    ]
+    now[0] += 700
+    assert not budget.settle()
+    assert said[-1] == (
+        "over: over its time: ran 1h of 1h; raise it with `swarm budget alice --time +1h`"
+    )
+    assert budget.status().seconds == 3600 and budget.status().maxSeconds == 3600
+    budget.limits = Limits(maxSeconds=7200)
+    assert budget.settle()
+    assert said[-1] == "back: alice has a new budget (2h; spent 1h) and carries on"
+
+
+def test_the_teams_time_counts_from_its_file_on_the_wall_clock(
+    paths: TeamPaths, team: TeamFile
+) -> None:
+    started = 2_000_000_000.0
+    wall = [started + 10]
+    update_team_budget(
+        paths, lambda _: TeamBudgetFile(maxSeconds=60, timeFrom=iso_from_ms(int(started * 1000)))
+    )
+    budget = Budget("alice", Limits(), PRICES, paths, wall=lambda: wall[0])
+    assert budget.settle()
+    wall[0] = started + 61
+    assert not budget.settle()
+    assert budget.reason() == (
+        "the team is over its time: it has run 1m 1s of 1m; raise it with "
+        "`swarm team budget --time +1m`"
+    )

@@ -58,13 +58,14 @@ specs = st.builds(
     restricted=st.booleans(),
     max_cost=st.none() | st.floats(0.001, 1000, allow_nan=False),
     max_tokens=st.none() | st.integers(1, 10**9),
+    max_time=st.none() | st.floats(0.5, 10**7, allow_nan=False),
 ).filter(lambda spec: not ((spec.resume or spec.restricted) and spec.model == "shell"))
 
 
 @given(specs)
 def test_a_spec_round_trips_through_the_teammate_command_line(spec: MemberSpec) -> None:
     if spec.model == "shell":  # a shell worker has no budget (refused: tested in test_budget)
-        spec = dataclasses.replace(spec, max_cost=None, max_tokens=None)
+        spec = dataclasses.replace(spec, max_cost=None, max_tokens=None, max_time=None)
     argv = command_line(["prog"], spec, name="alice", team="t", color="red")
     options = parse(argv[1:])
     assert options.spec == spec
