@@ -58,6 +58,7 @@ from teammate.permissions.policy import parse_rule, rule_or_command_pattern
 from teammate.reporter import StatusReporter
 from teammate.runtime import Teammate
 from teammate.sandbox import SandboxUnavailable, sandbox_for
+from teammate.sandbox.bwrap import Sandbox
 
 if TYPE_CHECKING:
     from protocols.pg.member_log import Shipper
@@ -183,13 +184,10 @@ def build_brain(
     hooks = settings_hooks(
         settings, cwd, session_id=str(uuid.uuid4()), transcript_path=str(transcript)
     )
-    try:  # its commands, and its hooks', in an OS sandbox when its settings say so
-        sandbox = sandbox_for(settings.sandbox, cwd, (paths.lead_key.parent.parent,), say)
-    except SandboxUnavailable as exc:
-        raise CannotStart(str(exc)) from None
-    hooks.sandbox = sandbox
+    hidden = (paths.lead_key.parent.parent,)  # the lead's keys: never readable in the sandbox
     if spec.kind == ModelKind.SHELL:
         mode = spec.permission_mode or settings_mode or PermissionMode.DEFAULT
+        sandbox = hooks.sandbox = _sandbox(settings, cwd, hidden, say, mode)
         policy = shell_policy(mode, cwd, spec.ask, rules)
         return ShellBrain(
             cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks, sandbox=sandbox
@@ -218,10 +216,11 @@ def build_brain(
     # its first request waits for start now, before the model client (the anthropic import,
     # ~1 s), so their start overlaps the teammate's; the others once it is built, so they take
     # no CPU from its way to that request
-    mcp = McpManager(cwd)
-    mcp.start([servers[n] for n in agent.required_mcp_servers if n in servers])
     # the command line wins, then the settings file, then the agent definition
     mode = spec.permission_mode or settings_mode or agent.permission_mode or PermissionMode.DEFAULT
+    sandbox = hooks.sandbox = _sandbox(settings, cwd, hidden, say, mode)
+    mcp = McpManager(cwd, sandbox)  # its stdio servers in its sandbox too
+    mcp.start([servers[n] for n in agent.required_mcp_servers if n in servers])
     model = _model(options)
     window = settings.auto_compact_window
     try:  # the window, effort and limits its requests use; a bad variable is said now
@@ -287,6 +286,22 @@ def _budget(options: TeammateOptions, paths: TeamPaths) -> Budget:
         )
     limits = Limits(maxCostUsd=spec.max_cost, maxTokens=spec.max_tokens, maxSeconds=spec.max_time)
     return Budget(options.agent_name, limits, prices, paths)
+
+
+def _sandbox(
+    settings: Settings,
+    cwd: Path,
+    hidden: tuple[Path, ...],
+    say: Callable[[str], None],
+    mode: str,
+) -> Sandbox | None:
+    """Its commands', and its hooks', OS sandbox: as its settings say, else by its permission
+    mode (`teammate.sandbox.sandbox_for`); `CannotStart` when one is required and none can be
+    made."""
+    try:
+        return sandbox_for(settings.sandbox, cwd, hidden, say, mode)
+    except SandboxUnavailable as exc:
+        raise CannotStart(str(exc)) from None
 
 
 def _tell_lead(paths: TeamPaths, name: str, color: str | None, text: str) -> None:

@@ -1,6 +1,7 @@
 """A small MCP server for tests, built on the `mcp` SDK's `MCPServer`: ``echo`` (read-only),
-``shout`` (not read-only), ``crash`` (read-only; the process exits at once, mid-call), and one
-resource, ``memo://notes``.
+``shout`` (not read-only), ``crash`` (read-only; the process exits at once, mid-call), ``note``
+(writes a file where it is told: what a sandbox must stop outside the teammate's directory),
+and one resource, ``memo://notes``.
 
     python tests/mcp_server.py stdio
     python tests/mcp_server.py stdio --gate FILE   # serves only once FILE exists: a server
@@ -37,6 +38,16 @@ def shout(text: str) -> str:
 )
 def crash() -> str:
     os._exit(3)
+
+
+@server.tool(description="Write the text into the file at path.")
+def note(path: str, text: str) -> str:
+    try:
+        with open(path, "w") as out:
+            out.write(text)
+    except OSError as exc:
+        return f"not written: {exc.strerror}"
+    return f"wrote {path}"
 
 
 @server.resource("memo://notes", description="The team's notes.")

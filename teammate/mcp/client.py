@@ -12,7 +12,9 @@ records it in the transcript and the status file and tells the lead about a fail
 A stdio server runs in its own session (process group, the SDK's choice) with the teammate's
 environment, so it carries ``SWARM_PROCESS_TOKEN``: if the teammate is killed outright, `swarm`
 finds and stops it by that token. Stopping one is SIGINT to its group, then the SDK's closing
-of stdin, SIGTERM and SIGKILL.
+of stdin, SIGTERM and SIGKILL. A teammate whose commands run in a sandbox starts its stdio
+servers in it too (`teammate.sandbox`: they write only in its directory, and reach the network
+only as its commands do).
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
 from protocols.pids import pid_alive
 from teammate.mcp.config import ServerConfig
+
+if TYPE_CHECKING:
+    from teammate.sandbox.bwrap import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +132,9 @@ Listener = Callable[[ServerView], None]
 class McpManager:
     """Every MCP connection of one agent process (a teammate, its sub-agents, the lead)."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, sandbox: Sandbox | None = None) -> None:
         self.cwd = cwd
+        self.sandbox = sandbox  # its stdio servers run in it (`teammate.sandbox`), if any
         self._lock = threading.RLock()
         self._conns: dict[str, _Connection] = {}
         self._listeners: list[Listener] = []
@@ -352,9 +358,12 @@ class McpManager:
 
         mark = secrets.token_hex(8)
         config = conn.config
+        argv = [config.command, *config.args]
+        if self.sandbox is not None:
+            argv = self.sandbox.wrap(argv)
         parameters = StdioServerParameters(
-            command=config.command,
-            args=list(config.args),
+            command=argv[0],
+            args=argv[1:],
             env={**os.environ, **config.env, _MARK: mark},
             cwd=str(self.cwd),
         )

@@ -1,8 +1,10 @@
 """Commands in an OS sandbox: the settings (`teammate.sandbox.config`), bubblewrap
 (`teammate.sandbox.bwrap`), and which agent gets one (`sandbox_for`).
 
-A teammate's sandbox is on when its settings say ``sandbox.enabled: true``. Where bubblewrap
-cannot run, the commands run without one and the teammate says so once, unless
+A teammate's sandbox is on when its settings say ``sandbox.enabled: true``, and, when they say
+nothing, when it runs in a mode that lets it act without asking (`SANDBOXED_MODES`:
+acceptEdits, auto, bypassPermissions); ``sandbox.enabled: false`` turns it off. Where
+bubblewrap cannot run, the commands run without one and the teammate says so once, unless
 ``sandbox.failIfUnavailable`` is set: then it does not start.
 """
 
@@ -13,8 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocols.errors import Error
+from protocols.values import PermissionMode
 from teammate.sandbox.bwrap import Sandbox, unavailable
 from teammate.sandbox.config import SandboxConfig
+
+# modes in which an agent acts without asking first: its commands are sandboxed unless its
+# settings say otherwise
+SANDBOXED_MODES = frozenset(
+    {PermissionMode.ACCEPT_EDITS, PermissionMode.AUTO, PermissionMode.BYPASS}
+)
 
 
 class SandboxUnavailable(Error):
@@ -26,9 +35,11 @@ def sandbox_for(
     cwd: Path,
     hidden: tuple[Path, ...] = (),
     say: Callable[[str], None] = lambda text: None,
+    mode: str = PermissionMode.DEFAULT,
 ) -> Sandbox | None:
     """The sandbox of an agent's commands (None: its commands run as they are)."""
-    if not config.enabled:
+    by_mode = config.enabled is None and mode in SANDBOXED_MODES
+    if not (config.enabled or by_mode):
         return None
     why = unavailable()
     if why is None:
@@ -36,5 +47,6 @@ def sandbox_for(
         return Sandbox(config, cwd.resolve(), tuple(p.resolve() for p in hidden), tmp)
     if config.fail_if_unavailable:
         raise SandboxUnavailable(f"sandbox.failIfUnavailable is set and {why}")
-    say(f"sandbox.enabled is set but {why}: commands run without a sandbox")
+    reason = f"permission mode {mode} sandboxes commands" if by_mode else "sandbox.enabled is set"
+    say(f"{reason} but {why}: commands run without a sandbox")
     return None

@@ -233,7 +233,7 @@ def test_a_server_that_crashes_mid_session_is_reported_once_and_its_tools_disapp
     shown = swarm("status")
     assert "alice: MCP server flaky failed: the server process exited" in shown.stdout
     logs = swarm("logs", "alice").stdout
-    assert "MCP server flaky connected (3 tools)" in logs
+    assert "MCP server flaky connected (4 tools)" in logs
     assert "MCP server flaky failed: the server process exited" in logs
     listed = json.loads(swarm("status", "--json").stdout)
     (alice,) = [m for m in listed["members"] if m["name"] == "alice"]
@@ -382,6 +382,7 @@ def test_a_restarted_http_server_is_reconnected_and_its_tools_come_back(tmp_path
             "mcp__web__echo",
             "mcp__web__shout",
             "mcp__web__crash",
+            "mcp__web__note",
         ]
     finally:
         manager.close()
@@ -417,7 +418,7 @@ def test_an_sse_server_is_reached(tmp_path: Path) -> None:
         manager.close()
         sse.kill()
         sse.wait(10)
-    assert answer == "OVER SSE" and view.transport == "sse" and len(view.tools) == 3
+    assert answer == "OVER SSE" and view.transport == "sse" and len(view.tools) == 4
 
 
 def test_tools_of_a_server_still_connecting_are_loaded_with_toolsearch_once_it_is_up(

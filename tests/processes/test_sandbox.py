@@ -5,7 +5,8 @@ symbolic link, ``/proc/self/root``, a background command, a hook it could have w
 project's settings); it cannot read the lead's key, reaches no network when it is off and can
 when it is on; a Claude teammate's model is told in one line what the sandbox stopped, and a
 call that asks to leave the sandbox waits for the lead even in bypassPermissions mode, and runs
-outside once approved."""
+outside once approved. Teammates in modes that act without asking are sandboxed unless their
+settings say no, and so are the MCP stdio servers a sandboxed teammate starts."""
 
 from __future__ import annotations
 
@@ -122,6 +123,57 @@ def test_the_network_is_on_when_every_domain_is_allowed(
     results = run_all(board, [f'python3 -c "{connect}"', f"touch {outside}"])
     assert results[0] == ("completed", "")
     assert "[sandbox] commands may write only in" in results[1][1] and not outside.exists()
+
+
+def test_modes_that_act_without_asking_are_sandboxed_unless_the_settings_say_no(
+    team: TeamFile, workers: Processes, workdir: Path, tmp_path: Path
+) -> None:
+    board = TaskBoard(team.paths)
+    escape = tmp_path / "escaped"
+    for name, mode in (("alice", "bypassPermissions"), ("bob", "acceptEdits")):
+        workers.start(teammate_argv(name, "--permission-mode", mode), None)  # no sandbox settings
+    (result,) = run_all(board, [f"touch {escape}"])
+    assert result[0] == "in_progress" and "[sandbox] commands may write only in" in result[1]
+    assert not escape.exists()
+    for proc in workers.procs:
+        proc.kill()
+    (workdir / ".claude").mkdir()
+    (workdir / ".claude" / "settings.json").write_text(json.dumps({"sandbox": {"enabled": False}}))
+    team.add_member("dan", cwd=workdir)
+    workers.start(teammate_argv("carol", "--permission-mode", "bypassPermissions"), None)
+    workers.start(teammate_argv("dan"), None)  # the default mode: no sandbox either way
+    for who in ("carol", "dan"):  # each its own task
+        board.create(who, metadata={"command": f"touch {escape}-{who}", "for": [who]})
+    wait_for(
+        lambda: len(board.list()) == 3 and all(t.status == "completed" for t in board.list()[1:]),
+        "carol's and dan's tasks",
+    )
+    assert {t.subject: t.owner for t in board.list()[1:]} == {"carol": "carol", "dan": "dan"}
+    assert (tmp_path / "escaped-carol").exists() and (tmp_path / "escaped-dan").exists()
+
+
+def test_a_sandboxed_teammates_mcp_stdio_server_writes_only_in_its_directory(
+    team: TeamFile, start: Callable[..., subprocess.Popen[str]], workdir: Path, tmp_path: Path
+) -> None:
+    server = str(Path(__file__).resolve().parent.parent / "mcp_server.py")
+    servers = {"notes": {"command": sys.executable, "args": [server]}}
+    (workdir / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    outside, inside = tmp_path / "outside.txt", workdir / "inside.txt"
+    calls = [("mcp__notes__note", {"path": str(p), "text": "hi"}) for p in (inside, outside)]
+
+    def play(body: dict[str, Any]) -> Turn:
+        done = sum(m["role"] == "assistant" for m in body["messages"])
+        return Turn.tool(*calls[done]) if done < len(calls) else Turn.text("Noted.")
+
+    with MessagesAPI(play) as api:
+        # bypassPermissions and no sandbox settings: sandboxed by its mode, servers included
+        start("alice", api, "--permission-mode", "bypassPermissions")
+        Mailbox(team.paths).send("alice", "Take notes.", sender="team-lead")
+        wait_for(lambda: len(api.requests) == 3, "alice's two calls")
+    said = [json.dumps(api.requests[n]["messages"][-1]) for n in (1, 2)]
+    assert f"wrote {inside}" in said[0] and inside.read_text() == "hi"
+    assert "not written: Read-only file system" in said[1], said[1]
+    assert not outside.exists()
 
 
 def test_a_claude_teammate_is_told_and_leaving_the_sandbox_asks_the_lead(
