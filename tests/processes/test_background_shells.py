@@ -138,24 +138,28 @@ def test_a_shutdown_during_a_long_command_stops_the_teammate_and_the_command(
 
 
 def _sleeping(parent: int) -> int | None:
-    """The pid of a ``sleep 600`` started by `parent`'s commands (None if there is none)."""
+    """The pid of a ``sleep 600`` started by `parent`'s commands (None if there is none): a
+    descendant of it, however deep (a sandboxed command runs under bwrap's processes)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             command = (entry / "cmdline").read_bytes().split(b"\0")
-            status = (entry / "status").read_text()
         except OSError:
             continue
-        if command[:2] != [b"sleep", b"600"]:
-            continue
-        ppid = int(status.split("PPid:")[1].split()[0])
-        try:
-            grand = int(
-                (Path("/proc") / str(ppid) / "status").read_text().split("PPid:")[1].split()[0]
-            )
-        except (OSError, IndexError, ValueError):
-            grand = -1
-        if parent in (ppid, grand) and alive(int(entry.name)):
-            return int(entry.name)
+        pid = int(entry.name)
+        if command[:2] == [b"sleep", b"600"] and parent in _ancestors(pid) and alive(pid):
+            return pid
     return None
+
+
+def _ancestors(pid: int) -> list[int]:
+    found = []
+    while pid > 1 and len(found) < 20:
+        try:
+            status = (Path("/proc") / str(pid) / "status").read_text()
+            pid = int(status.split("PPid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            break
+        found.append(pid)
+    return found
