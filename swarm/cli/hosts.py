@@ -57,7 +57,8 @@ def serve(name: str, cwd: Path | None, rescan_s: float, team: str) -> None:
 
     agent = HostAgent(paths, name, (cwd or Path.cwd()).resolve(), say, rescan_s)
     # the schedules of this config root fire here too (each firing once: `swarm.schedule`)
-    with in_background(paths.root, "swarm host serve", lambda done: say(done.line())):
+    stores = [paths.store] if paths.store else []  # and the team's: its every host fires them
+    with in_background(paths.root, "swarm host serve", lambda done: say(done.line()), stores):
         code = agent.serve()
     sys.exit(code)
 

@@ -123,7 +123,8 @@ def lead(
             sys.exit(_watch_only(paths, other))
         # the schedules of this config root fire while the lead runs (each firing once, however
         # many schedulers run); quietly: what they add shows in the team
-        with in_background(paths.root, "swarm lead", lambda done: None):
+        stores = [paths.store] if paths.store else []
+        with in_background(paths.root, "swarm lead", lambda done: None, stores):
             _lead(
                 paths,
                 directory,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from datetime import UTC, datetime
@@ -14,10 +15,19 @@ import click
 from protocols.paths import config_root
 from protocols.printable import printable_line
 from protocols.store import open_store
-from swarm.cli.common import NO_TEAM, emit, json_option, paths_for, store_option
+from swarm.cli.common import NO_TEAM, emit, given_store, json_option, paths_for, store_option
 from swarm.cli.completion import complete_team
 from swarm.errors import SwarmError
-from swarm.schedule.book import MISSED, Missed, Schedule, ScheduleBook
+from swarm.schedule.book import (
+    MISSED,
+    Book,
+    Missed,
+    Schedule,
+    ScheduleBook,
+    book_for,
+    books,
+    find_in,
+)
 from swarm.schedule.cron import local_zone, time_zone
 from swarm.schedule.scheduler import Done, run_due, runner_name, serve
 
@@ -97,13 +107,16 @@ def schedule_add(
     if stray:
         raise click.UsageError(f"{', '.join(stray)} go with --task")
     fields: dict[str, Any] = {"action": actions[0]}
-    root = config_root()
+    # a team file is this machine's: its schedule is kept here; a team's task or message is
+    # kept with the team (in its store, when it is on PostgreSQL: its every machine fires it)
+    book: Book = ScheduleBook(config_root())
     if up_file is not None:
         fields |= _up_fields(up_file)
     else:
         if not team:
             raise click.UsageError(NO_TEAM)
         paths = paths_for(team)
+        book = book_for(paths)
         fields["team"] = team
         if send is not None:
             fields |= _send_fields(paths, *send)
@@ -112,7 +125,7 @@ def schedule_add(
             here = str(Path.cwd().resolve()) if paths.store is None else ""
             fields |= {"subject": subject, "description": description, "command": command,
                        "takers": takers, "cwd": here}  # fmt: skip
-    added = ScheduleBook(root).add(
+    added = book.add(
         Schedule(id="new", cron=cron, zone=zone or local_zone(), missed=missed, **fields)
     )
     emit(added.model_dump(mode="json"), as_json, lambda _: added.id)
@@ -135,16 +148,25 @@ def _send_fields(paths: Any, to: str, text: str) -> dict[str, Any]:
 
 
 @schedule.command("list")
+@store_option
 @json_option
 def schedule_list(as_json: bool) -> None:
     """List the schedules of this config root: id, when (and its next firing), the team, what
     it does, and how its last firing went."""
     now = datetime.now(UTC)
-    shown = [_shown(s, now) for s in ScheduleBook(config_root()).all()]
+    kept = [(s, book.where) for book in _books() for s in book.all()]
+    shown = [_shown(s, now, where) for s, where in kept]
     emit(shown, as_json, lambda _: "\n".join(_line(s) for s in shown) or "No schedules")
 
 
-def _shown(found: Schedule, now: datetime) -> dict[str, Any]:
+def _books() -> list[Book]:
+    """The schedules of this config root, and of the stores its teams (and --store or
+    $SWARM_STORE) are on."""
+    given = given_store() or os.environ.get("SWARM_STORE") or None
+    return books(config_root(), [given] if given else [])
+
+
+def _shown(found: Schedule, now: datetime, where: str) -> dict[str, Any]:
     settled = _parse_now(found.settled) if found.settled else now
     upcoming = found.cron_of().next_after(max(now, settled))
     last = found.history[-1].model_dump() if found.history else None
@@ -155,6 +177,7 @@ def _shown(found: Schedule, now: datetime) -> dict[str, Any]:
         "next": upcoming.isoformat() if upcoming else None,
         "next_local": local.strftime("%a %Y-%m-%d %H:%M") if local else None,
         "last": last,
+        "kept": where,  # files, or the store (its password left out)
     }
 
 
@@ -170,10 +193,13 @@ def _line(shown: dict[str, Any]) -> str:
 
 @schedule.command("remove")
 @click.argument("schedule_id", metavar="ID")
+@store_option
 @json_option
 def schedule_remove(schedule_id: str, as_json: bool) -> None:
     """Remove schedule ID (or a unique start of it); it fires no more."""
-    removed = ScheduleBook(config_root()).remove(schedule_id)
+    kept = [(s, book) for book in _books() for s in book.all()]
+    found = find_in([s for s, _ in kept], schedule_id)
+    removed = next(book for s, book in kept if s.id == found.id).remove(found.id)
     emit(removed.model_dump(mode="json"), as_json, lambda _: f"removed {removed.id}")
 
 
@@ -185,17 +211,22 @@ def schedule_remove(schedule_id: str, as_json: bool) -> None:
     metavar="TIME",
     help="with --once: the pass as if it were TIME (ISO 8601, e.g. 2026-12-01T09:00Z)",
 )
+@store_option
 @json_option
 def scheduler(once: bool, at: str | None, as_json: bool) -> None:
     """Fire the schedules of this config root as they come due, until Ctrl-C or SIGTERM; each
     firing prints a line. Several schedulers (and `swarm lead`, `swarm host serve`) may run
-    at once: each firing is done once.
+    at once: each firing is done once. The schedules of teams on PostgreSQL are kept in their
+    store and fired by any scheduler whose config root points at it (or given --store), on
+    any machine.
 
     \b
       swarm scheduler                     # in a terminal, or as a systemd service
       swarm scheduler --once              # what is due now, then exit (from cron)
     """
     root = config_root()
+    given = given_store() or os.environ.get("SWARM_STORE") or None
+    stores = [given] if given else []
     if at is not None and not once:
         raise click.UsageError("--now goes with --once")
     now = _parse_now(at) if at is not None else datetime.now(UTC)
@@ -204,14 +235,14 @@ def scheduler(once: bool, at: str | None, as_json: bool) -> None:
         click.echo(_done_text(done, as_json))
 
     if once:
-        for done in run_due(root, now, runner_name("swarm scheduler")):
+        for done in run_due(root, now, runner_name("swarm scheduler"), stores):
             say(done)
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     click.echo(f"swarm scheduler: firing the schedules of {root}; Ctrl-C stops", err=True)
     with contextlib.suppress(KeyboardInterrupt):
-        serve(root, stop, runner_name("swarm scheduler"), say)
+        serve(root, stop, runner_name("swarm scheduler"), say, stores)
 
 
 def _parse_now(text: str) -> datetime:

@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from protocols import safefs
 from protocols.clock import now_iso
+from protocols.errors import Error
 from protocols.jsonio import write_json
 from protocols.locks import FileGuard, redo_if_lock_lost
 from protocols.names import validate_name
+from protocols.paths import TeamPaths
+from protocols.store import read_pointer
 from swarm.errors import SwarmError
 from swarm.schedule.cron import Cron
 
@@ -86,8 +89,28 @@ class Schedule(BaseModel):
         return f"up {self.file}"
 
 
+def new_id() -> str:
+    return "s" + secrets.token_hex(4)
+
+
+def find_in(schedules: list[Schedule], given: str) -> Schedule:
+    """The one of `schedules` whose id is `given` or starts with it; `ScheduleNotFound`
+    otherwise."""
+    exact = [s for s in schedules if s.id == given]
+    matches = exact or [s for s in schedules if given and s.id.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(s.id for s in schedules) or "none"
+    why = "matches several" if matches else "matches no schedule"
+    raise ScheduleNotFound(f"{given!r} {why}; the schedules are: {known} (swarm schedule list)")
+
+
 class ScheduleBook:
-    """The schedules under one config root."""
+    """The schedules under one config root (of its teams in files, and of teams on
+    PostgreSQL added where no scheduler shares the store: `swarm.schedule.pg_book`)."""
+
+    where = "files"
+    store: str | None = None  # its teams' store: none, they are found under the root
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -103,12 +126,12 @@ class ScheduleBook:
         schedule.cron_of()  # a bad expression or zone is refused before anything is written
         safefs.makedirs(self.directory)
         while True:
-            new_id = "s" + secrets.token_hex(4)
-            if not self.path(new_id).exists():
+            fresh = new_id()
+            if not self.path(fresh).exists():
                 break
-        added = schedule.model_copy(update={"id": new_id, "created": schedule.created or now_iso()})
-        with FileGuard(self.path(new_id)):
-            write_json(self.path(new_id), added.model_dump(mode="json"))
+        added = schedule.model_copy(update={"id": fresh, "created": schedule.created or now_iso()})
+        with FileGuard(self.path(fresh)):
+            write_json(self.path(fresh), added.model_dump(mode="json"))
         return added
 
     def all(self) -> list[Schedule]:
@@ -133,14 +156,7 @@ class ScheduleBook:
 
     def find(self, given: str) -> Schedule:
         """The schedule whose id is `given` or starts with it; `ScheduleNotFound` otherwise."""
-        schedules = self.all()
-        exact = [s for s in schedules if s.id == given]
-        matches = exact or [s for s in schedules if given and s.id.startswith(given)]
-        if len(matches) == 1:
-            return matches[0]
-        known = ", ".join(s.id for s in schedules) or "none"
-        why = "matches several" if matches else "matches no schedule"
-        raise ScheduleNotFound(f"{given!r} {why}; the schedules are: {known} (swarm schedule list)")
+        return find_in(self.all(), given)
 
     def remove(self, given: str) -> Schedule:
         """Remove the schedule `given` names (an id or a unique prefix); returns it."""
@@ -167,3 +183,52 @@ class ScheduleBook:
                 changed.history = changed.history[-HISTORY:]
                 write_json(target, changed.model_dump(mode="json"))
             return changed
+
+
+class Book(Protocol):
+    """Where schedules are kept: files under a config root (`ScheduleBook`), or a PostgreSQL
+    store (`swarm.schedule.pg_book.PgScheduleBook`)."""
+
+    where: str
+    store: str | None  # the store its teams are on (None: found under the config root)
+
+    def add(self, schedule: Schedule) -> Schedule: ...
+    def all(self) -> list[Schedule]: ...
+    def find(self, given: str) -> Schedule: ...
+    def remove(self, given: str) -> Schedule: ...
+    def update(
+        self, schedule_id: str, change: Callable[[Schedule], Schedule | None], timeout: float
+    ) -> Schedule | None: ...
+
+
+def book_for(paths: TeamPaths) -> Book:
+    """Where a schedule for the team at `paths` is kept: its store when it is on PostgreSQL
+    (every scheduler of the team sees it there), else the config root's files."""
+    if paths.store is not None:
+        from swarm.schedule.pg_book import PgScheduleBook  # psycopg: only for such a team
+
+        return PgScheduleBook(paths.store)
+    return ScheduleBook(paths.root)
+
+
+def books(root: Path, stores: Iterable[str] = ()) -> list[Book]:
+    """The schedules a scheduler under `root` fires, or `swarm schedule list` shows: the config
+    root's files, and the store of each team on PostgreSQL this root points at (and `stores`)."""
+    urls = dict.fromkeys(stores)
+    try:
+        teams = sorted(p.name for p in (root / "teams").iterdir() if p.is_dir())
+    except FileNotFoundError:
+        teams = []
+    for team in teams:
+        try:
+            url = read_pointer(root, team)
+        except Error:  # a broken pointer: that team's own commands say so
+            continue
+        if url is not None:
+            urls.setdefault(url)
+    found: list[Book] = [ScheduleBook(root)]
+    if urls:
+        from swarm.schedule.pg_book import PgScheduleBook
+
+        found += [PgScheduleBook(url) for url in urls]
+    return found

@@ -25,13 +25,14 @@ def firing_key(schedule: Schedule, due: datetime) -> str:
     return f"{schedule.id}@{due.isoformat()}"
 
 
-def fire(schedule: Schedule, due: datetime, root: Path) -> str:
-    """Do what `schedule` says for its firing due at `due`; a line saying what was done.
-    Raises what the action raises (a team that is gone, a member unknown, a bad team file)."""
+def fire(schedule: Schedule, due: datetime, root: Path, store: str | None = None) -> str:
+    """Do what `schedule` says for its firing due at `due` (its team on `store`, else found
+    under `root`); a line saying what was done. Raises what the action raises (a team that is
+    gone, a member unknown, a bad team file)."""
     key = firing_key(schedule, due)
     if schedule.action == "up":
         return _up(Path(schedule.file), root)
-    paths = locate(schedule.team, root)
+    paths = locate(schedule.team, root, store)
     if schedule.action == "send":
         return _send(paths, schedule, key, due)
     return _task(paths, schedule, key)

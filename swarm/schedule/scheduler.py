@@ -1,11 +1,13 @@
-"""Firing what is due, exactly once however many schedulers share the config root.
+"""Firing what is due, exactly once however many schedulers share the schedules.
 
-A pass (`run_due`) looks at every schedule; one with a firing due since it was last settled is
-taken under its lock (waiting `LOCK_WAIT_S` at most: a scheduler that holds it is firing it),
-read again, decided again (`decide`), fired (`swarm.schedule.firing`) and written back settled,
-all under that lock. A second scheduler finds it settled and does nothing; a scheduler killed
-part way leaves it unsettled and its lock released (the kernel's), and the next pass does the
-firing again, which the actions make harmless.
+A pass (`run_due`) looks at every schedule (the config root's files, and the stores of its
+teams on PostgreSQL: `swarm.schedule.book.books`); one with a firing due since it was last
+settled is taken under its lock (the file's, or its row's in the store; waiting `LOCK_WAIT_S` at
+most: a scheduler that holds it is firing it), read again, decided again (`decide`), fired
+(`swarm.schedule.firing`) and written back settled, all under that lock. A second scheduler
+finds it settled and does nothing; a scheduler killed part way leaves it unsettled and its lock
+released (by the kernel, or by the server when its connection drops), and the next pass does
+the firing again, which the actions make harmless.
 
 Firings missed while no scheduler ran: a firing more than `GRACE` late is missed; the
 schedule's ``missed`` says whether the last missed one runs once (``once``) or none does
@@ -17,17 +19,18 @@ host serve` (`in_background`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from protocols.clock import now_iso
 from protocols.errors import Error, LockTimeout, StoreUnavailable
-from swarm.schedule.book import Firing, Outcome, Schedule, ScheduleBook
+from swarm.schedule.book import Firing, Outcome, Schedule, books
 from swarm.schedule.firing import fire
 
 GRACE = timedelta(minutes=5)  # a firing this late still fires as usual
@@ -74,20 +77,32 @@ class Done:
         return f"{self.schedule} {firing.outcome} ({self.what}, due {firing.due}): {firing.detail}"
 
 
-def run_due(root: Path, now: datetime, by: str) -> list[Done]:
-    """One pass over the schedules under `root` at `now` (UTC); what it settled."""
-    book = ScheduleBook(root)
+def run_due(root: Path, now: datetime, by: str, stores: Iterable[str] = ()) -> list[Done]:
+    """One pass at `now` (UTC) over the schedules under `root` and in the stores its teams on
+    PostgreSQL (and `stores`) name (`swarm.schedule.book.books`); what it settled."""
     done: list[Done] = []
-    for schedule in book.all():
-        if decide(schedule, now).settle is None:  # the usual case, without the lock
-            continue
+    for book in books(root, stores):
         # the lock held by another scheduler (it fires it), or the store away: the next pass
         with contextlib.suppress(*AGAIN):
-            book.update(schedule.id, lambda s: _settle(s, now, by, root, done), LOCK_WAIT_S)
+            for schedule in book.all():
+                if decide(schedule, now).settle is None:  # the usual case, without the lock
+                    continue
+                with contextlib.suppress(*AGAIN):
+                    fired = functools.partial(_settle, now=now, by=by, root=root, done=done,
+                                              store=book.store)  # fmt: skip
+                    book.update(schedule.id, fired, LOCK_WAIT_S)
     return done
 
 
-def _settle(schedule: Schedule, now: datetime, by: str, root: Path, done: list[Done]) -> Schedule:
+def _settle(
+    schedule: Schedule,
+    *,
+    now: datetime,
+    by: str,
+    root: Path,
+    done: list[Done],
+    store: str | None,
+) -> Schedule:
     decision = decide(schedule, now)  # again, under the lock: another pass may have settled it
     if decision.settle is None:
         return schedule
@@ -102,7 +117,7 @@ def _settle(schedule: Schedule, now: datetime, by: str, root: Path, done: list[D
     if decision.fire is not None:
         outcome: Outcome = "fired"
         try:
-            said = fire(schedule, decision.fire, root)
+            said = fire(schedule, decision.fire, root, store)
         except AGAIN:
             raise  # nothing settled: the next pass
         except (Error, OSError) as exc:  # a team gone, a member unknown, a bad file
@@ -125,28 +140,33 @@ def serve(
     stop: threading.Event,
     by: str,
     say: Callable[[Done], None],
+    stores: Iterable[str] = (),
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> None:
     """A pass at the start of every minute until `stop` is set; `say` gets each firing."""
     while not stop.is_set():
         now = clock()
-        for one in run_due(root, now, by):
+        for one in run_due(root, now, by, stores):
             say(one)
         after = 60 - now.second - now.microsecond / 1e6
         stop.wait(after + 0.2)  # the period: the next minute has begun
 
 
 @contextlib.contextmanager
-def in_background(root: Path, kind: str, say: Callable[[Done], None]) -> Iterator[None]:
+def in_background(
+    root: Path, kind: str, say: Callable[[Done], None], stores: Iterable[str] = ()
+) -> Iterator[None]:
     """`serve` on a daemon thread for as long as the context lasts (`swarm lead`, `swarm host
-    serve`); an error in a pass is said, never raised into the host process."""
+    serve`, with their team's store); an error in a pass is never raised into the host
+    process: the next minute tries again."""
+    urls = list(stores)
     stop = threading.Event()
     by = runner_name(kind)
 
     def run() -> None:
         while not stop.is_set():
             try:
-                serve(root, stop, by, say)
+                serve(root, stop, by, say, urls)
             except (Error, OSError):  # a broken config root: try again in a minute
                 stop.wait(60)
 
