@@ -18,6 +18,7 @@ from protocols.errors import Error
 from protocols.values import PermissionMode
 from teammate.sandbox.bwrap import Sandbox, unavailable
 from teammate.sandbox.config import SandboxConfig
+from teammate.sandbox.proxy import DomainProxy
 
 # modes in which an agent acts without asking first: its commands are sandboxed unless its
 # settings say otherwise
@@ -44,7 +45,10 @@ def sandbox_for(
     why = unavailable()
     if why is None:
         tmp = Path(tempfile.mkdtemp(prefix="swarm-sandbox-"))  # its TMPDIR, writable inside
-        return Sandbox(config, cwd.resolve(), tuple(p.resolve() for p in hidden), tmp)
+        proxy = None
+        if config.domains:  # a list of domains: reached through its proxy, and only those
+            proxy = DomainProxy(tmp / ".proxy.sock", config.domains)  # lives with the process
+        return Sandbox(config, cwd.resolve(), tuple(p.resolve() for p in hidden), tmp, proxy)
     if config.fail_if_unavailable:
         raise SandboxUnavailable(f"sandbox.failIfUnavailable is set and {why}")
     reason = f"permission mode {mode} sandboxes commands" if by_mode else "sandbox.enabled is set"

@@ -10,7 +10,8 @@
 - unreadable: ``filesystem.denyRead`` and always the lead's signing keys (an empty directory, or
   ``/dev/null`` for a file, is mounted over each);
 - no network (``--unshare-net``: only a loopback of its own) unless ``network.allowedDomains``
-  holds ``"*"``: per-domain allow-lists need a proxy swarm does not have yet;
+  holds ``"*"``; a list of domains is reached through the agent's proxy
+  (`teammate.sandbox.proxy`: ``HTTP_PROXY`` and ``HTTPS_PROXY`` inside), and only those;
 - its own pid namespace, a new session (no ``TIOCSTI`` into the teammate's terminal), and it
   dies with the teammate.
 
@@ -26,11 +27,13 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from teammate.sandbox.config import SandboxConfig
+from teammate.sandbox.proxy import FORWARD, PORT, DomainProxy
 
 READ_ONLY = "Read-only file system"
 NO_NETWORK = (
@@ -73,6 +76,7 @@ class Sandbox:
     cwd: Path
     hidden: tuple[Path, ...] = ()  # never readable inside (the lead's keys)
     tmp: Path | None = None  # its writable temporary directory (TMPDIR inside)
+    proxy: DomainProxy | None = None  # its domain proxy (allowedDomains: a list of them)
 
     def excluded(self, command: str) -> bool:
         """Whether `command` runs outside the sandbox (``excludedCommands``: ``docker`` or
@@ -103,6 +107,12 @@ class Sandbox:
                 wrapped += ["--ro-bind", "/dev/null", str(path)]
         if not self.config.network:
             wrapped.append("--unshare-net")
+        if self.proxy is not None:  # the allowed domains, through the proxy only
+            address = f"http://127.0.0.1:{PORT}"
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+                wrapped += ["--setenv", name, address]
+            socket = str(self.proxy.socket_path)
+            argv = [sys.executable, "-S", "-c", FORWARD, socket, str(PORT), *argv]
         wrapped += ["--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
         wrapped += ["--chdir", str(self.cwd), "--", *argv]
         return wrapped
@@ -115,6 +125,15 @@ class Sandbox:
                 f"[sandbox] commands may write only in {writable} (TMPDIR is the last) "
                 "(sandbox.filesystem.allowWrite adds places; dangerouslyDisableSandbox asks "
                 "to run one outside)"
+            )
+        domains = self.config.domains
+        refused = self.proxy.take_refused() if self.proxy is not None else []
+        if domains and (refused or any(sign in output for sign in NO_NETWORK)):
+            hosts = f"; {', '.join(dict.fromkeys(refused))} refused" if refused else ""
+            return (
+                f"[sandbox] the network allows only {', '.join(domains)}, through the proxy "
+                f"that HTTP_PROXY and HTTPS_PROXY name{hosts} (sandbox.network.allowedDomains "
+                "adds domains)"
             )
         if not self.config.network and any(sign in output for sign in NO_NETWORK):
             return (

@@ -23,7 +23,7 @@ from typing import Any
 
 from protocols.errors import Error
 
-EVERY_DOMAIN = "*"  # in allowedDomains: the whole network (no per-domain proxy yet)
+EVERY_DOMAIN = "*"  # in allowedDomains: the whole network (else the domains, by a proxy)
 
 
 class SandboxSettingsError(Error, ValueError):
@@ -43,8 +43,14 @@ class SandboxConfig:
 
     @property
     def network(self) -> bool:
-        """Whether sandboxed commands reach the network (only when every domain is allowed)."""
+        """Whether sandboxed commands reach the whole network (every domain is allowed)."""
         return EVERY_DOMAIN in self.allowed_domains
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """The domains reached through the sandbox's proxy (none: the network is off, or all
+        of it is on)."""
+        return () if self.network else self.allowed_domains
 
 
 def parse_sandbox(value: Any, where: str) -> SandboxConfig:

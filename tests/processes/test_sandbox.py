@@ -10,6 +10,7 @@ settings say no, and so are the MCP stdio servers a sandboxed teammate starts.""
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import subprocess
@@ -123,6 +124,49 @@ def test_the_network_is_on_when_every_domain_is_allowed(
     results = run_all(board, [f'python3 -c "{connect}"', f"touch {outside}"])
     assert results[0] == ("completed", "")
     assert "[sandbox] commands may write only in" in results[1][1] and not outside.exists()
+
+
+@pytest.fixture
+def web() -> Iterator[int]:
+    """An HTTP server on the host's loopback that answers every GET with ``hello``; its port."""
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
+    team: TeamFile, workers: Processes, workdir: Path, web: int
+) -> None:
+    sandboxed(workdir, network={"allowedDomains": ["127.0.0.1", "*.example.invalid"]})
+    board = TaskBoard(team.paths)
+    workers.start(teammate_argv("alice"), None)
+
+    def get(host: str) -> str:
+        code = f"import urllib.request as u; print(u.urlopen('http://{host}:{web}/').read())"
+        return f'python3 -c "{code}" > got-{host}.txt'
+
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {web}), 5)"
+    results = run_all(board, [get("127.0.0.1"), get("localhost"), f'python3 -c "{connect}"'])
+    assert results[0] == ("completed", "")
+    assert (workdir / "got-127.0.0.1.txt").read_text() == "b'hello'\n"  # through the proxy
+    for status, failure in results[1:]:  # a domain not listed; around the proxy
+        assert status == "in_progress"
+        assert "[sandbox] the network allows only 127.0.0.1, *.example.invalid" in failure
+    assert "localhost refused" in results[1][1]  # the proxy said which
 
 
 def test_modes_that_act_without_asking_are_sandboxed_unless_the_settings_say_no(
