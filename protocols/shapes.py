@@ -129,8 +129,10 @@ BUDGET_STATUS = Shape(
     "BudgetStatus",
     maxCostUsd=Field(optional(FLOAT), None),
     maxTokens=Field(OPT_INT, None),
+    maxSeconds=Field(optional(FLOAT), None),
     costUsd=Field(FLOAT, 0.0),
     tokens=Field(INT, 0),
+    seconds=Field(FLOAT, 0.0),
     over=Field(BOOL, False),
     reason=Field(OPT_STR, None),
 )
