@@ -88,8 +88,10 @@ class Sandbox:
                 return True
         return False
 
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        """`argv` run inside the sandbox (module doc)."""
+    def wrap(self, argv: Sequence[str], cwd: Path | None = None) -> list[str]:
+        """`argv` run inside the sandbox (module doc), in `cwd` (default: its working
+        directory; a sub-agent's worktree is another). Where it may write is the sandbox's,
+        whatever `cwd` is."""
         bwrap = shutil.which("bwrap") or "bwrap"
         wrapped = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if self.tmp is not None:
@@ -114,7 +116,7 @@ class Sandbox:
             socket = str(self.proxy.socket_path)
             argv = [sys.executable, "-S", "-c", FORWARD, socket, str(PORT), *argv]
         wrapped += ["--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
-        wrapped += ["--chdir", str(self.cwd), "--", *argv]
+        wrapped += ["--chdir", str(cwd or self.cwd), "--", *argv]
         return wrapped
 
     def why(self, output: str) -> str | None:

@@ -136,7 +136,7 @@ class Shells:
         if sandbox is not None and sandbox.excluded(command):
             sandbox = None
         if sandbox is not None:
-            argv = sandbox.wrap(argv)
+            argv = sandbox.wrap(argv, cwd)
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             process = subprocess.Popen(
                 argv,

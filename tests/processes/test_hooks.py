@@ -214,7 +214,7 @@ def test_a_sub_agent_s_definition_hooks_apply_to_it_alone(
         f"    - matcher: Read\n      hooks:\n        - type: command\n"
         f"          command: {json.dumps(blocker)}\n---\nYou review.\n"
     )
-    events = tmp_path / "events.jsonl"
+    events = workdir / "events.jsonl"  # in its directory: acceptEdits sandboxes its hooks
     record = script(tmp_path, "record", RECORD, str(events))
     write_settings(
         workdir,
@@ -319,13 +319,13 @@ def test_a_teammate_idle_hook_sends_it_back_once_and_a_hanging_hook_is_killed(
     team: TeamFile, start: Start, workdir: Path, tmp_path: Path
 ) -> None:
     (workdir / "notes.txt").write_text("the answer is 42\n")
-    marker = tmp_path / "idle-once"
+    marker = workdir / "idle-once"  # where its sandboxed hooks (acceptEdits) may write
     idle = (
         f"cat > /dev/null; test -e {shlex.quote(str(marker))} && exit 0; "
         f"touch {shlex.quote(str(marker))}; echo 'Check TaskList before you idle.' >&2; exit 2"
     )
-    pid_file = tmp_path / "hang.pid"
-    hang = f"sleep 300 & echo $! > {shlex.quote(str(pid_file))}; wait"
+    hang = "sleep 313 & wait"  # its child is found by its command line: a sandboxed (acceptEdits)
+    # hook's $! is a pid of the sandbox's own pid namespace
     write_settings(
         workdir,
         {
@@ -356,15 +356,21 @@ def test_a_teammate_idle_hook_sends_it_back_once_and_a_hanging_hook_is_killed(
     assert len(seen) == 3 and idle_count(team) == 1  # sent back once, then idle once
     (error,) = transcript_events(team, "hook_error")
     assert "timed out after 1 s" in error["error"]
-    child = int(pid_file.read_text())
-    wait_for(lambda: not Path(f"/proc/{child}").exists() or _zombie(child), "the hook's child")
+    wait_for(lambda: not _sleeping("313"), "the hook's child to be killed")
 
 
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except OSError:
-        return True
+def _sleeping(seconds: str) -> list[int]:
+    """The live (not zombie) processes running ``sleep SECONDS``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:2]
+            state = (entry / "stat").read_text().split(") ")[1][:1]
+        except (OSError, IndexError):
+            continue
+        if argv == [b"sleep", seconds.encode()] and state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def test_the_lead_agent_s_task_tools_run_the_task_hooks_of_its_directory(

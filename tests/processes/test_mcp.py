@@ -184,7 +184,7 @@ def test_a_streamable_http_server_run_by_the_test_is_reached_from_mcp_config(
             Mailbox(team.paths).send("alice", "Echo.", sender="team-lead", summary="job")
             wait_for(lambda: idle_notes(team), "alice to go idle")
             assert servers(team)["web"].state == "connected"
-            assert servers(team)["web"].tools == 3 and servers(team)["web"].transport == "http"
+            assert servers(team)["web"].tools == 4 and servers(team)["web"].transport == "http"
             stop(team, proc)
     finally:
         http.kill()
@@ -307,7 +307,10 @@ def test_no_server_process_outlives_its_teammate(
 def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
     team: TeamFile, start: Start, workdir: Path
 ) -> None:
-    inline = json.dumps([{"mine": {"command": sys.executable, "args": [SERVER]}}])
+    token = f"SWARM_TEST_SERVER=inline-{os.getpid()}"  # how its process is found (a sandboxed
+    # server's own pid is of the sandbox's pid namespace: acceptEdits sandboxes it)
+    mine_env = {"SWARM_TEST_SERVER": token.split("=", 1)[1]}
+    inline = json.dumps([{"mine": {"command": sys.executable, "args": [SERVER], "env": mine_env}}])
     agent_file(workdir, "helper", ["mine"], extra=f"mcpServers: {inline}\n")
     seen: list[dict[str, Any]] = []
 
@@ -338,8 +341,8 @@ def test_a_sub_agents_inline_server_is_started_for_it_and_closed_when_it_ends(
     parent = [b for b in seen if b not in sub]
     assert not any(n.startswith("mcp__mine") for b in parent for n in offered(b))
     (echoed,) = [r["content"] for r in results_of(sub[1])]
-    pid = int(echoed.rsplit("pid ", 1)[1].rstrip(")"))
-    assert echoed.startswith("echo: from the sub-agent") and not pid_alive(pid)
+    assert echoed.startswith("echo: from the sub-agent")
+    assert not carrying(token.encode())  # its process is gone with its sub-agent
     assert len(api.requests) == 4
 
 
@@ -487,3 +490,16 @@ def test_a_direct_call_waits_for_its_server_and_tool_search_can_be_turned_off(
         wait_for(lambda: len(idle_notes(team)) >= 2, "bob to go idle")
         stop_teammate(team.paths, "bob", proc)
     assert "ToolSearch" not in tool_names(api.requests[0])
+
+
+def carrying(needle: bytes) -> list[int]:
+    """The live processes whose environment holds `needle` (``NAME=value``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if needle in environ and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
