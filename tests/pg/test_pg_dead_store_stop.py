@@ -185,11 +185,15 @@ def test_sigterm_stops_a_teammate_whose_store_is_gone_and_its_task_is_done_once(
 
     outage.end()
     team.gate.touch()
-    wait_for(
-        lambda: all(t.status == "completed" for t in team.board.list()),
-        "bob to finish both tasks once the server is back",
-        DEADLINE_S * 2,
-    )
+    try:
+        wait_for(
+            lambda: all(t.status == "completed" for t in team.board.list()),
+            "bob to finish both tasks once the server is back",
+            DEADLINE_S * 2,
+        )
+    except AssertionError as exc:  # seen once under make test's load: say what bob did
+        board = [(t.id, t.status, t.owner) for t in team.board.list()]
+        raise AssertionError(f"{exc}\nboard: {board}\nbob's log:\n{team.log('bob')}") from None
     lines = Counter(team.out.read_text().split())
     assert lines == Counter({"1": 1, "2": 1})  # ann's command was stopped with her
     events = team.db.run(

@@ -231,29 +231,31 @@ def test_max_tokens_stops_it_and_swarm_budget_tokens_raises_it(
 def test_max_time_stops_it_once_its_time_is_up_and_swarm_budget_time_raises_it(
     team: TeamFile, start: Start
 ) -> None:
-    # its first call runs a command that outlasts its 1.5 s: the next request is held
-    play = HeldAfter("Bash", {"command": "sleep 2"}, "Done.", calls=1)
+    # its first call runs a command that outlasts its 3 s: the next request is held (on a
+    # loaded machine its start may take the 3 s already: then not even the first is made)
+    play = HeldAfter("Bash", {"command": "sleep 4"}, "Done.", calls=1)
     raised, early = play.raised, play.early
     with MessagesAPI(play) as api:
-        proc = start("alice", api, "--max-time", "1.5", "--permission-mode", "bypassPermissions")
+        proc = start("alice", api, "--max-time", "3", "--permission-mode", "bypassPermissions")
         Mailbox(team.paths).send("alice", "Wait a little.", sender="team-lead")
         wait_for(lambda: failed_notes(team), "alice to stop past its time")
         (note,) = failed_notes(team)
         assert note.failureReason is not None
         assert re.fullmatch(
-            r"over its time: ran \d+s of 1s; raise it with `swarm budget alice --time \+1s`",
+            r"over its time: ran \d+s of 3s; raise it with `swarm budget alice --time \+3s`",
             note.failureReason,
         ), note.failureReason
         answered_while_stopped(team)
-        assert len(api.requests) == 1 and not early
+        made = len(api.requests)
+        assert made <= 1 and not early
         shown = json.loads(swarm("budget", "alice", "--json").stdout)
-        assert shown["maxSeconds"] == 1.5 and shown["seconds"] >= 1.5 and shown["over"]
+        assert shown["maxSeconds"] == 3 and shown["seconds"] >= 3 and shown["over"]
         assert swarm("budget", "alice", "--time", "soon").returncode == 1
         raised.set()
         result = swarm("budget", "alice", "--time", "+1h")
         assert result.returncode == 0, result.stderr
         assert "of 1h" in result.stdout
-        wait_for(lambda: len(api.requests) == 2, "alice to carry on")
+        wait_for(lambda: len(api.requests) > made, "alice to carry on")
         wait_for(lambda: any("carries on" in t for t in texts_to_lead(team)), "the notice")
         stop(team, proc)
 

@@ -416,7 +416,9 @@ class Fake:
     def messages(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
-    def client(self, timeout_s: float) -> LspClient:
+    def client(self, timeout_s: float, startup_s: float | None = None) -> LspClient:
+        """A client of the fake server: requests time out after `timeout_s`, its start (a
+        Python process, its initialize answered) after `startup_s` (default: the same)."""
         settings = self.root / "settings.json"
         server = {
             "command": sys.executable,
@@ -426,7 +428,8 @@ class Fake:
         }
         settings.write_text(json.dumps({"lspServers": {"fake": server}}))
         registry = ServerRegistry.from_settings(self.root, [settings], search_path="")
-        return LspClient(registry, request_timeout_s=timeout_s, startup_timeout_s=timeout_s)
+        startup = timeout_s if startup_s is None else startup_s
+        return LspClient(registry, request_timeout_s=timeout_s, startup_timeout_s=startup)
 
 
 INITIALIZED = {
@@ -472,7 +475,8 @@ def test_a_server_that_exits_at_once_is_reported_with_its_last_words(fake: Fake)
 
 def test_a_server_that_hangs_is_killed_and_started_again_next_time(fake: Fake) -> None:
     fake.answer({"initialize": INITIALIZED})
-    client = fake.client(timeout_s=0.3)
+    # a request hangs after 0.3 s; a start may take longer on a loaded machine (make test)
+    client = fake.client(timeout_s=0.3, startup_s=30)
     ctx = ToolContext(cwd=fake.root, lsp=client)
     with pytest.raises(ToolError, match=r"^fake did not answer textDocument/hover within 0\.3 s"):
         call(ctx, "hover", "a.fake")
