@@ -58,14 +58,21 @@ def run_checks(project_dir: Path, environ: dict[str, str] | None = None) -> list
 
 
 def _sandbox() -> Check:
-    """Whether teammates' commands can run in bubblewrap here (`teammate.sandbox`)."""
+    """Whether teammates' commands can run in bubblewrap here, else under Landlock
+    (`teammate.sandbox`)."""
     from teammate.sandbox.bwrap import unavailable
+    from teammate.sandbox.landlock import available
 
     why = unavailable()
+    used = "teammates in acceptEdits, auto or bypassPermissions mode, or with sandbox.enabled"
     if why is None:
-        return Check("sandbox", "ok", "bubblewrap works (for teammates with sandbox.enabled)")
-    fix = "install bubblewrap (Debian: apt-get install bubblewrap); until then sandbox.enabled "
-    fix += "runs commands without one, and sandbox.failIfUnavailable stops the teammate"
+        return Check("sandbox", "ok", f"bubblewrap works (for {used})")
+    fix = "install bubblewrap (Debian: apt-get install bubblewrap)"
+    abi = available()
+    if abi is not None:
+        found = f"{why}; Landlock ABI {abi} sandboxes files instead (no namespaces)"
+        return Check("sandbox", "warn", found, fix)
+    fix += "; until then commands run without one, and sandbox.failIfUnavailable stops the teammate"
     return Check("sandbox", "warn", why, fix)
 
 

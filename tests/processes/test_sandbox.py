@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from protocols.mailbox import Mailbox
 from protocols.tasks import TaskBoard
 from protocols.team import TeamFile
 from swarm.team.approvals import answer, pending_requests
+from teammate.sandbox import landlock
 from teammate.sandbox.bwrap import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox: {unavailable()}")
@@ -75,9 +77,12 @@ def listener() -> Iterator[int]:
     server.close()
 
 
+@pytest.mark.parametrize("engine", ["bwrap", "landlock"])
 def test_a_sandboxed_shell_teammate_writes_only_in_its_directory(
-    team: TeamFile, workers: Processes, workdir: Path, tmp_path: Path, listener: int
+    team: TeamFile, workers: Processes, workdir: Path, tmp_path: Path, listener: int, engine: str
 ) -> None:
+    if engine == "landlock" and landlock.available() is None:
+        pytest.skip("this kernel has no Landlock")
     outside = tmp_path / "outside"
     outside.mkdir()
     key = team.paths.lead_key
@@ -89,7 +94,7 @@ def test_a_sandboxed_shell_teammate_writes_only_in_its_directory(
     )
     connect = f"import socket; socket.create_connection(('127.0.0.1', {listener}), 5)"
     board = TaskBoard(team.paths)
-    workers.start(teammate_argv("alice"), None)
+    workers.start(teammate_argv("alice"), {**os.environ, "SWARM_SANDBOX_ENGINE": engine})
     results = run_all(
         board,
         [
@@ -108,7 +113,8 @@ def test_a_sandboxed_shell_teammate_writes_only_in_its_directory(
     for status, failure in results[1:6]:
         assert status == "in_progress" and "[sandbox] commands may write only in" in failure
     assert results[6][0] == "in_progress" and "BEGIN" not in results[6][1]
-    assert "[sandbox] the network is off" in results[7][1]
+    off = "[sandbox] the network is off" if engine == "bwrap" else "and the network is off"
+    assert results[7][0] == "in_progress" and off in results[7][1]
     assert list(outside.iterdir()) == []  # nothing of any route, nor of the hook
     assert (workdir / "link").is_symlink()  # made inside, where it may write
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from teammate.agent.settings import SettingsError, layered_settings, load_settings
+from teammate.sandbox import ENGINE_VAR, landlock, sandbox_for
 from teammate.sandbox.bwrap import Sandbox
 from teammate.sandbox.config import SandboxConfig, merge_sandbox, parse_sandbox
+from teammate.sandbox.landlock import LandlockSandbox
 
 
 @pytest.mark.parametrize(
@@ -69,3 +71,18 @@ def test_excluded_commands_and_the_command_line(tmp_path: Path) -> None:
     assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind") :][:3]
     assert str(tmp_path / "cache") in argv and str(tmp_path / "missing") not in argv
     assert "--unshare-net" in argv and ["--setenv", "TMPDIR", str(tmp_path / "tmp")] == argv[8:11]
+
+
+@pytest.mark.skipif(landlock.available() is None, reason="this kernel has no Landlock")
+def test_landlock_stands_in_for_bubblewrap_and_says_what_it_cannot_do(tmp_path: Path) -> None:
+    said: list[str] = []
+    config = SandboxConfig(enabled=True, allowed_domains=("github.com",))
+    made = sandbox_for(config, tmp_path, (), said.append, environ={ENGINE_VAR: "landlock"})
+    assert isinstance(made, LandlockSandbox) and made.proxy is None
+    (line,) = said
+    assert line.startswith("SWARM_SANDBOX_ENGINE=landlock: commands run under Landlock instead")
+    assert "the allowed domains (github.com): the network is off" in line
+    wrapped = made.wrap(["/bin/sh", "-c", "true"])
+    assert wrapped[-3:] == ["/bin/sh", "-c", "true"]
+    assert made.why("touch: cannot touch '/x': Permission denied") is not None
+    assert made.why("all fine") is None
