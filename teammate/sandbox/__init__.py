@@ -18,11 +18,8 @@ from pathlib import Path
 
 from protocols.errors import Error
 from protocols.values import PermissionMode
-from teammate.sandbox import landlock
 from teammate.sandbox.bwrap import Sandbox, unavailable
 from teammate.sandbox.config import SandboxConfig
-from teammate.sandbox.landlock import LandlockSandbox
-from teammate.sandbox.proxy import DomainProxy
 
 # modes in which an agent acts without asking first: its commands are sandboxed unless its
 # settings say otherwise
@@ -52,6 +49,12 @@ def sandbox_for(
     by_mode = config.enabled is None and mode in SANDBOXED_MODES
     if not (config.enabled or by_mode):
         return None
+    # loaded only for an agent that gets a sandbox: `swarm task add` imports this package (a
+    # hook's sandbox), and must load neither ctypes nor socket
+    from teammate.sandbox import landlock
+    from teammate.sandbox.landlock import LandlockSandbox
+    from teammate.sandbox.proxy import DomainProxy
+
     engine = (os.environ if environ is None else environ).get(ENGINE_VAR, "")
     why = unavailable() if engine != "landlock" else "SWARM_SANDBOX_ENGINE=landlock"
     abi = landlock.available() if engine != "bwrap" else None

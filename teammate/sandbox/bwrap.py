@@ -31,9 +31,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from teammate.sandbox.config import SandboxConfig
-from teammate.sandbox.proxy import FORWARD, PORT, DomainProxy
+
+if TYPE_CHECKING:
+    from teammate.sandbox.proxy import DomainProxy
 
 READ_ONLY = "Read-only file system"
 NO_NETWORK = (
@@ -110,6 +113,8 @@ class Sandbox:
         if not self.config.network:
             wrapped.append("--unshare-net")
         if self.proxy is not None:  # the allowed domains, through the proxy only
+            from teammate.sandbox.proxy import FORWARD, PORT
+
             address = f"http://127.0.0.1:{PORT}"
             for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
                 wrapped += ["--setenv", name, address]
