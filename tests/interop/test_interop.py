@@ -392,6 +392,9 @@ def start_lead(claude: Path, api: MessagesAPI, root: Path, work: Path, socket: s
         "ANTHROPIC_BASE_URL": api.url_for("team-lead"),
         "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
         "CLAUDE_CODE_TEAMMATE_COMMAND": str(teammate_command),
+        # a swarm teammate stopping hands its tasks back given all the time a loaded machine
+        # may need (the 5 s default cut it short once under make test: #1 stayed kim's)
+        "SWARM_HANDBACK_S": "60",
         **claude_code.OFFLINE_ENV,
     }
     if claude_code.is_newest(claude):  # it runs teammates in its own process unless told not to
