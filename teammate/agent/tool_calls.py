@@ -169,12 +169,10 @@ class ToolCalls:
         digest, count = self.loop_guard.saw(name, tool_input, shown, error)
         if not self.loop_guard.looping(name, tool_input, count) or self.link is None:
             return None
-        with permission_span(name):
-            answer = self.link.ask_permission(name, tool_input, question(name, count), use_id)
-        if answer.approved:
+        reason = self._lead_stops(name, tool_input, use_id, question(name, count))
+        if reason is None:
             self.loop_guard.forgive(digest)
             return None
-        reason = answer.reason or "no reason given"
         self.halted = f"the lead stopped a loop of {name}: {reason}"
         return (
             f"The lead stopped this: {name} gave the same result {count} times with the same "
@@ -190,19 +188,27 @@ class ToolCalls:
             return None
         last = uses[-1]
         name, tool_input = str(last.get("name", "")), last.get("input") or {}
-        with permission_span(name):
-            answer = self.link.ask_permission(
-                name, tool_input, self.stall_guard.question(), str(last.get("id", ""))
-            )
-        if answer.approved:
+        question_text = self.stall_guard.question()
+        reason = self._lead_stops(name, tool_input, str(last.get("id", "")), question_text)
+        if reason is None:
             self.stall_guard.forgive()
             return None
-        reason = answer.reason or "no reason given"
-        self.halted = f"the lead stopped it after {self.stall_guard.quiet} turns without progress"
+        quiet = self.stall_guard.quiet
+        self.halted = f"the lead stopped it after {quiet} turns without progress"
         return (
-            f"The lead stopped this: {self.stall_guard.quiet} turns in a row changed no file, "
-            f"sent no message and moved no task. Their reason: {reason}"
+            f"The lead stopped this: {quiet} turns in a row changed no file, sent no message "
+            f"and moved no task. Their reason: {reason}"
         )
+
+    def _lead_stops(
+        self, name: str, tool_input: dict[str, Any], use_id: str, asked: str
+    ) -> str | None:
+        """Ask the lead whether this agent goes on (a guard tripped: `asked` says which, about
+        the call `name` with `tool_input`); None if it may, else the lead's reason to stop."""
+        assert self.link is not None
+        with permission_span(name):
+            answer = self.link.ask_permission(name, tool_input, asked, use_id)
+        return None if answer.approved else answer.reason or "no reason given"
 
     def _leaves_sandbox(self, name: str, tool_input: dict[str, Any]) -> bool:
         """A Bash call that asks to run outside this agent's sandbox."""
