@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -29,7 +30,7 @@ from swarm.schedule.book import (
     find_in,
 )
 from swarm.schedule.cron import local_zone, time_zone
-from swarm.schedule.scheduler import Done, run_due, runner_name, serve
+from swarm.schedule.scheduler import Done, instant, run_due, runner_name, serve
 
 
 @click.group()
@@ -162,12 +163,17 @@ def schedule_list(as_json: bool) -> None:
 def _books() -> list[Book]:
     """The schedules of this config root, and of the stores its teams (and --store or
     $SWARM_STORE) are on."""
-    given = given_store() or os.environ.get("SWARM_STORE") or None
-    return books(config_root(), [given] if given else [])
+    return books(config_root(), _stores())
+
+
+def _stores() -> list[str]:
+    """The store given (--store, else $SWARM_STORE), if any."""
+    given = given_store() or os.environ.get("SWARM_STORE")
+    return [given] if given else []
 
 
 def _shown(found: Schedule, now: datetime, where: str) -> dict[str, Any]:
-    settled = _parse_now(found.settled) if found.settled else now
+    settled = instant(found.settled) or now
     upcoming = found.cron_of().next_after(max(now, settled))
     last = found.history[-1].model_dump() if found.history else None
     local = upcoming.astimezone(time_zone(found.zone)) if upcoming else None
@@ -225,8 +231,7 @@ def scheduler(once: bool, at: str | None, as_json: bool) -> None:
       swarm scheduler --once              # what is due now, then exit (from cron)
     """
     root = config_root()
-    given = given_store() or os.environ.get("SWARM_STORE") or None
-    stores = [given] if given else []
+    stores = _stores()
     if at is not None and not once:
         raise click.UsageError("--now goes with --once")
     now = _parse_now(at) if at is not None else datetime.now(UTC)
@@ -257,7 +262,5 @@ def _parse_now(text: str) -> datetime:
 
 def _done_text(done: Done, as_json: bool) -> str:
     if as_json:
-        import json
-
         return json.dumps(done.to_json(), ensure_ascii=True)
     return printable_line(done.line())

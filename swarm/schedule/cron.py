@@ -60,8 +60,7 @@ class Cron:
                 yield at
 
     def next_after(self, after: datetime) -> datetime | None:
-        """Its first firing after `after` (UTC), within ten years; None if it never fires
-        (``0 0 30 2 *``)."""
+        """Its first firing after `after` (UTC), within ten years; None if there is none."""
         return next(self.firings(after, after + timedelta(days=3660)), None)
 
 

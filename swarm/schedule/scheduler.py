@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import socket
 import threading
@@ -36,6 +37,7 @@ from swarm.schedule.firing import fire
 GRACE = timedelta(minutes=5)  # a firing this late still fires as usual
 LOCK_WAIT_S = 1.0
 AGAIN = (StoreUnavailable, LockTimeout)  # the next pass fires it instead
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class Decision:
 
 def decide(schedule: Schedule, now: datetime) -> Decision:
     """What is due for `schedule` at `now` (module doc)."""
-    since = _instant(schedule.settled or schedule.created) or now
+    since = instant(schedule.settled or schedule.created) or now
     firings = list(schedule.cron_of().firings(since, now))
     if not firings:
         return Decision()
@@ -145,11 +147,10 @@ def serve(
 ) -> None:
     """A pass at the start of every minute until `stop` is set; `say` gets each firing."""
     while not stop.is_set():
-        now = clock()
-        for one in run_due(root, now, by, stores):
+        for one in run_due(root, clock(), by, stores):
             say(one)
-        after = 60 - now.second - now.microsecond / 1e6
-        stop.wait(after + 0.2)  # the period: the next minute has begun
+        now = clock()  # after the pass, however long it took
+        stop.wait(60 - now.second - now.microsecond / 1e6 + 0.2)  # the next minute has begun
 
 
 @contextlib.contextmanager
@@ -157,8 +158,8 @@ def in_background(
     root: Path, kind: str, say: Callable[[Done], None], stores: Iterable[str] = ()
 ) -> Iterator[None]:
     """`serve` on a daemon thread for as long as the context lasts (`swarm lead`, `swarm host
-    serve`, with their team's store); an error in a pass is never raised into the host
-    process: the next minute tries again."""
+    serve`, with their team's store); an error in a pass is logged, never raised into the host
+    process, and the next minute tries again."""
     urls = list(stores)
     stop = threading.Event()
     by = runner_name(kind)
@@ -167,7 +168,8 @@ def in_background(
         while not stop.is_set():
             try:
                 serve(root, stop, by, say, urls)
-            except (Error, OSError):  # a broken config root: try again in a minute
+            except Exception:  # the thread must not die of it: the host would fire nothing
+                log.exception("a pass over the schedules failed; the next minute tries again")
                 stop.wait(60)
 
     thread = threading.Thread(target=run, name="swarm-scheduler", daemon=True)
@@ -179,7 +181,8 @@ def in_background(
         thread.join(timeout=2)
 
 
-def _instant(text: str) -> datetime | None:
+def instant(text: str) -> datetime | None:
+    """An ISO 8601 time (UTC when it names no zone); None if `text` is none."""
     try:
         found = datetime.fromisoformat(text)
     except ValueError:
