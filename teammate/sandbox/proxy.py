@@ -31,6 +31,7 @@ PORT = 3128  # the forwarder's port on the sandbox's own loopback
 HEAD_MAX = 64 * 1024  # a request head longer than this is refused
 DENIED = "[sandbox] the network allows only"
 CONNECT_TIMEOUT_S = 30.0
+REFUSED_KEPT = 20  # refused hosts remembered until the next command's end asks
 
 # the forwarder, run inside the sandbox as ``python3 -S -c FORWARD SOCKET PORT COMMAND...``:
 # listen first, then fork a child that carries connections while the parent becomes the
@@ -142,8 +143,8 @@ class DomainProxy:
             host, port = url.hostname or "", str(url.port or 80)
             rest = head  # the request goes on as it came (absolute form)
         if not host or not allowed(host, self.domains):
-            with self._lock:
-                self._refused.append(host or target)
+            with self._lock:  # the last few: nobody may ask for a while (a background loop)
+                self._refused = [*self._refused[-(REFUSED_KEPT - 1) :], host or target]
             with contextlib.suppress(OSError):
                 conn.sendall(self.refusal(host or target))
             return
