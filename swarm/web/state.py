@@ -65,7 +65,10 @@ def dated(state: dict[str, Any], now: int) -> None:
     for listed, seconds, instant, sign in INSTANTS:
         for item in state[listed]:
             value = item.pop(seconds, None)
-            item[instant] = None if value is None else now + sign * round(value * 1000)
+            at = None if value is None else now + sign * round(value * 1000)
+            # a lease's end is counted on the database's clock, ours differs by a few ms at each
+            # look: to the second, or a quiet team on PostgreSQL would change at every look
+            item[instant] = round(at, -3) if at is not None and sign > 0 else at
 
 
 def _content(paths: TeamPaths, request: RequestView) -> dict[str, Any]:
