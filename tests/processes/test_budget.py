@@ -43,6 +43,12 @@ def texts_to_lead(team: TeamFile) -> list[str]:
     return [e.text for e in Mailbox(team.paths).read_all("team-lead") if e.structured() is None]
 
 
+def spent(team: TeamFile) -> float | None:
+    """What alice's status file says she has spent (None: no file or no budget yet)."""
+    status = read_status(team.paths, "alice")
+    return status.budget.costUsd if status is not None and status.budget is not None else None
+
+
 def failed_notes(team: TeamFile) -> list[IdleNotification]:
     notes = [e.structured() for e in Mailbox(team.paths).read_all("team-lead")]
     return [n for n in notes if isinstance(n, IdleNotification) and n.idleReason == "failed"]
@@ -150,6 +156,9 @@ def test_over_budget_stops_model_calls_tells_the_lead_and_a_raise_resumes_the_ta
         wait_for(lambda: board.get(task.id).status == "completed", "alice to finish its task")
         # the task is completed by the fourth answer's tool call; the fifth request ends the turn
         wait_for(lambda: len(api.requests) == 5, "alice to end its turn after the task")
+        wait_for(  # and its answer counted (the request reaching the server is not enough)
+            lambda: spent(team) == 0.0225, "the fifth answer's spend in the status file"
+        )
         stop(team, proc)
     assert len(api.requests) == 5
     back = [t for t in texts_to_lead(team) if "carries on" in t]
