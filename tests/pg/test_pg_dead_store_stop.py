@@ -171,7 +171,10 @@ def test_sigterm_stops_a_teammate_whose_store_is_gone_and_its_task_is_done_once(
     team.spawn("ann")
     # bob stops with the store there: given all the time a loaded machine may need (a hand-back
     # waiting on a lock would still never end)
-    team.spawn("bob", SWARM_HANDBACK_S="60")
+    # and a lease that outlasts the outage on a loaded machine: bob is the live teammate whose
+    # sweep returns ann's task (with 5 s, bob's own lease ran out in the pause under make test,
+    # and a teammate whose lease was declared lost beats no more: see the stop's note)
+    team.spawn("bob", SWARM_HANDBACK_S="60", SWARM_LEASE_S="30")
     team.gated_tasks(2)
     anns = task_of(team, "ann")
 
