@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -131,6 +132,13 @@ def _swarm_in_process(
         stdout = out.getvalue().decode("utf-8", "replace")
         stderr = err.getvalue().decode("utf-8", "replace")
     return subprocess.CompletedProcess(["swarm", *args], code, stdout, stderr)
+
+
+def ctrl_c_obeyed() -> None:
+    """A `preexec_fn` for a child the test will send SIGINT: SIGINT back to its default (a
+    shell that runs the suite in the background starts it, and so every child, with SIGINT
+    ignored, and Python then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def spawn_worker(name: str, work: Path, *extra: str) -> int:

@@ -41,7 +41,7 @@ from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
 from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import Pending, describe_request, is_request
-from swarm.team.lifecycle import finish_shutdown
+from swarm.team.lifecycle import NotRemoved, finish_shutdown
 from swarm.team.signatures import lead_mailbox
 from swarm.views import request_text
 from swarm.views.message_text import idle_facts
@@ -192,7 +192,10 @@ class Leader:
                 text += f"shutdown request of the lead's to {who}"
                 return LeadEvent("malformed", who, text, color, entry)
             member = self.team.load().member(who)
-            released = finish_shutdown(self.paths, member) if member is not None else []
+            try:
+                released = finish_shutdown(self.paths, member) if member is not None else []
+            except NotRemoved as exc:  # stopped, still listed: `swarm down` finishes it
+                return LeadEvent("terminated", who, str(exc), color, entry)
             note = TeammateTerminated(
                 message=f"{who} has shut down; tasks returned to pending: "
                 f"{', '.join('#' + i for i in released) or 'none'}"

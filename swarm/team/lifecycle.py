@@ -14,7 +14,7 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from protocols import safefs
 from protocols.catalogue import model_name_problem
 from protocols.clock import now_ms
-from protocols.errors import ProtocolsError
+from protocols.errors import ProtocolsError, UnknownMember
 from protocols.messages import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
@@ -374,6 +374,7 @@ def request_shutdown(
     force: bool = False,
     *,
     keep: bool = False,
+    on_asked: Callable[[], None] | None = None,
     on_answer: Callable[[], None] | None = None,
 ) -> ShutdownResult:
     """Ask `name` to shut down and wait for the answer; with `force`, stop it regardless.
@@ -382,8 +383,9 @@ def request_shutdown(
     forged approval from another member cannot stop it. The result lists every task of
     `name`'s that went back to pending, whether the teammate released it or the lead did.
     `keep`: the member stays in the team, stopped, remembering the tasks it held (`swarm
-    stop`; `swarm start` brings it back). `on_answer` is called once the wait is over and the
-    member is being stopped (a caller that is interrupted lets that part finish).
+    stop`; `swarm start` brings it back). `on_asked` is called once the request is written;
+    `on_answer` once the wait is over and the member is being stopped (a caller that is
+    interrupted lets that part finish).
     """
     team = open_store(paths).team_file()
     if name == LEAD_NAME:
@@ -405,6 +407,8 @@ def request_shutdown(
         return ShutdownResult(name, "removed", "an MCP session, removed", True, released)
     mailbox = lead_mailbox(paths)
     request_id = send_shutdown_request(paths, name, reason)
+    if on_asked is not None:
+        on_asked()
     found = mailbox.await_message(
         LEAD_NAME,
         lambda m: (
@@ -459,17 +463,37 @@ def finish_shutdown(
     released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
     team = open_store(paths).team_file()
     if keep:
-        with contextlib.suppress(ProtocolsError):
+        with _listing(paths, member.name, "marked stopped in"):
             close_requests(paths, member.name, "it was stopped")
             team.update_member(member.name, isActive=False, **{STOPPED_KEY: now_ms()})
         keep_assignment(paths, member.name, held)
         return []
     if team.load().member(member.name) is not None:
-        with contextlib.suppress(ProtocolsError):
+        with _listing(paths, member.name, "removed from"):
             close_requests(paths, member.name, "it shut down")
             team.remove_member(member.name)
             release(paths, member)  # only the one that removed it
     return released
+
+
+class NotRemoved(SwarmError):
+    """A member's process was stopped but its entry in the team could not be changed (its
+    config.json stayed locked, by a paused process say). `swarm down` deletes the team anyway;
+    `swarm stop` or `swarm shutdown` run again finish the change."""
+
+
+@contextlib.contextmanager
+def _listing(paths: TeamPaths, name: str, what: str) -> Iterator[None]:
+    """Changing `name`'s entry once its process is gone: a member removed meanwhile (the CLI
+    and `swarm lead` may both see one approval) is fine; any other failure is `NotRemoved`."""
+    try:
+        yield
+    except UnknownMember:
+        pass
+    except ProtocolsError as exc:
+        raise NotRemoved(
+            f"{name} was stopped, but could not be {what} team {paths.team!r}: {exc}"
+        ) from exc
 
 
 def keep_assignment(paths: TeamPaths, name: str, held: Collection[str]) -> list[str]:

@@ -27,7 +27,7 @@ from protocols.paths import TeamPaths
 from protocols.printable import printable_line
 from protocols.store import open_store
 from swarm.errors import SwarmError
-from swarm.team.lifecycle import ShutdownResult, request_shutdown
+from swarm.team.lifecycle import NotRemoved, ShutdownResult, request_shutdown
 from swarm.team.liveness import liveness
 from swarm.team.members import stop_member
 
@@ -50,10 +50,13 @@ class StopInterrupted(SwarmError):
 
 @dataclass
 class _Waiter:
-    """One member being asked: its thread, and whether its answer came (it is being stopped)."""
+    """One member being asked: its thread, whether its request is written (a paused process
+    holding its inbox's lock can hold that up), and whether its answer came (it is being
+    stopped)."""
 
     name: str
     thread: threading.Thread | None = None
+    asked: bool = False
     answered: bool = False
 
 
@@ -80,12 +83,22 @@ def stop_together(
     waiters = {name: _Waiter(name) for name in names}
 
     def ask(waiter: _Waiter) -> None:
+        def asked() -> None:
+            waiter.asked = True
+
         def answered() -> None:
             waiter.answered = True
 
         try:
             result: ShutdownResult | Error = request_shutdown(
-                paths, waiter.name, reason, wait_s, True, keep=keep, on_answer=answered
+                paths,
+                waiter.name,
+                reason,
+                wait_s,
+                True,
+                keep=keep,
+                on_asked=asked,
+                on_answer=answered,
             )
         except Error as exc:
             result = exc
@@ -112,7 +125,8 @@ def stop_together(
             say(departure_text(name, result, wait_s))
     except KeyboardInterrupt:
         _let_leavers_finish(waiters, results, done)
-        raise StopInterrupted(_interrupted(names, results, what, keep), dict(results)) from None
+        text = _interrupted(names, results, waiters, what, keep)
+        raise StopInterrupted(text, dict(results)) from None
     return [results[name] for name in names]
 
 
@@ -137,6 +151,8 @@ def _let_leavers_finish(
 
 def departure_text(name: str, result: ShutdownResult | Error, wait_s: float) -> str:
     """What happened to one member, in a line."""
+    if isinstance(result, NotRemoved):
+        return printable_line(str(result))  # it names the member
     if isinstance(result, Error):
         return printable_line(f"{name}: could not be stopped: {result}")
     why = f": {result.reason}" if result.reason else ""
@@ -170,11 +186,16 @@ def _still(
 
 
 def _interrupted(
-    names: Sequence[str], results: dict[str, ShutdownResult | Error], what: str, keep: bool
+    names: Sequence[str],
+    results: dict[str, ShutdownResult | Error],
+    waiters: dict[str, _Waiter],
+    what: str,
+    keep: bool,
 ) -> str:
     gone = [n for n in names if isinstance(results.get(n), ShutdownResult)]
     failed = [n for n in names if isinstance(results.get(n), Error)]
-    asked = [n for n in names if n not in results]
+    asked = [n for n in names if n not in results and waiters[n].asked]
+    unasked = [n for n in names if n not in results and not waiters[n].asked]
     lines = ["interrupted"]
     if gone:
         lines.append(f"stopped: {_names(gone, every=True)}")
@@ -185,6 +206,8 @@ def _interrupted(
             f"asked to shut down, still running: {_names(asked, every=True)} "
             "(each stops by itself if it agrees)"
         )
+    if unasked:
+        lines.append(f"not asked yet (a lock was held too long): {_names(unasked, every=True)}")
     kept = "the team's files are kept" if not keep else "nothing was deleted"
     lines.append(f"{kept}; run `{what}` again to finish (--wait 0 stops the rest at once)")
     return printable_line("; ".join(lines))

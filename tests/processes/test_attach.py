@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import swarm, tmux, wait_for
+from helpers import ctrl_c_obeyed, swarm, tmux, wait_for
 
 from protocols.mailbox import Mailbox
 from protocols.paths import TeamPaths
@@ -119,7 +119,7 @@ def test_attach_follows_a_subprocess_teammates_log_until_ctrl_c(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=ctrl_c_obeyed,
     )
     lines: list[str] = []
 

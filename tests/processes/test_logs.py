@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_lines, swarm, wait_for
+from helpers import ctrl_c_obeyed, read_lines, swarm, wait_for
 
 from protocols.clock import iso_from_ms, ms_from_iso
 from protocols.mailbox import Mailbox
@@ -255,10 +255,6 @@ def test_process_for_a_tmux_teammate_says_where_its_pane_is(team: TeamFile) -> N
     assert "carol has no process log: it runs in tmux pane %7 on socket swarm-x" in result.stderr
 
 
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 class Follower:
     """`swarm logs ... --follow` in a subprocess, its stdout collected by a thread."""
 
@@ -271,7 +267,7 @@ class Follower:
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},
             # Ctrl-C reaches it even when the suite itself runs in the background, where the
             # shell starts it (and so this child) with SIGINT ignored
-            preexec_fn=_sigint_default,
+            preexec_fn=ctrl_c_obeyed,
         )
         self.lines = read_lines(self.proc)
 

@@ -11,10 +11,12 @@ import os
 import signal
 import subprocess
 import sys
+from multiprocessing import get_context
 from pathlib import Path
 
-from helpers import spawn_worker, swarm, wait_for
+from helpers import ctrl_c_obeyed, spawn_worker, swarm, wait_for
 
+from protocols.locks import FileGuard
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
 from protocols.tasks import TaskBoard
@@ -29,6 +31,42 @@ def alive(pid: int) -> bool:
     return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
 
 
+def pause_holding_no_lock(pid: int, root: Path) -> None:
+    """SIGSTOP `pid` at a moment it holds no file's lock under `root` (none of the ``.flock``
+    files there locked by it in /proc/locks; its instance lock it holds for life): alive but
+    deaf. (Paused inside a lock, it would hold up every writer of that file for the lock's
+    timeout: the subject of `test_down_says_which_member_a_paused_lock_holder_...` below, not of this one.)"""
+
+    def paused_free() -> bool:
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: _state(pid) == "T", f"{pid} to stop")
+        if _data_locks_held(pid, root):
+            os.kill(pid, signal.SIGCONT)  # inside a lock: let it out and try again
+            return False
+        return True
+
+    wait_for(paused_free, f"{pid} to be paused outside every lock")
+
+
+def _data_locks_held(pid: int, root: Path) -> bool:
+    inodes = {f.stat().st_ino for f in root.rglob("*.flock")}
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[4] == str(pid) and int(fields[5].rsplit(":", 1)[1]) in inodes:
+            return True
+    return False
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+
+
+def _hold_paused(config: str) -> None:
+    """Child: take config.json's lock as swarm does, then stop itself (SIGSTOP) holding it."""
+    with FileGuard(Path(config), keep_lock_dir=True):
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
 def test_down_says_whom_it_waits_for_obeys_ctrl_c_and_finishes_when_run_again(
     config_root: Path, tmp_path: Path
 ) -> None:
@@ -36,7 +74,7 @@ def test_down_says_whom_it_waits_for_obeys_ctrl_c_and_finishes_when_run_again(
     work.mkdir()
     assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
     ann, bea = spawn_worker("ann", work), spawn_worker("bea", work)
-    os.kill(bea, signal.SIGSTOP)  # alive, but it cannot answer: down must wait for it
+    pause_holding_no_lock(bea, config_root)  # alive, but it cannot answer: down must wait for it
     try:
         down = subprocess.Popen(
             [sys.executable, "-m", "swarm", "down", "t", "--wait", "60"],
@@ -44,6 +82,7 @@ def test_down_says_whom_it_waits_for_obeys_ctrl_c_and_finishes_when_run_again(
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "SWARM_TEAM": "t"},
+            preexec_fn=ctrl_c_obeyed,
         )
         assert down.stderr is not None
         said = [down.stderr.readline()]
@@ -76,6 +115,42 @@ def test_down_says_whom_it_waits_for_obeys_ctrl_c_and_finishes_when_run_again(
     assert "deleted team 't'" in again.stdout
     assert not TeamPaths(config_root, "t").team_dir.exists()
     assert not TeamPaths(config_root, "t").tasks_dir.exists()
+
+
+def test_down_says_which_member_a_paused_lock_holder_kept_listed_and_deletes_the_team(
+    config_root: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert swarm("team", "create", "t", "--cwd", str(work), team=None).returncode == 0
+    paths = TeamPaths(config_root, "t")
+    ann = spawn_worker("ann", work)
+    pause_holding_no_lock(
+        ann, config_root
+    )  # so it cannot be inside config.json's lock when the child takes it
+    holder = get_context("spawn").Process(target=_hold_paused, args=(str(paths.config),))
+    holder.start()
+    try:
+        assert holder.pid is not None
+        wait_for(lambda: _state(holder.pid) == "T", "the child to hold config.json's lock, paused")
+        os.kill(ann, signal.SIGCONT)
+        env = {**os.environ, "SWARM_TEAM": "t", "SWARM_LOCK_TIMEOUT": "2"}
+        down = subprocess.run(
+            [sys.executable, "-m", "swarm", "down", "t", "--wait", "20"],
+            capture_output=True, text=True, env=env, timeout=90,
+        )  # fmt: skip
+        # ann agreed and went, but config.json stayed locked: down says it could not remove
+        # ann from the team, and deletes the team's files all the same (no lock is needed)
+        said = down.stdout + down.stderr
+        assert down.returncode == 0, said
+        assert "ann: error: ann was stopped, but could not be removed from team 't'" in said
+        assert "within 2 s (another swarm process holds it)" in said
+        assert "deleted team 't'" in said and "Traceback" not in said
+        assert not alive(ann)
+        assert not paths.team_dir.exists()
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        holder.join(30)
 
 
 def test_down_finishes_a_deletion_cut_short(config_root: Path, tmp_path: Path) -> None:
