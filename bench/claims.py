@@ -53,8 +53,8 @@ from typing import Any
 from benchkit import collect, percentile, verdict
 
 from protocols import TaskBoard, TeamFile, TeamPaths
-from protocols.jsonio import default_durability
-from protocols.tasks import NewTask
+from protocols.fs.jsonio import default_durability
+from protocols.tasks.board import NewTask
 
 TEAM = "bench"
 START_TIMEOUT_S = 120.0

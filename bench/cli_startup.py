@@ -96,7 +96,8 @@ def make_team(env: dict[str, str]) -> None:
         [SWARM, "team", "create", "bench"], env=env, check=True, stdout=subprocess.DEVNULL
     )
     add_alice = (
-        "from protocols.paths import TeamPaths, config_root; from protocols.team import TeamFile; "
+        "from protocols.paths import TeamPaths, config_root; "
+        "from protocols.team.file import TeamFile; "
         "TeamFile(TeamPaths(config_root(), 'bench')).add_member('alice', agent_type='worker')"
     )
     subprocess.run([sys.executable, "-c", add_alice], env=env, check=True)

@@ -50,17 +50,17 @@ from benchkit import percentile, verdict
 from rich.console import Console
 
 from protocols.clock import now_iso
-from protocols.inbox import msg_id_for
-from protocols.jsonio import dumps_compact
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification
+from protocols.fs.jsonio import dumps_compact
+from protocols.inbox.file import msg_id_for
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, write_status
+from protocols.messages.models import IdleNotification
+from protocols.messages.permissions import request_permission
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
-from protocols.status import AgentStatus, write_status
-from protocols.task_summary_file import RACY_NS
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.tasks.summary_file import RACY_NS
+from protocols.team.file import TeamFile
 from swarm.views.dashboard_frame import frame
 from swarm.views.snapshot import clear_cache, snapshot
 from swarm.views.table import render

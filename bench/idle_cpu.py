@@ -46,8 +46,8 @@ from pathlib import Path
 from benchkit import verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
-from protocols.store import open_store
-from protocols.tasks import NewTask, TaskBoard
+from protocols.store.selection import open_store
+from protocols.tasks.board import NewTask, TaskBoard
 from swarm.team.lifecycle import spawn_member
 from swarm.team.members import member_pid
 from swarm.team.signatures import lead_mailbox

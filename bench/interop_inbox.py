@@ -47,9 +47,9 @@ import inbox_load
 from claude_code import MODEL, reacting
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 LOADS = {"none": None, "gap10ms": 0.01, "tight": 0.0}
 BURST = 25

@@ -42,9 +42,9 @@ from typing import Any
 from benchkit import percentile, verdict
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
-from protocols.jsonio import default_durability, write_json
-from protocols.locks import FileGuard
-from protocols.watch import DEFAULT_RESCAN_S, InboxWatcher
+from protocols.fs.jsonio import default_durability, write_json
+from protocols.fs.locks import FileGuard
+from protocols.watch.wakeup import DEFAULT_RESCAN_S, InboxWatcher
 
 TEAM = "bench"
 OURS_AGENT = "alice"

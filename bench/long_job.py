@@ -14,10 +14,10 @@ What it measures
     Per tree: whether the task was completed; input tokens billed (plain input, cache reads and
     cache writes, each request billed as the server billed it, replayed through a fresh
     `PromptCache`); cache reads / (reads + writes); the job's cost at the catalogue's prices of
-    claude-sonnet-5-5 (`protocols.prices`, each request priced on its own); requests per turn;
-    refusals; the teammate's peak RSS (VmHWM, read before it is shut down); the live transcript's
-    bytes and the history's (gzipped segments), next to the largest conversation sent (its
-    messages' JSON bytes).
+    claude-sonnet-5-5 (`protocols.member.prices`, each request priced on its own); requests per
+    turn; refusals; the teammate's peak RSS (VmHWM, read before it is shut down); the live
+    transcript's bytes and the history's (gzipped segments), next to the largest conversation sent
+    (its messages' JSON bytes).
 
     ``--faults``: the same job with a failure every few steps (an ``overloaded_error`` event
     after the answer began, a reset connection, a 529 with ``retry-after: 0``): was the task
@@ -55,9 +55,9 @@ from messages_api import MessagesAPI, PromptCache, Turn
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.clock import now_iso
-from protocols.messages import ShutdownRequest
-from protocols.prices import load_prices
-from protocols.tasks import TaskBoard
+from protocols.member.prices import load_prices
+from protocols.messages.models import ShutdownRequest
+from protocols.tasks.board import TaskBoard
 from teammate.agent.compaction import summary_turn
 
 REPO = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ from benchkit import percentile
 from mcp_client import McpClient, text_of
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
-from protocols.jsonio import default_durability
+from protocols.fs.jsonio import default_durability
 
 TEAM = latency.TEAM
 MCP_MEMBER = "bob"

@@ -33,7 +33,7 @@ from helpers import teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols import Mailbox, TeamFile, TeamPaths
-from protocols.messages import IdleNotification
+from protocols.messages.models import IdleNotification
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import parse_server
 

@@ -48,7 +48,7 @@ from pg_server import running
 
 from protocols import TeamPaths
 from protocols.pg.leases import DEFAULT_LEASE_S
-from protocols.store import STORE_ENV, open_store
+from protocols.store.selection import STORE_ENV, open_store
 from swarm.team.lifecycle import spawn_member
 from teammate.options import MemberSpec
 

@@ -1,10 +1,10 @@
 """The PostgreSQL store beside the file store, in one run: durable sends, wake-up latency, claims.
 
 What it measures
-    The same work on both stores (`protocols.mailbox.Mailbox` and `protocols.tasks.TaskBoard`
-    under a temporary config root; `protocols.pg.PgMailbox` and `PgTaskBoard` on a temporary
-    PostgreSQL server started for the run, `fsync` and `synchronous_commit` on, over its Unix
-    socket):
+    The same work on both stores (`protocols.inbox.mailbox.Mailbox` and
+    `protocols.tasks.board.TaskBoard` under a temporary config root; `protocols.pg.PgMailbox` and
+    `PgTaskBoard` on a temporary PostgreSQL server started for the run, `fsync` and
+    `synchronous_commit` on, over its Unix socket):
 
     * send rate: W writer processes (1, then 8) each send N messages, one `send` after the
       other, each to an inbox of its own (so writers wait for the store, not for each other's
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pg"))
 from pg_server import running
 
 from protocols import Mailbox, TaskBoard, TeamFile, TeamPaths
-from protocols.tasks import NewTask
+from protocols.tasks.board import NewTask
 
 TEAM = "bench"
 START_TIMEOUT_S = 60.0

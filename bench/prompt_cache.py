@@ -44,8 +44,8 @@ from messages_api import MessagesAPI, PromptCache, Turn
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
 from protocols.clock import now_iso
-from protocols.messages import IdleNotification, ShutdownApproved, ShutdownRequest
-from protocols.status import read_status
+from protocols.member.status import read_status
+from protocols.messages.models import IdleNotification, ShutdownApproved, ShutdownRequest
 
 TEAM = "prompt-cache"
 NAME = "alice"

@@ -40,7 +40,7 @@ from messages_api import MessagesAPI, Turn
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
 from protocols.clock import now_iso
-from protocols.messages import IdleNotification, ShutdownApproved, ShutdownRequest
+from protocols.messages.models import IdleNotification, ShutdownApproved, ShutdownRequest
 
 TEAM = "read-memory"
 NAME = "alice"

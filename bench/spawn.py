@@ -21,7 +21,7 @@ from pathlib import Path
 from benchkit import percentile, verdict
 
 from protocols import Mailbox, TeamFile, TeamPaths
-from protocols.watch import InboxWatcher
+from protocols.watch.wakeup import InboxWatcher
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from teammate.options import MemberSpec
 

@@ -47,7 +47,7 @@ from messages_api import MessagesAPI, PromptCache, Turn
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
 from protocols.clock import now_iso
-from protocols.messages import ShutdownRequest
+from protocols.messages.models import ShutdownRequest
 
 TEAM = "subagents"
 NAME = "alice"

@@ -43,8 +43,8 @@ from benchkit import collect, percentile, verdict
 from chart import Series, line_chart
 
 from protocols import Mailbox, TeamFile, TeamPaths
-from protocols.jsonio import default_durability
-from protocols.watch import InboxWatcher
+from protocols.fs.jsonio import default_durability
+from protocols.watch.wakeup import InboxWatcher
 
 TEAM = "bench"
 PROFILE_ENV = "SWARM_BENCH_PROFILE"  # a directory: each process's profile goes there

@@ -42,7 +42,7 @@ from messages_api import MessagesAPI, Turn
 
 from protocols import Mailbox, TeamFile, TeamPaths
 from protocols.clock import now_iso
-from protocols.messages import ShutdownRequest
+from protocols.messages.models import ShutdownRequest
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent

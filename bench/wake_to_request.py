@@ -247,7 +247,7 @@ def one_round(
 @contextlib.contextmanager
 def commit_clock(name: str) -> Iterator[list[float]]:
     """The time at which a write in this process commits file `name`: the rename that makes
-    it visible to readers (`protocols.jsonio` renames with ``os.replace``, wrapped meanwhile)."""
+    it visible to readers (`protocols.fs.jsonio` renames with ``os.replace``, wrapped meanwhile)."""
     noted: list[float] = []
     real = os.replace
 

@@ -72,8 +72,8 @@ from web_server import WebServer, stop
 
 from protocols import LEAD_NAME, Mailbox, TeamFile, TeamPaths
 from protocols.errors import ProtocolsError
-from protocols.store import open_store
-from protocols.tasks import TaskBoard
+from protocols.store.selection import open_store
+from protocols.tasks.board import TaskBoard
 from swarm.views.snapshot import snapshot
 from swarm.web.feed import RESCAN_S as WEB_RESCAN_S
 

@@ -31,7 +31,7 @@ from ansi_png import render  # noqa: E402
 from messages_api import MessagesAPI, Turn, by_agent  # noqa: E402
 
 from protocols.paths import TeamPaths  # noqa: E402
-from protocols.tasks import TaskBoard  # noqa: E402
+from protocols.tasks.board import TaskBoard  # noqa: E402
 
 SOCKET = "swarm-screenshots"
 WIDTH, HEIGHT = 150, 46

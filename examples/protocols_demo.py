@@ -1,7 +1,7 @@
 """A team of real worker processes coordinating only through files, offline (`make demo`).
 
 The lead (this process) creates a team in a temporary config root, adds three workers and puts
-tasks on the board: one "count the lines of <file>" task per module of the `protocols` package,
+tasks on the board: one "count the lines of <file>" task per module in the `protocols` folders,
 and a "sum up" task blocked by all of them. Each worker is its own OS process
 (``python examples/protocols_demo.py worker ...``): it waits on its inbox, auto-claims the lowest
 open task, does it, records the result in the task's ``metadata``, marks it completed and sends the
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from protocols import LEAD_NAME, Mailbox, TaskBoard, TeamFile, TeamPaths
 from protocols.clock import ms_from_iso, now_iso, now_ms
-from protocols.correlation import PendingRequests, is_stale, shutdown_request_id
-from protocols.messages import IdleNotification, ShutdownApproved, ShutdownRequest
-from protocols.watch import InboxWatcher
+from protocols.messages.correlation import PendingRequests, is_stale, shutdown_request_id
+from protocols.messages.models import IdleNotification, ShutdownApproved, ShutdownRequest
+from protocols.watch.wakeup import InboxWatcher
 
 TEAM = "demo"
 REPO = Path(__file__).resolve().parent.parent
@@ -43,8 +43,8 @@ def lead(workers: int, keep: bool) -> int:
     board = TaskBoard(paths, mailbox)
     print(f"team {TEAM!r} in {root}")
 
-    modules = sorted((REPO / "protocols").glob("*.py"))
-    counts = [board.create(f"count {m.name}", str(m), metadata={"file": str(m)}) for m in modules]
+    modules = sorted((REPO / "protocols").glob("*/*.py"))  # the modules of its folders
+    counts = [board.create(f"count {m.relative_to(REPO)}", str(m), metadata={"file": str(m)}) for m in modules]
     total = board.create("sum up", "add the counts", metadata={"sum": True})
     board.update(total.id, addBlockedBy=[t.id for t in counts])
     print(f"{len(counts) + 1} tasks; #{total.id} is blocked by the other {len(counts)}")

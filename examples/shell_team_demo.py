@@ -28,9 +28,9 @@ from pathlib import Path
 
 from protocols import LEAD_NAME, Mailbox, TaskBoard, TeamFile, TeamPaths
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import IdleNotification, PermissionRequest
-from protocols.watch import InboxWatcher
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.models import IdleNotification, PermissionRequest
+from protocols.watch.wakeup import InboxWatcher
 from swarm.backends import choose_backend
 from swarm.team.approvals import answer
 from swarm.team.lifecycle import await_start, request_shutdown, spawn_member

@@ -5,22 +5,27 @@ need from the submodules, or the common names from here:
 
     from protocols import TeamPaths, TeamFile, Mailbox, TaskBoard
 
-Module map: `paths` (layout), `names` (name rules), `safefs` (file access that never follows a
-link), `jsonio` (format, atomic writes), `locks`, `flock_wait` (a lock wait woken by the release),
-`messages` (structured messages), `records` (order-keeping models), `team` (the file), `team_config`
-(its models), `inbox` (the file), `spool` (an inbox's group commit), `inbox_entry` (one message),
-`mailbox`, `watch` (wake-ups), `inotify` (the process's one inotify instance), `doorbell` (waking a
-reader without inotify), `task` (task file names, claims), `task_model` (one task), `task_graph`
-(dependencies), `task_facts` (a task file read without its model), `task_edit` (a task file's JSON
-changed without its model), `tasks` (the board), `store` (which store a team lives in: files or
-PostgreSQL, `open_store`), `task_index` (the board in memory), `task_summary` (the board summarised
-on disk, for a process that looks once), `dirwatch` (which names in a directory changed),
-`permissions`, `correlation` (request ids), `signing` and `keyfile` (lead signatures), `pids`
-(processes by identity), `status` (a teammate's status file), `prices` and `budget` (model prices, a
-member's budget file), `printable` (text safe for a terminal), `clock`, `errors` (the root of every
-package's errors), `values` (the shared enums), `file_cache` (re-reading a file only if it changed),
-`pg` (the team in PostgreSQL), `bridge` (a PostgreSQL team mirrored into this host's files for
-Claude Code members, a Claude Code lead's session team too).
+Folders by concern, from the bottom up (each folder's ``__init__`` says what it owns):
+
+- the leaves: `errors` (the root of every package's errors), `clock`, `logs`, `values` (the shared
+  enums), `names` (name rules), `durations`, `printable` (text safe for a terminal), `paths`
+  (where every file lives), `pids` (processes by identity), `trace_context`;
+- `fs`: `safefs` (never following a link), `jsonio` (Claude Code's bytes, atomic writes), `locks`
+  and `flock_wait`, `file_cache`;
+- `watch`: `inotify` (the process's one instance), `dirwatch`, `doorbell`, `wakeup` (an inbox's
+  reader woken);
+- `records`: `base` (order-keeping models), `plain` and `shapes` (reading without pydantic);
+- `team`: `file` (`TeamFile`), `model` (`TeamConfig`, `Member`), `signing` and `keyfile`;
+- `messages`: `models` (structured messages), `shapes`, `correlation` (request ids),
+  `permissions` (the requests' store);
+- `inbox`: `file` (`InboxFile`), `entry` (`InboxEntry`), `splice`, `spool`, `spool_slot`,
+  `spool_wake` (the group commit), `record_summary`, `mailbox` (delivery between members);
+- `tasks`: `task` (file names, claims), `model` (`Task`), `facts`, `edit`, `graph`, `board`
+  (`TaskBoard`), `index` (the board in memory), `summary` and `summary_file`;
+- `member`: `status` and `status_keys`, `budget`, `catalogue` and `prices`, `spend`;
+- `store`: `selection` (`open_store`: files or PostgreSQL), `bounded` (a store given a deadline);
+- `pg` (the team in PostgreSQL) and `bridge` (a PostgreSQL team mirrored into this host's files).
+
 This package imports neither `swarm` nor `teammate`."""
 
 from __future__ import annotations
@@ -30,39 +35,39 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from protocols.errors import ProtocolsError
-    from protocols.inbox_entry import InboxEntry
-    from protocols.mailbox import BROADCAST, Mailbox
-    from protocols.messages import StructuredMessage, decode, encode
+    from protocols.inbox.entry import InboxEntry
+    from protocols.inbox.mailbox import BROADCAST, Mailbox
+    from protocols.messages.models import StructuredMessage, decode, encode
+    from protocols.messages.permissions import PermissionStore
     from protocols.names import LEAD_NAME, validate_name
     from protocols.paths import TeamPaths, config_root
-    from protocols.permissions import PermissionStore
-    from protocols.task import ClaimFailure, ClaimResult
-    from protocols.task_model import Task
-    from protocols.tasks import TaskBoard
-    from protocols.team import TeamFile
-    from protocols.team_config import Member, TeamConfig
+    from protocols.tasks.board import TaskBoard
+    from protocols.tasks.model import Task
+    from protocols.tasks.task import ClaimFailure, ClaimResult
+    from protocols.team.file import TeamFile
+    from protocols.team.model import Member, TeamConfig
 
 # the common names are imported when first used: `from protocols.errors import Error` in a
 # command that sends one message must not build every model of the package (issue 18: start-up)
 _HOMES = {
-    "BROADCAST": "mailbox",
+    "BROADCAST": "inbox.mailbox",
     "LEAD_NAME": "names",
-    "ClaimFailure": "task",
-    "ClaimResult": "task",
-    "InboxEntry": "inbox_entry",
-    "Mailbox": "mailbox",
-    "Member": "team_config",
-    "PermissionStore": "permissions",
+    "ClaimFailure": "tasks.task",
+    "ClaimResult": "tasks.task",
+    "InboxEntry": "inbox.entry",
+    "Mailbox": "inbox.mailbox",
+    "Member": "team.model",
+    "PermissionStore": "messages.permissions",
     "ProtocolsError": "errors",
-    "StructuredMessage": "messages",
-    "Task": "task_model",
-    "TaskBoard": "tasks",
-    "TeamConfig": "team_config",
-    "TeamFile": "team",
+    "StructuredMessage": "messages.models",
+    "Task": "tasks.model",
+    "TaskBoard": "tasks.board",
+    "TeamConfig": "team.model",
+    "TeamFile": "team.file",
     "TeamPaths": "paths",
     "config_root": "paths",
-    "decode": "messages",
-    "encode": "messages",
+    "decode": "messages.models",
+    "encode": "messages.models",
     "validate_name": "names",
 }
 

@@ -2,7 +2,7 @@
 
 The root is ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``, resolved once to its real path:
 links above and at the root are the user's own arrangement, while below it, in the team state,
-no link is ever followed (`protocols.safefs`). `TeamPaths` is the one place that turns a team
+no link is ever followed (`protocols.fs.safefs`). `TeamPaths` is the one place that turns a team
 name into paths; nothing else in the package joins path strings by hand. `check_root` says
 when the root cannot hold teams (it is a file), naming the path, instead of an errno later.
 """
@@ -71,8 +71,8 @@ class TeamPaths:
     # the task list the team works, when it is not the team's name: Claude Code's
     # CLAUDE_CODE_TASK_LIST_ID (a session team's lead may keep its list under another id)
     task_list: str | None
-    # the PostgreSQL store holding the team's state (a URL: `protocols.store`), None for these
-    # files; never shown (it may hold a password)
+    # the PostgreSQL store holding the team's state (a URL: `protocols.store.selection`), None for
+    # these files; never shown (it may hold a password)
     store: str | None
 
     def __init__(
@@ -192,7 +192,7 @@ class TeamPaths:
 
     @property
     def lead_key(self) -> Path:
-        """The team lead's private signing key (`protocols.keyfile`), outside the team's
+        """The team lead's private signing key (`protocols.team.keyfile`), outside the team's
         directory so that deleting a team's files does not lose it while teammates run."""
         return self.root / "swarm" / "keys" / self.team / "lead.key"
 
@@ -211,13 +211,13 @@ class TeamPaths:
 
     @property
     def task_summary(self) -> Path:
-        """swarm's summary of the task board (`protocols.task_summary`): in swarm's own
+        """swarm's summary of the task board (`protocols.tasks.summary`): in swarm's own
         directory, where Claude Code never looks and the board's watchers are not woken."""
         return self.root / "swarm" / "task-summaries" / (self.task_list or self.team)
 
     @property
     def record_summaries(self) -> Path:
-        """swarm's summaries of the team's records (`protocols.record_summary`): beside the
+        """swarm's summaries of the team's records (`protocols.inbox.record_summary`): beside the
         board's, where Claude Code never looks."""
         return self.root / "swarm" / "record-summaries" / self.team
 

@@ -29,8 +29,8 @@ class PermissionMode(StrEnum):
 
 
 class MemberState(StrEnum):
-    """What a member is doing: as its status file says (`protocols.status`: the first six), or
-    as the roster and its process say (`swarm.team.members.member_state`: starting, working,
+    """What a member is doing: as its status file says (`protocols.member.status`: the first six),
+    or as the roster and its process say (`swarm.team.members.member_state`: starting, working,
     idle, dead, lead)."""
 
     STARTING = "starting"

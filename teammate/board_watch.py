@@ -9,7 +9,7 @@ ten times as often when inotify is unavailable). A look that failed (a PostgreSQ
 reach) is made again at the next step: the news that called for it was taken by then.
 What it takes: a task the lead assigned to it (or its predecessor of the same name left), else
 the lowest claimable task it may take (`TaskBoard.claim_next` with its `labels`: a task for
-others, or one it failed before, is left to them; `protocols.task.may_take`).
+others, or one it failed before, is left to them; `protocols.tasks.task.may_take`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from collections.abc import Callable, Collection, Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.task import CLAUDE, SHELL, ClaimResult
-from protocols.task_model import Task
+from protocols.tasks.model import Task
+from protocols.tasks.task import CLAUDE, SHELL, ClaimResult
 from protocols.values import ModelKind
 
 if TYPE_CHECKING:
-    from protocols.store import AnyTaskBoard
+    from protocols.store.selection import AnyTaskBoard
 
 
 BOARD_RESCAN_S = 600.0

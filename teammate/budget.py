@@ -1,12 +1,12 @@
 """An agent's budget: its limits (USD, tokens, time), what it has spent, and the gate every model
 request of the agent and of its sub-agents passes first.
 
-Spend is counted per model call (`add`, from `teammate.reporter.StatusReporter.model_call`,
-which every loop of the process reports to, sub-agents' included), priced on the model that
-answered (`protocols.prices`); tokens are all the model read or wrote (input, output, cache
-writes and cache reads); time is wall-clock from the process's start. The limits are the
-command line's until `swarm budget` writes the member's budget file (`protocols.budget`), which
-is read again before each request and while stopped.
+Spend is counted per model call (`add`, from `teammate.reporter.StatusReporter.model_call`, which
+every loop of the process reports to, sub-agents' included), priced on the model that answered
+(`protocols.member.prices`); tokens are all the model read or wrote (input, output, cache writes and
+cache reads); time is wall-clock from the process's start. The limits are the command line's until
+`swarm budget` writes the member's budget file (`protocols.member.budget`), which is read again
+before each request and while stopped.
 
 What the gate does (`gate`, before each model request; `settle` between turns):
 
@@ -17,8 +17,8 @@ What the gate does (`gate`, before each model request; `settle` between turns):
   is told it carries on (`Notices.back`) and the request is made. The tool calls of the answer
   that crossed the limit have run by then: the gate only stands before the next request.
 
-The team's budget (`swarm team budget`, `protocols.budget.TeamBudgetFile`) is a limit of the
-same kind for what every member has spent together (`protocols.team_spend`, read at most once a
+The team's budget (`swarm team budget`, `protocols.member.budget.TeamBudgetFile`) is a limit of the
+same kind for what every member has spent together (`protocols.member.spend`, read at most once a
 second, and again after each of this agent's own calls): at it, this agent stops as at its own,
 with the team's reason, until it is raised. Members check it apart, so members whose requests
 cross the limit at the same moment each make theirs: it may be overshot by one request each.
@@ -37,14 +37,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from protocols.budget import Limits, read_budget, read_team_budget
 from protocols.clock import ms_from_iso
 from protocols.durations import duration_text
+from protocols.member.budget import Limits, read_budget, read_team_budget
+from protocols.member.prices import PriceTable
+from protocols.member.prices import usd as money
+from protocols.member.spend import TeamSpend, team_spend
+from protocols.member.status import BudgetStatus
 from protocols.paths import TeamPaths
-from protocols.prices import PriceTable
-from protocols.prices import usd as money
-from protocols.status import BudgetStatus
-from protocols.team_spend import TeamSpend, team_spend
 
 if TYPE_CHECKING:  # `swarm budget` imports this module: no model code (nor yaml) for it
     from teammate.agent.model import Usage

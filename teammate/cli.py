@@ -22,16 +22,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.budget import Limits
-from protocols.catalogue import resolve
 from protocols.clock import now_iso
 from protocols.errors import Error, ProtocolsError
-from protocols.messages import IdleNotification
+from protocols.member.budget import Limits
+from protocols.member.catalogue import resolve
+from protocols.member.prices import (
+    PriceFileError,
+    PriceTable,
+    default_prices,
+    load_prices,
+    prices_path,
+)
+from protocols.messages.models import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
 from protocols.printable import printable
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 from protocols.values import MemberState, ModelKind, PermissionMode
 from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.agent.fork import fork_enabled
@@ -195,7 +201,7 @@ def build_brain(
     reporter.attach_budget(_budget(options, paths))
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}
-    # its file tools never read or write the lead's signing keys (protocols.keyfile)
+    # its file tools never read or write the lead's signing keys (protocols.team.keyfile)
     keys = f"/{paths.lead_key.parent.parent}/**"
     denied = [parse_rule(f"Read({keys})"), parse_rule(f"Edit({keys})")]
     rules = {**rules, "deny": [*denied, *rules.get("deny", [])]}

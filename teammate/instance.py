@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 import filelock
 
-from protocols import safefs
 from protocols.errors import Error
-from protocols.locks import FLOCK_DIR
+from protocols.fs import safefs
+from protocols.fs.locks import FLOCK_DIR
 from protocols.paths import TeamPaths
 
 

@@ -1,4 +1,4 @@
-"""A teammate's check of its lead's signatures (``--lead-verify-key``; `protocols.signing`).
+"""A teammate's check of its lead's signatures (``--lead-verify-key``; `protocols.team.signing`).
 
 `LeadCheck` tells each inbox entry's provenance: without a key every entry is taken as it says
 (as before Claude Code 2.1.323); with one, an entry that claims a lead name or asks for a
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 
 from protocols.clock import now_ms
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from protocols.pids import started_at_ms
-from protocols.signing import Provenance, Verifier, claims_lead
+from protocols.team.signing import Provenance, Verifier, claims_lead
 
 
 class LeadCheck:

@@ -18,24 +18,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
-from protocols.correlation import is_stale, plan_approval_request_id
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import (
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.correlation import is_stale, plan_approval_request_id
+from protocols.messages.models import (
     PermissionResponse,
     PlanApprovalRequest,
     PlanApprovalResponse,
     ShutdownRequest,
 )
+from protocols.messages.permissions import request_permission
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
-from protocols.signing import plan_digest
+from protocols.team.signing import plan_digest
 from protocols.values import MemberState
 from teammate.brains.base import Approval, Interrupted, PlanVerdict
 from teammate.reporter import StatusReporter
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox
+    from protocols.store.selection import AnyMailbox
 
 
 # Claude Code's words for an approval that does not name the plan it approves

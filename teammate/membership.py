@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from protocols.errors import Error, ProtocolsError, TeamNotFound
 from protocols.pids import TOKEN_VARIABLE, ProcessIdentity, new_token
-from protocols.team_config import Member
+from protocols.team.model import Member
 from protocols.values import MemberState
 from teammate.outbox import ENVIRONMENT_ERRORS
 from teammate.reporter import StatusReporter
 from teammate.trouble import Trouble, describe
 
 if TYPE_CHECKING:
-    from protocols.store import AnyTeamFile
+    from protocols.store.selection import AnyTeamFile
 
 
 class NotAMember(Error):

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.catalogue import model_name_problem
 from protocols.errors import Error
+from protocols.member.catalogue import model_name_problem
 from protocols.names import checked_component
-from protocols.signing import parse_verify_key
+from protocols.team.signing import parse_verify_key
 from protocols.values import ModelKind, PermissionMode
 from teammate.permissions.policy import rule_or_command_pattern
 
@@ -188,7 +188,7 @@ class TeammateOptions:
     spec: MemberSpec = field(default_factory=MemberSpec)
     color: str | None = None
     parent_session_id: str | None = None
-    lead_verify_key: str | None = None  # check the lead's signatures (protocols.signing)
+    lead_verify_key: str | None = None  # check the lead's signatures (protocols.team.signing)
     ignored: tuple[str, ...] = field(default=())
 
 

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import LockLost, LockTimeout, UnknownMember
-from protocols.mailbox import Mailbox, new_message_id
+from protocols.inbox.mailbox import Mailbox, new_message_id
 from teammate.trouble import Trouble, describe
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox
+    from protocols.store.selection import AnyMailbox
 
 
 # failures of the surroundings, not of a message: retried after a back-off, never set aside

@@ -1,4 +1,4 @@
-"""Keeps this teammate's status file (`protocols.status`) up to date: state, activity, usage,
+"""Keeps this teammate's status file (`protocols.member.status`) up to date: state, activity, usage,
 its sub-agents, and its budget (every model call's usage is added to it, `teammate.budget`).
 
 Thread-safe: a teammate's background sub-agents report their model calls (usage rolls up into
@@ -15,9 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from protocols.errors import ProtocolsError
-from protocols.paths import TeamPaths
-from protocols.prices import PriceTable, default_prices
-from protocols.status import (
+from protocols.member.prices import PriceTable, default_prices
+from protocols.member.status import (
     AgentStatus,
     McpServerStatus,
     ShellStatus,
@@ -25,7 +24,8 @@ from protocols.status import (
     keep_recent,
     write_status,
 )
-from protocols.store import open_store
+from protocols.paths import TeamPaths
+from protocols.store.selection import open_store
 from protocols.values import MemberState
 from teammate.agent.model import Usage
 from teammate.budget import Budget
@@ -170,7 +170,7 @@ class StatusReporter:
         with contextlib.suppress(OSError, ProtocolsError):
             if self.paths.store is None:
                 write_status(self.paths, self.status)
-            else:  # PostgreSQL (`protocols.store`)
+            else:  # PostgreSQL (`protocols.store.selection`)
                 open_store(self.paths).write_status(self.status)
             self._written = shown
 

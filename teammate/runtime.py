@@ -11,7 +11,7 @@ every ten minutes: so idling costs the same whatever the board holds.
 What it obeys, and from whom: a ``shutdown_request``, ``mode_set_request`` or
 ``team_permission_update`` counts only from the lead (the entry's sender and the message's own
 ``from``); one from anybody else is reported to the lead and ignored. Started with
-``--lead-verify-key``, it checks every entry (`protocols.signing.Verifier`): one that claims a
+``--lead-verify-key``, it checks every entry (`protocols.team.signing.Verifier`): one that claims a
 lead name, or asks for a shutdown, without the lead's signature is *forged*: never obeyed (its
 protocol message reported to the lead), shown to a Claude model with ``verified="false"``, and
 a permission answer or plan verdict of that kind leaves the request waiting. A
@@ -39,9 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from protocols.budget import budgets_dir
 from protocols.clock import now_iso, now_ms
-from protocols.correlation import is_stale
 from protocols.errors import (
     ProtocolsError,
     StaleClaim,
@@ -49,9 +47,11 @@ from protocols.errors import (
     StoreUnavailable,
     UnknownMember,
 )
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.budget import budgets_dir
+from protocols.messages.correlation import is_stale
+from protocols.messages.models import (
     CompactRequest,
     IdleNotification,
     ModeSetRequest,
@@ -67,9 +67,9 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import stop_carriers
 from protocols.printable import printable
-from protocols.store import open_store
-from protocols.task_model import Task
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.tasks.model import Task
+from protocols.team.model import Member
 from protocols.trace_context import added_at_ms, carrier_of, telemetry_enabled
 from protocols.values import MemberState
 from teammate.activity import Activity
@@ -123,7 +123,7 @@ class Teammate:
         self.activity = Activity(self._mark_turn)
         self.paths = paths
         self.lead_check = LeadCheck(options.lead_verify_key)  # the lead's signatures
-        self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store`)
+        self.store = open_store(paths)  # files, or PostgreSQL (`protocols.store.selection`)
         self.mailbox = self.store.mailbox(on_read=self.lead_check.spend)
         self.board = self.store.task_board(self.mailbox)
         # one reader of config.json for the mailbox's member checks and its own entry: it

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from protocols.task_model import Task
+from protocols.tasks.model import Task
 from teammate.agent.worktree import WorktreeError, create, wrap_up
 from teammate.brains.base import Brain, Outcome, TeamLink
 

@@ -20,7 +20,7 @@ from helpers import Processes, claude_env, teammate_argv
 from hypothesis import settings
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from teammate.tools.base import ToolContext
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"

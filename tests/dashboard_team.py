@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, SubAgentStatus, write_status
+from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
-from protocols.status import AgentStatus, SubAgentStatus, write_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 NAMES = ("alice", "bob", "carol-the-reviewer-with-a-long-name", "dmitri", "eve", "frank")
 ACTIVITY = "Bash: echo \x1b[31mrød \u202eevil\x07 漢字 ünïcødé ✓ && pytest -q tests/processes"

@@ -352,8 +352,8 @@ def claude_env(api_url: str) -> dict[str, str]:
 
 def went_idle(paths: Any, name: str | None = None) -> bool:
     """Whether the lead's inbox holds an idle notification (from `name`, if given)."""
-    from protocols.mailbox import Mailbox
-    from protocols.messages import IdleNotification
+    from protocols.inbox.mailbox import Mailbox
+    from protocols.messages.models import IdleNotification
 
     return any(
         isinstance(e.structured(), IdleNotification) and name in (None, e.from_)
@@ -363,8 +363,8 @@ def went_idle(paths: Any, name: str | None = None) -> bool:
 
 def stop_teammate(paths: Any, name: str, proc: subprocess.Popen[str]) -> str:
     """Shut teammate `name` down with the protocol and wait for its process; its output."""
-    from protocols.mailbox import Mailbox
-    from protocols.messages import ShutdownRequest
+    from protocols.inbox.mailbox import Mailbox
+    from protocols.messages.models import ShutdownRequest
 
     request = ShutdownRequest(
         requestId=f"shutdown-1@{name}", from_="team-lead", timestamp="2100-01-01T00:00:00.000Z"

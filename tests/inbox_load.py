@@ -15,7 +15,7 @@ from pathlib import Path
 PROGRAM = """
 import sys, time
 from pathlib import Path
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 
 role, team, sender, out, stop, gap = sys.argv[1:7]

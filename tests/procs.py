@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from protocols import ClaimFailure, Mailbox, TaskBoard, TeamPaths
-from protocols import inbox as inbox_module
-from protocols import locks as locks_module
-from protocols.jsonio import TEMP_MARKER, temp_dir
-from protocols.watch import InboxWatcher
+from protocols.fs import locks as locks_module
+from protocols.fs.jsonio import TEMP_MARKER, temp_dir
+from protocols.inbox import file as inbox_module
+from protocols.watch.wakeup import InboxWatcher
 
 TEAM = "t"
 START_TIMEOUT_S = 60.0
@@ -99,7 +99,7 @@ def archive_items(paths: TeamPaths, agent: str, torn_tail_ok: bool = False) -> l
     """Every line of the archive, parsed strictly (raises on a torn or damaged line). With
     `torn_tail_ok`, a last line without its newline is left out instead: a writer killed in the
     middle of an append of more than a page leaves one, and the next append cuts it off
-    (`protocols.jsonio.append_durably`), which a strict read after that append checks."""
+    (`protocols.fs.jsonio.append_durably`), which a strict read after that append checks."""
     try:
         data = paths.inbox_archive(agent).read_bytes()
     except FileNotFoundError:
@@ -111,7 +111,7 @@ def archive_items(paths: TeamPaths, agent: str, torn_tail_ok: bool = False) -> l
 
 
 def orphan_temps(target: Path) -> list[str]:
-    """Temporary files of `target` (see `protocols.jsonio`) that exist right now: hidden beside
+    """Temporary files of `target` (see `protocols.fs.jsonio`) that exist right now: hidden beside
     it (written under its lock) or in ``.swarm-tmp/``."""
     found = [n for n in os.listdir(target.parent) if n.startswith(f".{target.name}{TEMP_MARKER}")]
     with contextlib.suppress(FileNotFoundError):

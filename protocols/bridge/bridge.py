@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols import safefs
 from protocols.bridge.inboxes import InboxSync
 from protocols.bridge.leases import BridgedLeases
 from protocols.bridge.session import live_session, session_config
 from protocols.bridge.tasks import TaskSync
 from protocols.errors import Error
-from protocols.jsonio import write_json
-from protocols.mailbox import Mailbox
+from protocols.fs import safefs
+from protocols.fs.jsonio import write_json
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pg.store import PgStore
 from protocols.pg.watch import PgWatcher
-from protocols.team import TeamFile
-from protocols.team_config import TeamConfig
-from protocols.watch import InboxWatcher
+from protocols.team.file import TeamFile
+from protocols.team.model import TeamConfig
+from protocols.watch.wakeup import InboxWatcher
 
 log = logging.getLogger(__name__)
 

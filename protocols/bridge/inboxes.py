@@ -1,6 +1,6 @@
 """The bridge's messages: a PostgreSQL team's inboxes and this host's inbox files, in step.
 
-Every message is known by its identity (``msg_id``; `protocols.inbox.identity_of`), which both
+Every message is known by its identity (``msg_id``; `protocols.inbox.file.identity_of`), which both
 stores keep unique per recipient, so carrying one again is a no-op on either side:
 
 - the inbox of a **local** member (a Claude Code member living on this host) is the union of
@@ -35,11 +35,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.errors import Error, UnknownMember
-from protocols.file_cache import Signature, signature_of
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
+from protocols.fs import safefs
+from protocols.fs.file_cache import Signature, signature_of
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.mailbox import Mailbox
 from protocols.pg.mailbox import PgMailbox, append_entry
 from protocols.pg.retention import entry_time, pruned_through
 from protocols.pg.team import require_member

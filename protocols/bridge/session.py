@@ -22,9 +22,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
+from protocols.fs import safefs
 from protocols.pids import start_time
-from protocols.team_config import TeamConfig
+from protocols.team.model import TeamConfig
 
 PREFIX = "session-"
 

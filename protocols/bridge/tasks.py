@@ -31,14 +31,14 @@ import logging
 import secrets
 from typing import Any
 
-from protocols import safefs
 from protocols.errors import Error
-from protocols.jsonio import atomic_write_text, ensure_file, write_json
-from protocols.locks import FileGuard
+from protocols.fs import safefs
+from protocols.fs.jsonio import atomic_write_text, ensure_file, write_json
+from protocols.fs.locks import FileGuard
 from protocols.paths import TeamPaths
 from protocols.pg.tasks import PgTaskBoard
-from protocols.task_model import Task
-from protocols.tasks import NewTask, TaskBoard
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.tasks.model import Task
 
 log = logging.getLogger(__name__)
 

@@ -4,31 +4,63 @@ Importing this package imports psycopg (the ``postgresql`` extra); nothing else 
 imports it. Every store class takes a `Database` (one process's connection, migrated and kept
 alive across server restarts) and a team name, and has the methods of its file counterpart:
 
-=================  ============================  ==========================================
-store class        file counterpart              module
-=================  ============================  ==========================================
-`PgTeamFile`       `protocols.team.TeamFile`     team.py
-`PgMailbox`        `protocols.mailbox.Mailbox`   mailbox.py (waking: notify.py)
-`PgTaskBoard`      `protocols.tasks.TaskBoard`   tasks.py (claims.py, task_rows.py)
-`PgPermissionStore` `PermissionStore`            permissions.py
-`Leases`           a member's pid, for liveness  leases.py
-`Hosts`            (none: a machine's agent)     hosts.py (`swarm host serve`'s requests)
-`PgStore`          `protocols.store.FileStore`   store.py (`protocols.store.open_store` builds it)
-`PgWatcher`        `InboxWatcher`                watch.py
-`Shipper`          a member's transcript and log member_log.py (what `swarm logs` reads elsewhere)
-`Pruner`, `prune`  an inbox's archive record     retention.py (read messages, finished work)
-=================  ============================  ==========================================
+===================  =====================================  ===================================
+store class          file counterpart                       module
+===================  =====================================  ===================================
+`PgTeamFile`         `protocols.team.file.TeamFile`         team.py
+`PgMailbox`          `protocols.inbox.mailbox.Mailbox`      mailbox.py (waking: notify.py)
+`PgTaskBoard`        `protocols.tasks.board.TaskBoard`      tasks.py (claims.py, task_rows.py)
+`PgPermissionStore`  `PermissionStore`                      permissions.py
+`Leases`             a member's pid, for liveness           leases.py
+`Hosts`              (none: a machine's agent)              hosts.py (`swarm host serve`'s asks)
+`PgStore`            `protocols.store.selection.FileStore`  store.py (`open_store` builds it)
+`PgWatcher`          `InboxWatcher`                         watch.py
+`Shipper`            a member's transcript and log          member_log.py (what `swarm logs` reads)
+`Pruner`, `prune`    an inbox's archive record              retention.py (read messages, work done)
+===================  =====================================  ===================================
 """
 
-from protocols.pg.database import Database
-from protocols.pg.hosts import Hosts
-from protocols.pg.leases import Expired, Leases
-from protocols.pg.mailbox import PgMailbox
-from protocols.pg.notify import Listener
-from protocols.pg.permissions import PgPermissionStore
-from protocols.pg.status import read_status, write_status
-from protocols.pg.tasks import PgTaskBoard
-from protocols.pg.team import PgTeamFile
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from protocols.pg.database import Database
+    from protocols.pg.hosts import Hosts
+    from protocols.pg.leases import Expired, Leases
+    from protocols.pg.mailbox import PgMailbox
+    from protocols.pg.notify import Listener
+    from protocols.pg.permissions import PgPermissionStore
+    from protocols.pg.status import read_status, write_status
+    from protocols.pg.tasks import PgTaskBoard
+    from protocols.pg.team import PgTeamFile
+
+# the names are imported when first used: a module of this package (the URL rules, say) must not
+# import every other one, and psycopg with them
+_HOMES = {
+    "Database": "database",
+    "Expired": "leases",
+    "Hosts": "hosts",
+    "Leases": "leases",
+    "Listener": "notify",
+    "PgMailbox": "mailbox",
+    "PgPermissionStore": "permissions",
+    "PgTaskBoard": "tasks",
+    "PgTeamFile": "team",
+    "read_status": "status",
+    "write_status": "status",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'protocols.pg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"protocols.pg.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Database",

@@ -24,12 +24,12 @@ import psycopg
 
 from protocols.pg.columns import document
 from protocols.pg.task_rows import COLUMNS, Row, row, task_id, tasks
-from protocols.task import FAILED, ClaimFailure, ClaimResult
+from protocols.tasks.task import FAILED, ClaimFailure, ClaimResult
 
 Conn = psycopg.Connection[Any]
 
 _T_COLUMNS = ", ".join(f"t.{name}" for name in COLUMNS.split(", "))
-# `protocols.task.may_take` in SQL: with %(takers)s (the claimer's name and labels) given, a
+# `protocols.tasks.task.may_take` in SQL: with %(takers)s (the claimer's name and labels) given, a
 # task it has not failed (``failedBy``), that its ``for`` names one of, or, without ``for``, a
 # task with a command for shell workers and any other for anyone; with NULL, any task
 _TAKEABLE = """(%(takers)s::text[] IS NULL OR (
@@ -129,7 +129,7 @@ def claim_next(
     labels: Collection[str] | None = None,
 ) -> ClaimResult | None:
     """The auto-claim, in the caller's transaction (see the module's docstring); with
-    `labels`, only a task `agent` may take (`protocols.task.may_take`)."""
+    `labels`, only a task `agent` may take (`protocols.tasks.task.may_take`)."""
     params = {
         "team": team,
         "agent": agent,

@@ -16,7 +16,7 @@ from typing import Any
 from psycopg.types.json import Json
 
 from protocols.errors import UnstorableValue
-from protocols.jsonio import dumps_compact
+from protocols.fs.jsonio import dumps_compact
 
 
 def text(value: str, what: str) -> str:

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 import psycopg
 
 from protocols.errors import LeaseLost, UnknownMember
-from protocols.mailbox import new_entry
-from protocols.messages import TeammateTerminated
+from protocols.inbox.mailbox import new_entry
+from protocols.messages.models import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.pg import claims
 from protocols.pg.columns import document, text

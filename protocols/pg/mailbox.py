@@ -1,4 +1,4 @@
-"""`PgMailbox`: a team's messages in PostgreSQL, with `protocols.mailbox.Mailbox`'s methods.
+"""`PgMailbox`: a team's messages in PostgreSQL, with `protocols.inbox.mailbox.Mailbox`'s methods.
 
 - a send is one ``INSERT`` of the entry (the very `InboxEntry` the file store writes) with its
   ``msg_id`` unique per team and recipient, and ``ON CONFLICT DO NOTHING``: a send repeated with
@@ -27,25 +27,25 @@ import psycopg
 from pydantic import ValidationError
 
 from protocols.errors import BroadcastRefused
-from protocols.inbox import msg_id_for
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import (
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.file import msg_id_for
+from protocols.inbox.mailbox import (
     BROADCAST,
     EntrySigner,
     first_match,
     is_structured_text,
     new_entry,
 )
-from protocols.messages import StructuredMessage
+from protocols.messages.models import StructuredMessage
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import Listener, notify
 from protocols.pg.team import require_member, roster
 from protocols.pg.watch import PgWatcher
-from protocols.watch import DEFAULT_RESCAN_S
+from protocols.watch.wakeup import DEFAULT_RESCAN_S
 
 if TYPE_CHECKING:
-    from protocols.shapes import PlainEntry
+    from protocols.records.shapes import PlainEntry
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Members' status in PostgreSQL: `write_status` and `read_status` as in `protocols.status`,
+"""Members' status in PostgreSQL: `write_status` and `read_status` as in `protocols.member.status`,
 one row per member holding its `AgentStatus` document."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 import psycopg
 
 from protocols.clock import now_iso
+from protocols.member.status import AgentStatus
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import STATUS, notify
-from protocols.status import AgentStatus
 
 Conn = psycopg.Connection[Any]
 

@@ -1,13 +1,14 @@
-"""`PgStore`: a team in PostgreSQL, handing out the same parts as `protocols.store.FileStore`.
+"""`PgStore`: a team in PostgreSQL, handing out the same parts as
+`protocols.store.selection.FileStore`.
 
-Built by `protocols.store.open_store` for paths whose ``store`` is a PostgreSQL URL. A process
-keeps one `Database` per URL and thread (a connection is not shared between threads), opened at
-its first use, so the many short-lived store objects of one command share one connection.
-A member keeps its lease while it runs (`keep_alive`: a thread with a connection of its own that
-heartbeats every third of the lease, and sweeps the team's expired leases when its heartbeat
-saw one). The same statement tells the member it has unread messages or is no longer in the
-team, so an idle member's safety net costs nothing beyond its heartbeats. Waiting is on the
-team's ``LISTEN`` channel (`PgWatcher`).
+Built by `protocols.store.selection.open_store` for paths whose ``store`` is a PostgreSQL URL. A
+process keeps one `Database` per URL and thread (a connection is not shared between threads), opened
+at its first use, so the many short-lived store objects of one command share one connection. A
+member keeps its lease while it runs (`keep_alive`: a thread with a connection of its own that
+heartbeats every third of the lease, and sweeps the team's expired leases when its heartbeat saw
+one). The same statement tells the member it has unread messages or is no longer in the team, so an
+idle member's safety net costs nothing beyond its heartbeats. Waiting is on the team's ``LISTEN``
+channel (`PgWatcher`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any, TypeVar
 import psycopg
 
 from protocols.errors import Error, LeaseLost, UnknownMember
-from protocols.mailbox import EntrySigner
+from protocols.inbox.mailbox import EntrySigner
+from protocols.member.status import AgentStatus
 from protocols.paths import TeamPaths
 from protocols.pg import member_log
 from protocols.pg import status as pg_status
@@ -34,8 +36,7 @@ from protocols.pg.permissions import PgPermissionStore
 from protocols.pg.tasks import PgTaskBoard
 from protocols.pg.team import PgTeamFile
 from protocols.pg.watch import PgWatcher
-from protocols.status import AgentStatus
-from protocols.store import BadStoreUrl, redacted
+from protocols.store.selection import BadStoreUrl, redacted
 
 log = logging.getLogger(__name__)
 
@@ -212,10 +213,10 @@ class PgStore:
         what: str,
         slow: tuple[float, Callable[[], None]] | None = None,
     ) -> T:
-        """`work` on this store given `seconds` (`protocols.bounded.within`): on a thread of its
-        own, so on a connection of its own (closed when the work is over), never one stuck in
+        """`work` on this store given `seconds` (`protocols.store.bounded.within`): on a thread of
+        its own, so on a connection of its own (closed when the work is over), never one stuck in
         another thread's query to a server that stopped answering."""
-        from protocols.bounded import within
+        from protocols.store.bounded import within
 
         url = self.url
         return within(seconds, work, what, done=lambda: database(url).close(), slow=slow)

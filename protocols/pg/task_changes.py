@@ -26,8 +26,8 @@ from protocols.pg.task_rows import (
     not_found,
     task_id,
 )
-from protocols.task import FAILED, STATUSES
-from protocols.task_graph import check_acyclic
+from protocols.tasks.graph import check_acyclic
+from protocols.tasks.task import FAILED, STATUSES
 
 Conn = psycopg.Connection[Any]
 _FIELDS = {"subject", "description", "activeForm", "status", "owner"}

@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 
 from protocols.errors import StaleClaim, TaskNotFound, TeamNotFound
-from protocols.task import FAILED
-from protocols.task_model import Task
+from protocols.tasks.model import Task
+from protocols.tasks.task import FAILED
 
 Conn = psycopg.Connection[Any]
 

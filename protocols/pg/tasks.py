@@ -1,4 +1,5 @@
-"""`PgTaskBoard`: a team's task board in PostgreSQL, with `protocols.tasks.TaskBoard`'s methods.
+"""`PgTaskBoard`: a team's task board in PostgreSQL, with `protocols.tasks.board.TaskBoard`'s
+methods.
 
 Creating, reading, updating and deleting tasks hand back the file layer's `Task` records; claims
 (`protocols.pg.claims`) add an epoch to each `ClaimResult`, which the claimer passes back to
@@ -38,10 +39,10 @@ from protocols.pg.task_rows import (
     task_id,
     tasks,
 )
-from protocols.task import FAILED, FAILED_BY, ClaimResult, failed_by
-from protocols.task_graph import check_acyclic
-from protocols.task_model import Task
-from protocols.tasks import NewTask, notify_owner
+from protocols.tasks.board import NewTask, notify_owner
+from protocols.tasks.graph import check_acyclic
+from protocols.tasks.model import Task
+from protocols.tasks.task import FAILED, FAILED_BY, ClaimResult, failed_by
 
 if TYPE_CHECKING:
     from protocols.pg.mailbox import PgMailbox
@@ -308,7 +309,7 @@ class PgTaskBoard:
         self, agent: str, start: bool = True, labels: Collection[str] | None = None
     ) -> ClaimResult | None:
         """The lowest-id pending, unowned, unblocked, not failed task; None if there is none.
-        With `labels`, only one `agent` may take (`protocols.task.may_take`)."""
+        With `labels`, only one `agent` may take (`protocols.tasks.task.may_take`)."""
         token = secrets.token_hex(12)
         text(agent, "agent name")
         return self.db.run(

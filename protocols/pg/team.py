@@ -1,4 +1,4 @@
-"""`PgTeamFile`: a team and its roster in PostgreSQL, with `protocols.team.TeamFile`'s methods.
+"""`PgTeamFile`: a team and its roster in PostgreSQL, with `protocols.team.file.TeamFile`'s methods.
 
 The team's own keys are one ``json`` document in ``teams``; each member is a ``json`` document
 in ``members``, in the order they joined. `load` puts them together into the same `TeamConfig`
@@ -29,8 +29,8 @@ from protocols.names import LEAD_NAME, agent_id, validate_name
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import notify
-from protocols.team import unknown_member_text
-from protocols.team_config import Member, TeamConfig, next_color
+from protocols.team.file import unknown_member_text
+from protocols.team.model import Member, TeamConfig, next_color
 
 Conn = psycopg.Connection[Any]
 

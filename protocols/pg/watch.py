@@ -1,14 +1,14 @@
-"""`PgWatcher`: `protocols.watch.InboxWatcher`'s methods on a PostgreSQL team's channel.
+"""`PgWatcher`: `protocols.watch.wakeup.InboxWatcher`'s methods on a PostgreSQL team's channel.
 
-It wakes on a notification for one of its members' inboxes, or for the task board (a change of
-any task: `protocols.pg.notify.TASKS`), or (`everything`) on any notification of the team, on a
-change in one of its local `directories` (a budget file this machine writes: watched with
-inotify through an `InboxWatcher`), when another thread of this process sets `changed` (a pipe
-of its own ends the wait, with no round trip to the server), and at least every `rescan_s`
-seconds whatever it heard, as the file watcher's rescan does. Notifications that come while
-nobody waits queue on its connection, so the usual ``clear(); look(); wait()`` loses none.
-Where no inotify instance is left, the local directories' doorbells (`protocols.doorbell`) wake
-it, and it looks at them every few seconds as the file watcher does, without asking the server.
+It wakes on a notification for one of its members' inboxes, or for the task board (a change of any
+task: `protocols.pg.notify.TASKS`), or (`everything`) on any notification of the team, on a change
+in one of its local `directories` (a budget file this machine writes: watched with inotify through
+an `InboxWatcher`), when another thread of this process sets `changed` (a pipe of its own ends the
+wait, with no round trip to the server), and at least every `rescan_s` seconds whatever it heard, as
+the file watcher's rescan does. Notifications that come while nobody waits queue on its connection,
+so the usual ``clear(); look(); wait()`` loses none. Where no inotify instance is left, the local
+directories' doorbells (`protocols.watch.doorbell`) wake it, and it looks at them every few seconds
+as the file watcher does, without asking the server.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from protocols.pg.database import Database
 from protocols.pg.notify import TASKS, Listener
-from protocols.watch import InboxWatcher
+from protocols.watch.wakeup import InboxWatcher
 
 DEFAULT_RESCAN_S = 30.0
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 from collections.abc import Mapping
 
-from protocols import safefs
+from protocols.fs import safefs
 from protocols.pids import start_time
 from swarm.backends.base import (
     Spawned,

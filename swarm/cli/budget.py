@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from protocols.durations import duration_text
-from protocols.prices import usd
+from protocols.member.prices import usd
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.team.budget import BudgetView, change_budget, parse_change, show_budget

@@ -12,19 +12,20 @@ from typing import Any
 
 import click
 
-from protocols import safefs
 from protocols.errors import TeamNotFound
+from protocols.fs import safefs
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable, printable_json
-from protocols.store import check_url, locate, open_store, redacted
+from protocols.store.selection import check_url, locate, open_store, redacted
 from swarm.cli.completion import complete_team
 
 STORE_KEY = "swarm.store"  # where `--store` leaves its URL for `paths_for` (click's ctx.meta)
 
 
 def store_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``--store URL``: the team's PostgreSQL store (`protocols.store`), for this command."""
+    """``--store URL``: the team's PostgreSQL store (`protocols.store.selection`), for this
+    command."""
     return click.option(
         "--store",
         metavar="URL",
@@ -117,7 +118,7 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def paths_for(team: str, must_exist: bool = True) -> TeamPaths:
-    """The team's paths, with the store it lives in (`protocols.store.locate`); with
+    """The team's paths, with the store it lives in (`protocols.store.selection.locate`); with
     `must_exist`, `TeamNotFound` for a team that is not there."""
     paths = locate(team, config_root(), given_store())
     if must_exist:

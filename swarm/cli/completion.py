@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from protocols import safefs
 from protocols.errors import Error
+from protocols.fs import safefs
 from protocols.paths import TeamPaths, config_root
 
 if TYPE_CHECKING:  # click loads it when the shell asks (every command imports this module)
@@ -49,7 +49,7 @@ def member_names(ctx: click.Context) -> list[str]:
     team = _team_of(ctx)
     if team is None:
         return []
-    from protocols.store import locate, open_store
+    from protocols.store.selection import locate, open_store
 
     try:
         return open_store(locate(team)).team_file().member_names()

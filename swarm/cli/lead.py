@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from protocols import safefs
-from protocols.budget import Limits
+from protocols.fs import safefs
+from protocols.member.budget import Limits
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.cli.common import backend_option, paths_for, team_option
 from swarm.errors import SwarmError
 from swarm.hosts.placement import check_hosts

@@ -14,8 +14,8 @@ from protocols.durations import BadDuration, parse_duration
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.store import open_store
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.team.model import Member
 from protocols.values import PermissionMode
 from swarm.backends.base import Spawned
 from swarm.cli.common import (

@@ -10,16 +10,16 @@ import click
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME
 from protocols.printable import printable, printable_json, printable_line
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member, complete_recipient
 from swarm.team.sending import dead_members, send_text
 from swarm.team.signatures import lead_mailbox
 
 if TYPE_CHECKING:
-    from protocols.inbox_entry import InboxEntry
+    from protocols.inbox.entry import InboxEntry
     from protocols.paths import TeamPaths
-    from protocols.store import AnyMailbox
+    from protocols.store.selection import AnyMailbox
 
 
 @click.command()

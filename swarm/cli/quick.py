@@ -107,9 +107,9 @@ def _quick_status(args: list[str]) -> str | None:
     collecting = gc.isenabled()
     gc.disable()  # imports and the look make no cycles worth ~2 ms of collector passes
     try:
-        from protocols import safefs
+        from protocols.fs import safefs
         from protocols.paths import config_root
-        from protocols.store import locate
+        from protocols.store.selection import locate
         from swarm.views.status_report import status_report
 
         paths = locate(team, config_root(), None)

@@ -15,7 +15,7 @@ import click
 
 from protocols.paths import config_root
 from protocols.printable import printable_line
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.cli.common import NO_TEAM, emit, given_store, json_option, paths_for, store_option
 from swarm.cli.completion import complete_team
 from swarm.errors import SwarmError

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from protocols.printable import printable_line
-from protocols.store import open_store
-from protocols.task import list_line, states
+from protocols.store.selection import open_store
+from protocols.tasks.task import list_line, states
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError

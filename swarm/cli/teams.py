@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from protocols.durations import duration_text
+from protocols.member.prices import usd
 from protocols.names import validate_name
 from protocols.paths import config_root
-from protocols.prices import usd
 from protocols.printable import printable, printable_line
-from protocols.store import open_store, write_pointer
+from protocols.store.selection import open_store, write_pointer
 from swarm.cli.common import (
     emit,
     json_option,

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.errors import Error, StoreUnavailable
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from protocols.paths import TeamPaths
 from protocols.pg.database import Database
 from protocols.pg.hosts import Hosts, Request, host_channel

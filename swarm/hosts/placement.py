@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.hosts.requests import require_live, team_hosts
 from swarm.team.liveness import liveness, member_host

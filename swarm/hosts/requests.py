@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from protocols.mailbox import new_entry
+from protocols.inbox.mailbox import new_entry
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
-from protocols.store import open_store
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.team.model import Member
 from swarm.backends import SpawnError
 from swarm.errors import SwarmError
 from swarm.team.liveness import member_host

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocols.errors import Error
-from protocols.inbox_entry import InboxEntry, format_for_model
+from protocols.inbox.entry import InboxEntry, format_for_model
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.trace_context import telemetry_enabled

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import (
     IdleNotification,
     ShutdownApproved,
     ShutdownRejected,
@@ -35,8 +35,8 @@ from protocols.messages import (
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.store import open_store
-from protocols.watch import InboxWatcher
+from protocols.store.selection import open_store
+from protocols.watch.wakeup import InboxWatcher
 from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
 from swarm.team.actions import send_shutdown_request

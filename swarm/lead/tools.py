@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, create_model
 
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnBackend
 from swarm.hosts.placement import choose_host
@@ -45,7 +45,7 @@ from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, tool
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox, AnyTaskBoard
+    from protocols.store.selection import AnyMailbox, AnyTaskBoard
 
 
 @dataclass

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.inbox import entry_of
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import IdleNotification, ShutdownApproved, ShutdownRejected
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.file import entry_of
+from protocols.messages.models import IdleNotification, ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive

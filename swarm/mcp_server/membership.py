@@ -21,8 +21,8 @@ from protocols.errors import MemberExists, ProtocolsError
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
-from protocols.store import open_store
-from protocols.team_config import Member, TeamConfig
+from protocols.store.selection import open_store
+from protocols.team.model import Member, TeamConfig
 from swarm.errors import SwarmError
 from swarm.team.members import MCP_BACKEND, is_mcp, member_pid, member_state
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.mcp_server import membership
@@ -45,7 +45,7 @@ from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox, AnyTaskBoard
+    from protocols.store.selection import AnyMailbox, AnyTaskBoard
 
 
 @dataclass(frozen=True)

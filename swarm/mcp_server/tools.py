@@ -4,7 +4,7 @@ run unchanged with the session as their `TeamLink`).
 
 - ``join`` (HTTP only): name the member this session is; the lead joins with ``lead: true``.
 - ``ReadInbox``: the caller's unread messages, waiting up to ``wait_seconds`` for the first
-  (woken by inotify, `protocols.mailbox.Mailbox.wait`); what it returns is marked read, by
+  (woken by inotify, `protocols.inbox.mailbox.Mailbox.wait`); what it returns is marked read, by
   identity, and only once the call was not cancelled.
 - ``TaskClaim``: the board's compare-and-set claim for the caller, with its reason when refused.
 - ``TeamStatus``: what ``swarm status`` shows, as JSON: members and their state, the tasks in
@@ -23,10 +23,10 @@ from typing import Annotated, Any
 import anyio.from_thread
 from pydantic import AfterValidator, Field
 
-from protocols.inbox_entry import format_for_model
+from protocols.inbox.entry import format_for_model
 from protocols.names import LEAD_NAME, validate_name
-from protocols.task import ClaimFailure, ClaimResult, list_line
-from protocols.task_model import TaskId
+from protocols.tasks.model import TaskId
+from protocols.tasks.task import ClaimFailure, ClaimResult, list_line
 from swarm.mcp_server.session import McpSession
 from swarm.views.snapshot import TeamView, snapshot
 from teammate.tools.base import ToolContext, ToolError, tool

@@ -1,6 +1,6 @@
 """The schedule files: one JSON file per schedule in ``<config root>/swarm/schedules/``, named by
 its id (``s`` and eight hex digits), written atomically, changed only under its lock
-(`protocols.locks.FileGuard`, the one every team file uses), so schedulers that share the
+(`protocols.fs.locks.FileGuard`, the one every team file uses), so schedulers that share the
 config root fire each of its firings once (`swarm.schedule.scheduler`).
 
 A schedule says when (``cron`` in ``zone``), for which team, what to do (``action``: ``task``,
@@ -19,14 +19,14 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from protocols import safefs
 from protocols.clock import now_iso
 from protocols.errors import Error
-from protocols.jsonio import write_json
-from protocols.locks import FileGuard, redo_if_lock_lost
+from protocols.fs import safefs
+from protocols.fs.jsonio import write_json
+from protocols.fs.locks import FileGuard, redo_if_lock_lost
 from protocols.names import validate_name
 from protocols.paths import TeamPaths
-from protocols.store import read_pointer
+from protocols.store.selection import read_pointer
 from swarm.errors import SwarmError
 from swarm.schedule.cron import Cron
 

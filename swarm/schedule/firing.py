@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from protocols.paths import TeamPaths
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 from swarm.schedule.book import Schedule
 
 MARK = "swarmSchedule"  # a scheduled task's metadata key: "<schedule id>@<due, ISO>"

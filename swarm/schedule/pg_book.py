@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from protocols.clock import now_iso
 from protocols.pg.schedules import PgSchedules
 from protocols.pg.store import database
-from protocols.store import redacted
+from protocols.store.selection import redacted
 from swarm.schedule.book import HISTORY, Schedule, find_in, new_id
 
 

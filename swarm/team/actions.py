@@ -19,8 +19,8 @@ from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME, did_you_mean, validate_name
 from protocols.paths import TeamPaths
 from protocols.printable import printable, printable_line
-from protocols.store import open_store
-from protocols.task import (
+from protocols.store.selection import open_store
+from protocols.tasks.task import (
     CLAUDE,
     FAILED_BY,
     FOR,
@@ -36,8 +36,8 @@ from swarm.errors import SwarmError
 FAILURE_LINES = 10  # of a failed task's output, shown by `swarm task show`
 
 if TYPE_CHECKING:  # adding a task builds no model: `swarm task add` loads no pydantic
-    from protocols.store import AnyMailbox
-    from protocols.task_model import Task
+    from protocols.store.selection import AnyMailbox
+    from protocols.tasks.model import Task
 
 
 def add_task(
@@ -55,7 +55,7 @@ def add_task(
     """Add a task (blocked from the moment it exists when `blocked_by` names tasks); `command`
     is what a shell worker runs (in `cwd`, when given), `worktree` the git worktree it is
     worked in, `owner` the member it is assigned to (told with a ``task_assignment``),
-    `takers` who may take it (``metadata.for``: `protocols.task.may_take`), `marks` more
+    `takers` who may take it (``metadata.for``: `protocols.tasks.task.may_take`), `marks` more
     metadata (a scheduled task's firing: `swarm.schedule.firing`). Returns its file as
     written."""
     if worktree is not None:
@@ -192,8 +192,8 @@ def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None
     if name == LEAD_NAME:
         raise SwarmError(f"{name!r} is the lead, not a teammate, in team {paths.team!r}")
     open_store(paths).team_file().require_entry(name)  # an unknown name: did you mean...
-    from protocols.correlation import shutdown_request_id
-    from protocols.messages import ShutdownRequest
+    from protocols.messages.correlation import shutdown_request_id
+    from protocols.messages.models import ShutdownRequest
 
     request = ShutdownRequest(
         requestId=shutdown_request_id(name), from_=LEAD_NAME, reason=reason, timestamp=now_iso()

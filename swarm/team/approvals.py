@@ -10,10 +10,11 @@ member, sent since it joined: a departed member's requests are closed when it le
 (`close_requests`), the lead told, and never come back.
 
 A sub-agent's ask arrives as its member's own ``permission_request``, the description prefixed
-``alice \u203a reviewer: `` by the teammate (`protocols.status.subagent_label`). `Pending.agent`
-is that label and `Pending.asked` the description without it; both are the teammate's words, a
-display label only: the request stays the member's (its answer goes to the member, its rules
-are the member's), and a prefix naming another member is left in the description as it is.
+``alice \u203a reviewer: `` by the teammate (`protocols.member.status.subagent_label`).
+`Pending.agent` is that label and `Pending.asked` the description without it; both are the
+teammate's words, a display label only: the request stays the member's (its answer goes to the
+member, its rules are the member's), and a prefix naming another member is left in the description
+as it is.
 
 Answering is a compare-and-set on the requester's inbox (`Mailbox.send_unless`): exactly one of
 several answers to one request is sent; the others get `AlreadyAnswered` saying which answer won
@@ -28,25 +29,26 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from protocols import safefs
 from protocols.clock import ms_from_iso, now_iso
-from protocols.correlation import request_id_of
 from protocols.errors import ProtocolsError
+from protocols.fs import safefs
+from protocols.member.status_keys import subagent_label
+from protocols.messages.correlation import request_id_of
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
-from protocols.status_keys import subagent_label
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from protocols.values import PermissionMode
 from swarm.team.signatures import lead_mailbox, lead_wrote, signing_problem
 
 if TYPE_CHECKING:
-    from protocols.inbox_entry import InboxEntry
-    from protocols.shapes import PlainEntry
+    from protocols.inbox.entry import InboxEntry
+    from protocols.records.shapes import PlainEntry
 
     Entry = InboxEntry | PlainEntry
 
-# a structured message is told by its type, whether it is a model or a `protocols.plain.Plain`
-# (requests are read without pydantic when they are plainly what they say: `peek_plain`)
+# a structured message is told by its type, whether it is a model or a
+# `protocols.records.plain.Plain` (requests are read without pydantic when they are plainly what
+# they say: `peek_plain`)
 REQUEST_KINDS = frozenset(
     {"permission_request", "sandbox_permission_request", "plan_approval_request"}
 )
@@ -417,9 +419,9 @@ def _response(
     permission_mode: str | None,
 ) -> Any:
     """The lead's answer to request `message` (a model or a `Plain`: told by its type)."""
-    from protocols.messages import PlanApprovalResponse, SandboxPermissionResponse
-    from protocols.permissions import permission_response
-    from protocols.signing import plan_digest
+    from protocols.messages.models import PlanApprovalResponse, SandboxPermissionResponse
+    from protocols.messages.permissions import permission_response
+    from protocols.team.signing import plan_digest
 
     if message.type == "permission_request":
         return permission_response(
@@ -451,7 +453,7 @@ def _response(
 
 def _answers(item: dict[str, Any], request_id: str) -> bool:
     """Whether inbox item `item` is the lead's answer to `request_id`."""
-    from protocols.messages import decode
+    from protocols.messages.models import decode
 
     if item.get("from") != LEAD_NAME or not isinstance(item.get("text"), str):
         return False
@@ -468,7 +470,7 @@ def _answers(item: dict[str, Any], request_id: str) -> bool:
 
 def _told(item: dict[str, Any]) -> str:
     """``approved by swarm lead at 2026-...`` for an answer already in an inbox."""
-    from protocols.messages import decode
+    from protocols.messages.models import decode
 
     message = decode(item["text"])
     approved = getattr(message, "approved", None)

@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols import safefs
+from protocols.fs import safefs
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from protocols.values import MemberState
 from swarm.errors import SwarmError
 from swarm.team.liveness import is_mcp, member_state
 
 if TYPE_CHECKING:
-    from protocols.store import AnyStore
+    from protocols.store.selection import AnyStore
 
 PANE_ID = re.compile(r"%[0-9]+")
 

@@ -2,10 +2,10 @@
 
 The limits a member started with are its spec's (``--max-cost``, ``--max-tokens``, recorded in
 its entry) or, for a teammate swarm did not start, those its status file reports. A change is
-written to the member's budget file (`protocols.budget`) for the instance running now (its
+written to the member's budget file (`protocols.member.budget`) for the instance running now (its
 ``joinedAt``), under the file's lock, so two raises at once both count. The teammate is
 watching that folder: a stopped one carries on as soon as it is over its limits no more.
-Its spend is what its status file says (`protocols.status.BudgetStatus`).
+Its spend is what its status file says (`protocols.member.status.BudgetStatus`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from protocols.budget import BudgetFile, Limits, read_budget, update_budget
 from protocols.durations import BadDuration, parse_duration
+from protocols.member.budget import BudgetFile, Limits, read_budget, update_budget
+from protocols.member.prices import (
+    PriceFileError,
+    PriceTable,
+    default_prices,
+    load_prices,
+    prices_path,
+)
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.prices import PriceFileError, PriceTable, default_prices, load_prices, prices_path
-from protocols.store import open_store
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.team.model import Member
 from protocols.values import ModelKind
 from swarm.errors import SwarmError
 from teammate.budget import Budget, Notices

@@ -1,9 +1,9 @@
 """Asking a teammate to compact its conversation: what ``swarm compact`` and the ``/compact``
 line of `swarm lead`'s console (for a teammate) do.
 
-The lead sends a ``compact_request`` (`protocols.messages.CompactRequest`, swarm's own; signed
-when the lead signs) to the teammate's inbox. An idle teammate compacts at once, in a turn of its
-own; a working one before its next model request. Its status file counts compactions and says
+The lead sends a ``compact_request`` (`protocols.messages.models.CompactRequest`, swarm's own;
+signed when the lead signs) to the teammate's inbox. An idle teammate compacts at once, in a turn of
+its own; a working one before its next model request. Its status file counts compactions and says
 how full its conversation is, so `wait_compacted` waits (woken by inotify, or PostgreSQL's
 notifications) until the count has grown, the member has died, or the time is up.
 """
@@ -15,7 +15,7 @@ from typing import NamedTuple
 from protocols.clock import now_iso
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from protocols.values import ModelKind
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
@@ -56,7 +56,7 @@ def ask_compaction(paths: TeamPaths, name: str, instructions: str = "") -> Conte
     model = member.model or (status.model if status is not None else "")
     if ModelKind.of(model) == ModelKind.SHELL:
         raise SwarmError(f"{name} is a shell worker: it keeps no conversation to compact")
-    from protocols.messages import CompactRequest
+    from protocols.messages.models import CompactRequest
 
     before = context_of(paths, name)
     request = CompactRequest(

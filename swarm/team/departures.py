@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 
 from protocols.clock import ms_from_iso, now_ms
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import (
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.models import (
     ShutdownApproved,
     ShutdownRequest,
     StructuredMessage,
@@ -31,7 +31,7 @@ from protocols.messages import (
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 
 
 def departure(paths: TeamPaths, name: str) -> str | None:

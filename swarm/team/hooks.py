@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.team.members import member_spec
 from teammate.agent.definitions import from_flag_json, load_agent

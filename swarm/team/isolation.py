@@ -14,7 +14,7 @@ from typing import Any
 
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.team_config import Member
+from protocols.team.model import Member
 from swarm.team.signatures import lead_mailbox
 from teammate.agent.definitions import AgentDefinitionError, load_agent
 from teammate.agent.worktree import Worktree, create, wrap_up

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocols import safefs
-from protocols.catalogue import model_name_problem
 from protocols.clock import now_ms
 from protocols.errors import ProtocolsError, UnknownMember
-from protocols.messages import ShutdownApproved, ShutdownRejected
+from protocols.fs import safefs
+from protocols.member.catalogue import model_name_problem
+from protocols.messages.models import ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME, validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, new_token
-from protocols.store import STORE_ENV, open_store, redacted
-from protocols.team_config import Member
+from protocols.store.selection import STORE_ENV, open_store, redacted
+from protocols.team.model import Member
 from protocols.values import MemberState, ModelKind, TaskStatus
 from swarm.backends import SpawnBackend, Spawned, SpawnError, SpawnRequest, choose_backend
 from swarm.backends.base import wait_until
@@ -54,7 +54,7 @@ from teammate.options import MemberSpec, check_limits, command_line
 from teammate.permissions.policy import rule_or_command_pattern
 
 if TYPE_CHECKING:
-    from protocols.store import AnyTeamFile
+    from protocols.store.selection import AnyTeamFile
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
-from protocols.plain import Plain
-from protocols.store import open_store
+from protocols.records.plain import Plain
+from protocols.store.selection import open_store
 from protocols.values import MemberState
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     from protocols.pg.leases import Lease
-    from protocols.team_config import Member
+    from protocols.team.model import Member
 
     # a member: its model, read without it (`TeamFile.members`), or its raw entry
     AnyMember: TypeAlias = Member | Plain | Mapping[str, Any]
@@ -45,7 +45,7 @@ STOPPED_KEY = "swarmStopped"  # when `swarm stop` stopped the member (ms): kept,
 
 def member_entry(member: AnyMember) -> Mapping[str, Any]:
     """The member's entry as config.json has it: a `Member`'s (or one read without the model),
-    or the raw entry itself (`protocols.team.TeamFile.entries`, which `swarm send` reads
+    or the raw entry itself (`protocols.team.file.TeamFile.entries`, which `swarm send` reads
     without loading the models)."""
     if isinstance(member, Mapping):
         return member

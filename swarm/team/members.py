@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.messages import TeammateTerminated
+from protocols.messages.models import TeammateTerminated
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, stop_processes
-from protocols.store import open_store
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.team.model import Member
 from protocols.values import MemberState
 from swarm.backends import Spawned, choose_backend
 from swarm.team.approvals import close_requests

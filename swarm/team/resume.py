@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from protocols.errors import Error
 from protocols.paths import TeamPaths
-from protocols.store import open_store
-from protocols.team_config import Member
+from protocols.store.selection import open_store
+from protocols.team.model import Member
 from protocols.values import MemberState, ModelKind
 from swarm.backends import SpawnBackend, Spawned
 from swarm.errors import SwarmError

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 
 if TYPE_CHECKING:  # psycopg only for a PostgreSQL team

@@ -2,8 +2,8 @@
 console do, and which recipients are dead.
 
 Kept apart from `swarm.team.actions` so that a send loads no pydantic model: the members are read
-as raw entries (`protocols.team.TeamFile.entries`) and the message is written as it is on disk
-(`protocols.mailbox.Mailbox.post`). Agents call ``swarm send`` hundreds of times (issue 18).
+as raw entries (`protocols.team.file.TeamFile.entries`) and the message is written as it is on disk
+(`protocols.inbox.mailbox.Mailbox.post`). Agents call ``swarm send`` hundreds of times (issue 18).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from protocols.errors import UnknownMember
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
 from swarm.team.signatures import lead_mailbox

@@ -2,7 +2,7 @@
 
 On by default: every teammate swarm starts, its own or a ``--teammate-command`` program that
 says (``--version``) it is Claude Code 2.1.323 or newer, gets ``--lead-verify-key`` for the
-team's key (`protocols.keyfile`, made on first use; an older Claude Code exits on a flag it
+team's key (`protocols.team.keyfile`, made on first use; an older Claude Code exits on a flag it
 does not know, so it gets none), and every entry swarm writes from ``team-lead`` (or ``user``,
 ``system``) carries ``lead_sig``: so such a teammate obeys swarm and nobody else who writes
 into its inbox under the lead's name. swarm's own view of what the lead answered
@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 
 if TYPE_CHECKING:
-    from protocols.keyfile import KeyFileSigner
-    from protocols.store import AnyMailbox
+    from protocols.store.selection import AnyMailbox
+    from protocols.team.keyfile import KeyFileSigner
 
 
 VARIABLE = "SWARM_LEAD_SIGNATURES"
@@ -43,7 +43,7 @@ def signatures_on(environ: Mapping[str, str] | None = None) -> bool:
 
 def lead_signer(paths: TeamPaths) -> KeyFileSigner | None:
     """The signer of the team's lead entries; None when signatures are off."""
-    from protocols import keyfile  # the key's module loads only where a key is used
+    from protocols.team import keyfile  # the key's module loads only where a key is used
 
     return keyfile.KeyFileSigner(paths.lead_key) if signatures_on() else None
 
@@ -55,10 +55,10 @@ def lead_mailbox(paths: TeamPaths) -> AnyMailbox:
 
 def verify_key(paths: TeamPaths, environ: Mapping[str, str] | None = None) -> str | None:
     """``--lead-verify-key`` for a teammate starting now (the key made if there is none yet);
-    None when signatures are off. Raises `protocols.keyfile.KeyFileRefused`."""
+    None when signatures are off. Raises `protocols.team.keyfile.KeyFileRefused`."""
     if not signatures_on(environ):
         return None
-    from protocols import keyfile
+    from protocols.team import keyfile
 
     return keyfile.load_or_create(paths.lead_key).verify_key()
 
@@ -85,7 +85,7 @@ def signing_problem(paths: TeamPaths, entry: Mapping[str, Any] | None) -> str | 
     )
     if not signatures_on():
         return f"{needs}, and {VARIABLE} is off here: answer from that machine"
-    from protocols import keyfile
+    from protocols.team import keyfile
 
     held = keyfile.load(paths.lead_key)
     if held is not None and key_id(held.verify_key()) == expected:
@@ -100,8 +100,8 @@ def signing_problem(paths: TeamPaths, entry: Mapping[str, Any] | None) -> str | 
 def lead_wrote(paths: TeamPaths) -> Callable[[Mapping[str, Any]], bool]:
     """Whether an inbox entry (as JSON) is one the lead wrote: signed with the team's key when
     there is one (signatures on); otherwise any entry counts, as before. Raises
-    `protocols.keyfile.KeyFileRefused` for a key file that is not safe."""
-    from protocols import keyfile
+    `protocols.team.keyfile.KeyFileRefused` for a key file that is not safe."""
+    from protocols.team import keyfile
 
     signer = keyfile.load(paths.lead_key) if signatures_on() else None
     if signer is None:

@@ -20,12 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocols import safefs
 from protocols.errors import Error
+from protocols.fs import safefs
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.team.lifecycle import NotRemoved, ShutdownResult, request_shutdown
 from swarm.team.liveness import liveness

@@ -1,8 +1,8 @@
 """`swarm team budget`: the team's limits for what all its members spend together, and the spend.
 
-The limits live in the team's budget file (`protocols.budget.TeamBudgetFile`), changed under
+The limits live in the team's budget file (`protocols.member.budget.TeamBudgetFile`), changed under
 its lock so two raises at once both count; the spend is the sum of the members' status files
-(`protocols.team_spend`). Every Claude teammate, and the lead agent, reads the file before each
+(`protocols.member.spend`). Every Claude teammate, and the lead agent, reads the file before each
 model request: at the limit none makes another until it is raised, each telling the lead once
 why (as with a member's own budget, `teammate.budget`).
 """
@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.budget import TeamBudgetFile, read_team_budget, update_team_budget
 from protocols.clock import ms_from_iso, now_iso
+from protocols.member.budget import TeamBudgetFile, read_team_budget, update_team_budget
+from protocols.member.spend import team_spend
 from protocols.paths import TeamPaths
-from protocols.store import open_store
-from protocols.team_spend import team_spend
+from protocols.store.selection import open_store
 from swarm.team.budget import Change, applied
 
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from protocols.errors import StoreUnavailable
-from protocols.locks import FLOCK_DIR
+from protocols.fs.locks import FLOCK_DIR
 from protocols.names import validate_name
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.team.lifecycle import ShutdownResult
 from teammate.instance import instance_lock

@@ -1,4 +1,4 @@
-"""Waiting for something to happen in a team, woken by inotify (`protocols.watch`) or, on a
+"""Waiting for something to happen in a team, woken by inotify (`protocols.watch.wakeup`) or, on a
 PostgreSQL team, by its notifications (`protocols.pg.watch`), never by a sleep loop: a task to
 be completed, every task to be completed, a member to be idle, or a new message in an inbox.
 What `swarm wait` runs, for scripts and agents that would otherwise poll.
@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.store import STATUS, open_store
+from protocols.store.selection import STATUS, open_store
 from protocols.values import MemberState, TaskStatus
-from protocols.watch import InboxWatcher
+from protocols.watch.wakeup import InboxWatcher
 from swarm.errors import SwarmError
 from swarm.team.liveness import liveness
 

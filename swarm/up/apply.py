@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
-from protocols.budget import TeamBudgetFile, update_team_budget
 from protocols.clock import now_iso
 from protocols.errors import Error
-from protocols.jsonio import write_json
+from protocols.fs import safefs
+from protocols.fs.jsonio import write_json
+from protocols.member.budget import TeamBudgetFile, update_team_budget
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths, config_root
 from protocols.printable import printable_line
-from protocols.store import check_url, locate, open_store, redacted, write_pointer
-from protocols.task import for_text
-from protocols.tasks import NewTask
-from protocols.team_config import Member
+from protocols.store.selection import check_url, locate, open_store, redacted, write_pointer
+from protocols.tasks.board import NewTask
+from protocols.tasks.task import for_text
+from protocols.team.model import Member
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends import Spawned, choose_backend
 from swarm.errors import SwarmError
@@ -333,7 +333,7 @@ def task_line(
     metadata: Mapping[str, Any] | None,
 ) -> str:
     """``task #2: test it (after #1) [assigned to ann] [for shell]``: one task of a team file
-    as `swarm up` says it (the members it is for: `protocols.task.for_text`)."""
+    as `swarm up` says it (the members it is for: `protocols.tasks.task.for_text`)."""
     waits = f" (after {', '.join('#' + i for i in after)})" if after else ""
     owner_text = f" [assigned to {owner}]" if owner else ""
     wanted = (metadata or {}).get("for")

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
-from protocols.jsonio import write_json
+from protocols.fs import safefs
+from protocols.fs.jsonio import write_json
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import locate, open_store
-from protocols.task_model import Task
-from protocols.tasks import NewTask
-from protocols.team_config import Member
+from protocols.store.selection import locate, open_store
+from protocols.tasks.board import NewTask
+from protocols.tasks.model import Task
+from protocols.team.model import Member
 from protocols.values import ModelKind
 from swarm.backends import Spawned
 from swarm.team.lifecycle import spawn_member

@@ -175,7 +175,7 @@ class TaskSpec(_Spec):
     blocked_by: list[TaskRef] = Field(default_factory=list)
     owner: AgentName | None = None
     worktree: Text | None = None  # the task is worked in this git worktree
-    # who may take it (`protocols.task.may_take`): shell, claude, a member or an agent type
+    # who may take it (`protocols.tasks.task.may_take`): shell, claude, a member or an agent type
     for_: Annotated[list[AgentName], BeforeValidator(_one_or_many)] | None = Field(
         None, alias="for"
     )
@@ -192,7 +192,8 @@ class LeadSpec(_Spec):
 class TeamSpec(_Spec):
     team: TeamName
     description: str | None = None
-    # a PostgreSQL URL (`protocols.store`): the team lives there; checked when the file loads
+    # a PostgreSQL URL (`protocols.store.selection`): the team lives there; checked when the file
+    # loads
     store: str | None = None
     defaults: Defaults = Field(default_factory=Defaults)
     members: Annotated[list[MemberSpec], Field(min_length=1)]

@@ -12,7 +12,7 @@ from typing import Any
 
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.team.members import member_spec
 from teammate.agent.context import MEMORY_DIRS, claude_md_files, memory_dir
 from teammate.agent.definitions import load_agent

@@ -1,15 +1,15 @@
-"""The price table for `swarm status` and `swarm watch`: `protocols.prices` (where the teammate
-finds it too, for budgets), with a bad price file reported as a `SwarmError`.
+"""The price table for `swarm status` and `swarm watch`: `protocols.member.prices` (where the
+teammate finds it too, for budgets), with a bad price file reported as a `SwarmError`.
 
-See `protocols.prices` for the defaults, the ``$CLAUDE_CONFIG_DIR/swarm-prices.json`` overrides
-and the lookup order.
+See `protocols.member.prices` for the defaults, the ``$CLAUDE_CONFIG_DIR/swarm-prices.json``
+overrides and the lookup order.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from protocols.prices import (
+from protocols.member.prices import (
     FAMILIES,
     PRICES_FILE,
     Price,
@@ -18,7 +18,7 @@ from protocols.prices import (
     default_prices,
     prices_path,
 )
-from protocols.prices import load_prices as _load_prices
+from protocols.member.prices import load_prices as _load_prices
 from swarm.errors import SwarmError
 
 __all__ = [

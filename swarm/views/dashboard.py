@@ -37,7 +37,7 @@ from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.signal_relay import relayed
 from swarm.team.approvals import answer, member_cwd
@@ -54,8 +54,8 @@ from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
     from protocols.pg.watch import PgWatcher
-    from protocols.store import AnyMailbox
-    from protocols.watch import InboxWatcher
+    from protocols.store.selection import AnyMailbox
+    from protocols.watch.wakeup import InboxWatcher
     from swarm.team.approvals import Pending
 
     AnyWatcher = InboxWatcher | PgWatcher

@@ -33,7 +33,7 @@ from rich.text import Text
 
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line
-from protocols.task import TaskLike
+from protocols.tasks.task import TaskLike
 from swarm.views.dashboard_keys import KEYS
 from swarm.views.layout import Column, Section, allot, cell, clip, fit_columns
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView

@@ -25,15 +25,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
-from protocols.inbox_entry import InboxEntry
+from protocols.fs import safefs
+from protocols.inbox.entry import InboxEntry
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json_text, printable_line
-from protocols.store import open_store
-from protocols.watch import InboxWatcher
+from protocols.store.selection import open_store
+from protocols.watch.wakeup import InboxWatcher
 from swarm.errors import SwarmError
 from teammate.agent.transcript_history import read_segment, segments
 

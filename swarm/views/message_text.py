@@ -17,7 +17,7 @@ from protocols.printable import printable_line
 from swarm.views.request_text import target
 
 if TYPE_CHECKING:
-    from protocols.inbox_entry import InboxEntry
+    from protocols.inbox.entry import InboxEntry
 
 
 def idle_facts(m: Any) -> str:

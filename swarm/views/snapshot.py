@@ -2,14 +2,14 @@
 
 `snapshot` reads the team file, the status files, the task board, the lead's inbox and the
 end of its record, the lines of the records that may hold requests or answers (kept in the
-records' summaries, `protocols.record_summary`: a long record is not read whole), the inboxes
+records' summaries, `protocols.inbox.record_summary`: a long record is not read whole), the inboxes
 of members with a request waiting, and the legacy permission files, and
 returns plain frozen values. A member's sub-agents come from its status file (its running ones
 and the last few finished ones), each priced on its own model (else the member's); their tokens
 are already in the member's, so nothing adds them twice. It never writes a team file: inboxes
 are read with `Mailbox.peek_all` (no lock, an inbox that does not parse is left alone), nothing
 is marked read; a look may rewrite swarm's own caches: with ``once`` (``swarm status``) the
-board's summary (`protocols.task_summary`), and the records' summaries. Its strings are as the
+board's summary (`protocols.tasks.summary`), and the records' summaries. Its strings are as the
 files hold them (a teammate may have written them): `status_table` and `dashboard` escape them.
 """
 
@@ -19,17 +19,17 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from protocols import safefs
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
-from protocols.inbox import RecordEntries
+from protocols.fs import safefs
+from protocols.inbox.file import RecordEntries
+from protocols.member.status_keys import USAGE_KEYS, subagent_label
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.status_keys import USAGE_KEYS, subagent_label
-from protocols.store import open_store
-from protocols.task import STATUSES, TaskLike, state_of
-from protocols.tasks import TaskBoard
+from protocols.store.selection import open_store
+from protocols.tasks.board import TaskBoard
+from protocols.tasks.task import STATUSES, TaskLike, state_of
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
 from swarm.team.liveness import Liveness, liveness, member_entry, member_host, member_pid
@@ -39,12 +39,12 @@ from swarm.views.panes import pane_servers
 from swarm.views.request_text import PLAN_KIND, QUESTION_TOOL, target
 
 if TYPE_CHECKING:
-    from protocols.inbox_entry import InboxEntry
-    from protocols.plain import Plain
-    from protocols.shapes import PlainEntry
-    from protocols.status import SubAgentStatus
-    from protocols.store import AnyTaskBoard, AnyTeamFile
-    from protocols.team_config import Member
+    from protocols.inbox.entry import InboxEntry
+    from protocols.member.status import SubAgentStatus
+    from protocols.records.plain import Plain
+    from protocols.records.shapes import PlainEntry
+    from protocols.store.selection import AnyTaskBoard, AnyTeamFile
+    from protocols.team.model import Member
 
 
 TEXT_MAX = 120
@@ -96,14 +96,14 @@ class MemberView(NamedTuple):
     # its MCP servers: {"name", "state", "error", "tools", "transport"} (status file)
     mcp_servers: Sequence[dict[str, Any]] = ()
     # its limits and spend, when it has a limit: maxCostUsd, maxTokens, costUsd, tokens, over,
-    # reason (`protocols.status.BudgetStatus`)
+    # reason (`protocols.member.status.BudgetStatus`)
     budget: dict[str, Any] | None = None
     host: str | None = None  # the `swarm host serve` it runs under (PostgreSQL teams)
     lease_s: float | None = None  # seconds its lease still runs (PostgreSQL teams; < 0: ran out)
     context_tokens: int | None = None  # how full its conversation is, of its window
     context_window: int | None = None
     compactions: int = 0  # how often its conversation was compacted
-    # its background commands (`protocols.status.ShellStatus` as dicts): running, then ended
+    # its background commands (`protocols.member.status.ShellStatus` as dicts): running, then ended
     shells: Sequence[dict[str, Any]] = ()
     pane: str | None = None  # its tmux pane (%N), as its entry records it
     socket: str | None = None  # the private tmux server of that pane (`tmux -L`); None: $TMUX's
@@ -364,7 +364,7 @@ def to_json(view: TeamView) -> dict[str, Any]:
     return {
         "team": view.team,
         "members": [_member_json(m) for m in view.members],
-        # each task with its `state` in the one vocabulary (`protocols.task.TaskState`)
+        # each task with its `state` in the one vocabulary (`protocols.tasks.task.TaskState`)
         "tasks": {
             s: [{**t.to_json_dict(), "state": _state(view, t)} for t in listed]
             for s, listed in view.tasks.items()

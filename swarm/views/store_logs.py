@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from protocols.clock import ms_from_iso
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.views.logs import ActivityLog, LogEvent, show_on_wakes
 

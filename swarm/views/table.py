@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocols.member.prices import usd
+from protocols.member.status_keys import subagent_label
 from protocols.names import LEAD_NAME
-from protocols.prices import usd
 from protocols.printable import printable_line, printable_lines
-from protocols.status_keys import subagent_label
-from protocols.task import list_line
+from protocols.tasks.task import list_line
 from swarm.views.panes import pane_servers
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 

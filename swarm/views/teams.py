@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.errors import ProtocolsError
+from protocols.fs import safefs
 from protocols.paths import TeamPaths
 from protocols.pids import start_time
-from protocols.store import open_store
-from protocols.team_config import TeamConfig
+from protocols.store.selection import open_store
+from protocols.team.model import TeamConfig
 
 SESSION_PREFIX = "session-"
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from protocols import safefs
+from protocols.fs import safefs
 
 MAX_FAILURES = 20
 FAILURE_WINDOW_S = 60.0

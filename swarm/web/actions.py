@@ -26,7 +26,7 @@ from typing import Any
 from protocols.errors import Error
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.team.actions import add_task
 from swarm.team.sending import dead_members, send_text
 from swarm.web.responses import BadInput

@@ -23,7 +23,7 @@ import threading
 from protocols.clock import now_ms
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.web.costs import CostSeries
 from swarm.web.state import TeamState, encoded
 

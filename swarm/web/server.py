@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from protocols import safefs
+from protocols.fs import safefs
 from swarm import listening
 from swarm.errors import SwarmError
 from swarm.listening import Address, bound, stopping_server

@@ -20,7 +20,7 @@ from typing import Any
 
 from protocols.clock import now_ms
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.team.approvals import member_cwd
 from swarm.team.signatures import lead_mailbox, signing_problem
 from swarm.views.request_text import QUESTION_TOOL, content_lines

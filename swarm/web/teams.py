@@ -20,7 +20,7 @@ from typing import Any
 from protocols.errors import Error, ProtocolsError, TeamNotFound
 from protocols.names import validate_name
 from protocols.paths import TeamPaths
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 from swarm.views.teams import list_teams
 from swarm.web.feed import Feed
 

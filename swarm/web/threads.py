@@ -23,7 +23,7 @@ from protocols.clock import ms_from_iso
 from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
-from protocols.store import open_store
+from protocols.store.selection import open_store
 from swarm.views.logs import ActivityLog, LogEvent, ProcessLog, message_text
 from swarm.web.responses import BadInput
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols import safefs
+from protocols.fs import safefs
 from protocols.names import checked_component
 from teammate.agent.definitions import AgentDefinition
 from teammate.agent.skills import Skill, catalogue_text, preloaded_text

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from protocols import safefs
 from protocols.errors import Error
+from protocols.fs import safefs
 from protocols.paths import config_root
 from protocols.values import PermissionMode
 from teammate.permissions.policy import Rule, parse_rule

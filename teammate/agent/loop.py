@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from protocols.inbox_entry import format_for_model
+from protocols.inbox.entry import format_for_model
 from teammate.agent import compaction as compact
 from teammate.agent.compacting import Compacting
 from teammate.agent.hooks import HookResult, Hooks

@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from protocols.catalogue import resolve
 from protocols.errors import Error
-from protocols.prices import ONE_HOUR_KEY, WEB_SEARCHES_KEY
+from protocols.member.catalogue import resolve
+from protocols.member.prices import ONE_HOUR_KEY, WEB_SEARCHES_KEY
 from teammate.agent.script import Turn
 
 DEFAULT_MAX_TOKENS = 32_000  # a request that says nothing (the loop sets the model's own)

@@ -1,5 +1,5 @@
 """How an agent's requests to its model are made, from the model catalogue
-(`protocols.catalogue`) and what the person set: the answer's room (``max_tokens``), thinking
+(`protocols.member.catalogue`) and what the person set: the answer's room (``max_tokens``), thinking
 and effort, the betas, and the context window with the size at which the conversation is
 compacted.
 
@@ -35,8 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.catalogue import EFFORT_BETA, EFFORTS, THINKING_BETA, Resolved, resolve
 from protocols.errors import Error
+from protocols.member.catalogue import EFFORT_BETA, EFFORTS, THINKING_BETA, Resolved, resolve
 
 MIN_WINDOW = 10_000
 ANSWER_ROOM = 20_000

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols import safefs
 from protocols.errors import Error
+from protocols.fs import safefs
 from protocols.values import PermissionMode
 from teammate.sandbox.config import (
     SandboxConfig,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
+from protocols.fs import safefs
 from teammate.agent.definitions import AgentDefinitionError, front_matter
 from teammate.permissions.policy import Rule, parse_rule
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
+from protocols.member.status import SubAgentStatus
 from protocols.paths import TeamPaths
-from protocols.status import SubAgentStatus
 from teammate.agent.model import Usage
 from teammate.agent.subagent_run import SubAgentRun
 from teammate.brains.base import Approval, PlanVerdict, TeamLink, Watched
@@ -19,7 +19,7 @@ from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox, AnyTaskBoard
+    from protocols.store.selection import AnyMailbox, AnyTaskBoard
     from teammate.agent.subagents import SubAgents
 
 WATCH_S = 0.25  # how soon a stopped sub-agent abandons its model call

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocols.clock import now_iso
-from protocols.status import SubAgentStatus
+from protocols.member.status import SubAgentStatus
 from protocols.values import PermissionMode
 from teammate.agent.definitions import AgentDefinition
 from teammate.agent.loop import AgentLoop

@@ -7,7 +7,7 @@ deny-list, from the parent's file and shell tools: no team tools, no Agent), per
 (its definition's, else ``acceptEdits``, but never more than the parent's: the narrower of the
 two) under the parent's rules, and cancellation. Its asks go up the parent's path (a teammate's
 lead), labelled ``parent \u203a type`` (`subagent_label`). Its usage rolls up into the parent's
-status, where it also has an entry of its own (`protocols.status.SubAgentStatus`: its state,
+status, where it also has an entry of its own (`protocols.member.status.SubAgentStatus`: its state,
 last tool call, tokens), kept current on its start, each model and tool call, and its end.
 
 Synchronous (the default): the parent's tool call waits; the result carries the final text, the
@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.clock import now_iso
-from protocols.jsonio import append_durably
+from protocols.fs import safefs
+from protocols.fs.jsonio import append_durably
+from protocols.member.status import subagent_label
 from protocols.paths import config_root
-from protocols.status import subagent_label
 from teammate.agent.context import agent_context
 from teammate.agent.definitions import (
     VERDICT_LINE,

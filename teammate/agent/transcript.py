@@ -11,10 +11,10 @@ old tool output cleared: `boundary`, which also starts a new segment of the file
 messages; ``response`` and ``tool_result`` records keep only what `swarm logs` shows of them
 (the text, a result's first 2,000 characters), so nothing is written twice.
 
-Append-only, one whole line per event (`protocols.jsonio.append_durably`, without fsync): a
+Append-only, one whole line per event (`protocols.fs.jsonio.append_durably`, without fsync): a
 reader (``tail -f``) never sees half an event, a killed teammate loses at most the line being
 written, and a torn last line is cut off before the next one is appended. The file is opened
-without following links (`protocols.safefs`).
+without following links (`protocols.fs.safefs`).
 
 `hold` keeps the lines recorded from then on in memory until `release` appends them, in order,
 in one write: the agent loop holds a run's first lines (the prompt, the request) until the
@@ -34,9 +34,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.clock import now_iso
-from protocols.jsonio import append_durably
+from protocols.fs import safefs
+from protocols.fs.jsonio import append_durably
 from teammate.agent.transcript_history import BOUNDARIES, rotate
 
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
-from protocols.jsonio import atomic_write_bytes
+from protocols.fs import safefs
+from protocols.fs.jsonio import atomic_write_bytes
 
 NEW = ".new"
 BOUNDARIES = ("compact_boundary", "conversation")  # events that hold a whole conversation

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import ShutdownRequest
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.models import ShutdownRequest
 from protocols.paths import TeamPaths
-from protocols.task_model import Task
+from protocols.tasks.model import Task
 
 if TYPE_CHECKING:
-    from protocols.store import AnyMailbox, AnyTaskBoard
+    from protocols.store.selection import AnyMailbox, AnyTaskBoard
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from protocols import safefs
 from protocols.clock import now_ms
-from protocols.inbox_entry import InboxEntry, format_for_model
-from protocols.jsonio import atomic_write_text
-from protocols.messages import ShutdownRequest
+from protocols.fs import safefs
+from protocols.fs.jsonio import atomic_write_text
+from protocols.inbox.entry import InboxEntry, format_for_model
+from protocols.messages.models import ShutdownRequest
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.task_model import Task
+from protocols.tasks.model import Task
 from teammate.agent.context import agent_context
 from teammate.agent.definitions import AgentDefinition, load_agent, tool_rules
 from teammate.agent.hooks import Hooks

@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from protocols.inbox_entry import InboxEntry
-from protocols.messages import ShutdownRequest
-from protocols.task_model import Task
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.models import ShutdownRequest
+from protocols.tasks.model import Task
 from protocols.values import PermissionMode
 from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
 from teammate.agent.worktree import WORKTREES_DIR

@@ -16,7 +16,7 @@ from protocols.clock import ms_from_iso, now_ms
 from protocols.trace_context import carrier_of, telemetry_enabled
 
 if TYPE_CHECKING:
-    from protocols.inbox_entry import InboxEntry
+    from protocols.inbox.entry import InboxEntry
     from teammate.agent.model import Usage
 
 Done = Callable[["Usage"], None]
@@ -34,7 +34,7 @@ def model_span(model: str) -> Iterator[Done]:
     if not telemetry_enabled():
         yield _ignore
         return
-    from protocols.prices import PriceTable, default_prices
+    from protocols.member.prices import PriceTable, default_prices
     from teammate.telemetry import metrics, tracing
 
     attributes = {

@@ -109,7 +109,7 @@ class ToolContext:
         """The directory `kind` (``shells``, ``outputs``) of the agent's own files, made."""
         import tempfile
 
-        from protocols import safefs
+        from protocols.fs import safefs
 
         base = self.files_dir
         if base is None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from protocols.safefs import NotRegularFile
+from protocols.fs.safefs import NotRegularFile
 from teammate.tools.base import ToolError
 
 BLOCK = 1 << 20  # what a skip or a count reads at a time

@@ -22,7 +22,7 @@ from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
-from protocols import safefs
+from protocols.fs import safefs
 from teammate.tools.base import ToolContext, ToolError, ToolOutput, tool
 from teammate.tools.file_lines import (
     MAX_LINE_CHARS,

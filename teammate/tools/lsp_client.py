@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from protocols import safefs
 from protocols.errors import Error
+from protocols.fs import safefs
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from protocols.clock import now_iso, now_ms
-from protocols.correlation import shutdown_request_id
 from protocols.errors import ProtocolsError, UnknownMember
-from protocols.messages import PlanApprovalRequest, PlanApprovalResponse, ShutdownRequest
+from protocols.messages.correlation import shutdown_request_id
+from protocols.messages.models import PlanApprovalRequest, PlanApprovalResponse, ShutdownRequest
 from protocols.names import LEAD_NAME
-from protocols.signing import plan_digest
-from protocols.store import open_store
-from protocols.task import describe, list_line
+from protocols.store.selection import open_store
+from protocols.tasks.task import describe, list_line
+from protocols.team.signing import plan_digest
 from protocols.trace_context import traced_metadata
 from protocols.values import PermissionMode
 from protocols.values import TaskStatus as Status
@@ -33,7 +33,7 @@ from teammate.agent.hooks import HookBlocked, before_task_completed, before_task
 from teammate.tools.base import ToolContext, ToolError, tool
 
 if TYPE_CHECKING:
-    from protocols.task_model import Task
+    from protocols.tasks.model import Task
 
 
 class ShutdownRequestInput(BaseModel):

@@ -5,7 +5,7 @@ request of its own, to the agent's model, whose only tool is the Messages API's 
 ``web_search_20250305`` (``max_uses`` `SEARCH_MAX_USES`, the domain list). The API runs the
 search; the answer's ``server_tool_use`` and ``web_search_tool_result`` blocks become the
 result (`search_result`): each search's links (title, URL) and the model's summary. The
-searches count in the agent's usage and are priced (`protocols.prices`).
+searches count in the agent's usage and are priced (`protocols.member.prices`).
 
 Of kind ``web`` for the permission policy, as WebFetch (`teammate.tools.web`).
 """

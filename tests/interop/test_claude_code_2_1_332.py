@@ -30,12 +30,12 @@ from helpers import swarm, wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 from test_interop import START_S, lead_inbox, start_lead, tool_results, type_into
 
-from protocols.jsonio import dumps_pretty
-from protocols.locks import FileGuard
-from protocols.mailbox import Mailbox
+from protocols.fs.jsonio import dumps_pretty
+from protocols.fs.locks import FileGuard
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from teammate.tools.base import ToolContext
 from teammate.tools.team import task_get
 

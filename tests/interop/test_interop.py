@@ -27,11 +27,11 @@ from helpers import new_session, pane_ids, screen, swarm, wait_for
 from messages_api import AGENT_KEY, MessagesAPI, Turn, by_agent
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 pytestmark = pytest.mark.interop
 START_S = 60.0  # Claude Code's first start in a fresh config root takes a few seconds

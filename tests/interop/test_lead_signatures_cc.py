@@ -25,11 +25,11 @@ from helpers import pane_ids, swarm, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.clock import now_iso
-from protocols.correlation import shutdown_request_id
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.correlation import shutdown_request_id
+from protocols.messages.models import ShutdownRequest
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 pytestmark = pytest.mark.interop
 START_S = 60.0

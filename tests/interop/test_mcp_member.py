@@ -28,10 +28,10 @@ from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 from test_interop import START_S
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 pytestmark = pytest.mark.interop
 

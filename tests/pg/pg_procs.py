@@ -22,7 +22,7 @@ from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard
-from protocols.tasks import NewTask
+from protocols.tasks.board import NewTask
 
 TEAM = "t"
 START_TIMEOUT_S = 60.0

@@ -22,7 +22,7 @@ from pg_cli import bridged_claude_code, ok, swarm
 from protocols.bridge.session import live_session
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTeamFile
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop]
 START_S = 60.0  # Claude Code's first start in a fresh config root takes a few seconds

@@ -17,7 +17,7 @@ from helpers import Processes, wait_for
 from pg_cli import ok, swarm
 from procs import live_items
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTeamFile
 

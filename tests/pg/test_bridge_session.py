@@ -16,9 +16,9 @@ import pytest
 from pg_cli import url_of
 
 from protocols.bridge import Bridge
-from protocols.inbox import InboxFile
-from protocols.jsonio import dumps_pretty
-from protocols.mailbox import Mailbox
+from protocols.fs.jsonio import dumps_pretty
+from protocols.inbox.file import InboxFile
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.pids import start_time

@@ -14,7 +14,7 @@ from helpers import DEADLINE_S, wait_for
 from pg_cli import ok, swarm
 
 from protocols.pg import Database, PgMailbox, PgTaskBoard, PgTeamFile
-from protocols.store import POINTER
+from protocols.store.selection import POINTER
 
 pytestmark = pytest.mark.slow
 

@@ -35,8 +35,8 @@ from pg_server import ServerUnavailable, TemporaryServer
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgTaskBoard
 from protocols.pids import pid_alive
-from protocols.store import locate
-from protocols.tasks import NewTask
+from protocols.store.selection import locate
+from protocols.tasks.board import NewTask
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from messages_api import MessagesAPI, Turn
 from pg_cli import url_of
 from test_pg_hosts import machine, spawn_on_b, start_team, stop
 
-from protocols.messages import IdleNotification
+from protocols.messages.models import IdleNotification
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgMailbox
 from protocols.pids import pid_alive

@@ -22,14 +22,14 @@ from pg_cli import ok, swarm
 from psycopg import sql
 
 from protocols.errors import StoreUnavailable
-from protocols.inotify import Notifier
-from protocols.jsonio import atomic_write_text
+from protocols.fs.jsonio import atomic_write_text
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgMailbox, PgTeamFile
 from protocols.pg.notify import TASKS, Listener, notify
 from protocols.pg.store import PgStore
 from protocols.pids import pid_alive
-from protocols.store import locate
+from protocols.store.selection import locate
+from protocols.watch.inotify import Notifier
 from swarm.team.signatures import lead_mailbox
 
 TEAM = "t"

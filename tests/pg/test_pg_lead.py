@@ -16,7 +16,7 @@ from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgTeamFile
 from protocols.pg.hosts import Hosts
 from protocols.pids import pid_alive
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 from swarm.hosts.placement import choose_host
 from swarm.lead.tools import LeadLink, spawn_teammate
 from swarm.team.liveness import HOST_KEY

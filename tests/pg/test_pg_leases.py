@@ -12,7 +12,7 @@ import pytest
 from helpers import swarm, wait_for
 from pg_cli import url_of
 
-from protocols.messages import TeammateTerminated
+from protocols.messages.models import TeammateTerminated
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.pg.store import PgStore

@@ -11,8 +11,8 @@ import pytest
 from helpers import DEADLINE_S, wait_for
 
 from protocols.errors import BroadcastRefused, UnknownMember, UnstorableValue
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
 from protocols.pg import Database, PgMailbox, PgTeamFile
 
 

@@ -15,7 +15,7 @@ from helpers import DEADLINE_S, swarm, wait_for
 from mcp_client import McpClient, text_of
 from pg_cli import url_of
 
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 
 pytestmark = pytest.mark.slow
 

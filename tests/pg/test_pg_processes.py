@@ -23,7 +23,7 @@ from pg_procs import (
 from procs import run_together
 
 from protocols.errors import LeaseLost, StaleClaim
-from protocols.messages import TeammateTerminated
+from protocols.messages.models import TeammateTerminated
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard, PgTeamFile
 
 pytestmark = pytest.mark.slow

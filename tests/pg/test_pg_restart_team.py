@@ -34,8 +34,8 @@ from pg_server import TemporaryServer
 
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTaskBoard
-from protocols.store import locate
-from protocols.tasks import NewTask
+from protocols.store.selection import locate
+from protocols.tasks.board import NewTask
 from swarm.team.signatures import lead_mailbox
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pg_cli import ok, swarm, url_of
 
 from protocols.bridge import Bridge
 from protocols.errors import InvalidSetting
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pg import Database, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.pg.retention import Pruner, Retention, prune, pruned_through

@@ -8,8 +8,8 @@ import pytest
 from protocols.errors import InvalidTaskUpdate, StaleClaim, TaskNotFound, UnstorableValue
 from protocols.pg import Database, PgMailbox, PgTaskBoard, PgTeamFile
 from protocols.pg import claims as pg_claims
-from protocols.task import ClaimFailure
-from protocols.tasks import NewTask, TaskBoard
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.tasks.task import ClaimFailure
 
 
 def test_tasks_are_the_file_boards_tasks(db: Database, pg_team: PgTeamFile, paths, team) -> None:
@@ -164,7 +164,7 @@ def test_a_nul_in_task_text_is_refused_before_anything_is_written(
 
 
 def test_claim_next_gives_each_member_what_it_may_take(db: Database, pg_team: PgTeamFile) -> None:
-    """`protocols.task.may_take` in SQL: as the file board decides it."""
+    """`protocols.tasks.task.may_take` in SQL: as the file board decides it."""
     from teammate.board_watch import labels_of
 
     shell, scripted = labels_of("shell", None), labels_of("scripted", "reviewer")

@@ -8,7 +8,7 @@ import pytest
 
 from protocols.errors import InvalidName, MemberExists, ProtocolsError, TeamExists, TeamNotFound
 from protocols.pg import Database, PgTeamFile
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def test_the_roster_has_the_team_files_keys_in_the_same_order(

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from helpers import ctrl_c_obeyed, swarm, tmux, wait_for
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 needs_tmux = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
 

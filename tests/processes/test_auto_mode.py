@@ -21,9 +21,9 @@ from helpers import (
 )
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import PermissionRequest
+from protocols.team.file import TeamFile
 from teammate.permissions.auto import JUDGE_PROMPT
 
 

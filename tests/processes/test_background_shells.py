@@ -16,10 +16,10 @@ from typing import Any
 from helpers import DEADLINE_S, swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import ShutdownRequest
+from protocols.team.file import TeamFile
 from teammate.tools.shell import MOVED
 
 Start = Callable[..., subprocess.Popen[str]]

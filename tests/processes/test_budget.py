@@ -21,12 +21,12 @@ from helpers import LeadSession, swarm, wait_for
 from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import IdleNotification, ShutdownRequest
 from protocols.paths import TeamPaths
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.backends.stub import StubBackend
 from swarm.team.lifecycle import spawn_member
 from swarm.team.members import member_spec

@@ -16,8 +16,9 @@ import pytest
 from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import (
     IdleNotification,
     ModeSetRequest,
     PermissionRequest,
@@ -26,10 +27,9 @@ from protocols.messages import (
     ShutdownRequest,
     TeamPermissionUpdate,
 )
-from protocols.permissions import permission_response
-from protocols.status import read_status
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.messages.permissions import permission_response
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.team.file import TeamFile
 from teammate.agent.transcript import read_transcript
 
 Start = Callable[..., subprocess.Popen[str]]

@@ -14,17 +14,17 @@ import pytest
 from helpers import swarm
 
 from protocols.clock import now_iso
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import (
     IdleNotification,
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
     PlanApprovalResponse,
 )
+from protocols.messages.permissions import PermissionStore
 from protocols.paths import TeamPaths
-from protocols.permissions import PermissionStore
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def tree_digest(root: Path) -> str:

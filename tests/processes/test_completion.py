@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import PermissionRequest
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 SWARM_BIN = Path(sys.executable).parent
 

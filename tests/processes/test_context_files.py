@@ -14,9 +14,9 @@ from typing import Any
 from helpers import Processes, claude_env, stop_teammate, teammate_argv, wait_for, went_idle
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import PermissionRequest
+from protocols.team.file import TeamFile
 
 KEEPER = """---
 name: keeper

@@ -21,11 +21,11 @@ from dashboard_team import COMPLETED, NAMES, build
 from helpers import new_session, screen, swarm, tmux, wait_for
 from rich.cells import cell_len
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionResponse
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import PermissionResponse
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 KEY_NAMES = {"Enter", "Escape", "BSpace", "Up", "Down", "Tab"}  # tmux key names, else typed as text
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")

@@ -23,9 +23,9 @@ import pytest
 from helpers import DEADLINE_S, Processes, commit_all, git, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
+from protocols.team.file import TeamFile
 from teammate.agent.fork import PLACEHOLDER
 
 Start = Callable[..., subprocess.Popen[str]]

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from helpers import Processes, swarm, teammate_argv, wait_for
 
-from protocols.jsonio import append_durably
-from protocols.mailbox import Mailbox
+from protocols.fs.jsonio import append_durably
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 class SmallDisk:

@@ -20,11 +20,11 @@ from helpers import LeadSession, Processes, swarm, teammate_argv, wait_for
 from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import IdleNotification, PermissionRequest
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
 

@@ -20,13 +20,13 @@ from helpers import LeadSession, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.clock import iso_from_ms, now_ms
-from protocols.mailbox import Mailbox, new_item
+from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.member.status import read_status
+from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
 from protocols.pids import pid_alive
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from protocols.values import MemberState
 from swarm.team.approvals import pending_requests
 from swarm.team.lifecycle import request_shutdown

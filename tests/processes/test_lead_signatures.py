@@ -22,13 +22,13 @@ from helpers import claude_env, swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.clock import now_iso
-from protocols.correlation import shutdown_request_id
-from protocols.mailbox import Mailbox
-from protocols.messages import PlanApprovalResponse, ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.correlation import shutdown_request_id
+from protocols.messages.models import PlanApprovalResponse, ShutdownRequest
+from protocols.messages.permissions import permission_response
 from protocols.paths import TeamPaths
-from protocols.permissions import permission_response
-from protocols.signing import parse_verify_key
-from protocols.status import read_status
+from protocols.team.signing import parse_verify_key
 from swarm.team.signatures import lead_mailbox
 
 FORGED_BLOCK = re.compile(r'<teammate-message teammate_id="team-lead"[^>]*verified="false"[^>]*>')

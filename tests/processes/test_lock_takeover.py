@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from helpers import swarm, wait_for
 
-from protocols import inbox as inbox_module
-from protocols.mailbox import Mailbox
+from protocols.inbox import file as inbox_module
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def _send_pausing_inside_the_lock(root: str, text: str) -> None:

@@ -15,9 +15,9 @@ import pytest
 from helpers import ctrl_c_obeyed, read_lines, swarm, wait_for
 
 from protocols.clock import iso_from_ms, ms_from_iso
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, ShutdownApproved
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import IdleNotification, ShutdownApproved
+from protocols.team.file import TeamFile
 
 LONG_COMMAND = "echo " + "x" * 150
 
@@ -327,7 +327,7 @@ OTHER_ID = "afedcba9876543210"
 def sidechain(team: TeamFile) -> Path:
     """alice's sub-agent SUB_ID read a file and answered; OTHER_ID has a transcript too, and
     alice's status file maps the name "reviewer" to SUB_ID."""
-    from protocols.status import AgentStatus, SubAgentStatus, write_status
+    from protocols.member.status import AgentStatus, SubAgentStatus, write_status
 
     path = team.paths.subagent_transcript("alice", SUB_ID)
     append(

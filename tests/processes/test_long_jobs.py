@@ -19,11 +19,11 @@ import pytest
 from helpers import DEADLINE_S, swarm, wait_for
 from messages_api import MessagesAPI, PromptCache, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import CompactRequest, IdleNotification, ShutdownRequest
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import CompactRequest, IdleNotification, ShutdownRequest
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from teammate.agent.compaction import summary_turn
 from teammate.agent.loop import CUT_CALL
 from teammate.agent.transcript import read_transcript

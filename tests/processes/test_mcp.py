@@ -24,11 +24,11 @@ from helpers import DEADLINE_S, git, stop_teammate, swarm, wait_for
 from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import McpServerStatus, read_status
+from protocols.messages.models import IdleNotification, PermissionRequest
 from protocols.pids import carrying_token, pid_alive
-from protocols.status import McpServerStatus, read_status
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 SERVER = str(Path(__file__).resolve().parent.parent / "mcp_server.py")
 Start = Callable[..., subprocess.Popen[str]]

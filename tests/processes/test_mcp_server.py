@@ -28,12 +28,12 @@ import pytest
 from helpers import DEADLINE_S, swarm, wait_for
 from mcp_client import McpClient, text_of
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest, PermissionResponse
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import PermissionRequest, PermissionResponse
 from protocols.paths import TeamPaths
-from protocols.status import read_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 MCP = [sys.executable, "-m", "swarm", "mcp", "--team", "t"]
 

@@ -9,7 +9,7 @@ import uuid
 from helpers import swarm
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def test_a_message_between_two_other_programs_stays_in_the_history(

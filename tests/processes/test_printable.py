@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from helpers import LeadSession, swarm
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
 from protocols.printable import printable, printable_json, printable_json_text, printable_line
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.team.approvals import Pending
 from swarm.views.request_text import PLAN_KIND, ask_line, details
 

@@ -26,8 +26,8 @@ from helpers import BACKENDS, swarm, wait_for
 
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity, pid_alive, start_time
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
 

@@ -15,9 +15,9 @@ from typing import Any
 from helpers import DEADLINE_S, swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
+from protocols.team.file import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
 QUESTIONS = [

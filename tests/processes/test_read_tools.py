@@ -17,9 +17,9 @@ from helpers import DEADLINE_S, wait_for, went_idle
 from messages_api import MessagesAPI, Turn
 from PIL import Image
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
+from protocols.team.file import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
 

@@ -17,10 +17,10 @@ from typing import Any
 from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import IdleNotification
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.team.members import member_pid
 
 PING = "PING-7f3a: what is the answer?"

@@ -14,20 +14,20 @@ import pytest
 from helpers import Processes, swarm, teammate_argv, wait_for
 
 from protocols.clock import now_iso
-from protocols.inbox_entry import InboxEntry
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.entry import InboxEntry
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import (
     ModeSetRequest,
     PermissionRequest,
     PermissionResponse,
     ShutdownApproved,
     ShutdownRequest,
 )
+from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
 from protocols.pids import ProcessIdentity
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.lead.inbox import Leader
 from swarm.team import approvals as requests_mod
 

@@ -17,10 +17,10 @@ from typing import Any
 from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, TeammateTerminated
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import IdleNotification, TeammateTerminated
+from protocols.team.file import TeamFile
 from swarm.team.members import member_pid, member_spec
 from teammate.agent.transcript import INTERRUPTED
 

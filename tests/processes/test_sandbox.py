@@ -25,10 +25,10 @@ import pytest
 from helpers import Processes, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols import keyfile
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team import keyfile
+from protocols.team.file import TeamFile
 from swarm.team.approvals import answer, pending_requests
 from teammate.sandbox import landlock
 from teammate.sandbox.bwrap import unavailable

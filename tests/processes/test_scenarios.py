@@ -7,7 +7,7 @@ same with subprocesses, and a team in PostgreSQL whose teammates run on two host
 --host a --host b`: two `swarm host serve` agents, each a "machine" with a config root of its
 own, `tests/pg/machines.py`). Their teammates work in the lead's directory, the same path on
 every machine here, as a shared checkout would be. What the team holds is read through the
-store's interfaces (`protocols.store.open_store`), so the checks hold on both stores."""
+store's interfaces (`protocols.store.selection.open_store`), so the checks hold on both stores."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from machines import HostAgent, machine, serve, stop
 from messages_api import MessagesAPI, Turn, by_agent
 from pg_cli import url_of
 
-from protocols.messages import IdleNotification
+from protocols.messages.models import IdleNotification
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.store import locate, open_store
+from protocols.store.selection import locate, open_store
 from swarm.team.lifecycle import request_shutdown
 from swarm.team.liveness import member_host
 

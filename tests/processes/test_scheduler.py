@@ -20,8 +20,8 @@ import pytest
 from helpers import DEADLINE_S, LeadSession, swarm, wait_for
 
 from protocols.paths import TeamPaths
-from protocols.store import open_store
-from protocols.team import TeamFile
+from protocols.store.selection import open_store
+from protocols.team.file import TeamFile
 from swarm.schedule.book import Firing, ScheduleBook
 from swarm.schedule.firing import MARK
 

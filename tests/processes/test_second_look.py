@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from helpers import swarm
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
 from protocols.names import LEAD_NAME
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 REPO = Path(__file__).resolve().parents[2]
 

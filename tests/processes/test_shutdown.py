@@ -10,8 +10,8 @@ from pathlib import Path
 
 from helpers import swarm, teammate_argv, wait_for
 
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 def test_shutdown_of_a_live_teammate(team: TeamFile, tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 from helpers import Processes, claude_env, stop_teammate, teammate_argv, wait_for, went_idle
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.team.file import TeamFile
 
 DEPLOY = """---
 name: deploy

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from helpers import LeadSession, Processes, commit_all, init_repo, swarm, teammate_argv, wait_for
 
-from protocols import tasks as tasks_module
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks import board as tasks_module
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.team import approvals as requests_mod
 from teammate.agent.definitions import parse_agent_text
 

@@ -14,18 +14,18 @@ import pytest
 from helpers import swarm
 
 from protocols.clock import iso_from_ms, ms_from_iso
-from protocols.messages import (
+from protocols.member.status import AgentStatus, read_status, write_status
+from protocols.messages.models import (
     IdleNotification,
     PermissionRequest,
     PlanApprovalRequest,
     PlanApprovalResponse,
     TaskAssignment,
 )
+from protocols.messages.permissions import PermissionFileRequest, PermissionStore
 from protocols.paths import TeamPaths
-from protocols.permissions import PermissionFileRequest, PermissionStore
-from protocols.status import AgentStatus, read_status, write_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.errors import SwarmError
 from swarm.team.approvals import pending_requests
 from swarm.views.costs import Price, cost, load_prices, price_of

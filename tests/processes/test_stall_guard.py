@@ -15,8 +15,8 @@ from typing import Any
 from helpers import git, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.team.file import TeamFile
 from swarm.team.approvals import Pending, answer, pending_requests
 
 Start = Callable[..., subprocess.Popen[str]]

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from helpers import ctrl_c_obeyed, spawn_worker, swarm, wait_for
 
-from protocols.locks import FileGuard
+from protocols.fs.locks import FileGuard
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 def alive(pid: int) -> bool:

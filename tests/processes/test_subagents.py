@@ -23,10 +23,10 @@ from helpers import DEADLINE_S, swarm, wait_for
 from helpers import stop_alice as stop
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import IdleNotification, PermissionRequest
+from protocols.team.file import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from helpers import swarm, teammate_argv, wait_for
 
-from protocols import safefs
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
+from protocols.fs import safefs
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 VICTIM_TEXT = (
     '[{"from": "mallory", "text": "outside secret", "timestamp": "2026-01-01T00:00:00.000Z"}]'

@@ -16,8 +16,8 @@ import pytest
 from helpers import Processes, swarm, teammate_argv, wait_for
 
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 BLOCKED_TASKS = 30
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from helpers import spawn_worker, swarm, wait_for
 
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 def add(*args: str) -> str:

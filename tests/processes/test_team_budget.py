@@ -16,12 +16,12 @@ from typing import Any
 from helpers import swarm, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.budget import read_team_budget
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.budget import read_team_budget
+from protocols.messages.models import IdleNotification
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 Start = Callable[..., subprocess.Popen[str]]
 CALL = {"input_tokens": 1000, "output_tokens": 250}  # sonnet: $0.0045 a call

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from helpers import BACKENDS, panes, swarm, wait_for
 
-from protocols.mailbox import Mailbox
-from protocols.messages import ShutdownRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import ShutdownRequest
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 def spawn(name: str, backend: str, cwd: Path, prompt: str = "Work the board.") -> None:

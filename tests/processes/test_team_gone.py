@@ -10,9 +10,9 @@ from collections.abc import Callable
 from helpers import DEADLINE_S, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from protocols.values import TaskStatus
 
 Start = Callable[..., subprocess.Popen[str]]

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from helpers import swarm, wait_for
 
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import IdleNotification
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.backends.base import SpawnError
 from swarm.team.approvals import pending_requests
 from swarm.up import apply as up_module

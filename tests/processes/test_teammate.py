@@ -19,20 +19,20 @@ from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
 
 from protocols.clock import iso_from_ms, now_iso
 from protocols.errors import StoreUnavailable
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
+from protocols.messages.models import (
     IdleNotification,
     PermissionRequest,
     ShutdownApproved,
     ShutdownRejected,
     ShutdownRequest,
 )
+from protocols.messages.permissions import permission_response
 from protocols.paths import TeamPaths
-from protocols.permissions import permission_response
-from protocols.status import read_status
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
-from protocols.watch import InboxWatcher
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.team.file import TeamFile
+from protocols.watch.wakeup import InboxWatcher
 from teammate.brains.shell import ShellBrain
 from teammate.options import UsageError, parse
 from teammate.reporter import StatusReporter

@@ -22,12 +22,12 @@ import pytest
 from helpers import DEADLINE_S, Processes, read_lines, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.inbox import identity_of
-from protocols.mailbox import Mailbox
+from protocols.inbox.file import identity_of
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import read_status
 from protocols.paths import TeamPaths
-from protocols.status import read_status
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.team.file import TeamFile
 
 
 def lead_texts(paths: TeamPaths) -> list[str]:

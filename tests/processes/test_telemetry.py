@@ -17,9 +17,9 @@ from helpers import Processes, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 from otlp_receiver import OtlpReceiver, ReceivedSpan
 
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from protocols.trace_context import TRACE_KEY, carrier_of
 
 Start = Callable[..., subprocess.Popen[str]]

@@ -16,8 +16,8 @@ from helpers import LeadSession, wait_for
 from messages_api import MessagesAPI, Turn
 from otlp_receiver import OtlpReceiver, ReceivedSpan
 
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from protocols.trace_context import TRACE_KEY
 
 Start = Callable[..., Any]

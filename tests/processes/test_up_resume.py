@@ -16,8 +16,8 @@ from helpers import BACKENDS, swarm, wait_for
 
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.up.apply import TaskPlan
 from swarm.up.resume import match_tasks
 

@@ -11,9 +11,9 @@ import sys
 
 from helpers import DEADLINE_S, swarm
 
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 def waiting(*args: str) -> subprocess.Popen[str]:

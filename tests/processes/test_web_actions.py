@@ -15,8 +15,8 @@ from helpers import Processes, spawn_worker, swarm, wait_for
 from web_server import WebServer
 
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture

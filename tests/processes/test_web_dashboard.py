@@ -8,9 +8,9 @@ import pytest
 from helpers import Processes, swarm, wait_for
 from web_server import EventReader, WebServer, stop
 
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, spawn_worker, swarm, wait_for
 from web_server import WebServer
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, write_status
 from protocols.paths import TeamPaths
-from protocols.status import AgentStatus, write_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 pytestmark = NEEDS_CHROMIUM
 HOSTILE = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>"

@@ -18,9 +18,9 @@ from chromium import NEEDS_CHROMIUM, Chromium
 from helpers import Processes, teammate_argv, wait_for
 from web_server import WebServer
 
-from protocols.mailbox import Mailbox
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 pytestmark = NEEDS_CHROMIUM
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"

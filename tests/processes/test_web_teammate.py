@@ -20,11 +20,11 @@ import pytest
 from helpers import DEADLINE_S, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.catalogue import resolve
-from protocols.mailbox import Mailbox
-from protocols.messages import IdleNotification, PermissionRequest, ShutdownRequest
-from protocols.status import read_status
-from protocols.team import TeamFile
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.catalogue import resolve
+from protocols.member.status import read_status
+from protocols.messages.models import IdleNotification, PermissionRequest, ShutdownRequest
+from protocols.team.file import TeamFile
 from teammate.agent.script import web_search_blocks
 from teammate.tools.web import READER_PROMPT
 from teammate.tools.web_search import SEARCH_TOOL

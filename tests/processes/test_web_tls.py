@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from helpers import Processes, read_lines, swarm, wait_for
 
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 SERVER_NAME = "localhost"
 

@@ -15,12 +15,12 @@ import pytest
 from helpers import Processes, wait_for
 from web_server import WebServer
 
-from protocols import safefs
-from protocols.mailbox import Mailbox
+from protocols.fs import safefs
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, write_status
 from protocols.paths import TeamPaths
-from protocols.status import AgentStatus, write_status
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 
 HOSTILE = '<script>alert("x")</script> it\'s \x1b[31mred\x07 \u202e & done'
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import commit_all, git, init_repo, swarm, wait_for
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture(autouse=True)

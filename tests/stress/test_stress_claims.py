@@ -42,7 +42,7 @@ from procs import (
 )
 
 from protocols import ClaimFailure, TaskBoard, TeamFile, TeamPaths
-from protocols.tasks import NewTask
+from protocols.tasks.board import NewTask
 
 pytestmark = pytest.mark.slow
 

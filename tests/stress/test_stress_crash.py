@@ -48,8 +48,8 @@ from procs import (
 
 from protocols import Mailbox, TaskBoard, TeamFile, TeamPaths
 from protocols.errors import LockTimeout
-from protocols.locks import STALE_S, lock_dir_for
-from protocols.task_model import Task
+from protocols.fs.locks import STALE_S, lock_dir_for
+from protocols.tasks.model import Task
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ from procs import (
 )
 
 from protocols import TeamFile, TeamPaths
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
 """Group commit under kill -9: several writers race into one inbox, so most sends go through the
-spool (`protocols.spool`), and all of them are killed at random moments, in the middle of
+spool (`protocols.inbox.spool`), and all of them are killed at random moments, in the middle of
 spooling entries or read marks, waiting, committing for others, or compacting.
 
 After each round, with real processes and real files: the inbox and its record parse; no id is
@@ -21,8 +21,8 @@ import pytest
 from procs import ERROR_PREFIX, archive_items, forkserver_context, live_items, write_until_killed
 
 from protocols import Mailbox, TeamFile, TeamPaths
-from protocols.locks import STALE_S, lock_dir_for
-from protocols.spool import Spool
+from protocols.fs.locks import STALE_S, lock_dir_for
+from protocols.inbox.spool import Spool
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, Turn
 
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from teammate.agent.compaction import summary_turn
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import ClaudeModel, ModelError, ScriptedModel

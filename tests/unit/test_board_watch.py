@@ -9,8 +9,8 @@ import pytest
 
 from protocols.errors import StoreUnavailable
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from teammate.board_watch import BoardWatch
 
 

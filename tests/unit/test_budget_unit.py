@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.budget import BudgetFile, Limits, TeamBudgetFile, update_budget, update_team_budget
 from protocols.clock import iso_from_ms
+from protocols.member.budget import (
+    BudgetFile,
+    Limits,
+    TeamBudgetFile,
+    update_budget,
+    update_team_budget,
+)
+from protocols.member.prices import PriceTable, default_prices
 from protocols.paths import TeamPaths
-from protocols.prices import PriceTable, default_prices
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.team.budget import BudgetError, Change, parse_change
 from teammate.agent.model import Usage
 from teammate.budget import Budget, Notices

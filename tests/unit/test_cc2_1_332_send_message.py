@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.team import send_message
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from protocols import safefs
 from protocols.errors import LockTimeout
-from protocols.mailbox import Mailbox
+from protocols.fs import safefs
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from teammate.tools.base import ToolContext
 from teammate.tools.team import task_get, task_list
 

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from protocols.jsonio import dumps_pretty
+from protocols.fs.jsonio import dumps_pretty
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.backends.subprocess_backend import SubprocessBackend
 from swarm.backends.tmux import TmuxBackend
 from swarm.team.liveness import MCP_BACKEND

@@ -24,7 +24,7 @@ import pytest
 from messages_api import Turn
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.backends.stub import StubBackend
 from swarm.team.lifecycle import spawn_member
 from teammate.agent.hooks import Hooks

@@ -82,9 +82,9 @@ def test_a_plain_status_loads_no_click_and_no_dataclasses(argv: list[str], tmp_p
 
 
 # what `swarm send` and `swarm task add` leave out besides: the models (pydantic builds them for
-# tens of ms), filelock's package (~12 ms; protocols.locks calls fcntl.flock itself) and socket
-# (~3 ms: only a send that waits in the spool rings or listens, `protocols.spool_wake`)
-NOT_FOR_A_SEND = ("pydantic", "pydantic_core", "filelock", "protocols.messages", "socket")
+# tens of ms), filelock's package (~12 ms; protocols.fs.locks calls fcntl.flock itself) and socket
+# (~3 ms: only a send that waits in the spool rings or listens, `protocols.inbox.spool_wake`)
+NOT_FOR_A_SEND = ("pydantic", "pydantic_core", "filelock", "protocols.messages.models", "socket")
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def _modules_after(argv: list[str], tmp_path: Path) -> list[str]:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path), "HOME": str(tmp_path)}
     env["SWARM_TEAM"] = "t"
     setup = (
-        "from protocols.paths import TeamPaths, config_root; from protocols.team import TeamFile; "
+        "from protocols.paths import TeamPaths, config_root; from protocols.team.file import TeamFile; "
         "f = TeamFile(TeamPaths(config_root(), 't')); f.create() if not f.exists() else None; "
         "f.member_names() and None or f.add_member('alice', agent_type='worker')"
     )

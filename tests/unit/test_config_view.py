@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers import swarm
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def put(path: Path, text: str) -> Path:

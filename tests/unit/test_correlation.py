@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from protocols.clock import iso_from_ms, ms_from_iso
-from protocols.correlation import (
+from protocols.messages.correlation import (
     PendingRequests,
     is_stale,
     permission_request_id,
@@ -15,7 +15,7 @@ from protocols.correlation import (
     sandbox_request_id,
     shutdown_request_id,
 )
-from protocols.messages import (
+from protocols.messages.models import (
     PermissionResponse,
     PlanApprovalRequest,
     PlanApprovalResponse,

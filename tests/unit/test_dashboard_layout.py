@@ -250,7 +250,7 @@ def test_the_detail_frame_fits_its_height_and_says_where_it_is(busy: TeamView) -
 def test_a_tall_screen_fills_with_older_messages_then_completed_tasks(tmp_path: Path) -> None:
     """At 200x80 the view's 40 messages and every completed task are listed, not 8 and 10;
     printed once (no height) the frame keeps its 8 and its fold, as `--once` always did."""
-    from protocols.mailbox import Mailbox
+    from protocols.inbox.mailbox import Mailbox
 
     paths = build(tmp_path / "root")
     for i in range(40):

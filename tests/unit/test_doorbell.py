@@ -1,4 +1,4 @@
-"""Doorbells (`protocols.doorbell`): a watcher without inotify is woken by swarm's writes in
+"""Doorbells (`protocols.watch.doorbell`): a watcher without inotify is woken by swarm's writes in
 other processes, never writes into what it did not make, and cleans up after killed readers."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from protocols.doorbell import BELL_DIR, Doorbell, ring
-from protocols.inotify import Notifier
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.watch import InboxWatcher
+from protocols.tasks.board import TaskBoard
+from protocols.watch.doorbell import BELL_DIR, Doorbell, ring
+from protocols.watch.inotify import Notifier
+from protocols.watch.wakeup import InboxWatcher
 
 WRITE = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from protocols.jsonio import atomic_write_text\n"
+    "from protocols.fs.jsonio import atomic_write_text\n"
     "atomic_write_text(Path(sys.argv[1]), sys.argv[2])\n"
 )
 
@@ -83,7 +83,7 @@ def test_a_directory_bell_rings_for_a_task_made_by_another_process(
     board.create("first")
     script = (
         "import sys\nfrom pathlib import Path\nfrom protocols.paths import TeamPaths\n"
-        "from protocols.tasks import TaskBoard\n"
+        "from protocols.tasks.board import TaskBoard\n"
         "TaskBoard(TeamPaths(Path(sys.argv[1]), 't')).create('second')\n"
     )
     with InboxWatcher(directories=(paths.tasks_dir,), rescan_s=600, poll_s=60) as watcher:
@@ -130,7 +130,7 @@ def test_a_ring_never_writes_into_a_planted_file_or_through_a_link(
 HANG = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from protocols.doorbell import Doorbell\n"
+    "from protocols.watch.doorbell import Doorbell\n"
     "Doorbell(Path(sys.argv[1]), 'alice.json').open()\n"
     "print('hung', flush=True)\n"
     "sys.stdin.readline()\n"

@@ -32,9 +32,9 @@ def test_every_error_class_of_the_three_packages_derives_from_the_root() -> None
     # JSON writer leaves to json.dumps, and the signals that an approved shutdown ends the work
     # and that TaskStop ends a sub-agent (an `Error` would become a tool's error result)
     assert strays == [
-        "protocols.jsonio._NotPlain",
-        "protocols.tasks._Invalid",
-        "protocols.tasks._Torn",
+        "protocols.fs.jsonio._NotPlain",
+        "protocols.tasks.board._Invalid",
+        "protocols.tasks.board._Torn",
         "teammate.agent.model_turns.LoopCancelled",
         "teammate.brains.base.Interrupted",
     ]

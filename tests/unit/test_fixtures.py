@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from protocols.inbox_entry import InboxEntry
-from protocols.jsonio import dumps_pretty
-from protocols.messages import decode
+from protocols.fs.jsonio import dumps_pretty
+from protocols.inbox.entry import InboxEntry
+from protocols.messages.models import decode
+from protocols.messages.permissions import PermissionFileRequest, PermissionStore
 from protocols.paths import TeamPaths
-from protocols.permissions import PermissionFileRequest, PermissionStore
-from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
-from protocols.team_config import TeamConfig
+from protocols.tasks.board import TaskBoard
+from protocols.tasks.model import Task
+from protocols.team.file import TeamFile
+from protocols.team.model import TeamConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cc-2.1.88"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "cc-2.1.88"

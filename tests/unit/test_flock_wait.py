@@ -1,4 +1,4 @@
-"""Waiting for a kernel lock without polling (`protocols.flock_wait`), against a real holder in
+"""Waiting for a kernel lock without polling (`protocols.fs.flock_wait`), against a real holder in
 another process (flock locks belong to an open file: the holder is a separate process, as the
 other writers of an inbox are)."""
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from protocols import flock_wait
-from protocols.flock_wait import wait_for_flock
+from protocols.fs import flock_wait
+from protocols.fs.flock_wait import wait_for_flock
 
 HOLD = (
     "import fcntl, os, sys\n"

@@ -1,4 +1,4 @@
-"""Appending to an inbox without parsing it (`protocols.inbox_splice`, `InboxFile.commit_spool_locked`):
+"""Appending to an inbox without parsing it (`protocols.inbox.splice`, `InboxFile.commit_spool_locked`):
 the text answers what a parse would, and the parse still happens whenever the file is not what
 the last swarm commit left."""
 
@@ -14,12 +14,12 @@ from helpers import count_calls
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from protocols import inbox_splice
-from protocols.inbox import InboxFile, _add_identity, identity_of
-from protocols.jsonio import dumps_pretty
-from protocols.mailbox import Mailbox, new_item
+from protocols.fs.jsonio import dumps_pretty
+from protocols.inbox import splice as inbox_splice
+from protocols.inbox.file import InboxFile, _add_identity, identity_of
+from protocols.inbox.mailbox import Mailbox, new_item
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 HOSTILE_TEXTS = [
     'quotes " and \\" and "msg_id": "m-1" and "read": true',

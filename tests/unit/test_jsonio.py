@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.jsonio import (
+from protocols.fs.jsonio import (
     atomic_write_text,
     dumps_compact,
     dumps_pretty,
@@ -22,7 +22,7 @@ from protocols.jsonio import (
     temp_prefix,
     write_json,
 )
-from protocols.locks import FileGuard
+from protocols.fs.locks import FileGuard
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -142,7 +142,7 @@ def test_ensure_file_creates_once_and_never_overwrites(tmp_path: Path) -> None:
 KILLED_HOLDER = """
 import os, sys, time
 from pathlib import Path
-from protocols.locks import FileGuard
+from protocols.fs.locks import FileGuard
 target = Path(sys.argv[1])
 guard = FileGuard(target)
 guard.acquire()

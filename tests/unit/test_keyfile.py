@@ -1,4 +1,4 @@
-"""The lead's key file (protocols/keyfile.py): made private whatever the umask, one key when
+"""The lead's key file (protocols/team/keyfile.py): made private whatever the umask, one key when
 many processes make it at once, and refused (never used, never replaced) when it is a link, not
 the user's, or open to others."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from protocols import keyfile
-from protocols.keyfile import KeyFileRefused
 from protocols.paths import TeamPaths
+from protocols.team import keyfile
+from protocols.team.keyfile import KeyFileRefused
 
-MAKE = "from pathlib import Path; from protocols import keyfile; import sys; print(keyfile.load_or_create(Path(sys.argv[1])).verify_key(ms=0))"
+MAKE = "from pathlib import Path; from protocols.team import keyfile; import sys; print(keyfile.load_or_create(Path(sys.argv[1])).verify_key(ms=0))"
 
 
 def test_made_private_even_with_an_open_umask(paths: TeamPaths) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.inbox_entry import InboxEntry
+from protocols.inbox.entry import InboxEntry
 from protocols.paths import TeamPaths
 from swarm.lead.agent import LeadAgent
 from swarm.lead.tools import LeadLink

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from messages_api import Turn
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.team.file import TeamFile
 from swarm.backends.stub import StubBackend
 from swarm.lead.agent import LeadAgent
 from swarm.lead.tools import LeadLink

@@ -13,7 +13,7 @@ import pytest
 from helpers import finishes
 
 from protocols.errors import LockTimeout
-from protocols.locks import FileGuard, _Refresher, flock_path_for, lock_dir_for
+from protocols.fs.locks import FileGuard, _Refresher, flock_path_for, lock_dir_for
 
 
 @pytest.fixture

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from helpers import finishes
 
-from protocols import inbox as inbox_module
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
-from protocols.inbox_entry import format_for_model
-from protocols.locks import lock_dir_for
-from protocols.mailbox import Mailbox, broadcast_threads
-from protocols.messages import IdleNotification, ShutdownRequest
+from protocols.fs.locks import lock_dir_for
+from protocols.inbox import file as inbox_module
+from protocols.inbox.entry import format_for_model
+from protocols.inbox.mailbox import Mailbox, broadcast_threads
+from protocols.messages.models import IdleNotification, ShutdownRequest
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
-from protocols.watch import InboxWatcher
+from protocols.team.file import TeamFile
+from protocols.watch.wakeup import InboxWatcher
 
 TRICKY = "quotes \" ' $(rm -rf ~) `id` \n newline ünïcødé 🐝 \\ backslash"
 

@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from protocols.errors import InvalidName
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from protocols.values import MemberState
 from swarm.mcp_server import membership
 from swarm.mcp_server.server import MAX_TEXT_CHARS, check_sizes, run_tool, tool_table

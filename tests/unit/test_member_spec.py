@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.signing import LeadSigner
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
+from protocols.team.signing import LeadSigner
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnError
 from swarm.backends.stub import StubBackend

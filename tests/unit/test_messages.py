@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from protocols.errors import MessageValidationError
-from protocols.messages import (
+from protocols.messages.models import (
     MESSAGE_CLASSES,
     PermissionResponse,
     PermissionResponseBody,

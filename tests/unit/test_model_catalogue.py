@@ -1,4 +1,4 @@
-"""The model catalogue (`protocols.catalogue`) and what an agent's requests take from it
+"""The model catalogue (`protocols.member.catalogue`) and what an agent's requests take from it
 (`teammate.agent.model_settings`): windows, ``max_tokens``, thinking and effort, betas, the
 compaction threshold, the variables that change them, and typos of ``--model``."""
 
@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from protocols.catalogue import EFFORT_BETA, ONE_M_BETA, THINKING_BETA, model_name_problem, resolve
+from protocols.member.catalogue import (
+    EFFORT_BETA,
+    ONE_M_BETA,
+    THINKING_BETA,
+    model_name_problem,
+    resolve,
+)
 from teammate.agent.model_settings import ModelSettings, SettingsValueError
 from teammate.agent.settings import SettingsError, load_settings
 from teammate.options import UsageError, parse

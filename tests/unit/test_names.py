@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from protocols.errors import InvalidName
 from protocols.names import NAME_PATTERN, checked_component, validate_name
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 valid_names = st.from_regex(r"\A[a-z0-9][a-z0-9-]{0,63}\Z")
 

@@ -8,16 +8,16 @@ import threading
 import pytest
 
 from protocols.errors import ProtocolsError
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest, PermissionResponse
-from protocols.paths import TeamPaths
-from protocols.permissions import (
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import PermissionRequest, PermissionResponse
+from protocols.messages.permissions import (
     PermissionStore,
     await_permission_response,
     permission_response,
     request_permission,
 )
-from protocols.team import TeamFile
+from protocols.paths import TeamPaths
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The shapes of `protocols.shapes` and `protocols.message_shapes` against their pydantic models:
+"""The shapes of `protocols.records.shapes` and `protocols.messages.shapes` against their pydantic models:
 the same fields, keys, required ones and defaults; and, for JSON generated around what the
 files hold (keys dropped, values of other types, unknown keys, nulls), a shape takes a value
 only when its model takes it unchanged: the same field values, the same `to_json_dict` and
@@ -17,14 +17,15 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticUndefined
 
-from protocols import messages, shapes
-from protocols.inbox_entry import InboxEntry
-from protocols.message_shapes import SHAPES, decode_plain
-from protocols.plain import Plain, Shape
-from protocols.records import Record
-from protocols.status import AgentStatus, BudgetStatus, McpServerStatus, SubAgentStatus
-from protocols.task_model import Task
-from protocols.team_config import Member, TeamConfig
+from protocols.inbox.entry import InboxEntry
+from protocols.member.status import AgentStatus, BudgetStatus, McpServerStatus, SubAgentStatus
+from protocols.messages import models as messages
+from protocols.messages.shapes import SHAPES, decode_plain
+from protocols.records import shapes
+from protocols.records.base import Record
+from protocols.records.plain import Plain, Shape
+from protocols.tasks.model import Task
+from protocols.team.model import Member, TeamConfig
 
 NOW = "2026-11-27T10:00:00.000Z"
 RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [

@@ -1,4 +1,4 @@
-"""What a view reads of a long record (`protocols.record_summary`, `InboxFile.protocol_history`
+"""What a view reads of a long record (`protocols.inbox.record_summary`, `InboxFile.protocol_history`
 and `recent_history`): the same requests, answers and latest messages as a read of the whole
 history, from the marked lines kept in a summary and the record's tail."""
 
@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from protocols import record_summary
 from protocols.clock import iso_from_ms, now_ms
-from protocols.inbox import identity_of, msg_id_for
-from protocols.jsonio import dumps_compact
-from protocols.mailbox import Mailbox
+from protocols.fs.jsonio import dumps_compact
+from protocols.inbox import record_summary
+from protocols.inbox.file import identity_of, msg_id_for
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
-from protocols.permissions import request_permission
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.team.approvals import REQUEST_KINDS, RESPONSE_KINDS, answer, pending_requests
 
 PLAIN_TEXTS = [

@@ -12,7 +12,7 @@ import pytest
 from messages_api import Turn
 
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.backends.stub import StubBackend
 from swarm.errors import SwarmError
 from swarm.lead.agent import LeadAgent

@@ -1,4 +1,4 @@
-"""`protocols.safefs`: reading open files without a file object, and a file's own status
+"""`protocols.fs.safefs`: reading open files without a file object, and a file's own status
 without following links, on real files."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import finishes
 
-from protocols import safefs
+from protocols.fs import safefs
 
 
 def test_read_fd_reads_from_an_offset_to_the_end_whatever_the_size_hint(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from helpers import swarm
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.store import open_store
-from protocols.team import TeamFile
+from protocols.store.selection import open_store
+from protocols.team.file import TeamFile
 from swarm.schedule.book import Schedule, ScheduleBook, ScheduleNotFound
 from swarm.schedule.cron import BadSchedule, Cron
 from swarm.schedule.firing import MARK, fire

@@ -1,4 +1,4 @@
-"""Lead signatures (protocols/signing.py): the payload is JavaScript's bytes, a signature made
+"""Lead signatures (protocols/team/signing.py): the payload is JavaScript's bytes, a signature made
 here verifies in Node and one made in Node verifies here, and the verification rules are
 Claude Code 2.1.330's (which entry is verified, forged or unverifiable; the replay window; a
 message id verifies once)."""
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.clock import iso_from_ms
-from protocols.signing import (
+from protocols.team.signing import (
     REPLAY_WINDOW_MS,
     LeadSigner,
     Provenance,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import finishes
 
-from protocols import safefs
-from protocols.prices import PriceFileError, load_prices, prices_path
+from protocols.fs import safefs
+from protocols.member.prices import PriceFileError, load_prices, prices_path
 from teammate.agent.context import memory_text, read_with_imports
 from teammate.agent.settings import SettingsError, load_settings
 from teammate.agent.skills import load_skill

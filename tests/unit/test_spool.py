@@ -1,4 +1,4 @@
-"""The send spool and the group commit (`protocols.spool`, `InboxFile.deliver`), on real files.
+"""The send spool and the group commit (`protocols.inbox.spool`, `InboxFile.deliver`), on real files.
 
 Other writers are stood in for by entries put in the spool directly, and by a second process
 holding the inbox's kernel lock (`flock` is per open file, so a thread of this process would
@@ -23,13 +23,13 @@ from helpers import count_calls, finishes
 from procs import another_process_holding
 
 from protocols.errors import LockTimeout
-from protocols.jsonio import dumps_pretty
-from protocols.locks import FileGuard, lock_dir_for
-from protocols.mailbox import Mailbox, new_item
+from protocols.fs.jsonio import dumps_pretty
+from protocols.fs.locks import FileGuard, lock_dir_for
+from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.inbox.spool import REFUSED_PREFIX, WRITING_S, Spool
+from protocols.inbox.spool_slot import IDLE_PREFIX
 from protocols.paths import TeamPaths
-from protocols.spool import REFUSED_PREFIX, WRITING_S, Spool
-from protocols.spool_slot import IDLE_PREFIX
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def spool_of(paths: TeamPaths, agent: str = "alice") -> Spool:
 
 def names_in(spool: Spool) -> list[str]:
     """What the spool folder holds besides idle slots (a process's files kept for its next
-    send: `protocols.spool_slot`)."""
+    send: `protocols.inbox.spool_slot`)."""
     if not spool.path.exists():
         return []
     return sorted(n for n in os.listdir(spool.path) if not n.startswith(IDLE_PREFIX))
@@ -182,7 +182,7 @@ def test_hostile_spool_files_are_moved_aside_and_the_rest_delivered(
     os.mkfifo(spool.path / "00000000000000000005-1-x.json")  # nobody ever writes into them:
     os.mkfifo(spool.path / "00000000000000000006-1-x.slot")  # an open would wait for ever
     (spool.path / "stray.txt").write_text("x")
-    with caplog.at_level(logging.ERROR, logger="protocols.spool"):
+    with caplog.at_level(logging.ERROR, logger="protocols.inbox.spool"):
         sent = finishes(lambda: mailbox.send("alice", "own", sender="bob"))
     assert not isinstance(sent, BaseException), sent
     assert texts(paths) == ["first", "good", "own"]
@@ -318,14 +318,14 @@ def test_a_lone_send_looks_at_the_spool_and_reads_the_record_once(
 ) -> None:
     """Nobody waited when the hold began: no second round; the record read for the repeat
     check is the one the record's append is checked against (one writer at a time)."""
-    from protocols.inbox import InboxFile
+    from protocols.inbox.file import InboxFile
 
     mailbox.send("alice", "first", sender="bob")
     pending = count_calls(monkeypatch, Spool, "pending")
     tail = count_calls(monkeypatch, InboxFile, "_record_tail")
     recorded = count_calls(monkeypatch, InboxFile, "recorded")
     mailbox.send("alice", "second", sender="bob")
-    # an append asks the record's tail, not the whole record (`protocols.inbox_splice`)
+    # an append asks the record's tail, not the whole record (`protocols.inbox.splice`)
     assert (len(pending), len(tail), len(recorded)) == (1, 1, 0)
     assert texts(paths) == ["first", "second"]
     lines = [json.loads(line)["text"] for line in paths.inbox_archive("alice").open()]
@@ -337,7 +337,7 @@ def test_a_hold_that_carried_spooled_entries_looks_once_more(
 ) -> None:
     """What was spooled while the first round was written goes in a second round of the same
     hold (an entry spooled during the commit stands in for a writer that came meanwhile)."""
-    from protocols import inbox as inbox_module
+    from protocols.inbox import file as inbox_module
 
     spool = spool_of(paths)
     spool.put(new_item("waiting", "carol")).close()

@@ -1,4 +1,4 @@
-"""A process's reusable spool files (`protocols.spool_slot`), on real files: one inode reused for
+"""A process's reusable spool files (`protocols.inbox.spool_slot`), on real files: one inode reused for
 every spooled send, published whole, made idle again only by a commit, hostile files refused."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from procs import another_process_holding
 
-from protocols import spool_slot
-from protocols.mailbox import Mailbox, new_item
+from protocols.inbox import spool_slot
+from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.inbox.spool import REFUSED_PREFIX, Spool
+from protocols.inbox.spool_slot import IDLE_PREFIX, SLOT_SUFFIX, parse
 from protocols.paths import TeamPaths
-from protocols.spool import REFUSED_PREFIX, Spool
-from protocols.spool_slot import IDLE_PREFIX, SLOT_SUFFIX, parse
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_a_slot_is_published_whole_and_a_broken_one_is_refused(
     secret.write_bytes(header + b" e 2\n{}")
     (spool.path / f"{ns}-1-f{SLOT_SUFFIX}").symlink_to(secret)
     (spool.path / f"{ns}-1-g{SLOT_SUFFIX}").mkdir()
-    with caplog.at_level(logging.ERROR, logger="protocols.spool"):
+    with caplog.at_level(logging.ERROR, logger="protocols.inbox.spool"):
         mailbox.send("alice", "own", sender="bob")
     assert texts(paths) == ["first", "good", "own"]
     assert good.done()

@@ -1,4 +1,4 @@
-"""A spooled writer's bell (`protocols.spool_wake`): rung by the committer of another process
+"""A spooled writer's bell (`protocols.inbox.spool_wake`): rung by the committer of another process
 when it hands the send back; a ring that is about nothing costs one look; no bell, or a ring
 that cannot be sent, changes nothing but speed."""
 
@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from protocols import spool_slot, spool_wake
-from protocols.mailbox import Mailbox, new_item
+from protocols.inbox import spool_slot, spool_wake
+from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.inbox.spool import Spool
 from protocols.paths import TeamPaths
-from protocols.spool import Spool
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 COMMIT = """
 import sys
 from pathlib import Path
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 Mailbox(TeamPaths(Path(sys.argv[1]), "t")).send("alice", "committer's own", sender="bob")
 """

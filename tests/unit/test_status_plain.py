@@ -1,4 +1,4 @@
-"""``swarm status`` reads a team without pydantic (`protocols.plain`: members, status files, task
+"""``swarm status`` reads a team without pydantic (`protocols.records.plain`: members, status files, task
 files, inbox entries and protocol messages that are plainly what their models take) and shows
 exactly what the models show: the text and the JSON of a busy team (control characters,
 sub-agents, permission, sandbox and plan requests, answered ones) with hostile files in it
@@ -18,18 +18,18 @@ import pytest
 from dashboard_team import build
 
 from protocols.clock import iso_from_ms
-from protocols.mailbox import Mailbox
-from protocols.messages import (
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, SubAgentStatus, write_status
+from protocols.messages.models import (
     IdleNotification,
     PlanApprovalRequest,
     SandboxPermissionRequest,
 )
+from protocols.messages.permissions import permission_response
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
-from protocols.permissions import permission_response
-from protocols.plain import Shape
-from protocols.status import AgentStatus, SubAgentStatus, write_status
-from protocols.tasks import TaskBoard
+from protocols.records.plain import Shape
+from protocols.tasks.board import TaskBoard
 from swarm.views.snapshot import clear_cache, snapshot, to_json
 from swarm.views.table import render
 

@@ -1,4 +1,4 @@
-"""`protocols.store`: which store a team lives in, the URL checks, and that a file team never
+"""`protocols.store.selection`: which store a team lives in, the URL checks, and that a file team never
 loads the PostgreSQL driver."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.store import (
+from protocols.store.selection import (
     POINTER,
     BadStoreUrl,
     FileStore,
@@ -99,7 +99,7 @@ def test_the_store_url_is_never_in_the_paths_repr() -> None:
 def test_a_file_team_never_imports_the_postgresql_store(config_root: Path) -> None:
     code = (
         "import sys\n"
-        "from protocols.store import locate, open_store\n"
+        "from protocols.store.selection import locate, open_store\n"
         "store = open_store(locate('t'))\n"
         "store.team_file(); store.mailbox(); store.task_board()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'protocols.pg'))))\n"

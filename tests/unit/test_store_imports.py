@@ -8,8 +8,8 @@ import sys
 
 def test_the_file_layer_imports_no_postgresql_driver() -> None:
     program = (
-        "import sys, protocols, protocols.mailbox, protocols.tasks, protocols.team, "
-        "protocols.permissions, protocols.status; "
+        "import sys, protocols, protocols.inbox.mailbox, protocols.tasks.board, protocols.team.file, "
+        "protocols.messages.permissions, protocols.member.status; "
         "assert 'psycopg' not in sys.modules, 'psycopg imported'"
     )
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)

@@ -7,12 +7,12 @@ import json
 import re
 
 from protocols.clock import now_iso
-from protocols.correlation import (
+from protocols.messages.correlation import (
     permission_request_id,
     plan_approval_request_id,
     shutdown_request_id,
 )
-from protocols.messages import IdleNotification, TaskAssignment, TeammateTerminated
+from protocols.messages.models import IdleNotification, TaskAssignment, TeammateTerminated
 
 PERMISSION_ID = re.compile(r"^perm-\d+-[0-9a-z]+$")
 ADDRESSED_ID = re.compile(r"^(shutdown|plan_approval)-\d+@[^@]+(@[^@]+)?$")

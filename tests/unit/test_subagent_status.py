@@ -9,14 +9,14 @@ from pathlib import Path
 
 from messages_api import Turn
 
-from protocols.paths import TeamPaths
-from protocols.status import (
+from protocols.member.status import (
     FINISHED_KEPT,
     AgentStatus,
     SubAgentStatus,
     keep_recent,
     read_status,
 )
+from protocols.paths import TeamPaths
 from teammate.agent.definitions import load_agent
 from teammate.agent.model import ModelReply, ModelRequest, ScriptedModel
 from teammate.agent.subagents import Parent, SubAgents

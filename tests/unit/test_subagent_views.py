@@ -12,11 +12,11 @@ from helpers import swarm
 from rich.console import Console
 from rich.text import Text
 
-from protocols.mailbox import Mailbox
-from protocols.messages import PermissionRequest
+from protocols.inbox.mailbox import Mailbox
+from protocols.member.status import AgentStatus, SubAgentStatus, write_status
+from protocols.messages.models import PermissionRequest
 from protocols.paths import TeamPaths
-from protocols.status import AgentStatus, SubAgentStatus, write_status
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.lead.inbox import Leader
 from swarm.team.approvals import pending_requests
 from swarm.views.costs import load_prices

@@ -1,4 +1,4 @@
-"""`protocols.task_edit`: a claim and a plain update edit the task file's JSON without its model,
+"""`protocols.tasks.edit`: a claim and a plain update edit the task file's JSON without its model,
 and must write byte for byte what the model would have written, or leave the edit to it.
 
 Checked against the model on generated files and changes (hypothesis), and on the board: a
@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.jsonio import dumps_pretty
+from protocols.fs.jsonio import dumps_pretty
 from protocols.paths import TeamPaths
-from protocols.task_edit import edited, plain_text
-from protocols.task_facts import facts_of
-from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.tasks.edit import edited, plain_text
+from protocols.tasks.facts import facts_of
+from protocols.tasks.model import Task
+from protocols.team.file import TeamFile
 
 leaf = st.one_of(
     st.none(),

@@ -1,4 +1,4 @@
-"""`protocols.task_facts`: the index reads task files without building their models, and must
+"""`protocols.tasks.facts`: the index reads task files without building their models, and must
 never take a file for a valid task that the model would refuse, nor see it differently.
 
 Checked against the `Task` model itself on generated files (hypothesis): wherever `facts_of`
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.paths import TeamPaths
-from protocols.task_facts import TaskFacts, facts_of
-from protocols.task_model import Task
-from protocols.tasks import ClaimFailure, TaskBoard, _decode
-from protocols.team import TeamFile
+from protocols.tasks.board import ClaimFailure, TaskBoard, _decode
+from protocols.tasks.facts import TaskFacts, facts_of
+from protocols.tasks.model import Task
+from protocols.team.file import TeamFile
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "cc-2.1.88" / "tasks"
 
@@ -176,7 +176,7 @@ FIFO_ON_THE_BOARD = """
 import os, sys
 from pathlib import Path
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
+from protocols.tasks.board import TaskBoard
 board = TaskBoard(TeamPaths(Path(sys.argv[1]), "t"))
 first = board.create("one")
 board.list()

@@ -1,4 +1,4 @@
-"""The board's index (`protocols.task_index`) never answers from a stale picture: a task file
+"""The board's index (`protocols.tasks.index`) never answers from a stale picture: a task file
 added, rewritten in place (as Claude Code writes them, even with the same size and mtime),
 removed, or a whole directory replaced behind its back is seen by the next listing and claim.
 Without inotify (no instance free for the process) it looks at every file each time, still
@@ -18,15 +18,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from protocols import dirwatch, task_index
-from protocols import tasks as tasks_module
-from protocols.dirwatch import DirWatch
-from protocols.inotify import Notifier
-from protocols.jsonio import atomic_write_bytes, ensure_file
-from protocols.locks import FileGuard
+from protocols.fs.jsonio import atomic_write_bytes, ensure_file
+from protocols.fs.locks import FileGuard
 from protocols.paths import TeamPaths
-from protocols.tasks import ClaimFailure, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks import board as tasks_module
+from protocols.tasks import index as task_index
+from protocols.tasks.board import ClaimFailure, TaskBoard
+from protocols.team.file import TeamFile
+from protocols.watch import dirwatch
+from protocols.watch.dirwatch import DirWatch
+from protocols.watch.inotify import Notifier
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The board's summary on disk (`protocols.task_summary`), which a new ``swarm status`` reads
+"""The board's summary on disk (`protocols.tasks.summary`), which a new ``swarm status`` reads
 instead of parsing every task file: it never answers from a stale picture (a file rewritten in
 place with the same size and mtime, added, removed), is rebuilt when it is corrupt, a link or
 cannot be written, never changes what ``swarm status`` prints, and concurrent writers leave a
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from helpers import swarm
 
-from protocols import task_summary
 from protocols.paths import TeamPaths
-from protocols.plain import Plain
-from protocols.task import TASK_FILE
-from protocols.task_model import Task
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.records.plain import Plain
+from protocols.tasks import summary as task_summary
+from protocols.tasks.board import TaskBoard
+from protocols.tasks.model import Task
+from protocols.tasks.task import TASK_FILE
+from protocols.team.file import TeamFile
 from swarm.views.snapshot import clear_cache, snapshot, to_json
 from swarm.views.table import render
 
@@ -426,7 +426,7 @@ def test_concurrent_writers_leave_a_whole_summary(board: TaskBoard, paths: TeamP
     script = (
         "import sys\n"
         "from protocols.paths import TeamPaths\n"
-        "from protocols.tasks import TaskBoard\n"
+        "from protocols.tasks.board import TaskBoard\n"
         "from pathlib import Path\n"
         "board = TaskBoard(TeamPaths(Path(sys.argv[1]), 't'))\n"
         "for _ in range(5):\n"

@@ -1,5 +1,5 @@
-"""Who may take a task (`protocols.task.may_take`) and a task's state in one word
-(`protocols.task.state_of`), on the file board: a task with a command is for shell workers, a
+"""Who may take a task (`protocols.tasks.task.may_take`) and a task's state in one word
+(`protocols.tasks.task.state_of`), on the file board: a task with a command is for shell workers, a
 task ``for`` a kind, a name or an agent type is taken by those alone, a member that failed a
 task does not take it again by itself, and a claim by name is not filtered."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.task import (
+from protocols.tasks.board import NewTask, TaskBoard
+from protocols.tasks.task import (
     ClaimFailure,
     TaskState,
     failed_by,
@@ -19,8 +20,7 @@ from protocols.task import (
     states,
     takers,
 )
-from protocols.tasks import NewTask, TaskBoard
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from teammate.board_watch import labels_of
 from teammate.brains.shell import task_directory
 
@@ -121,7 +121,7 @@ def test_the_claim_under_the_lock_checks_the_file_again(board: TaskBoard) -> Non
 
 
 def test_a_task_runs_where_it_was_added(tmp_path: Path) -> None:
-    from protocols.task_model import Task
+    from protocols.tasks.model import Task
 
     def task(cwd: object) -> Task:
         return Task.model_validate(

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from protocols.errors import InvalidTaskUpdate, TaskNotFound
-from protocols.mailbox import Mailbox
-from protocols.messages import TaskAssignment
+from protocols.inbox.mailbox import Mailbox
+from protocols.messages.models import TaskAssignment
 from protocols.paths import TeamPaths
-from protocols.task_model import Task
-from protocols.tasks import ClaimFailure, TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import ClaimFailure, TaskBoard
+from protocols.tasks.model import Task
+from protocols.team.file import TeamFile
 
 
 @pytest.fixture

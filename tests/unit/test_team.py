@@ -12,7 +12,7 @@ import pytest
 
 from protocols.errors import MemberExists, ProtocolsError, TeamExists, TeamNotFound, UnknownMember
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 
 
 def test_create_writes_claude_codes_team_layout(paths: TeamPaths, tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_overlapping_in_place_writes_leave_a_tail_and_the_whole_config_is_read(
     shorter = paths.config.read_text()
     assert len(shorter) < len(longer)
     paths.config.write_text(shorter + longer[len(shorter) :])  # as the two writes leave it
-    with caplog.at_level("WARNING", logger="protocols.team"):
+    with caplog.at_level("WARNING", logger="protocols.team.file"):
         assert TeamFile(paths).load().member_names() == ["team-lead", "alice", "bob"]
     assert "two in-place writes overlapped" in caplog.text
     TeamFile(paths).update_member("alice", isActive=True)
@@ -202,8 +202,8 @@ def test_swarms_copy_is_written_under_the_lock_of_the_change_it_copies(
     """Two swarm writers' copies must land in the order of their changes: a copy written after
     the lock's release can lose to an older one, and a reader falling back on it (a config
     cut short) would then miss a member added meanwhile."""
-    import protocols.team as team_module
-    from protocols.locks import held_guard
+    import protocols.team.file as team_module
+    from protocols.fs.locks import held_guard
 
     copies: list[tuple[list[str], bool]] = []
     write_json = team_module.write_json

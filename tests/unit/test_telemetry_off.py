@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from protocols.trace_context import TRACE_KEY, carrier_of, telemetry_enabled
 
 
@@ -38,7 +38,7 @@ try:
 except SystemExit:
     pass
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
+from protocols.tasks.board import TaskBoard
 from teammate.runtime import Teammate
 import teammate.telemetry
 board = TaskBoard(TeamPaths(Path({str(team.paths.root)!r}), "t"))

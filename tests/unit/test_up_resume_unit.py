@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.team import TeamFile
+from protocols.tasks.board import TaskBoard
+from protocols.team.file import TeamFile
 from swarm.team.members import member_spec
 from swarm.team.resume import RESUME_PROMPT
 from swarm.up.apply import plan_up

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from helpers import wait_for
 
-from protocols import safefs
-from protocols import watch as watch_mod
-from protocols.dirwatch import DirWatch
-from protocols.inotify import IN_Q_OVERFLOW, Notifier
-from protocols.jsonio import atomic_write_text
+from protocols.fs import safefs
+from protocols.fs.jsonio import atomic_write_text
 from protocols.paths import TeamPaths
-from protocols.watch import InboxWatcher
+from protocols.watch import wakeup as watch_mod
+from protocols.watch.dirwatch import DirWatch
+from protocols.watch.inotify import IN_Q_OVERFLOW, Notifier
+from protocols.watch.wakeup import InboxWatcher
 
 
 def replace(path: Path, text: str) -> None:
@@ -209,11 +209,11 @@ import os
 import sys
 from pathlib import Path
 
-from protocols.dirwatch import DirWatch
-from protocols.inotify import Notifier
+from protocols.watch.dirwatch import DirWatch
+from protocols.watch.inotify import Notifier
 from protocols.paths import TeamPaths
-from protocols.tasks import TaskBoard
-from protocols.watch import InboxWatcher
+from protocols.tasks.board import TaskBoard
+from protocols.watch.wakeup import InboxWatcher
 
 
 def instances():

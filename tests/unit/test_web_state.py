@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from protocols.clock import ms_from_iso
-from protocols.mailbox import Mailbox
+from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.team import TeamFile
+from protocols.team.file import TeamFile
 from swarm.web import state as web_state
 from swarm.web.state import TeamState, dated, encoded
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, Turn
 
-from protocols.prices import PriceTable, default_prices
+from protocols.member.prices import PriceTable, default_prices
 from teammate.agent.loop import AgentLoop
 from teammate.agent.model import (
     ClaudeModel,

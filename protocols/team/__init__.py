@@ -1,0 +1,1 @@
+"""The team file ``config.json``: the file, its models, and the lead's signatures and key."""
