@@ -51,11 +51,11 @@ from rich.console import Console
 
 from protocols.clock import now_iso
 from protocols.fs.jsonio import dumps_compact
-from protocols.inbox.file import msg_id_for
+from protocols.inbox.ids import msg_id_for
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import request_permission
 from protocols.member.status import AgentStatus, write_status
 from protocols.messages.models import IdleNotification
-from protocols.messages.permissions import request_permission
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.tasks.board import TaskBoard

@@ -44,7 +44,10 @@ def lead(workers: int, keep: bool) -> int:
     print(f"team {TEAM!r} in {root}")
 
     modules = sorted((REPO / "protocols").glob("*/*.py"))  # the modules of its folders
-    counts = [board.create(f"count {m.relative_to(REPO)}", str(m), metadata={"file": str(m)}) for m in modules]
+    counts = [
+        board.create(f"count {m.relative_to(REPO)}", str(m), metadata={"file": str(m)})
+        for m in modules
+    ]
     total = board.create("sum up", "add the counts", metadata={"sum": True})
     board.update(total.id, addBlockedBy=[t.id for t in counts])
     print(f"{len(counts) + 1} tasks; #{total.id} is blocked by the other {len(counts)}")

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from protocols.errors import ProtocolsError
     from protocols.inbox.entry import InboxEntry
     from protocols.inbox.mailbox import BROADCAST, Mailbox
+    from protocols.inbox.permissions import PermissionStore
     from protocols.messages.models import StructuredMessage, decode, encode
-    from protocols.messages.permissions import PermissionStore
     from protocols.names import LEAD_NAME, validate_name
     from protocols.paths import TeamPaths, config_root
     from protocols.tasks.board import TaskBoard

@@ -88,7 +88,7 @@ class StoreUnavailable(ProtocolsError):
 
 
 class StoreTimeout(StoreUnavailable):
-    """Work given a deadline (`protocols.store.bounded.within`) did not end in time: the store did
+    """Work given a deadline (`protocols.bounded.within`) did not end in time: the store did
     not answer (a server paused or cut off, a lock held by a paused process). The work may still
     take effect later; doing it again is safe."""
 

@@ -73,3 +73,11 @@ def did_you_mean(name: str, choices: list[str]) -> str:
 def agent_id(name: str, team: str) -> str:
     """The agent id Claude Code uses: ``<name>@<team>``."""
     return f"{name}@{team}"
+
+
+def unknown_member_text(name: str, team: str, members: list[str]) -> str:
+    """The error for a name that is not a member of `team`: the members, and a near miss."""
+    return (
+        f"no member named {name!r} in team {team!r}{did_you_mean(name, members)}; "
+        f"members are: {', '.join(members)}"
+    )

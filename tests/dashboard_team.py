@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import request_permission
 from protocols.member.status import AgentStatus, SubAgentStatus, write_status
-from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile

@@ -1,6 +1,6 @@
 """The bridge's messages: a PostgreSQL team's inboxes and this host's inbox files, in step.
 
-Every message is known by its identity (``msg_id``; `protocols.inbox.file.identity_of`), which both
+Every message is known by its identity (``msg_id``; `protocols.inbox.ids.identity_of`), which both
 stores keep unique per recipient, so carrying one again is a no-op on either side:
 
 - the inbox of a **local** member (a Claude Code member living on this host) is the union of

@@ -33,10 +33,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from protocols.errors import InvalidSetting
-from protocols.fs import safefs
+from protocols.fs import doorbell, safefs
 from protocols.fs.locks import held_guard, open_to_keep
 from protocols.logs import logger
-from protocols.watch import doorbell
 
 Durability = Literal["power", "process"]
 TEMP_DIR = ".swarm-tmp"

@@ -1,2 +1,3 @@
-"""One member's inbox: ids and entries, the file and its group commit (the spool), the record of
-every message, and the mailbox that delivers between members."""
+"""One member's inbox: ids, entries and their shape, the file and its group commit (the spool), the
+record of every message, the mailbox that delivers between members, and the permission requests
+that travel through it."""

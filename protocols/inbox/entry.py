@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import Field, PrivateAttr
 
-from protocols.inbox.file import identity_of
+from protocols.inbox.ids import identity_of
 from protocols.messages.models import StructuredMessage, decode
 from protocols.records.base import Record
 

@@ -29,7 +29,6 @@ Messaging rules (who may send what to whom) live in `protocols.inbox.mailbox`.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -57,14 +56,13 @@ from protocols.fs.jsonio import (
 from protocols.fs.locks import REDO_ATTEMPTS, FileGuard, note_written
 from protocols.inbox import record_summary
 from protocols.inbox import splice as inbox_splice
+from protocols.inbox.ids import identity_of
 from protocols.logs import logger
 
 if TYPE_CHECKING:
-    import uuid
-
     from protocols.inbox.entry import InboxEntry
+    from protocols.inbox.shape import PlainEntry
     from protocols.inbox.spool import Spool, Waiting
-    from protocols.records.shapes import PlainEntry
 
 log = logger(__name__)
 S = TypeVar("S")
@@ -72,35 +70,6 @@ S = TypeVar("S")
 ARCHIVE_TAIL_BYTES = 64 * 1024
 COMMIT_ROUNDS = 2  # a hold commits what was spooled, then once more what came meanwhile
 MSG_V = 1  # the entry format version Claude Code writes since 2.1.196
-# swarm's msg_id is a UUID derived from its own id, so a send repeated with the same id (a retry
-# after a failure) carries the same msg_id, and the two ids never disagree
-_MSG_ID_NAMESPACE = "6f1c2a4e-5b0d-4c7e-9a51-3e2f7d8b9c10"
-
-
-def msg_id_for(swarm_id: str) -> str:
-    import uuid  # (here: uuid loads platform, ~2 ms a ``swarm status`` that sends nothing pays)
-
-    return str(uuid.uuid5(_msg_id_namespace(), swarm_id))
-
-
-@functools.cache
-def _msg_id_namespace() -> uuid.UUID:
-    import uuid
-
-    return uuid.UUID(_MSG_ID_NAMESPACE)
-
-
-def identity_of(item: dict[str, Any]) -> str:
-    """``msg_id`` when present, else swarm's ``id``; otherwise a digest of sender, timestamp
-    and text (entries of Claude Code before 2.1.196)."""
-    for key in ("msg_id", "id"):
-        given = item.get(key)
-        if isinstance(given, str) and given:
-            return given
-    key = f"{item.get('from')}\0{item.get('timestamp')}\0{item.get('text')}"
-    import hashlib  # only for an entry with no id: loads OpenSSL
-
-    return "cc-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 def is_read(item: Any) -> bool:
@@ -117,9 +86,9 @@ def entry_of(item: Any) -> InboxEntry:
 
 def read_entry(item: Any, plain: bool = False) -> InboxEntry | PlainEntry | None:
     """`item` as a message, None (and a warning) if it is not one. With `plain`, an item that
-    is plainly an entry is read without the model (`protocols.records.shapes.PlainEntry`)."""
+    is plainly an entry is read without the model (`protocols.inbox.shape.PlainEntry`)."""
     if plain:
-        from protocols.records.shapes import PlainEntry
+        from protocols.inbox.shape import PlainEntry
 
         found = PlainEntry.read(item)
         if found is not None:
@@ -928,7 +897,7 @@ def _plain_entries(lines: Iterable[bytes], path: Path) -> list[InboxEntry | Plai
 
 
 def _add_plain_entry(entries: list[InboxEntry | PlainEntry], line: bytes, path: Path) -> None:
-    from protocols.records.shapes import PlainEntry
+    from protocols.inbox.shape import PlainEntry
 
     try:
         item = json.loads(line)
@@ -980,7 +949,7 @@ class RecordEntries:
 
 def _marked_read(entry: Any) -> Any:
     """`entry` with ``read: true`` (a shallow copy: no validation, cheap for a long record)."""
-    from protocols.records.shapes import PlainEntry
+    from protocols.inbox.shape import PlainEntry
 
     if entry.is_read:
         return entry

@@ -33,17 +33,18 @@ from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
 from protocols.fs.file_cache import Signature
 from protocols.fs.jsonio import Durability
 from protocols.fs.locks import redo_if_lock_lost
-from protocols.inbox.file import MSG_V, InboxFile, entry_of, msg_id_for
+from protocols.inbox.file import MSG_V, InboxFile, entry_of
+from protocols.inbox.ids import msg_id_for
 from protocols.logs import logger
-from protocols.names import checked_component
+from protocols.names import checked_component, unknown_member_text
 from protocols.paths import TeamPaths
-from protocols.team.file import TeamFile, unknown_member_text
+from protocols.team.file import TeamFile
 from protocols.trace_context import TRACE_KEY, outgoing_carrier
 
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
+    from protocols.inbox.shape import PlainEntry
     from protocols.messages.models import StructuredMessage
-    from protocols.records.shapes import PlainEntry
     from protocols.watch.wakeup import InboxWatcher
 
 log = logger(__name__)

@@ -1,2 +1,2 @@
-"""swarm's per-member files and their money: a teammate's status file, its budget, the model
-catalogue and prices, and what a team spent together."""
+"""swarm's per-member files and their money: a teammate's status file and its shape, its budget,
+the model catalogue and prices."""

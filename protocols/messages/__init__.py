@@ -1,2 +1,2 @@
-"""Structured protocol messages: their models, their pydantic-free shapes, request ids, and the
-permission requests' store."""
+"""Structured protocol messages: their models, their pydantic-free shapes and decoding, and request
+ids."""

@@ -1,6 +1,6 @@
 """The shapes (`protocols.records.plain`) of the structured messages (`protocols.messages.models`),
-and `decode_plain`: `protocols.messages.models.decode` without pydantic for a message that is
-plainly one.
+and `typed_object`: whether a text is a structured message at all (`decode_plain`, in
+`protocols.messages.decoding`, decodes one without pydantic when it is plainly one).
 
 Each shape mirrors its model field for field (strict, as the models are: exactly the JSON type,
 a `Literal` one of its values); `tests/unit/test_plain.py` holds them together. A message that
@@ -20,7 +20,6 @@ from protocols.records.plain import (
     LIST,
     STR,
     Field,
-    Plain,
     Shape,
     one_of,
     optional,
@@ -201,20 +200,3 @@ def typed_object(text: str) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         return None
     return value
-
-
-def decode_plain(text: str) -> Any:
-    """`protocols.messages.models.decode` of `text`: None for a plain message; a `Plain` for a
-    message that is plainly of its type; else the model, or `MessageValidationError` for a known
-    type with bad fields (pydantic is loaded only then)."""
-    value = typed_object(text)
-    if value is None:
-        return None
-    shape = SHAPES.get(value["type"])
-    if shape is None:
-        return None
-    if shape.accepts(value):
-        return Plain(shape, value, record=False)
-    from protocols.messages.models import from_dict
-
-    return from_dict(value)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from protocols.errors import BroadcastRefused
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.file import msg_id_for
+from protocols.inbox.ids import msg_id_for
 from protocols.inbox.mailbox import (
     BROADCAST,
     EntrySigner,
@@ -45,7 +45,7 @@ from protocols.pg.watch import PgWatcher
 from protocols.watch.wakeup import DEFAULT_RESCAN_S
 
 if TYPE_CHECKING:
-    from protocols.records.shapes import PlainEntry
+    from protocols.inbox.shape import PlainEntry
 
 log = logging.getLogger(__name__)
 

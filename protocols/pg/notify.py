@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 
 from protocols.pg.database import Database
-from protocols.store.selection import STATUS, TASKS
+from protocols.pg.url import STATUS, TASKS
 
 __all__ = ["STATUS", "TASKS", "Listener", "channel", "notify"]
 

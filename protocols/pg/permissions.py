@@ -1,5 +1,5 @@
 """`PgPermissionStore`: permission requests in PostgreSQL, with
-`protocols.messages.permissions.PermissionStore`'s methods.
+`protocols.inbox.permissions.PermissionStore`'s methods.
 
 A request is one row holding the `PermissionFileRequest` (its resolution written into the same
 document). Resolving is one ``UPDATE ... WHERE status = 'pending'``: exactly one resolver wins,
@@ -14,7 +14,7 @@ import psycopg
 
 from protocols.clock import now_ms
 from protocols.errors import ProtocolsError
-from protocols.messages.permissions import RESOLUTION_TTL_MS, PermissionFileRequest, RequestWriter
+from protocols.inbox.permissions import RESOLUTION_TTL_MS, PermissionFileRequest, RequestWriter
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 

@@ -35,8 +35,8 @@ from protocols.pg.mailbox import PgMailbox
 from protocols.pg.permissions import PgPermissionStore
 from protocols.pg.tasks import PgTaskBoard
 from protocols.pg.team import PgTeamFile
+from protocols.pg.url import BadStoreUrl, redacted
 from protocols.pg.watch import PgWatcher
-from protocols.store.selection import BadStoreUrl, redacted
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +213,10 @@ class PgStore:
         what: str,
         slow: tuple[float, Callable[[], None]] | None = None,
     ) -> T:
-        """`work` on this store given `seconds` (`protocols.store.bounded.within`): on a thread of
+        """`work` on this store given `seconds` (`protocols.bounded.within`): on a thread of
         its own, so on a connection of its own (closed when the work is over), never one stuck in
         another thread's query to a server that stopped answering."""
-        from protocols.store.bounded import within
+        from protocols.bounded import within
 
         url = self.url
         return within(seconds, work, what, done=lambda: database(url).close(), slow=slow)

@@ -25,11 +25,10 @@ from protocols.errors import (
     TeamNotFound,
     UnknownMember,
 )
-from protocols.names import LEAD_NAME, agent_id, validate_name
+from protocols.names import LEAD_NAME, agent_id, unknown_member_text, validate_name
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import notify
-from protocols.team.file import unknown_member_text
 from protocols.team.model import Member, TeamConfig, next_color
 
 Conn = psycopg.Connection[Any]

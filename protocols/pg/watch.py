@@ -7,7 +7,7 @@ an `InboxWatcher`), when another thread of this process sets `changed` (a pipe o
 wait, with no round trip to the server), and at least every `rescan_s` seconds whatever it heard, as
 the file watcher's rescan does. Notifications that come while nobody waits queue on its connection,
 so the usual ``clear(); look(); wait()`` loses none. Where no inotify instance is left, the local
-directories' doorbells (`protocols.watch.doorbell`) wake it, and it looks at them every few seconds
+directories' doorbells (`protocols.fs.doorbell`) wake it, and it looks at them every few seconds
 as the file watcher does, without asking the server.
 """
 

@@ -262,3 +262,9 @@ def _json_of(field: Field, value: Any, record: Plain) -> Any:
     if field.many:
         return [item.to_json_dict() for item in nested]
     return nested.to_json_dict()
+
+
+OPT_STR = optional(STR)
+OPT_INT = optional(INT)
+OPT_BOOL = optional(BOOL)
+USAGE = dict_of(INT)

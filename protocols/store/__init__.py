@@ -1,2 +1,2 @@
-"""Which store keeps a team (files or PostgreSQL) and the one object that hands out its parts; work
-on a store given a deadline."""
+"""Which store keeps a team (files or PostgreSQL) and the one object that hands out its parts; what
+a team spent together."""

@@ -24,16 +24,26 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
-from urllib.parse import parse_qsl, urlsplit
 
-from protocols.errors import InvalidSetting, ProtocolsError
+from protocols.errors import ProtocolsError
 from protocols.fs import safefs
 from protocols.paths import TeamPaths, config_root
 
+# the URL rules and the channel's names live beside the PostgreSQL store (which must not import
+# this module: it sits above both stores); they are this module's names too
+from protocols.pg.url import SCHEMES as SCHEMES
+from protocols.pg.url import STATUS as STATUS
+from protocols.pg.url import TASKS as TASKS
+from protocols.pg.url import URL_FORM as URL_FORM
+from protocols.pg.url import BadStoreUrl as BadStoreUrl
+from protocols.pg.url import check_url as check_url
+from protocols.pg.url import is_store_url as is_store_url
+from protocols.pg.url import redacted as redacted
+
 if TYPE_CHECKING:
     from protocols.inbox.mailbox import EntrySigner, Mailbox
+    from protocols.inbox.permissions import PermissionStore
     from protocols.member.status import AgentStatus
-    from protocols.messages.permissions import PermissionStore
     from protocols.pg.mailbox import PgMailbox
     from protocols.pg.permissions import PgPermissionStore
     from protocols.pg.store import PgStore
@@ -54,71 +64,6 @@ T = TypeVar("T")
 
 STORE_ENV = "SWARM_STORE"
 POINTER = "swarm-store.json"
-SCHEMES = ("postgresql", "postgres")
-# what a PostgreSQL team's channel says besides a member's name (no member is called so: '@')
-TASKS = "@tasks"  # a task changed
-STATUS = "@status"  # a member's status changed
-URL_FORM = "postgresql://[user[:password]@][host][:port]/dbname[?param=value&...]"
-
-
-class BadStoreUrl(InvalidSetting):
-    """A store URL that is not a PostgreSQL URL swarm can use; the message says what is allowed."""
-
-
-def check_url(url: str, where: str = "--store") -> str:
-    """`url` if it is a usable PostgreSQL URL, else `BadStoreUrl` naming what is wrong (never
-    the password)."""
-    shown = redacted(url)
-    allowed = f"{where} takes a PostgreSQL URL, {URL_FORM}"
-    if not url.strip():
-        raise BadStoreUrl(f"{where} is empty; {allowed}")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise BadStoreUrl(f"{where} {shown!r} cannot be read as a URL ({exc}); {allowed}") from None
-    if parts.scheme not in SCHEMES:
-        got = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
-        raise BadStoreUrl(
-            f"{where} {shown!r} has {got}; the store is files unless given as a PostgreSQL URL "
-            f"(scheme {' or '.join(SCHEMES)}): {URL_FORM}"
-        )
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    dbname = parts.path.lstrip("/") or query.get("dbname", "")
-    if not dbname:
-        raise BadStoreUrl(f"{where} {shown!r} names no database; {allowed}")
-    if port is not None and not 0 < port < 65536:
-        raise BadStoreUrl(f"{where} {shown!r}: port {port} is out of range; {allowed}")
-    if parts.fragment:
-        raise BadStoreUrl(f"{where} {shown!r} has a #fragment, which means nothing here; {allowed}")
-    return url
-
-
-def redacted(url: str) -> str:
-    """`url` without a password (in the user part, or ``password=`` in the query); the rest as
-    it was written."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<an unreadable URL>"
-    userinfo, at, hostport = parts.netloc.rpartition("@")
-    netloc = f"{userinfo.split(':', 1)[0]}@{hostport}" if at else parts.netloc
-    query = "&".join(
-        "password=***" if pair.split("=", 1)[0] == "password" else pair
-        for pair in parts.query.split("&")
-    )
-    # by hand: urlunsplit drops an empty host's "//" (postgresql:///db?host=/run/socket)
-    return (
-        f"{parts.scheme}://{netloc}{parts.path}"
-        + (f"?{query}" if parts.query else "")
-        + (f"#{parts.fragment}" if parts.fragment else "")
-    )
-
-
-def is_store_url(value: str | None) -> bool:
-    return bool(value) and urlsplit(value or "").scheme in SCHEMES
-
-
 # finding a team's store
 
 
@@ -219,7 +164,7 @@ class FileStore:
         return TaskBoard(self.paths, mailbox)
 
     def permissions(self) -> PermissionStore:
-        from protocols.messages.permissions import PermissionStore
+        from protocols.inbox.permissions import PermissionStore
 
         return PermissionStore(self.paths)
 
@@ -230,9 +175,9 @@ class FileStore:
 
     def peek_status(self, name: str) -> AgentStatus | Plain | None:
         """`read_status` for a reader that only shows it: a file that is plainly a status file
-        (`protocols.records.shapes.AGENT_STATUS`) is read without its model, so a look at 200
+        (`protocols.member.shape.AGENT_STATUS`) is read without its model, so a look at 200
         members loads no pydantic. None too for a name that can be no file's (a planted entry)."""
-        from protocols.records.shapes import AGENT_STATUS
+        from protocols.member.shape import AGENT_STATUS
 
         try:
             value = json.loads(safefs.read_text(self.paths.agent_status(name)))
@@ -318,8 +263,8 @@ class FileStore:
         what: str,
         slow: tuple[float, Callable[[], None]] | None = None,
     ) -> T:
-        """`work` on this store given `seconds` (`protocols.store.bounded.within`: a lock held by a
+        """`work` on this store given `seconds` (`protocols.bounded.within`: a lock held by a
         paused process is not waited for longer)."""
-        from protocols.store.bounded import within
+        from protocols.bounded import within
 
         return within(seconds, work, what, slow=slow)

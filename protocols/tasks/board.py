@@ -52,11 +52,11 @@ from protocols.fs.locks import FileGuard, redo_if_lock_lost
 from protocols.logs import logger
 from protocols.paths import TeamPaths
 from protocols.records.plain import Plain
-from protocols.records.shapes import TASK
 from protocols.tasks import summary as task_summary
 from protocols.tasks.edit import edited, plain_text
 from protocols.tasks.facts import TaskFacts, facts_of
 from protocols.tasks.graph import check_acyclic, waits_for
+from protocols.tasks.shape import TASK
 from protocols.tasks.summary import Invalid
 from protocols.tasks.task import (
     FAILED,
@@ -198,7 +198,7 @@ class TaskBoard:
 
     def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
         """The task in `name` for the summary (`task_summary.Reader`): read without its model when
-        the file is plainly a task (`protocols.records.shapes.TASK`), so a look at a changed board
+        the file is plainly a task (`protocols.tasks.shape.TASK`), so a look at a changed board
         loads no pydantic; `Invalid` with the reason warned about for an invalid file."""
         path = os.path.join(str(self.paths.tasks_dir), name)
         found = self._read_any(path, dir_fd=dir_fd)

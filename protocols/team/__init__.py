@@ -1,1 +1,2 @@
-"""The team file ``config.json``: the file, its models, and the lead's signatures and key."""
+"""The team file ``config.json``: the file, its models and shapes, and the lead's signatures and
+key."""

@@ -24,9 +24,9 @@ from protocols.fs.file_cache import FileCache, Signature, signature_of
 from protocols.fs.jsonio import Durability, dumps_pretty, ensure_file, parse_patiently, write_json
 from protocols.fs.locks import FileGuard, redo_if_lock_lost
 from protocols.logs import logger
-from protocols.names import LEAD_NAME, agent_id, did_you_mean, validate_name
+from protocols.names import LEAD_NAME, agent_id, unknown_member_text, validate_name
 from protocols.paths import TeamPaths
-from protocols.records.shapes import TEAM_CONFIG
+from protocols.team.shape import TEAM_CONFIG
 
 if TYPE_CHECKING:
     from protocols.records.plain import Plain
@@ -47,13 +47,6 @@ _OPTIONAL_MEMBER_KEYS = {"color": str, "backendType": str, "isActive": bool}
 _TEAM_KEYS = tuple(_REQUIRED_TEAM_KEYS.items())
 _MEMBER_KEYS = tuple(_REQUIRED_MEMBER_KEYS.items())
 _OPTIONAL_KEYS = tuple(_OPTIONAL_MEMBER_KEYS.items())
-
-
-def unknown_member_text(name: str, team: str, members: list[str]) -> str:
-    return (
-        f"no member named {name!r} in team {team!r}{did_you_mean(name, members)}; "
-        f"members are: {', '.join(members)}"
-    )
 
 
 class TeamFile:
@@ -149,7 +142,7 @@ class TeamFile:
 
     def members(self) -> list[Member] | list[Plain]:
         """The current members, for a reader that only shows them: read without the model when
-        config.json is plainly a team file (`protocols.records.shapes.TEAM_CONFIG`), else as `load`
+        config.json is plainly a team file (`protocols.team.shape.TEAM_CONFIG`), else as `load`
         reads them (an invalid file raises as it does). Kept until the file changes; do not
         change them."""
         signature = self._signature()

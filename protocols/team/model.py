@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import Field
 
 from protocols.errors import UnknownMember
+from protocols.names import unknown_member_text
 from protocols.records.base import Record
-from protocols.team.file import unknown_member_text
 
 COLORS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 

@@ -10,7 +10,7 @@ seconds (re-arming a watch whose directory was deleted and made again).
 When inotify cannot be had (the user's ``fs.inotify.max_user_instances``, 128 by default, is
 used up: one per process, so more than about 120 swarm processes of one user on a machine, or
 ``max_user_watches``), the watcher says so once (`degraded` holds why) and hangs a doorbell for
-each watched file and directory (`protocols.watch.doorbell`): swarm's writers ring it, so it still
+each watched file and directory (`protocols.fs.doorbell`): swarm's writers ring it, so it still
 wakes at once when swarm writes, and every 2 s (4 x `poll_s`) it compares each watched file's
 and directory's (inode, size, mtime) with what it saw, for writers that ring no bell (Claude
 Code). Where no doorbell can be made it polls that way every `poll_s` seconds (0.5). It tries
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from protocols.fs import safefs
-from protocols.watch.doorbell import ANY, Doorbell, wait_any
+from protocols.fs.doorbell import ANY, Doorbell, wait_any
 from protocols.watch.inotify import DIR_EVENTS, IN_ISDIR, Notifier
 
 DEFAULT_RESCAN_S = 0.25
@@ -155,7 +155,7 @@ class InboxWatcher:
         self._retry_at = time.monotonic() + RETRY_INOTIFY_S
 
     def _hang_bells(self) -> list[Doorbell]:
-        """A doorbell for each watched file and directory (`protocols.watch.doorbell`); none if
+        """A doorbell for each watched file and directory (`protocols.fs.doorbell`); none if
         one cannot be made."""
         bells = [Doorbell(p.parent, p.name) for p in self.paths]
         bells += [Doorbell(d, ANY) for d in self.directories]

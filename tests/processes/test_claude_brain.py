@@ -17,6 +17,7 @@ from helpers import DEADLINE_S, Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import permission_response
 from protocols.member.status import read_status
 from protocols.messages.models import (
     IdleNotification,
@@ -27,7 +28,6 @@ from protocols.messages.models import (
     ShutdownRequest,
     TeamPermissionUpdate,
 )
-from protocols.messages.permissions import permission_response
 from protocols.tasks.board import NewTask, TaskBoard
 from protocols.team.file import TeamFile
 from teammate.agent.transcript import read_transcript

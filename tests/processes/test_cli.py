@@ -15,6 +15,7 @@ from helpers import swarm
 
 from protocols.clock import now_iso
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import PermissionStore
 from protocols.messages.models import (
     IdleNotification,
     PermissionRequest,
@@ -22,7 +23,6 @@ from protocols.messages.models import (
     PlanApprovalRequest,
     PlanApprovalResponse,
 )
-from protocols.messages.permissions import PermissionStore
 from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 

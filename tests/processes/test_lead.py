@@ -21,8 +21,8 @@ from messages_api import MessagesAPI, Turn, by_agent
 
 from protocols.clock import iso_from_ms, now_ms
 from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.inbox.permissions import request_permission
 from protocols.member.status import read_status
-from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
 from protocols.pids import pid_alive
 from protocols.tasks.board import TaskBoard

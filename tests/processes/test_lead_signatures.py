@@ -23,10 +23,10 @@ from messages_api import MessagesAPI, Turn
 
 from protocols.clock import now_iso
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import permission_response
 from protocols.member.status import read_status
 from protocols.messages.correlation import shutdown_request_id
 from protocols.messages.models import PlanApprovalResponse, ShutdownRequest
-from protocols.messages.permissions import permission_response
 from protocols.paths import TeamPaths
 from protocols.team.signing import parse_verify_key
 from swarm.team.signatures import lead_mailbox

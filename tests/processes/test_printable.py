@@ -19,7 +19,7 @@ import pytest
 from helpers import LeadSession, swarm
 
 from protocols.inbox.mailbox import Mailbox
-from protocols.messages.permissions import request_permission
+from protocols.inbox.permissions import request_permission
 from protocols.paths import TeamPaths
 from protocols.printable import printable, printable_json, printable_json_text, printable_line
 from protocols.tasks.board import TaskBoard

@@ -16,6 +16,7 @@ from helpers import Processes, swarm, teammate_argv, wait_for
 from protocols.clock import now_iso
 from protocols.inbox.entry import InboxEntry
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import request_permission
 from protocols.messages.models import (
     ModeSetRequest,
     PermissionRequest,
@@ -23,7 +24,6 @@ from protocols.messages.models import (
     ShutdownApproved,
     ShutdownRequest,
 )
-from protocols.messages.permissions import request_permission
 from protocols.paths import TeamPaths
 from protocols.pids import ProcessIdentity
 from protocols.tasks.board import TaskBoard

@@ -14,6 +14,7 @@ import pytest
 from helpers import swarm
 
 from protocols.clock import iso_from_ms, ms_from_iso
+from protocols.inbox.permissions import PermissionFileRequest, PermissionStore
 from protocols.member.status import AgentStatus, read_status, write_status
 from protocols.messages.models import (
     IdleNotification,
@@ -22,7 +23,6 @@ from protocols.messages.models import (
     PlanApprovalResponse,
     TaskAssignment,
 )
-from protocols.messages.permissions import PermissionFileRequest, PermissionStore
 from protocols.paths import TeamPaths
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile

@@ -20,6 +20,7 @@ from helpers import DEADLINE_S, Processes, teammate_argv, wait_for
 from protocols.clock import iso_from_ms, now_iso
 from protocols.errors import StoreUnavailable
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import permission_response
 from protocols.member.status import read_status
 from protocols.messages.models import (
     IdleNotification,
@@ -28,7 +29,6 @@ from protocols.messages.models import (
     ShutdownRejected,
     ShutdownRequest,
 )
-from protocols.messages.permissions import permission_response
 from protocols.paths import TeamPaths
 from protocols.tasks.board import NewTask, TaskBoard
 from protocols.team.file import TeamFile

@@ -22,7 +22,7 @@ import pytest
 from helpers import DEADLINE_S, Processes, read_lines, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 
-from protocols.inbox.file import identity_of
+from protocols.inbox.ids import identity_of
 from protocols.inbox.mailbox import Mailbox
 from protocols.member.status import read_status
 from protocols.paths import TeamPaths

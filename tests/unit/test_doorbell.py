@@ -1,4 +1,4 @@
-"""Doorbells (`protocols.watch.doorbell`): a watcher without inotify is woken by swarm's writes in
+"""Doorbells (`protocols.fs.doorbell`): a watcher without inotify is woken by swarm's writes in
 other processes, never writes into what it did not make, and cleans up after killed readers."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from protocols.fs.doorbell import BELL_DIR, Doorbell, ring
 from protocols.paths import TeamPaths
 from protocols.tasks.board import TaskBoard
-from protocols.watch.doorbell import BELL_DIR, Doorbell, ring
 from protocols.watch.inotify import Notifier
 from protocols.watch.wakeup import InboxWatcher
 
@@ -130,7 +130,7 @@ def test_a_ring_never_writes_into_a_planted_file_or_through_a_link(
 HANG = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from protocols.watch.doorbell import Doorbell\n"
+    "from protocols.fs.doorbell import Doorbell\n"
     "Doorbell(Path(sys.argv[1]), 'alice.json').open()\n"
     "print('hung', flush=True)\n"
     "sys.stdin.readline()\n"

@@ -11,8 +11,8 @@ import pytest
 
 from protocols.fs.jsonio import dumps_pretty
 from protocols.inbox.entry import InboxEntry
+from protocols.inbox.permissions import PermissionFileRequest, PermissionStore
 from protocols.messages.models import decode
-from protocols.messages.permissions import PermissionFileRequest, PermissionStore
 from protocols.paths import TeamPaths
 from protocols.tasks.board import TaskBoard
 from protocols.tasks.model import Task

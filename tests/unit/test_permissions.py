@@ -9,13 +9,13 @@ import pytest
 
 from protocols.errors import ProtocolsError
 from protocols.inbox.mailbox import Mailbox
-from protocols.messages.models import PermissionRequest, PermissionResponse
-from protocols.messages.permissions import (
+from protocols.inbox.permissions import (
     PermissionStore,
     await_permission_response,
     permission_response,
     request_permission,
 )
+from protocols.messages.models import PermissionRequest, PermissionResponse
 from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 

@@ -1,4 +1,4 @@
-"""The shapes of `protocols.records.shapes` and `protocols.messages.shapes` against their pydantic models:
+"""The shapes (`protocols.*.shape`, `protocols.messages.shapes`) against their pydantic models:
 the same fields, keys, required ones and defaults; and, for JSON generated around what the
 files hold (keys dropped, values of other types, unknown keys, nulls), a shape takes a value
 only when its model takes it unchanged: the same field values, the same `to_json_dict` and
@@ -17,20 +17,24 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticUndefined
 
+from protocols.inbox import shape as inbox_shape
 from protocols.inbox.entry import InboxEntry
+from protocols.member import shape as member_shape
 from protocols.member.status import AgentStatus, BudgetStatus, McpServerStatus, SubAgentStatus
 from protocols.messages import models as messages
-from protocols.messages.shapes import SHAPES, decode_plain
-from protocols.records import shapes
+from protocols.messages.decoding import decode_plain
+from protocols.messages.shapes import SHAPES
 from protocols.records.base import Record
 from protocols.records.plain import Plain, Shape
+from protocols.tasks import shape as task_shape
 from protocols.tasks.model import Task
+from protocols.team import shape as team_shape
 from protocols.team.model import Member, TeamConfig
 
 NOW = "2026-11-27T10:00:00.000Z"
 RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [
     (
-        shapes.TASK,
+        task_shape.TASK,
         Task,
         {
             "id": "12",
@@ -44,7 +48,7 @@ RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [
         },
     ),
     (
-        shapes.MEMBER,
+        team_shape.MEMBER,
         Member,
         {
             "agentId": "alice@t",
@@ -63,7 +67,7 @@ RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [
         },
     ),
     (
-        shapes.TEAM_CONFIG,
+        team_shape.TEAM_CONFIG,
         TeamConfig,
         {
             "name": "t",
@@ -75,7 +79,7 @@ RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [
         },
     ),
     (
-        shapes.AGENT_STATUS,
+        member_shape.AGENT_STATUS,
         AgentStatus,
         {
             "name": "alice",
@@ -95,11 +99,11 @@ RECORDS: list[tuple[Shape, type[Record], dict[str, Any]]] = [
             "budget": {"maxCostUsd": 1.5, "costUsd": 0.25, "over": False, "reason": None},
         },
     ),
-    (shapes.SUBAGENT_STATUS, SubAgentStatus, {"agentId": "a", "agentType": "Explore"}),
-    (shapes.MCP_SERVER_STATUS, McpServerStatus, {"name": "fs", "tools": 3}),
-    (shapes.BUDGET_STATUS, BudgetStatus, {"maxTokens": 10, "tokens": 4, "over": True}),
+    (member_shape.SUBAGENT_STATUS, SubAgentStatus, {"agentId": "a", "agentType": "Explore"}),
+    (member_shape.MCP_SERVER_STATUS, McpServerStatus, {"name": "fs", "tools": 3}),
+    (member_shape.BUDGET_STATUS, BudgetStatus, {"maxTokens": 10, "tokens": 4, "over": True}),
     (
-        shapes.INBOX_ENTRY,
+        inbox_shape.INBOX_ENTRY,
         InboxEntry,
         {
             "from": "alice",
@@ -360,9 +364,9 @@ def test_decode_plain_decodes_as_decode_does() -> None:
 
 def test_a_plain_entry_is_an_inbox_entry() -> None:
     raw = RECORDS[-1][2]
-    plain = shapes.PlainEntry.read(raw)
+    plain = inbox_shape.PlainEntry.read(raw)
     assert plain is not None
     entry = InboxEntry.from_json_dict(raw)
     assert (plain.identity, plain.is_read, plain.from_) == (entry.identity, entry.is_read, "alice")
     assert plain.marked_read().to_json_dict() == {**entry.to_json_dict(), "read": True}
-    assert shapes.PlainEntry.read({**raw, "from_": "bob"}) is None  # the model may read either
+    assert inbox_shape.PlainEntry.read({**raw, "from_": "bob"}) is None  # the model may read either

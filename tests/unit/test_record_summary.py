@@ -13,9 +13,9 @@ import pytest
 from protocols.clock import iso_from_ms, now_ms
 from protocols.fs.jsonio import dumps_compact
 from protocols.inbox import record_summary
-from protocols.inbox.file import identity_of, msg_id_for
+from protocols.inbox.ids import identity_of, msg_id_for
 from protocols.inbox.mailbox import Mailbox
-from protocols.messages.permissions import request_permission
+from protocols.inbox.permissions import request_permission
 from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 from swarm.team.approvals import REQUEST_KINDS, RESPONSE_KINDS, answer, pending_requests

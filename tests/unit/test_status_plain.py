@@ -19,13 +19,13 @@ from dashboard_team import build
 
 from protocols.clock import iso_from_ms
 from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import permission_response
 from protocols.member.status import AgentStatus, SubAgentStatus, write_status
 from protocols.messages.models import (
     IdleNotification,
     PlanApprovalRequest,
     SandboxPermissionRequest,
 )
-from protocols.messages.permissions import permission_response
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.records.plain import Shape

@@ -9,7 +9,7 @@ import sys
 def test_the_file_layer_imports_no_postgresql_driver() -> None:
     program = (
         "import sys, protocols, protocols.inbox.mailbox, protocols.tasks.board, protocols.team.file, "
-        "protocols.messages.permissions, protocols.member.status; "
+        "protocols.inbox.permissions, protocols.member.status; "
         "assert 'psycopg' not in sys.modules, 'psycopg imported'"
     )
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
