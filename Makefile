@@ -72,10 +72,11 @@ test-pg: install postgresql  ## the PostgreSQL store against real servers (tests
 test-interop: install  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
 
-lint: install  ## ruff, then mypy (with the pydantic plugin) over protocols, swarm and teammate
+lint: install  ## ruff, mypy (with the pydantic plugin), then import-linter's contracts (pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: install postgresql ripgrep bubblewrap  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/cli_startup.py --imports

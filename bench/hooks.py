@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from benchkit import percentile
 
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import ScriptedModel
+from teammate.api.model import ScriptedModel
+from teammate.hooks import Hooks
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext
 from teammate.tools.files import read

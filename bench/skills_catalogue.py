@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def request_size(project: Path, root: Path, preload: tuple[str, ...]) -> int:
     from protocols.paths import TeamPaths
-    from teammate.agent.definitions import AgentDefinition
-    from teammate.agent.model import ScriptedModel
+    from teammate.api.model import ScriptedModel
     from teammate.brains.claude import ClaudeBrain
+    from teammate.config.definitions import AgentDefinition
 
     agent = AgentDefinition("worker", "works", "You work.", skills=preload)
     brain = ClaudeBrain(ScriptedModel([]), agent, "alice", TeamPaths(root, "t"), project)

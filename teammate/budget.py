@@ -18,7 +18,7 @@ What the gate does (`gate`, before each model request; `settle` between turns):
   that crossed the limit have run by then: the gate only stands before the next request.
 
 The team's budget (`swarm team budget`, `protocols.member.budget.TeamBudgetFile`) is a limit of the
-same kind for what every member has spent together (`protocols.member.spend`, read at most once a
+same kind for what every member has spent together (`protocols.store.spend`, read at most once a
 second, and again after each of this agent's own calls): at it, this agent stops as at its own,
 with the team's reason, until it is raised. Members check it apart, so members whose requests
 cross the limit at the same moment each make theirs: it may be overshot by one request each.
@@ -42,12 +42,12 @@ from protocols.durations import duration_text
 from protocols.member.budget import Limits, read_budget, read_team_budget
 from protocols.member.prices import PriceTable
 from protocols.member.prices import usd as money
-from protocols.member.spend import TeamSpend, team_spend
 from protocols.member.status import BudgetStatus
 from protocols.paths import TeamPaths
+from protocols.store.spend import TeamSpend, team_spend
 
 if TYPE_CHECKING:  # `swarm budget` imports this module: no model code (nor yaml) for it
-    from teammate.agent.model import Usage
+    from teammate.api.model import Usage
 
 WARN_AT = 0.8  # of a limit: the lead is told once
 WAIT_S = 1.0  # a stopped agent looks at its budget file at least this often

@@ -39,23 +39,23 @@ from protocols.paths import TeamPaths
 from protocols.printable import printable
 from protocols.store.selection import locate, open_store
 from protocols.values import MemberState, ModelKind, PermissionMode
-from teammate.agent.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.agent.fork import fork_enabled
-from teammate.agent.hooks import settings_hooks
-from teammate.agent.model import (
+from teammate.agent.transcript import Transcript
+from teammate.api.model import (
     ClaudeModel,
     Model,
     ScriptedModel,
     has_api_key,
 )
-from teammate.agent.model_settings import ModelSettings, SettingsValueError
-from teammate.agent.script import load_script
-from teammate.agent.settings import Settings, layered_settings, load_settings
-from teammate.agent.transcript import Transcript
+from teammate.api.model_settings import ModelSettings, SettingsValueError
+from teammate.api.script import load_script
 from teammate.brains.base import Brain
 from teammate.brains.claude import ClaudeBrain, turns_from
 from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.budget import Budget
+from teammate.config.definitions import AgentDefinition, from_flag_json, load_agent
+from teammate.config.settings import Settings, layered_settings, load_settings
+from teammate.hooks import settings_hooks
 from teammate.instance import AlreadyRunning
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
 from protocols.inbox.entry import InboxEntry
+from protocols.inbox.permissions import request_permission
 from protocols.messages.correlation import is_stale, plan_approval_request_id
 from protocols.messages.models import (
     PermissionResponse,
@@ -26,12 +27,11 @@ from protocols.messages.models import (
     PlanApprovalResponse,
     ShutdownRequest,
 )
-from protocols.messages.permissions import request_permission
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team.signing import plan_digest
 from protocols.values import MemberState
-from teammate.brains.base import Approval, Interrupted, PlanVerdict
+from teammate.link import Approval, Interrupted, PlanVerdict
 from teammate.reporter import StatusReporter
 
 if TYPE_CHECKING:

@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--script",
         metavar="FILE",
-        help="a YAML list of model turns for --model scripted (see teammate/agent/script.py)",
+        help="a YAML list of model turns for --model scripted (see teammate/api/script.py)",
     )
     parser.add_argument(
         "--max-turns",

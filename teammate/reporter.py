@@ -27,7 +27,7 @@ from protocols.member.status import (
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from protocols.values import MemberState
-from teammate.agent.model import Usage
+from teammate.api.model import Usage
 from teammate.budget import Budget
 
 

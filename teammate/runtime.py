@@ -74,11 +74,12 @@ from protocols.trace_context import added_at_ms, carrier_of, telemetry_enabled
 from protocols.values import MemberState
 from teammate.activity import Activity
 from teammate.board_watch import BoardWatch, labels_of
-from teammate.brains.base import Approval, Brain, Interrupted, Outcome, PlanVerdict, Watched
+from teammate.brains.base import Brain
 from teammate.budget import Notices
 from teammate.instance import single_instance
 from teammate.lead_check import LeadCheck
 from teammate.lead_requests import LeadRequests
+from teammate.link import Approval, Interrupted, Outcome, PlanVerdict, Watched
 from teammate.membership import await_membership, join
 from teammate.options import TeammateOptions
 from teammate.outbox import ENVIRONMENT_ERRORS, Outbox
@@ -837,7 +838,7 @@ class Teammate:
         elif outcome.metadata and self.board.get(task.id) is not None:
             self.board.update(task.id, actor=self.name, **fence, **outcome.metadata)
 
-    # what the brain uses (`teammate.brains.base.TeamLink`)
+    # what the brain uses (`teammate.link.TeamLink`)
 
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self._send(to, body, summary)

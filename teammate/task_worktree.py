@@ -13,7 +13,8 @@ from pathlib import Path
 
 from protocols.tasks.model import Task
 from teammate.agent.worktree import WorktreeError, create, wrap_up
-from teammate.brains.base import Brain, Outcome, TeamLink
+from teammate.brains.base import Brain
+from teammate.link import Outcome, TeamLink
 
 
 def work_in_place(brain: Brain, task: Task, link: TeamLink, home: Path, confined: bool) -> Outcome:

@@ -7,7 +7,7 @@ beta SDK's ``/v1/messages?beta=true``) both as a JSON response and, when the req
 ``content_block_start``/``_delta``/``_stop`` per block, ``message_delta``, ``message_stop``;
 `messages_api_stream` has the details, and what the SDK makes of a broken stream).
 
-A script is a list of `Turn`s (`teammate.agent.script`, the format the scripted model plays too)
+A script is a list of `Turn`s (`teammate.api.script`, the format the scripted model plays too)
 played in order, or a function from the request body to a `Turn` (to answer depending on what
 the model was sent), called for one request at a time, or with ``concurrent=True`` for all of
 them at once, so that one answer may wait for another request (the function must then be
@@ -85,7 +85,7 @@ from typing import Any
 
 from messages_api_stream import FAULT_ERRORS, ClientGone, complete_keys, send_stream
 
-from teammate.agent.script import CUT_BY, DEFAULT_USAGE, Turn
+from teammate.api.script import CUT_BY, DEFAULT_USAGE, Turn
 
 __all__ = ["AGENT_KEY", "MessagesAPI", "PromptCache", "Turn", "by_agent", "request_tokens"]
 AGENT_KEY = "_stub_agent"  # the recorded body's key for the agent named in the URL path

@@ -22,7 +22,7 @@ row in the catalogue (dated and provider ids included), the latest model of its 
 ``scripted``, other vendors' models) has no price: its cost is None.
 
 `cost` prices one request's usage: its prompt size picks the tier, the part of its cache
-writes made for an hour (``cache_creation_1h_input_tokens``, as `teammate.agent.model.Usage`
+writes made for an hour (``cache_creation_1h_input_tokens``, as `teammate.api.model.Usage`
 keeps it) is priced as such, and each web search (``web_search_requests``) costs
 `WEB_SEARCH_USD`, the catalogue's price for every model. A sum of many requests' usage is
 priced as if it were one (the teammate prices each request as it comes, and its status file

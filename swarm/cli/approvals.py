@@ -12,7 +12,7 @@ from protocols.values import PermissionMode
 from swarm.cli.common import emit, json_option, paths_for, team_option
 from swarm.cli.completion import complete_request
 from swarm.team import approvals as requests_mod
-from swarm.views.request_text import ask_line, content_lines
+from swarm.team.request_text import ask_line, content_lines
 
 
 @click.command()

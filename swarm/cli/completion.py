@@ -86,7 +86,7 @@ def complete_request(
     if team is None:
         return []
     from swarm.team.approvals import pending_requests
-    from swarm.views.request_text import ask_line
+    from swarm.team.request_text import ask_line
 
     try:
         waiting = pending_requests(TeamPaths(config_root(), team))

@@ -11,7 +11,7 @@ import click
 from protocols.names import validate_name
 from protocols.printable import printable_line
 from swarm.cli.common import emit, json_option, paths_for, team_option
-from swarm.hosts.requests import team_hosts
+from swarm.team.host_requests import team_hosts
 
 
 @click.group()

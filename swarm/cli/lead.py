@@ -25,8 +25,8 @@ from swarm.lead.tools import LeadLink
 from swarm.lead.viewer import LeadView
 from swarm.team.budget import lead_budget
 from swarm.up.apply import LEAD_SETTINGS
-from teammate.agent.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
-from teammate.agent.script import load_script
+from teammate.api.model import ClaudeModel, Model, ModelError, ScriptedModel, has_api_key
+from teammate.api.script import load_script
 from teammate.instance import instance_lock
 
 

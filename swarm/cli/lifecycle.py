@@ -30,7 +30,8 @@ from swarm.cli.common import (
 from swarm.cli.completion import complete_member
 from swarm.team.lifecycle import request_shutdown, spawn_member
 from swarm.team.liveness import member_host
-from swarm.team.resume import RESUME_PROMPT, restart_member
+from swarm.team.restart import restart_member
+from swarm.team.resume import RESUME_PROMPT
 from swarm.team.unreachable import StoreOutOfReach, reach, shutdown_without_store
 from swarm.views.panes import placement, watch_hint
 from teammate.options import MemberSpec
@@ -243,8 +244,8 @@ def spawn(
 def spawn_there(
     team: str, host: str, name: str, prompt: str | None, spec: MemberSpec, as_json: bool
 ) -> None:
-    """`swarm spawn --host`: the host's answer (`swarm.hosts.requests.spawn_on_host`)."""
-    from swarm.hosts.requests import spawn_on_host
+    """`swarm spawn --host`: the host's answer (`swarm.team.host_requests.spawn_on_host`)."""
+    from swarm.team.host_requests import spawn_on_host
 
     paths = paths_for(team)
 

@@ -20,18 +20,14 @@ metadata: ~30 ms more than ``swarm --help``).
 
 from __future__ import annotations
 
-import atexit
-import errno
-import functools
 import gc
 import os
 import sys
 from collections.abc import Mapping
 
+from swarm.cli.exits import INTERRUPTED, no_last_collection, os_error_text
+
 COMPLETION_VARIABLE = "_SWARM_COMPLETE"  # click's shell completion for prog_name "swarm"
-
-
-INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C, as a shell gives it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,28 +117,3 @@ def _quick_status(args: list[str]) -> str | None:
     finally:
         if collecting:
             gc.enable()
-
-
-@functools.cache
-def no_last_collection() -> None:
-    """At exit, skip the interpreter's last pass of the cycle collector over every object still
-    alive (~7 ms of a ~100 ms ``swarm status``): the process's end frees them all the same, and
-    Python does not promise to finalize objects alive at exit anyway. Once per process."""
-    atexit.register(gc.freeze)
-
-
-def os_error_text(exc: OSError) -> str:
-    """One line for a failed file operation: what failed, where, and what can be done."""
-    where = f": {exc.filename}" if exc.filename else ""
-    what = exc.strerror or str(exc)
-    hint = {
-        errno.ENOSPC: "free some space and try again; nothing was half written",
-        errno.EDQUOT: "the disk quota is used up; free some space and try again",
-        errno.EROFS: "the config root is on a read-only file system; set CLAUDE_CONFIG_DIR to a "
-        "writable directory",
-        errno.EACCES: "no permission; check the owner and mode of the config root "
-        "(CLAUDE_CONFIG_DIR)",
-        errno.EPERM: "not permitted; check the owner and mode of the config root "
-        "(CLAUDE_CONFIG_DIR)",
-    }.get(exc.errno or 0, "")
-    return f"{what}{where}" + (f" ({hint})" if hint else "")

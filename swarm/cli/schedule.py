@@ -19,17 +19,9 @@ from protocols.store.selection import open_store
 from swarm.cli.common import NO_TEAM, emit, given_store, json_option, paths_for, store_option
 from swarm.cli.completion import complete_team
 from swarm.errors import SwarmError
-from swarm.schedule.book import (
-    MISSED,
-    Book,
-    Missed,
-    Schedule,
-    ScheduleBook,
-    book_for,
-    books,
-    find_in,
-)
+from swarm.schedule.book import ScheduleBook, book_for, books
 from swarm.schedule.cron import local_zone, time_zone
+from swarm.schedule.model import MISSED, Book, Missed, Schedule, find_in
 from swarm.schedule.scheduler import Done, instant, run_due, runner_name, serve
 
 

@@ -27,7 +27,7 @@ from swarm.cli.common import (
     team_argument,
 )
 from swarm.team.lifecycle import ShutdownResult
-from swarm.team.resume import start_team
+from swarm.team.restart import start_team
 from swarm.team.stopping import departure_text, leftovers, stop_team
 from swarm.team.unreachable import StoreOutOfReach, down_without_store, reach, stopped_text
 from swarm.up.apply import (

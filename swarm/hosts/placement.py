@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from swarm.errors import SwarmError
-from swarm.hosts.requests import require_live, team_hosts
+from swarm.team.host_requests import require_live, team_hosts
 from swarm.team.liveness import liveness, member_host
 
 

@@ -27,17 +27,17 @@ from protocols.trace_context import telemetry_enabled
 from protocols.values import MemberState
 from swarm.lead.tools import LEAD_TOOLS, LeadLink, spawn_teammate
 from teammate.agent.context import claude_md_text
-from teammate.agent.definitions import load_agent
 from teammate.agent.fork import fork_enabled
-from teammate.agent.hooks import Hooks, settings_hooks
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import Model, ModelError
-from teammate.agent.settings import Settings, layered_settings
-from teammate.agent.skills import Skill, SkillSet, body_text, catalogue_text, discover
 from teammate.agent.subagents import Parent, SubAgents
 from teammate.agent.transcript import Transcript
+from teammate.api.model import Model, ModelError
 from teammate.brains.claude import TEAMMATE_RULES
 from teammate.budget import Budget
+from teammate.config.definitions import load_agent
+from teammate.config.settings import Settings, layered_settings
+from teammate.config.skills import Skill, SkillSet, body_text, catalogue_text, discover
+from teammate.hooks import Hooks, settings_hooks
 from teammate.mcp.agent import Reporting
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers

@@ -3,7 +3,7 @@ what the person types: a message for the lead agent, or a command.
 
 One loop wakes on the inbox (inotify) or on a typed line (a reader thread wakes it), so nothing
 waits for a poll. Requests for approval are shown with the teammate, the tool and its real
-input in full, the teammate's own description apart (`swarm.views.request_text`), and stay listed
+input in full, the teammate's own description apart (`swarm.team.request_text`), and stay listed
 (``/pending``, ``swarm permissions``) until someone answers them. Everything is printed through
 `out` or `say`, which show control characters escaped (`protocols.printable`): a teammate's text
 cannot rewrite the screen, and its continuation lines are indented so none passes for a line of
@@ -37,8 +37,8 @@ from swarm.lead.inbox import REAP_EVERY_S, Leader, LeadEvent, agent_entries
 from swarm.team.actions import add_task, send_shutdown_request, task_lines
 from swarm.team.approvals import answer_question, find_pending, member_cwd
 from swarm.team.compaction import ask_compaction
+from swarm.team.request_text import ask_line, content_lines, details
 from swarm.team.sending import send_text
-from swarm.views.request_text import ask_line, content_lines, details
 from swarm.views.snapshot import snapshot
 
 HELP = """Type a message for the lead agent, or a command:

@@ -39,11 +39,11 @@ from protocols.store.selection import open_store
 from protocols.watch.wakeup import InboxWatcher
 from swarm.team import approvals as requests_mod
 from swarm.team import members as members_mod
+from swarm.team import request_text
 from swarm.team.actions import send_shutdown_request
 from swarm.team.approvals import Pending, describe_request, is_request
 from swarm.team.lifecycle import NotRemoved, finish_shutdown
 from swarm.team.signatures import lead_mailbox
-from swarm.views import request_text
 from swarm.views.message_text import idle_facts
 from teammate.permissions.policy import Rule, parse_rule
 
@@ -265,7 +265,7 @@ def idle_text(note: IdleNotification) -> str:
 
 def request_summary(pending: Pending) -> str:
     """``Bash: <the full command>``: the tool and the real input, escaped (never the
-    description the teammate wrote, which may lie; see `swarm.views.request_text`)."""
+    description the teammate wrote, which may lie; see `swarm.team.request_text`)."""
     return request_text.ask_line(pending)
 
 

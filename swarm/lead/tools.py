@@ -32,14 +32,14 @@ from protocols.store.selection import open_store
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import SpawnBackend
 from swarm.hosts.placement import choose_host
-from swarm.hosts.requests import spawn_on_host
 from swarm.team.approvals import answer
+from swarm.team.host_requests import spawn_on_host
 from swarm.team.lifecycle import spawn_member
 from swarm.team.resume import clear_dead, crashed
 from swarm.team.signatures import lead_mailbox
 from swarm.team.stopping import delete_team
-from teammate.agent.definitions import load_agent
-from teammate.brains.base import Approval, PlanVerdict, Watched
+from teammate.config.definitions import load_agent
+from teammate.link import Approval, PlanVerdict, Watched
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, tool

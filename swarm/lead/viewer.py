@@ -24,8 +24,8 @@ from protocols.pids import pid_alive
 from protocols.printable import printable_line
 from swarm.errors import SwarmError
 from swarm.lead.inbox import Leader, LeadEvent, first_look, idle_text, request_summary
+from swarm.team import request_text
 from swarm.team.approvals import Pending, describe_request, is_request
-from swarm.views import request_text
 from swarm.views.message_text import describe
 
 REPLAYED = 20  # messages shown from before the viewer started

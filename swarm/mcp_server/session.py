@@ -39,8 +39,8 @@ from swarm.errors import SwarmError
 from swarm.mcp_server import membership
 from swarm.team.members import MCP_BACKEND
 from swarm.team.signatures import lead_mailbox
-from teammate.agent.hooks import Hooks, project_hooks
-from teammate.brains.base import Approval, PlanVerdict, Watched
+from teammate.hooks import Hooks, project_hooks
+from teammate.link import Approval, PlanVerdict, Watched
 from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from protocols.paths import TeamPaths
 from protocols.store.selection import locate, open_store
-from swarm.schedule.book import Schedule
+from swarm.schedule.model import Schedule
 
 MARK = "swarmSchedule"  # a scheduled task's metadata key: "<schedule id>@<due, ISO>"
 

@@ -13,7 +13,7 @@ from protocols.clock import now_iso
 from protocols.pg.schedules import PgSchedules
 from protocols.pg.store import database
 from protocols.store.selection import redacted
-from swarm.schedule.book import HISTORY, Schedule, find_in, new_id
+from swarm.schedule.model import HISTORY, Schedule, find_in, new_id
 
 
 class PgScheduleBook:

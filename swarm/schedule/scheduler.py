@@ -31,8 +31,9 @@ from pathlib import Path
 
 from protocols.clock import now_iso
 from protocols.errors import Error, LockTimeout, StoreUnavailable
-from swarm.schedule.book import Firing, Outcome, Schedule, books
+from swarm.schedule.book import books
 from swarm.schedule.firing import fire
+from swarm.schedule.model import Firing, Outcome, Schedule
 
 GRACE = timedelta(minutes=5)  # a firing this late still fires as usual
 LOCK_WAIT_S = 1.0

@@ -3,7 +3,7 @@ down (sending a message is `swarm.team.sending`, which loads no models). The `sw
 the ``/task``, ``/tasks`` and ``/shutdown`` lines of `swarm lead`'s console call these same
 functions, so both check and do the same things. Adding a task runs the TaskCreated hooks,
 completing one the TaskCompleted hooks, of the directory the command runs in
-(`teammate.agent.hooks.project_hooks`); a hook that blocks refuses the change with its reason
+(`teammate.hooks.project_hooks`); a hook that blocks refuses the change with its reason
 (`HookBlocked`).
 """
 
@@ -71,7 +71,7 @@ def add_task(
     if takers:
         metadata[FOR] = list(dict.fromkeys(takers))
     metadata.update(marks or {})
-    from teammate.agent.hooks import before_task_created, project_hooks  # not for `swarm send`
+    from teammate.hooks import before_task_created, project_hooks  # not for `swarm send`
 
     hooks = project_hooks(Path.cwd(), paths.root)
     before_task_created(hooks, subject, description, LEAD_NAME, paths.team)
@@ -128,7 +128,7 @@ def update_task(paths: TeamPaths, task_id: str, changes: dict[str, Any]) -> Task
     board = open_store(paths).task_board(_lead_mailbox(paths))
     current = board.require(task_id)
     if changes.get("status") == "completed" and current.status != "completed":
-        from teammate.agent.hooks import before_task_completed, project_hooks
+        from teammate.hooks import before_task_completed, project_hooks
 
         before_task_completed(project_hooks(Path.cwd(), paths.root), current, LEAD_NAME, paths.team)
     return board.update(task_id, actor=LEAD_NAME, **changes)

@@ -42,7 +42,7 @@ from swarm.team.signatures import lead_mailbox, lead_wrote, signing_problem
 
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
-    from protocols.records.shapes import PlainEntry
+    from protocols.inbox.shape import PlainEntry
 
     Entry = InboxEntry | PlainEntry
 
@@ -317,7 +317,7 @@ def answer(
     unique prefix of an id names its request (`find_pending`)."""
     pending = find_pending(paths, request_id)
     request_id = pending.id
-    asks = pending.tool == "AskUserQuestion"  # swarm.views.request_text.QUESTION_TOOL
+    asks = pending.tool == "AskUserQuestion"  # swarm.team.request_text.QUESTION_TOOL
     if approve and asks and "answers" not in (updated_input or {}):
         raise QuestionError(
             f"request {request_id} is a question from {pending.teammate}: answer it with "
@@ -365,7 +365,7 @@ def answer_question(
     question takes several), else the person's own words. The request and the answers.
 
     Raises `RequestNotFound`, `AlreadyAnswered`, or `QuestionError` naming what is wrong."""
-    from swarm.views.request_text import QUESTION_TOOL
+    from swarm.team.request_text import QUESTION_TOOL
 
     pending = find_pending(paths, request_id)
     request_id = pending.id
@@ -419,8 +419,8 @@ def _response(
     permission_mode: str | None,
 ) -> Any:
     """The lead's answer to request `message` (a model or a `Plain`: told by its type)."""
+    from protocols.inbox.permissions import permission_response
     from protocols.messages.models import PlanApprovalResponse, SandboxPermissionResponse
-    from protocols.messages.permissions import permission_response
     from protocols.team.signing import plan_digest
 
     if message.type == "permission_request":

@@ -11,9 +11,9 @@ from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.team.members import member_spec
-from teammate.agent.definitions import from_flag_json, load_agent
-from teammate.agent.hooks import settings_hooks
-from teammate.agent.settings import layered_settings
+from teammate.config.definitions import from_flag_json, load_agent
+from teammate.config.settings import layered_settings
+from teammate.hooks import settings_hooks
 
 
 def hooks_in_force(

@@ -16,8 +16,8 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team.model import Member
 from swarm.team.signatures import lead_mailbox
-from teammate.agent.definitions import AgentDefinitionError, load_agent
 from teammate.agent.worktree import Worktree, create, wrap_up
+from teammate.config.definitions import AgentDefinitionError, load_agent
 
 
 def isolation_of(agent_type: str, directory: Path) -> str | None:

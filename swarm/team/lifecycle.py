@@ -48,8 +48,8 @@ from swarm.team.signatures import (
     takes_verify_key,
     verify_key,
 )
-from teammate.agent.definitions import BUILT_IN, load_agent, to_flag_json
-from teammate.agent.model import has_api_key
+from teammate.api.model import has_api_key
+from teammate.config.definitions import BUILT_IN, load_agent, to_flag_json
 from teammate.options import MemberSpec, check_limits, command_line
 from teammate.permissions.policy import rule_or_command_pattern
 
@@ -454,7 +454,7 @@ def finish_shutdown(
     `keep`: the member stays, marked stopped, and the tasks it `held` stay its own (`swarm
     stop`: nobody else takes them before `swarm start` brings it back)."""
     if HOST_KEY in (member.model_extra or {}):  # it runs on a host: stopped there
-        from swarm.hosts.requests import stop_on_host
+        from swarm.team.host_requests import stop_on_host
 
         stop_on_host(paths, member, grace_s=5.0 if approved else 0.0)
     else:

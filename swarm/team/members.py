@@ -18,7 +18,7 @@ On PostgreSQL, members are judged by their leases (`swarm.team.liveness.Liveness
 first sweeps the expired ones (`protocols.pg.leases.Leases.sweep`: tasks back to pending, the
 lead told), then removes the dead from the roster. A member started by a host agent
 (``swarmHost``) runs on that host: nothing here signals its pid; stopping it is a request to its
-host (`swarm.hosts.requests`), and a host stops by itself a teammate declared dead.
+host (`swarm.team.host_requests`), and a host stops by itself a teammate declared dead.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def stop_member(paths: TeamPaths, member: Member, timeout: float = 5.0, here: bo
     if is_mcp(member):
         return
     if member_host(member) is not None and not here:  # it runs on that host: ask it
-        from swarm.hosts.requests import stop_on_host
+        from swarm.team.host_requests import stop_on_host
 
         stop_on_host(paths, member, timeout)
         return

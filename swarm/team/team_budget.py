@@ -2,7 +2,7 @@
 
 The limits live in the team's budget file (`protocols.member.budget.TeamBudgetFile`), changed under
 its lock so two raises at once both count; the spend is the sum of the members' status files
-(`protocols.member.spend`). Every Claude teammate, and the lead agent, reads the file before each
+(`protocols.store.spend`). Every Claude teammate, and the lead agent, reads the file before each
 model request: at the limit none makes another until it is raised, each telling the lead once
 why (as with a member's own budget, `teammate.budget`).
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 from protocols.clock import ms_from_iso, now_iso
 from protocols.member.budget import TeamBudgetFile, read_team_budget, update_team_budget
-from protocols.member.spend import team_spend
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
+from protocols.store.spend import team_spend
 from swarm.team.budget import Change, applied
 
 

@@ -50,7 +50,7 @@ from swarm.team.stopping import (
 )
 from swarm.up.spec import TaskSpec, TeamSpec, resolve_blocked_by
 from swarm.views.panes import placement, watch_hint
-from teammate.agent.definitions import load_agent
+from teammate.config.definitions import load_agent
 from teammate.options import MemberSpec
 
 LEAD_SETTINGS = "swarm-lead.json"

@@ -36,7 +36,7 @@ from protocols.names import LEAD_NAME, validate_name
 from protocols.values import ModelKind, PermissionMode
 from swarm.backends.base import BACKEND_KINDS
 from swarm.errors import SwarmError
-from teammate.agent.script import ScriptError, load_script
+from teammate.api.script import ScriptError, load_script
 from teammate.permissions.policy import parse_rule
 
 Loc = tuple[int | str, ...]

@@ -15,9 +15,9 @@ from protocols.printable import printable_line
 from protocols.store.selection import open_store
 from swarm.team.members import member_spec
 from teammate.agent.context import MEMORY_DIRS, claude_md_files, memory_dir
-from teammate.agent.definitions import load_agent
-from teammate.agent.settings import layered_settings, settings_files
-from teammate.agent.skills import discover
+from teammate.config.definitions import load_agent
+from teammate.config.settings import layered_settings, settings_files
+from teammate.config.skills import discover
 
 
 def member_config(paths: TeamPaths, name: str) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from swarm.errors import SwarmError
 from swarm.signal_relay import relayed
 from swarm.team.approvals import answer, member_cwd
 from swarm.team.attach import attach_target
+from swarm.team.request_text import content_lines
 from swarm.team.signatures import lead_mailbox
 from swarm.views.dashboard_frame import frame
 from swarm.views.dashboard_keys import Controls
@@ -49,7 +50,6 @@ from swarm.views.dashboard_member import Chores, MemberLog
 from swarm.views.dashboard_pages import detail_body, detail_frame, page_frame
 from swarm.views.keyboard import KeyReader, away, cbreak
 from swarm.views.member_keys import ATTACH
-from swarm.views.request_text import content_lines
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:

@@ -106,7 +106,7 @@ class Chores:
         self.done()
 
     def _restart(self, name: str) -> str:
-        from swarm.team.resume import restart_member  # loads the spawn backends: only now
+        from swarm.team.restart import restart_member  # loads the spawn backends: only now
 
         member, spawned = restart_member(self.paths, name, wait_s=STOP_WAIT_S)
         where = f"pane {spawned.pane_id}" if spawned.pane_id else f"pid {spawned.pid}"

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 from protocols.errors import UnusableRoot
 from protocols.paths import check_root, config_root
-from teammate.agent.settings import layered_settings
+from teammate.config.settings import layered_settings
 from teammate.mcp.config import configured_servers
 
 MIN_INOTIFY_WATCHES = 8192  # a team of 200 watches a few hundred files; distributions ship 8192+

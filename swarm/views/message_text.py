@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocols.errors import ProtocolsError
 from protocols.printable import printable_line
-from swarm.views.request_text import target
+from swarm.team.request_text import target
 
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry

@@ -33,16 +33,16 @@ from protocols.tasks.task import STATUSES, TaskLike, state_of
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
 from swarm.team.liveness import Liveness, liveness, member_entry, member_host, member_pid
+from swarm.team.request_text import PLAN_KIND, QUESTION_TOOL, target
 from swarm.views.costs import PriceTable, load_prices
 from swarm.views.message_text import describe
 from swarm.views.panes import pane_servers
-from swarm.views.request_text import PLAN_KIND, QUESTION_TOOL, target
 
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
+    from protocols.inbox.shape import PlainEntry
     from protocols.member.status import SubAgentStatus
     from protocols.records.plain import Plain
-    from protocols.records.shapes import PlainEntry
     from protocols.store.selection import AnyTaskBoard, AnyTeamFile
     from protocols.team.model import Member
 

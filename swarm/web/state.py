@@ -1,6 +1,6 @@
 """The team as the page shows it: `swarm watch`'s snapshot (`swarm.views.snapshot.to_json`, the
 same JSON as ``swarm status --json``), each waiting request with its content in full as
-``swarm permissions --show`` prints it (`swarm.views.request_text.content_lines`: the command,
+``swarm permissions --show`` prints it (`swarm.team.request_text.content_lines`: the command,
 the diff of an Write or Edit, the plan, the questions) and, for a question, its questions and
 options as the page's Answer form needs them. Reads only, but for what `swarm watch` writes
 before it looks (`Mailbox.observe_team`: swarm's record of what members sent each other).
@@ -22,8 +22,8 @@ from protocols.clock import now_ms
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from swarm.team.approvals import member_cwd
+from swarm.team.request_text import QUESTION_TOOL, content_lines
 from swarm.team.signatures import lead_mailbox, signing_problem
-from swarm.views.request_text import QUESTION_TOOL, content_lines
 from swarm.views.snapshot import RequestView, snapshot, to_json
 
 MESSAGES = 30  # the last messages to the lead shown

@@ -5,7 +5,7 @@ The size of the conversation is the API's count of the last request (its usage) 
 estimate of what was added since, or the estimate of the whole if that is larger (a server that
 counts nothing, a scripted model). Before each request (`_before_request`) the conversation is
 compacted when a person asked for it (`request_compaction`) or when it has passed its
-window's threshold (`teammate.agent.model_settings`); after a compaction that could not be made,
+window's threshold (`teammate.api.model_settings`); after a compaction that could not be made,
 not again until it has grown by a tenth of the window. When the prompt cache has expired (the
 agent was away longer than its TTL), old tool output is cleared first: it would be written again
 anyway, so the shorter the better.
@@ -24,11 +24,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from teammate.agent import compaction as compact
-from teammate.agent.hooks import HookResult
-from teammate.agent.model import ModelError, ModelReply, ModelRequest
-from teammate.agent.model_settings import ModelSettings
 from teammate.agent.requests import CacheMarks, estimate
 from teammate.agent.transcript import Transcript
+from teammate.api.model import ModelError, ModelReply, ModelRequest
+from teammate.api.model_settings import ModelSettings
+from teammate.hooks import HookResult
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool
 

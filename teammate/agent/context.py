@@ -1,6 +1,6 @@
 """What an agent knows before its first turn besides its definition: the CLAUDE.md files of
 its project and user (Claude Code's memory files), its own agent memory, and its skills (the
-catalogue, and the bodies its definition preloads: `teammate.agent.skills`).
+catalogue, and the bodies its definition preloads: `teammate.config.skills`).
 
 CLAUDE.md files, lowest precedence first (a later one is more specific and may override): the
 user's ``$CLAUDE_CONFIG_DIR/CLAUDE.md``, then from the filesystem root down to the working
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from protocols.fs import safefs
 from protocols.names import checked_component
-from teammate.agent.definitions import AgentDefinition
-from teammate.agent.skills import Skill, catalogue_text, preloaded_text
+from teammate.config.definitions import AgentDefinition
+from teammate.config.skills import Skill, catalogue_text, preloaded_text
 from teammate.permissions.policy import Rule
 
 MAX_IMPORT_DEPTH = 5

@@ -44,17 +44,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from protocols.inbox.entry import format_for_model
 from teammate.agent import compaction as compact
 from teammate.agent.compacting import Compacting
-from teammate.agent.hooks import HookResult, Hooks
 from teammate.agent.loop_guard import LoopGuard, repeats_from
-from teammate.agent.model import Model
-from teammate.agent.model_settings import ModelSettings
 from teammate.agent.model_turns import LoopCancelled, ModelTurns
 from teammate.agent.requests import CacheMarks, estimate
 from teammate.agent.retries import RetryPolicy, retries_from
 from teammate.agent.stall_guard import StallGuard, turns_from
 from teammate.agent.tool_calls import ToolCalls, not_run
 from teammate.agent.transcript import Transcript, add_message
-from teammate.brains.base import TeamLink
+from teammate.api.model import Model
+from teammate.api.model_settings import ModelSettings
+from teammate.hooks import HookResult, Hooks
+from teammate.link import TeamLink
 from teammate.mcp.search import MCP_SEARCH_TOOLS, Deferred, deferring
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from teammate.agent.model import Abort, Model, ModelError, ModelReply, ModelRequest
+from teammate.api.model import Abort, Model, ModelError, ModelReply, ModelRequest
 
 
 class PendingCall:

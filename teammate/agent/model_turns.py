@@ -2,7 +2,7 @@
 
 `ModelTurns` is a base of `teammate.agent.loop.AgentLoop`, which owns the attributes it uses.
 A request is the conversation marked for the prompt cache (`teammate.agent.requests`) with the
-model's settings (`teammate.agent.model_settings`: ``max_tokens`` no larger than the window
+model's settings (`teammate.api.model_settings`: ``max_tokens`` no larger than the window
 leaves, thinking, effort, betas). It is sent on a thread of its own (`PendingCall`) while the
 agent's thread waits through its team link (`TeamLink.watch`): a teammate answers protocol
 messages meanwhile, so a shutdown ends a long stream at once; a stopped sub-agent abandons it.
@@ -24,17 +24,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.model_call import PendingCall
-from teammate.agent.model_settings import MIN_MAX_TOKENS, ModelSettings
 from teammate.agent.requests import CacheMarks
 from teammate.agent.retries import RetryPolicy
 from teammate.agent.transcript import Transcript
+from teammate.api.model import Model, ModelError, ModelReply, ModelRequest
+from teammate.api.model_settings import MIN_MAX_TOKENS, ModelSettings
 from teammate.telemetry.spans import model_span
 
 if TYPE_CHECKING:
     from teammate.mcp.search import Deferred
-from teammate.brains.base import TeamLink
+from teammate.link import TeamLink
 from teammate.reporter import StatusReporter
 from teammate.tools.base import Tool
 

@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from teammate.agent.model_settings import SettingsValueError
+from teammate.api.model_settings import SettingsValueError
 
 DEFAULT_RETRIES = 10
 MOST_RETRIES = 15

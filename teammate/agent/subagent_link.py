@@ -12,9 +12,9 @@ from protocols.clock import now_iso
 from protocols.inbox.entry import InboxEntry
 from protocols.member.status import SubAgentStatus
 from protocols.paths import TeamPaths
-from teammate.agent.model import Usage
 from teammate.agent.subagent_run import SubAgentRun
-from teammate.brains.base import Approval, PlanVerdict, TeamLink, Watched
+from teammate.api.model import Usage
+from teammate.link import Approval, PlanVerdict, TeamLink, Watched
 from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 

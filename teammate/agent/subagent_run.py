@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from protocols.clock import now_iso
 from protocols.member.status import SubAgentStatus
 from protocols.values import PermissionMode
-from teammate.agent.definitions import AgentDefinition
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import Usage
 from teammate.agent.worktree import Worktree
+from teammate.api.model import Usage
+from teammate.config.definitions import AgentDefinition
 
 if TYPE_CHECKING:
     from teammate.mcp.agent import AgentServers

@@ -46,21 +46,13 @@ from protocols.fs.jsonio import append_durably
 from protocols.member.status import subagent_label
 from protocols.paths import config_root
 from teammate.agent.context import agent_context
-from teammate.agent.definitions import (
-    VERDICT_LINE,
-    AgentDefinition,
-    tool_rules,
-)
 from teammate.agent.fork import (
     FORK_TYPE,
     directive_text,
     fork_messages,
     is_fork_conversation,
 )
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop, LoopCancelled
-from teammate.agent.model import Model, ModelError
-from teammate.agent.model_settings import ModelSettings
 from teammate.agent.subagent_link import SubAgentLink, SubAgentReporter
 from teammate.agent.subagent_run import (
     AGENT_ID,
@@ -77,7 +69,15 @@ from teammate.agent.subagent_run import (
 )
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
 from teammate.agent.worktree import Worktree, WorktreeError, create, wrap_up
-from teammate.brains.base import TeamLink
+from teammate.api.model import Model, ModelError
+from teammate.api.model_settings import ModelSettings
+from teammate.config.definitions import (
+    VERDICT_LINE,
+    AgentDefinition,
+    tool_rules,
+)
+from teammate.hooks import Hooks
+from teammate.link import TeamLink
 from teammate.mcp.agent import AgentServers, servers_for
 from teammate.mcp.client import McpManager
 from teammate.mcp.config import ServerConfig

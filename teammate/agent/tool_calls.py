@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
 from protocols.values import PermissionMode
-from teammate.agent.hooks import HookResult
 from teammate.agent.loop_guard import LoopGuard, question
-from teammate.agent.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.agent.stall_guard import StallGuard, calls_of
 from teammate.agent.transcript import Transcript
-from teammate.brains.base import TeamLink
+from teammate.api.model import Model, ModelError, ModelReply, ModelRequest
+from teammate.hooks import HookResult
+from teammate.link import TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
 from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter

@@ -5,7 +5,7 @@ the team's files are), the tool set the agent definition allows, and the permiss
 (``--permission-mode``, ``--plan-mode-required``, rules from the definition). The runtime hands
 it plain messages (`respond`) and claimed tasks (`work`); both continue one conversation.
 
-Hooks (`teammate.agent.hooks`): the loop fires the tool, prompt and Stop hooks; the brain fires
+Hooks (`teammate.hooks`): the loop fires the tool, prompt and Stop hooks; the brain fires
 ``SessionStart`` at its first turn (its stdout is added to that turn), ``SessionEnd`` when it
 stops, and ``TeammateIdle`` before the runtime reports it idle (a block sends it back to work
 with the reason, at most `MAX_IDLE_BLOCKS` times in a row).
@@ -37,17 +37,17 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.tasks.model import Task
 from teammate.agent.context import agent_context
-from teammate.agent.definitions import AgentDefinition, load_agent, tool_rules
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop, LoopResult
-from teammate.agent.model import Model, ModelError
-from teammate.agent.model_settings import ModelSettings, SettingsValueError
-from teammate.agent.settings import settings_files
-from teammate.agent.skills import Skill, SkillSet, discover
 from teammate.agent.subagents import Parent, SubAgents, cap_from
 from teammate.agent.transcript import Transcript, conversation_of
 from teammate.agent.transcript_history import load_conversation
-from teammate.brains.base import Outcome, TeamLink
+from teammate.api.model import Model, ModelError
+from teammate.api.model_settings import ModelSettings, SettingsValueError
+from teammate.config.definitions import AgentDefinition, load_agent, tool_rules
+from teammate.config.settings import settings_files
+from teammate.config.skills import Skill, SkillSet, discover
+from teammate.hooks import Hooks
+from teammate.link import Outcome, TeamLink
 from teammate.mcp.agent import AgentServers, Reporting, servers_for
 from teammate.mcp.client import McpManager, ServerView
 from teammate.mcp.config import ServerConfig

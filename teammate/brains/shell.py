@@ -29,9 +29,9 @@ from protocols.inbox.entry import InboxEntry
 from protocols.messages.models import ShutdownRequest
 from protocols.tasks.model import Task
 from protocols.values import PermissionMode
-from teammate.agent.hooks import HookBlocked, Hooks, before_task_completed
 from teammate.agent.worktree import WORKTREES_DIR
-from teammate.brains.base import Outcome, TeamLink
+from teammate.hooks import HookBlocked, Hooks, before_task_completed
+from teammate.link import Outcome, TeamLink
 from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
 from teammate.sandbox.bwrap import Sandbox
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from teammate.agent.definitions import AgentDefinition
+from teammate.config.definitions import AgentDefinition
 from teammate.mcp.client import McpManager, ServerView
 from teammate.mcp.config import ServerConfig, definition_servers
 from teammate.mcp.tools import McpToolbox

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from teammate.agent.model import Model, ModelError, ModelRequest, Usage
+from teammate.api.model import Model, ModelError, ModelRequest, Usage
 
 JUDGE_MODEL = "haiku"
 JUDGE_MAX_TOKENS = 200

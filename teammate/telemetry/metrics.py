@@ -19,7 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from teammate.telemetry.tracing import service_name
 
 if TYPE_CHECKING:
-    from teammate.agent.model import Usage
+    from teammate.api.model import Usage
 
 _lock = threading.Lock()
 _instruments: _Instruments | None = None

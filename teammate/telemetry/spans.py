@@ -17,7 +17,7 @@ from protocols.trace_context import carrier_of, telemetry_enabled
 
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
-    from teammate.agent.model import Usage
+    from teammate.api.model import Usage
 
 Done = Callable[["Usage"], None]
 TEAMMATE_SERVICE = "swarm-teammate"  # a teammate process (OTEL_SERVICE_NAME wins)

@@ -28,11 +28,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from protocols.errors import Error
 
 if TYPE_CHECKING:  # only named here; brains and the agent kit import tools, not the reverse
-    from teammate.agent.hooks import Hooks
-    from teammate.agent.model import ModelReply, ModelRequest
-    from teammate.agent.skills import SkillSet
     from teammate.agent.subagents import SubAgents
-    from teammate.brains.base import TeamLink
+    from teammate.api.model import ModelReply, ModelRequest
+    from teammate.config.skills import SkillSet
+    from teammate.hooks import Hooks
+    from teammate.link import TeamLink
     from teammate.mcp.search import Deferred
     from teammate.tools.agents import AgentCall
     from teammate.tools.lsp_client import LspClient

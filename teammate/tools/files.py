@@ -13,16 +13,14 @@ that the other tools use to keep a result within `ToolContext.output_limit`.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import os
-import secrets
-import stat
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
 from protocols.fs import safefs
+from teammate.tools.atomic import atomic_write
 from teammate.tools.base import ToolContext, ToolError, ToolOutput, tool
 from teammate.tools.file_lines import (
     MAX_LINE_CHARS,
@@ -72,32 +70,6 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path`'s contents with `data` in one step: readers see the old file or the new
-    one, never half of it. An existing file keeps its mode; a symlink keeps pointing at the
-    file it names, which is the one rewritten."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode: int | None = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    # 0o666 filtered by the umask, as for any new file; chmod below for an existing one
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def _existing_file(ctx: ToolContext, file_path: str) -> Path:

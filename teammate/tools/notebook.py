@@ -424,7 +424,7 @@ def _notebook_bytes(path: Path) -> bytes:
 
 
 def _save(path: Path, data: bytes) -> None:
-    from teammate.tools.files import atomic_write  # files.py imports this module
+    from teammate.tools.atomic import atomic_write
 
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise ToolError(

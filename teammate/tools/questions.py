@@ -10,7 +10,7 @@ label(s), or the person's own words). A refusal or no answer in time is the tool
 `EnterPlanMode` puts the agent in plan mode (read-only tools) until its plan is approved
 (`ExitPlanMode`); the brain that offers it gives `ToolContext.enter_plan_mode`.
 
-`answers_of` reads the answers of a response (`swarm.views.request_text.question_lines` shows
+`answers_of` reads the answers of a response (`swarm.team.request_text.question_lines` shows
 a question request to a person).
 """
 

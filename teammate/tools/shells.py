@@ -80,7 +80,7 @@ class Shell:
     events_read: int = 0  # a monitor's stdout bytes already delivered
     sandbox: Sandbox | None = None  # the sandbox it runs in (None: none)
 
-    # what `TeamLink.watch`-style waits use (`teammate.brains.base.Watched`)
+    # what `TeamLink.watch`-style waits use (`teammate.link.Watched`)
 
     @property
     def done(self) -> bool:

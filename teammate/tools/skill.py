@@ -1,5 +1,5 @@
 """The Skill tool (Claude Code's name and input): load a skill's instructions into the
-conversation on demand (`teammate.agent.skills`), or, for a ``context: fork`` skill, run it in
+conversation on demand (`teammate.config.skills`), or, for a ``context: fork`` skill, run it in
 a sub-agent and return only its answer. A loaded skill's ``allowed-tools`` are allowed, and its
 ``hooks`` are in force, until the agent's current piece of work ends."""
 
@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import Field
 
 from protocols.errors import Error
-from teammate.agent.skills import body_text
+from teammate.config.skills import body_text
 from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext, ToolError, tool
 

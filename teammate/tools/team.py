@@ -29,7 +29,7 @@ from protocols.team.signing import plan_digest
 from protocols.trace_context import traced_metadata
 from protocols.values import PermissionMode
 from protocols.values import TaskStatus as Status
-from teammate.agent.hooks import HookBlocked, before_task_completed, before_task_created
+from teammate.hooks import HookBlocked, before_task_completed, before_task_created
 from teammate.tools.base import ToolContext, ToolError, tool
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from teammate.agent.model import ModelError, ModelReply, ModelRequest
+from teammate.api.model import ModelError, ModelReply, ModelRequest
 from teammate.tools.base import Tool, ToolContext, ToolError, tool
 from teammate.tools.file_lines import escape, human_size
 from teammate.tools.web_http import LIMITS, MAX_URL_CHARS, Moved, Response, check_url, fetch

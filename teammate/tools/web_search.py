@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from teammate.agent.model import ModelError, ModelReply, ModelRequest
+from teammate.api.model import ModelError, ModelReply, ModelRequest
 from teammate.tools.base import ToolContext, ToolError, tool
 from teammate.tools.file_lines import escape
 from teammate.tools.web_http import BAD_URL_CHAR

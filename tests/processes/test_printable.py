@@ -25,7 +25,7 @@ from protocols.printable import printable, printable_json, printable_json_text, 
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile
 from swarm.team.approvals import Pending
-from swarm.views.request_text import PLAN_KIND, ask_line, details
+from swarm.team.request_text import PLAN_KIND, ask_line, details
 
 # the command that runs, and what a terminal would show of it without escaping: "Run: ls docs"
 TAIL = "; echo " + "x" * 100 + " END"  # past any 80- or 120-character cut
@@ -326,7 +326,7 @@ def test_swarm_logs_escapes_what_the_model_said(transcript: Path) -> None:
     assert [t.split(" (")[0] for t in texts] == [f"says: {' '.join(t.split())}" for t in SAID]
 
 
-# what a request shows (swarm.views.request_text)
+# what a request shows (swarm.team.request_text)
 
 
 def pending(tool: str, data: dict, description: str, kind: str = "permission_request") -> Pending:

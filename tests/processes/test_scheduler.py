@@ -22,8 +22,9 @@ from helpers import DEADLINE_S, LeadSession, swarm, wait_for
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from protocols.team.file import TeamFile
-from swarm.schedule.book import Firing, ScheduleBook
+from swarm.schedule.book import ScheduleBook
 from swarm.schedule.firing import MARK
+from swarm.schedule.model import Firing
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -26,7 +26,7 @@ from protocols.tasks import board as tasks_module
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile
 from swarm.team import approvals as requests_mod
-from teammate.agent.definitions import parse_agent_text
+from teammate.config.definitions import parse_agent_text
 
 
 def test_lead_with_a_misspelt_team_creates_nothing(config_root: Path, tmp_path: Path) -> None:

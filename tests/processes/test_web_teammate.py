@@ -25,7 +25,7 @@ from protocols.member.catalogue import resolve
 from protocols.member.status import read_status
 from protocols.messages.models import IdleNotification, PermissionRequest, ShutdownRequest
 from protocols.team.file import TeamFile
-from teammate.agent.script import web_search_blocks
+from teammate.api.script import web_search_blocks
 from teammate.tools.web import READER_PROMPT
 from teammate.tools.web_search import SEARCH_TOOL
 

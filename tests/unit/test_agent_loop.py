@@ -16,9 +16,9 @@ from messages_api import MessagesAPI, Turn
 from protocols.inbox.entry import InboxEntry
 from teammate.agent.compaction import summary_turn
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import ClaudeModel, ModelError, ScriptedModel
 from teammate.agent.retries import RetryPolicy
-from teammate.brains.base import Approval, PlanVerdict
+from teammate.api.model import ClaudeModel, ModelError, ScriptedModel
+from teammate.link import Approval, PlanVerdict
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext
 from teammate.tools.files import read, write

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from protocols.values import PermissionMode
-from teammate.agent.definitions import (
+from teammate.config.definitions import (
     STORED_KEYS,
     VERDICT_LINE,
     AgentDefinition,
@@ -19,7 +19,7 @@ from teammate.agent.definitions import (
     parse_agent_file,
     to_flag_json,
 )
-from teammate.agent.settings import SettingsError, load_settings
+from teammate.config.settings import SettingsError, load_settings
 
 
 @pytest.fixture

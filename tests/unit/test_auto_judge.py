@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from messages_api import Turn
 
-from teammate.agent.model import ScriptedModel
+from teammate.api.model import ScriptedModel
 from teammate.permissions.auto import JUDGE_MAX_TOKENS, JUDGE_PROMPT, judge, judge_request
 
 

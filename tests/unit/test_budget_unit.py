@@ -17,7 +17,7 @@ from protocols.member.prices import PriceTable, default_prices
 from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 from swarm.team.budget import BudgetError, Change, parse_change
-from teammate.agent.model import Usage
+from teammate.api.model import Usage
 from teammate.budget import Budget, Notices
 
 PRICES = PriceTable(default_prices(), {})

@@ -27,12 +27,12 @@ from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 from swarm.backends.stub import StubBackend
 from swarm.team.lifecycle import spawn_member
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import ScriptedModel
-from teammate.agent.settings import parse_hooks
-from teammate.agent.skills import SkillSet, discover
+from teammate.api.model import ScriptedModel
 from teammate.cli import build_brain
+from teammate.config.settings import parse_hooks
+from teammate.config.skills import SkillSet, discover
+from teammate.hooks import Hooks
 from teammate.options import MemberSpec, parse
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter

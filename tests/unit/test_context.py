@@ -16,7 +16,7 @@ from teammate.agent.context import (
     memory_dir,
     read_with_imports,
 )
-from teammate.agent.definitions import AgentDefinition
+from teammate.config.definitions import AgentDefinition
 from teammate.permissions.policy import PermissionPolicy
 
 

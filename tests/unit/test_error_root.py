@@ -36,7 +36,7 @@ def test_every_error_class_of_the_three_packages_derives_from_the_root() -> None
         "protocols.tasks.board._Invalid",
         "protocols.tasks.board._Torn",
         "teammate.agent.model_turns.LoopCancelled",
-        "teammate.brains.base.Interrupted",
+        "teammate.link.Interrupted",
     ]
 
 

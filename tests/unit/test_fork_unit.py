@@ -15,7 +15,7 @@ from teammate.agent.fork import (
     fork_messages,
     is_fork_conversation,
 )
-from teammate.agent.settings import SettingsError, load_settings
+from teammate.config.settings import SettingsError, load_settings
 from teammate.tools.base import ToolError
 
 

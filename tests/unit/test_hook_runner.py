@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers import wait_for
 
-from teammate.agent.hooks import (
+from teammate.hooks import (
     HookBlocked,
     HookCommand,
     Hooks,
@@ -212,7 +212,7 @@ def test_a_broken_settings_file_means_no_hooks_not_a_failure(
 
 def loop_with(tmp_path: Path, groups: dict[str, Any], turns: list[Any]) -> Any:
     from teammate.agent.loop import AgentLoop
-    from teammate.agent.model import ScriptedModel
+    from teammate.api.model import ScriptedModel
     from teammate.permissions.policy import PermissionPolicy
     from teammate.tools.base import ToolContext
     from teammate.tools.files import read
@@ -229,7 +229,7 @@ def loop_with(tmp_path: Path, groups: dict[str, Any], turns: list[Any]) -> Any:
 def test_a_blocking_user_prompt_submit_hook_drops_the_prompt_and_exit_0_adds_context(
     tmp_path: Path,
 ) -> None:
-    from teammate.agent.script import Turn
+    from teammate.api.script import Turn
 
     body = (
         "prompt = json.load(sys.stdin)['prompt']\n"
@@ -248,7 +248,7 @@ def test_a_blocking_user_prompt_submit_hook_drops_the_prompt_and_exit_0_adds_con
 
 def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:
     from teammate.agent.loop import MAX_STOP_BLOCKS
-    from teammate.agent.script import Turn
+    from teammate.api.script import Turn
 
     groups = {"Stop": [{"hooks": [{"command": "echo 'keep going' >&2; exit 2"}]}]}
     turns = [Turn.text(f"stop {i}") for i in range(MAX_STOP_BLOCKS + 1)]
@@ -259,7 +259,7 @@ def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:
 
 
 def test_continue_false_ends_the_turn_and_the_calls_after_it_do_not_run(tmp_path: Path) -> None:
-    from teammate.agent.script import Turn
+    from teammate.api.script import Turn
 
     (tmp_path / "a.txt").write_text("A")
     answer = json.dumps({"continue": False, "stopReason": "enough for today"})
@@ -274,7 +274,7 @@ def test_continue_false_ends_the_turn_and_the_calls_after_it_do_not_run(tmp_path
 
 
 def test_a_stop_hook_answering_continue_false_lets_the_agent_stop(tmp_path: Path) -> None:
-    from teammate.agent.script import Turn
+    from teammate.api.script import Turn
 
     answer = json.dumps({"continue": False, "stopReason": "done"})
     groups = {"Stop": [{"hooks": [{"command": f"printf %s {shlex.quote(answer)}"}]}]}
@@ -283,7 +283,7 @@ def test_a_stop_hook_answering_continue_false_lets_the_agent_stop(tmp_path: Path
 
 
 def test_a_bad_hook_in_an_agent_file_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
-    from teammate.agent.definitions import AgentDefinitionError, parse_agent_text
+    from teammate.config.definitions import AgentDefinitionError, parse_agent_text
 
     text = "---\nname: r\ndescription: d\nhooks:\n  PreToolUse:\n    - hooks: [{command: 3}]\n---\n"
     with pytest.raises(AgentDefinitionError, match=r"r\.md:4: .*command must be a non-empty"):

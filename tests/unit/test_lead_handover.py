@@ -24,7 +24,7 @@ from protocols.paths import TeamPaths
 from swarm.lead.agent import LeadAgent
 from swarm.lead.tools import LeadLink
 from teammate.agent.loop import LoopResult
-from teammate.agent.model import ScriptedModel
+from teammate.api.model import ScriptedModel
 
 MESSAGE = re.compile(r"<teammate-message [^>]*>\n(.*?)\n</teammate-message>", re.DOTALL)
 

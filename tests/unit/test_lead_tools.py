@@ -21,7 +21,7 @@ from swarm.lead.agent import LeadAgent
 from swarm.lead.tools import LeadLink
 from swarm.team.lifecycle import request_shutdown
 from swarm.team.members import member_spec
-from teammate.agent.model import ScriptedModel
+from teammate.api.model import ScriptedModel
 from teammate.options import MemberSpec, parse
 
 

@@ -13,12 +13,12 @@ import pytest
 from messages_api import Turn
 
 from teammate.agent.compaction import CLEARED, summary_turn
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import CUT_CALL, CUT_OFF, AgentLoop
-from teammate.agent.model import ModelRequest, ScriptedModel
-from teammate.agent.model_settings import ModelSettings
 from teammate.agent.retries import RetryPolicy
 from teammate.agent.transcript import Transcript, conversation_of, read_transcript
+from teammate.api.model import ModelRequest, ScriptedModel
+from teammate.api.model_settings import ModelSettings
+from teammate.hooks import Hooks
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext
 from teammate.tools.files import read, write
@@ -318,8 +318,8 @@ def test_a_broken_stream_is_retried_and_then_asked_for_without_streaming(tmp_pat
 def test_retries_follow_the_environment_and_bad_values_are_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from teammate.agent.model_settings import SettingsValueError
     from teammate.agent.retries import retries_from
+    from teammate.api.model_settings import SettingsValueError
 
     assert retries_from({}) == 10 and retries_from({"CLAUDE_CODE_MAX_RETRIES": "3"}) == 3
     for bad in ("16", "-1", "many"):

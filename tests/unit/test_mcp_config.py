@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from teammate.agent.settings import layered_settings
+from teammate.config.settings import layered_settings
 from teammate.mcp.client import McpManager, ToolInfo
 from teammate.mcp.config import (
     configured_servers,

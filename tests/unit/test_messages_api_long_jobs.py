@@ -14,7 +14,7 @@ import httpx2  # the HTTP client of the anthropic SDK (2.14): a broken stream ra
 import pytest
 from messages_api import MessagesAPI, PromptCache, Turn, request_tokens
 
-from teammate.agent.script import STOP_REASONS, ScriptError, parse_script
+from teammate.api.script import STOP_REASONS, ScriptError, parse_script
 
 HI = [{"role": "user", "content": "hi"}]
 WRITE = {"file_path": "out.txt", "content": "hello world, this is long"}

@@ -1,5 +1,5 @@
 """The model catalogue (`protocols.member.catalogue`) and what an agent's requests take from it
-(`teammate.agent.model_settings`): windows, ``max_tokens``, thinking and effort, betas, the
+(`teammate.api.model_settings`): windows, ``max_tokens``, thinking and effort, betas, the
 compaction threshold, the variables that change them, and typos of ``--model``."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from protocols.member.catalogue import (
     model_name_problem,
     resolve,
 )
-from teammate.agent.model_settings import ModelSettings, SettingsValueError
-from teammate.agent.settings import SettingsError, load_settings
+from teammate.api.model_settings import ModelSettings, SettingsValueError
+from teammate.config.settings import SettingsError, load_settings
 from teammate.options import UsageError, parse
 
 

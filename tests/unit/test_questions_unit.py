@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from swarm.team.approvals import QuestionError, _chosen
-from teammate.brains.base import Approval
+from teammate.link import Approval
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.questions import answers_of, ask_user_question
 

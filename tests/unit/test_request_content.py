@@ -1,4 +1,4 @@
-"""What a request's detail view shows (`swarm.views.request_text.content_lines`): the diff a
+"""What a request's detail view shows (`swarm.team.request_text.content_lines`): the diff a
 Write or an Edit would make to the file as it is now, a Bash command, a plan, the input as JSON
 otherwise; every line escaped, long content cut with a count, a FIFO never opened to block."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.team.approvals import Pending
-from swarm.views.request_text import content_lines
+from swarm.team.request_text import content_lines
 
 
 def request(tool: str, tool_input: dict[str, Any], kind: str = "permission_request") -> Pending:

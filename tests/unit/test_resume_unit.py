@@ -19,7 +19,6 @@ from swarm.lead.agent import LeadAgent
 from swarm.lead.tools import LeadLink
 from swarm.team.resume import prepare_resume
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import ScriptedModel
 from teammate.agent.transcript import (
     INTERRUPTED,
     Transcript,
@@ -27,6 +26,7 @@ from teammate.agent.transcript import (
     ended_in_order,
     read_transcript,
 )
+from teammate.api.model import ScriptedModel
 from teammate.options import MemberSpec, UsageError, parse
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext

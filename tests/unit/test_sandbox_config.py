@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teammate.agent.settings import SettingsError, layered_settings, load_settings
+from teammate.config.settings import SettingsError, layered_settings, load_settings
 from teammate.sandbox import ENGINE_VAR, landlock, sandbox_for
 from teammate.sandbox.bwrap import Sandbox
 from teammate.sandbox.config import SandboxConfig, merge_sandbox, parse_sandbox

@@ -13,9 +13,10 @@ from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from protocols.team.file import TeamFile
-from swarm.schedule.book import Schedule, ScheduleBook, ScheduleNotFound
+from swarm.schedule.book import ScheduleBook
 from swarm.schedule.cron import BadSchedule, Cron
 from swarm.schedule.firing import MARK, fire
+from swarm.schedule.model import Schedule, ScheduleNotFound
 from swarm.schedule.scheduler import decide, run_due
 
 MONDAY_9 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

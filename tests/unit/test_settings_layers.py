@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from teammate.agent.settings import SettingsError, layered_settings, load_settings
+from teammate.config.settings import SettingsError, layered_settings, load_settings
 
 
 def put(path: Path, value: object) -> Path:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from messages_api import Turn
 
-from teammate.agent.hooks import Hooks
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import ScriptedModel
-from teammate.agent.skills import SkillSet, body_text, catalogue_text, discover
+from teammate.api.model import ScriptedModel
+from teammate.config.skills import SkillSet, body_text, catalogue_text, discover
+from teammate.hooks import Hooks
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.base import ToolContext
 from teammate.tools.shell import bash

@@ -16,8 +16,8 @@ from helpers import finishes
 from protocols.fs import safefs
 from protocols.member.prices import PriceFileError, load_prices, prices_path
 from teammate.agent.context import memory_text, read_with_imports
-from teammate.agent.settings import SettingsError, load_settings
-from teammate.agent.skills import load_skill
+from teammate.config.settings import SettingsError, load_settings
+from teammate.config.skills import load_skill
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.files import read
 from teammate.tools.search import grep

@@ -17,10 +17,10 @@ from protocols.member.status import (
     read_status,
 )
 from protocols.paths import TeamPaths
-from teammate.agent.definitions import load_agent
-from teammate.agent.model import ModelReply, ModelRequest, ScriptedModel
 from teammate.agent.subagents import Parent, SubAgents
+from teammate.api.model import ModelReply, ModelRequest, ScriptedModel
 from teammate.brains.claude import WORK_TOOLS
+from teammate.config.definitions import load_agent
 from teammate.permissions.policy import PermissionPolicy
 from teammate.reporter import StatusReporter
 from teammate.tools.agents import AgentCall

@@ -19,9 +19,9 @@ from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 from swarm.lead.inbox import Leader
 from swarm.team.approvals import pending_requests
+from swarm.team.request_text import details
 from swarm.views.costs import load_prices
 from swarm.views.dashboard_frame import frame
-from swarm.views.request_text import details
 from swarm.views.snapshot import snapshot, to_json
 from swarm.views.table import render
 

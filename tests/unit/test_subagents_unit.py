@@ -7,10 +7,10 @@ from pathlib import Path
 
 from messages_api import Turn
 
-from teammate.agent.definitions import load_agent
-from teammate.agent.model import ScriptedModel
 from teammate.agent.subagents import Parent, SubAgents, narrower
+from teammate.api.model import ScriptedModel
 from teammate.brains.claude import WORK_TOOLS
+from teammate.config.definitions import load_agent
 from teammate.permissions.policy import PermissionPolicy
 from teammate.tools.agents import AgentCall
 from teammate.tools.base import ToolContext

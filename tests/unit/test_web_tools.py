@@ -23,7 +23,8 @@ from messages_api import MessagesAPI, Turn
 
 from protocols.member.prices import PriceTable, default_prices
 from teammate.agent.loop import AgentLoop
-from teammate.agent.model import (
+from teammate.agent.transcript import Transcript
+from teammate.api.model import (
     ClaudeModel,
     ModelError,
     ModelReply,
@@ -31,8 +32,7 @@ from teammate.agent.model import (
     ScriptedModel,
     Usage,
 )
-from teammate.agent.script import ScriptError, parse_script, web_search_blocks
-from teammate.agent.transcript import Transcript
+from teammate.api.script import ScriptError, parse_script, web_search_blocks
 from teammate.permissions.policy import PermissionPolicy, Rule, parse_rule
 from teammate.reporter import StatusReporter
 from teammate.tools import web, web_http, web_page

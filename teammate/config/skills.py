@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.fs import safefs
-from teammate.agent.definitions import AgentDefinitionError, front_matter
+from teammate.config.definitions import AgentDefinitionError, front_matter
 from teammate.permissions.policy import Rule, parse_rule
 
 log = logging.getLogger(__name__)

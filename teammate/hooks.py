@@ -1,7 +1,7 @@
 """Claude Code's command hooks: who runs them, with what input, and what their answer means.
 
 `Hooks` holds the hooks in force for one agent: those of the settings files (user, project,
-local, ``--settings``; `teammate.agent.settings`) plus those of its agent definition's front
+local, ``--settings``; `teammate.config.settings`) plus those of its agent definition's front
 matter, which apply only while that agent runs (`Hooks.scoped`). `Hooks.run(event, payload,
 target)` runs every hook of `event` whose matcher fits `target` (a regex on the tool name for
 the tool events, the agent type for the sub-agent events; empty or ``*`` matches all), one after
@@ -19,7 +19,7 @@ turn: the action does not happen, and a Stop hook's stop is not a "work on"), an
 ``PreToolUse`` ``hookSpecificOutput.permissionDecision`` (``allow``, ``deny``, ``ask``). A hook
 never raises: a bad hook cannot stop the agent that runs it. ``PreSkillShellCommand`` hooks
 (Claude Code 2.1.332) are accepted and listed but never run: swarm runs no shell commands from a
-skill's text (`teammate.agent.skills`).
+skill's text (`teammate.config.skills`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import Error
-from teammate.agent.settings import (
+from teammate.config.settings import (
     HOOK_EVENTS,
     Settings,
     SettingsError,

@@ -4,9 +4,9 @@
 ``ANTHROPIC_AUTH_TOKEN``, and ``ANTHROPIC_BASE_URL`` for Anthropic-compatible local servers are
 honoured by the SDK). It streams, so long answers do not hit the SDK's non-streaming limits (a
 request may ask for no stream: the loop's fallback after streams kept failing), sends the
-request's thinking, effort and betas (`teammate.agent.model_settings`), and never retries by
+request's thinking, effort and betas (`teammate.api.model_settings`), and never retries by
 itself: the agent loop does (`teammate.agent.retries`), so that every wait shows in the status
-and a shutdown is honoured during it. `ScriptedModel` plays a script (`teammate.agent.script`)
+and a shutdown is honoured during it. `ScriptedModel` plays a script (`teammate.api.script`)
 with no network, for demos and tests.
 
 Both raise `ModelError` for a failed call, with what the agent loop needs to decide: whether to
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from protocols.errors import Error
 from protocols.member.catalogue import resolve
 from protocols.member.prices import ONE_HOUR_KEY, WEB_SEARCHES_KEY
-from teammate.agent.script import Turn
+from teammate.api.script import Turn
 
 DEFAULT_MAX_TOKENS = 32_000  # a request that says nothing (the loop sets the model's own)
 # how long an idle connection to the API is kept for the next request (the SDK's default, 5 s,

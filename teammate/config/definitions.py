@@ -5,7 +5,7 @@ is the agent's system prompt. Every frontmatter key of Claude Code's is read, ch
 (``name``, ``description``, ``tools``, ``disallowedTools``, ``model``, ``permissionMode``,
 ``maxTurns``, ``background``, ``isolation``, ``memory``, ``mcpServers``, ``requiredMcpServers``,
 ``hooks``, ``skills``, ``initialPrompt``, ``effort``, ``color``). ``hooks`` apply while the agent
-runs (`teammate.agent.hooks`); ``mcpServers`` and ``requiredMcpServers`` are acted on by
+runs (`teammate.hooks`); ``mcpServers`` and ``requiredMcpServers`` are acted on by
 `teammate.mcp`. Those swarm does not act on yet (`STORED_KEYS`) are stored and passed on, and
 say so in a warning; a key nobody knows is a warning naming file, line and key, never dropped
 silently. Every problem with a file raises `AgentDefinitionError` as ``<path>:<line>: <problem>``.
@@ -13,7 +13,7 @@ silently. Every problem with a file raises `AgentDefinitionError` as ``<path>:<l
 Lookup order (later wins): the built-ins, the user's ``<config root>/agents/*.md``, the
 project's ``<project>/.claude/agents/*.md``, definitions given as JSON on the command line
 (``--agents '{"name": {"description", "prompt", "tools", ...}}'``, Claude Code's flag), then the
-``agents`` object of a settings file (`teammate.agent.settings`), in the same JSON form. `swarm
+``agents`` object of a settings file (`teammate.config.settings`), in the same JSON form. `swarm
 spawn` resolves a member's definition where it is started and passes it this way to a teammate
 that works in a git worktree, where an uncommitted project file would be missing.
 Lookup is strict: every ``*.md`` file in the searched directories is parsed, and the first
@@ -61,8 +61,8 @@ ACTIVE_KEYS = frozenset(
         "effort",
         "color",
         "memory",  # teammate.agent.context
-        "skills",  # teammate.agent.skills: preloaded
-        "hooks",  # run while the agent runs (teammate.agent.hooks)
+        "skills",  # teammate.config.skills: preloaded
+        "hooks",  # run while the agent runs (teammate.hooks)
         "mcpServers",  # teammate.mcp: shared by name, or inline and owned by the agent
         "requiredMcpServers",
     }
@@ -360,7 +360,7 @@ class _Fields:
         naming this file and line now, not when the agent runs)."""
         value = self.mapping(key)
         if value is not None:
-            from teammate.agent.settings import SettingsError, parse_hooks  # imports this module
+            from teammate.config.hook_format import SettingsError, parse_hooks
 
             try:
                 parse_hooks(value, key)

@@ -1,9 +1,9 @@
 """Claude Code's settings files: the permission rules and default mode an agent starts with,
 agent definitions (``agents``, the ``--agents`` JSON form, which win over every other source of
 the same name), ``env`` (read for swarm's own settings such as ``SWARM_FORK_SUBAGENT``, not
-passed to commands), ``hooks`` (event -> matcher groups, `teammate.agent.hooks`) and
+passed to commands), ``hooks`` (event -> matcher groups, `teammate.hooks`) and
 ``mcpServers`` (name -> server, `teammate.mcp`), ``autoCompactWindow`` (the window a
-conversation is compacted in, `teammate.agent.model_settings`) and ``sandbox`` (the OS sandbox
+conversation is compacted in, `teammate.api.model_settings`) and ``sandbox`` (the OS sandbox
 of its commands, `teammate.sandbox.config`):
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"],
@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocols.errors import Error
 from protocols.fs import safefs
 from protocols.values import PermissionMode
+from teammate.config.hook_format import HOOK_EVENTS as HOOK_EVENTS
+from teammate.config.hook_format import SettingsError as SettingsError
+from teammate.config.hook_format import parse_hooks as parse_hooks
 from teammate.sandbox.config import (
     SandboxConfig,
     SandboxSettingsError,
@@ -42,35 +44,12 @@ from teammate.sandbox.config import (
 
 if TYPE_CHECKING:  # loaded by a settings file that has rules or agents: `swarm task add` reads
     # the hooks of files that mostly have neither
-    from teammate.agent.definitions import AgentDefinition
+    from teammate.config.definitions import AgentDefinition
     from teammate.permissions.policy import Rule
 
 log = logging.getLogger(__name__)
 
 
-class SettingsError(Error, ValueError):
-    """A settings file that cannot be used; the message names the file and the key."""
-
-
-HOOK_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Stop",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "Notification",
-    "TeammateIdle",
-    "TaskCreated",
-    "TaskCompleted",
-    "SessionEnd",
-    # Claude Code 2.1.332: before a shell command written in a skill's text runs as the skill
-    # loads; swarm runs no such commands (`teammate.agent.skills`), so these hooks are kept,
-    # listed and never run
-    "PreSkillShellCommand",
-)
 SCOPES = ("user", "project", "local", "flag")  # lowest precedence first
 
 
@@ -173,7 +152,7 @@ def load_settings(path: Path) -> Settings:
     )
     window = value.get("autoCompactWindow")
     if window is not None:
-        from teammate.agent.model_settings import SettingsValueError, parse_window
+        from teammate.api.model_settings import SettingsValueError, parse_window
 
         try:
             window = parse_window(window, f"{path}: autoCompactWindow")
@@ -190,7 +169,7 @@ def load_settings(path: Path) -> Settings:
 def _agents(value: Any, where: str) -> dict[str, AgentDefinition]:
     if value == {}:
         return {}
-    from teammate.agent.definitions import AgentDefinitionError, from_json_agents
+    from teammate.config.definitions import AgentDefinitionError, from_json_agents
 
     try:
         return from_json_agents(value, where)
@@ -236,56 +215,3 @@ def _origins(settings: Settings, where: str) -> dict[str, str]:
     keys += ["defaultMode"] if settings.default_mode is not None else []
     keys += ["autoCompactWindow"] if settings.auto_compact_window is not None else []
     return dict.fromkeys(keys, where)
-
-
-def parse_hooks(value: Any, where: str) -> dict[str, list[dict[str, Any]]]:
-    """Claude Code's ``hooks`` object, checked: ``{event: [{"matcher": regex?, "hooks":
-    [{"type": "command", "command": str, "timeout": seconds?}]}]}``."""
-    if not isinstance(value, dict):
-        raise SettingsError(f"{where} must be an object of events")
-    hooks: dict[str, list[dict[str, Any]]] = {}
-    for event, groups in value.items():
-        if event not in HOOK_EVENTS:  # a newer Claude Code's event: not for swarm, not fatal
-            log.warning("%s: event %r is not one swarm runs; its hooks are ignored", where, event)
-            continue
-        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
-            raise SettingsError(f"{where}.{event} must be a list of matcher groups")
-        kept = []
-        for i, group in enumerate(groups):
-            matcher = group.get("matcher", "")
-            if not isinstance(matcher, str):
-                raise SettingsError(f"{where}.{event}[{i}].matcher must be a string")
-            commands = group.get("hooks")
-            if not isinstance(commands, list):
-                raise SettingsError(f"{where}.{event}[{i}].hooks must be a list")
-            runnable = []
-            for j, hook in enumerate(commands):
-                if isinstance(hook, dict) and hook.get("type", "command") != "command":
-                    log.warning(
-                        "%s.%s[%d].hooks[%d]: %r hooks are not run by swarm (command hooks are)",
-                        where,
-                        event,
-                        i,
-                        j,
-                        hook.get("type"),
-                    )
-                    continue
-                _check_hook(hook, f"{where}.{event}[{i}].hooks[{j}]")
-                runnable.append(hook)
-            if runnable:
-                kept.append({**group, "matcher": matcher, "hooks": runnable})
-        if kept:
-            hooks[event] = kept
-    return hooks
-
-
-def _check_hook(hook: Any, where: str) -> None:
-    if not isinstance(hook, dict) or hook.get("type", "command") != "command":
-        raise SettingsError(f'{where}: only {{"type": "command"}} hooks are supported')
-    if not isinstance(hook.get("command"), str) or not hook["command"].strip():
-        raise SettingsError(f"{where}.command must be a non-empty string")
-    timeout = hook.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-    ):
-        raise SettingsError(f"{where}.timeout must be a positive number of seconds")
