@@ -24,6 +24,8 @@ from protocols.team.file import TeamFile
 from teammate.tools.base import ToolContext
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cc-2.1.88"
+REAPER_VARIABLE = "SWARM_TEST_RUN"  # `tests/reaper.py`'s
+REAPER = pytest.StashKey[subprocess.Popen[bytes]]()
 
 # tests/pg's helpers (a temporary PostgreSQL server, `swarm` against it) serve tests elsewhere
 # too (the lead scenarios on a PostgreSQL team); pytest puts tests/pg on the path only once it
@@ -36,6 +38,22 @@ if PG_HELPERS not in sys.path:
 # on a machine busy with the process tests running beside it
 settings.register_profile("swarm", deadline=None)
 settings.load_profile("swarm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the runner (not in an xdist worker, which inherits both): mark every process the run
+    will start with a token in its environment, and start the reaper that kills them all once
+    the runner is gone, however it ends (`tests/reaper.py`)."""
+    if hasattr(config, "workerinput") or os.environ.get(REAPER_VARIABLE):
+        return
+    token = uuid.uuid4().hex
+    os.environ[REAPER_VARIABLE] = token
+    reaper = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("reaper.py")), token, str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C at the terminal is the runner's, not the reaper's
+    )
+    config.stash[REAPER] = reaper  # it outlives this process, by design
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
