@@ -59,7 +59,7 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
-test-unit: install  ## the in-process tests: seconds
+test-unit: install  ## the in-process tests (about a minute on 2 cores)
 	$(PY) -m pytest $(XDIST) tests/unit
 
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
