@@ -27,6 +27,7 @@ import errno
 import json
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,19 +62,27 @@ def parse_patiently(parse: Callable[[], T], wait_s: float) -> T:
             delay = min(delay * 2, 0.05)
 
 
+# the own printer (`_pretty`) only where it is faster than json's: Python 3.11 and 3.12 indent in
+# pure Python (own/json 0.4-0.9); from 3.13 json indents in C and the own printer is 2-6 times
+# slower (`bench/json_pretty.py` prints both, under whichever interpreter runs it)
+OWN_PRINTER = sys.version_info < (3, 13)
+
+
 def dumps_pretty(value: Any, level: int = 0) -> str:
     """``JSON.stringify(value, null, 2)``: the format of every team, inbox and task file.
 
     `level` indents the text as if it were nested that deep (the first line is not indented);
     JSON strings never hold a raw newline, so indenting every line is safe.
     """
-    try:
-        text = _pretty(value, "  " * level)
-        text.encode("utf-8")
-        return text
-    except (_NotPlain, UnicodeEncodeError):  # odd keys or values, lone surrogates: json's way
-        text = _dumps(value, indent=2, separators=(",", ": "))
-        return text.replace("\n", "\n" + "  " * level) if level else text
+    if OWN_PRINTER:
+        try:
+            text = _pretty(value, "  " * level)
+            text.encode("utf-8")
+            return text
+        except (_NotPlain, UnicodeEncodeError):  # odd keys or values, lone surrogates
+            pass
+    text = _dumps(value, indent=2, separators=(",", ": "))
+    return text.replace("\n", "\n" + "  " * level) if level else text
 
 
 def plain_pretty(value: Any) -> str | None:

@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocols.fs import jsonio
 from protocols.fs.jsonio import (
     atomic_write_text,
     dumps_compact,
@@ -66,17 +68,22 @@ def test_indenting_as_nested_keeps_the_value(value: object) -> None:
         max_leaves=20,
     ),
     st.integers(min_value=0, max_value=3),
+    st.booleans(),
 )
-def test_the_fast_pretty_writer_is_byte_for_byte_json_dumps(value: object, level: int) -> None:
-    """`dumps_pretty` writes strings, ints, lists and dicts itself; what it leaves to
-    json.dumps (floats, keys that are not strings, lone surrogates) must not show."""
+def test_the_fast_pretty_writer_is_byte_for_byte_json_dumps(
+    value: object, level: int, own: bool
+) -> None:
+    """`dumps_pretty` writes strings, ints, lists and dicts itself (where that is the faster:
+    `OWN_PRINTER`, both ways here); what it leaves to json.dumps (floats, keys that are not
+    strings, lone surrogates) must not show."""
     expected = json.dumps(value, indent=2, separators=(",", ": "), ensure_ascii=False)
     try:
         expected.encode("utf-8")
     except UnicodeEncodeError:
         expected = json.dumps(value, indent=2, separators=(",", ": "), ensure_ascii=True)
     expected = expected.replace("\n", "\n" + "  " * level)
-    assert dumps_pretty(value, level) == expected
+    with mock.patch.object(jsonio, "OWN_PRINTER", own):
+        assert dumps_pretty(value, level) == expected
 
 
 def test_lone_surrogates_are_escaped_so_the_file_is_valid_utf8() -> None:
@@ -142,6 +149,7 @@ def test_ensure_file_creates_once_and_never_overwrites(tmp_path: Path) -> None:
 KILLED_HOLDER = """
 import os, sys, time
 from pathlib import Path
+from unittest import mock
 from protocols.fs.locks import FileGuard
 target = Path(sys.argv[1])
 guard = FileGuard(target)
