@@ -9,11 +9,10 @@ The file is opened without following links, and only written once the lock is he
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import filelock
 
 from protocols.errors import Error
 from protocols.fs import safefs
@@ -45,7 +44,9 @@ def instance_lock(paths: TeamPaths, name: str) -> Iterator[str | None]:
     safefs.makedirs(path.parent)
     fd = safefs.open_path(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        if not filelock.lock_descriptor(fd, blocking=False):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process holds it
             yield os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             return
         os.ftruncate(fd, 0)

@@ -4,8 +4,9 @@
 
 1. a kernel lock (`fcntl.flock`) on ``.swarm-locks/X.flock`` in a hidden directory beside ``X``:
    swarm processes exclude each other there, and a dead holder's lock is released by the kernel
-   at once. It is the call `filelock.lock_descriptor` makes; filelock is not imported here,
-   because its package costs ~12 ms of the 80 ms a ``swarm send`` may take (issue 18);
+   at once. It is a single `fcntl.flock` call: the `filelock` package, which would make the same
+   call, is not a dependency of swarm at all (only the tests use it, to share one-time installs
+   between their workers), and its import alone costs ~12 ms of a ``swarm send``;
 2. the proper-lockfile lock Claude Code uses: the *directory* ``X.lock``, made with `mkdir`. A lock
    directory whose mtime is older than 10 s is stale and is removed; a held lock's mtime is
    refreshed every 5 s by one background thread (alive only while a lock is held), so a long
