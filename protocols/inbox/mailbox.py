@@ -33,8 +33,9 @@ from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
 from protocols.fs.file_cache import Signature
 from protocols.fs.jsonio import Durability
 from protocols.fs.locks import redo_if_lock_lost
-from protocols.inbox.file import MSG_V, InboxFile, entry_of
+from protocols.inbox.file import MSG_V, InboxFile
 from protocols.inbox.ids import msg_id_for
+from protocols.inbox.reading import entry_of
 from protocols.logs import logger
 from protocols.names import checked_component, unknown_member_text
 from protocols.paths import TeamPaths

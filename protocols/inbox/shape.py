@@ -45,7 +45,7 @@ class PlainEntry(Plain):
         return self.raw.get("read") is True
 
     def marked_read(self) -> PlainEntry:
-        """The entry with ``read: true`` (as `protocols.inbox.file._marked_read` marks a model)."""
+        """The entry with ``read: true`` (as `protocols.inbox.reading.marked_read` marks one)."""
         return self if self.is_read else PlainEntry(INBOX_ENTRY, {**self.raw, "read": True})
 
     def structured(self) -> Any:

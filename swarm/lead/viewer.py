@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.file import entry_of
+from protocols.inbox.reading import entry_of
 from protocols.messages.models import IdleNotification, ShutdownApproved, ShutdownRejected
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths

@@ -23,7 +23,7 @@ from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
 from protocols.fs import safefs
-from protocols.inbox.file import RecordEntries
+from protocols.inbox.record import RecordEntries
 from protocols.member.status_keys import USAGE_KEYS, subagent_label
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths

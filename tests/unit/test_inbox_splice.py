@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from protocols.fs.jsonio import dumps_pretty
 from protocols.inbox import splice as inbox_splice
-from protocols.inbox.file import InboxFile, _add_identity, identity_of
+from protocols.inbox.file import InboxFile
+from protocols.inbox.ids import identity_of
 from protocols.inbox.mailbox import Mailbox, new_item
+from protocols.inbox.record import _add_identity
 from protocols.paths import TeamPaths
 from protocols.team.file import TeamFile
 

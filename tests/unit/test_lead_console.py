@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.file import entry_of
+from protocols.inbox.reading import entry_of
 from swarm.lead.console import SHOWN_LINES, Console, shortened
 from swarm.lead.inbox import first_look
 

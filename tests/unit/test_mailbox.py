@@ -18,6 +18,7 @@ from helpers import finishes
 from protocols.errors import BroadcastRefused, LockTimeout, ProtocolsError, UnknownMember
 from protocols.fs.locks import lock_dir_for
 from protocols.inbox import file as inbox_module
+from protocols.inbox import record as record_module
 from protocols.inbox.entry import format_for_model
 from protocols.inbox.mailbox import Mailbox, broadcast_threads
 from protocols.messages.models import IdleNotification, ShutdownRequest
@@ -383,8 +384,8 @@ def test_the_record_is_parsed_once_then_only_what_was_appended(
     mailbox.compact("alice")
     assert [e.text for e in mailbox.read_archive("alice")] == ["one", "two"]
     parsed: list[object] = []
-    real = inbox_module.entry_of
-    monkeypatch.setattr(inbox_module, "entry_of", lambda item: parsed.append(item) or real(item))
+    real = record_module.entry_of
+    monkeypatch.setattr(record_module, "entry_of", lambda item: parsed.append(item) or real(item))
     mailbox.send("alice", "three", sender="bob")
     with archive.open("ab") as handle:
         handle.write(b'{"from": "bob", "text": "torn')  # a line still being written
