@@ -22,7 +22,7 @@ from helpers import LeadSession, Processes, commit_all, init_repo, swarm, teamma
 
 from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
-from protocols.tasks import board as tasks_module
+from protocols.tasks import files as tasks_module
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile
 from swarm.team import approvals as requests_mod

@@ -33,8 +33,8 @@ def test_every_error_class_of_the_three_packages_derives_from_the_root() -> None
     # and that TaskStop ends a sub-agent (an `Error` would become a tool's error result)
     assert strays == [
         "protocols.fs.jsonio._NotPlain",
-        "protocols.tasks.board._Invalid",
-        "protocols.tasks.board._Torn",
+        "protocols.tasks.files._Invalid",
+        "protocols.tasks.files._Torn",
         "teammate.agent.model_turns.LoopCancelled",
         "teammate.link.Interrupted",
     ]

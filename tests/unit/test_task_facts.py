@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.paths import TeamPaths
-from protocols.tasks.board import ClaimFailure, TaskBoard, _decode
+from protocols.tasks.board import ClaimFailure, TaskBoard
 from protocols.tasks.facts import TaskFacts, facts_of
+from protocols.tasks.files import _decode
 from protocols.tasks.model import Task
 from protocols.team.file import TeamFile
 

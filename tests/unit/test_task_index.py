@@ -21,7 +21,7 @@ import pytest
 from protocols.fs.jsonio import atomic_write_bytes, ensure_file
 from protocols.fs.locks import FileGuard
 from protocols.paths import TeamPaths
-from protocols.tasks import board as tasks_module
+from protocols.tasks import files as tasks_module
 from protocols.tasks import index as task_index
 from protocols.tasks.board import ClaimFailure, TaskBoard
 from protocols.team.file import TeamFile
