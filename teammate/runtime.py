@@ -8,15 +8,15 @@ watcher's periodic rescan as a safety net); it makes no model calls, and it look
 only when the board changed (an inotify event, or the directory's time), a message came, or
 every ten minutes: so idling costs the same whatever the board holds.
 
-What it obeys, and from whom: a ``shutdown_request``, ``mode_set_request`` or
-``team_permission_update`` counts only from the lead (the entry's sender and the message's own
-``from``); one from anybody else is reported to the lead and ignored. Started with
-``--lead-verify-key``, it checks every entry (`protocols.team.signing.Verifier`): one that claims a
-lead name, or asks for a shutdown, without the lead's signature is *forged*: never obeyed (its
-protocol message reported to the lead), shown to a Claude model with ``verified="false"``, and
-a permission answer or plan verdict of that kind leaves the request waiting. A
-``shutdown_request`` sent before this teammate joined (``joinedAt``) was meant for a
-predecessor of the same name: it is ignored and reported, never obeyed.
+What it obeys, and from whom (its protocol messages are handled by `teammate.control`): a
+``shutdown_request``, ``mode_set_request`` or ``team_permission_update`` counts only from the lead
+(the entry's sender and the message's own ``from``); one from anybody else is reported to the lead
+and ignored. Started with ``--lead-verify-key``, it checks every entry
+(`protocols.team.signing.Verifier`): one that claims a lead name, or asks for a shutdown, without
+the lead's signature is *forged*: never obeyed (its protocol message reported to the lead), shown to
+a Claude model with ``verified="false"``, and a permission answer or plan verdict of that kind
+leaves the request waiting. A ``shutdown_request`` sent before this teammate joined (``joinedAt``)
+was meant for a predecessor of the same name: it is ignored and reported, never obeyed.
 
 What it survives: a pass of the loop that fails (a lock that stays taken, a ``config.json``
 being rewritten or broken, a full disk, a planted link, a message or task file it cannot use) is
@@ -31,7 +31,6 @@ doing the work twice. When it stops, every process it started (they carry its
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 import time
@@ -50,18 +49,8 @@ from protocols.errors import (
 from protocols.inbox.entry import InboxEntry
 from protocols.inbox.mailbox import Mailbox
 from protocols.member.budget import budgets_dir
-from protocols.messages.correlation import is_stale
 from protocols.messages.models import (
-    CompactRequest,
     IdleNotification,
-    ModeSetRequest,
-    PermissionResponse,
-    PlanApprovalResponse,
-    ShutdownApproved,
-    ShutdownRejected,
-    ShutdownRequest,
-    TaskAssignment,
-    TeamPermissionUpdate,
 )
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
@@ -76,6 +65,7 @@ from teammate.activity import Activity
 from teammate.board_watch import BoardWatch, labels_of
 from teammate.brains.base import Brain
 from teammate.budget import Notices
+from teammate.control import MessageControl
 from teammate.instance import single_instance
 from teammate.lead_check import LeadCheck
 from teammate.lead_requests import LeadRequests
@@ -158,6 +148,7 @@ class Teammate:
         self._compact: tuple[InboxEntry, str] | None = None
         self.trouble = Trouble()
         self.outbox = Outbox(self.mailbox, self.name, self.color, self.say)
+        self.control = MessageControl(self)  # its protocol messages (`teammate.control`)
         self.requests = LeadRequests(
             name=self.name,
             color=self.color,
@@ -166,12 +157,12 @@ class Teammate:
             reporter=self.reporter,
             say=self.say,
             send=self._send,
-            answer_shutdown=self._answer_shutdown,
+            answer_shutdown=self.control.answer_shutdown,
             watcher=lambda: self._watcher,
             joined_at=lambda: self.member.joinedAt if self.member is not None else 0,
             timeout_s=options.spec.permission_timeout_s,
             trusted=self.lead_check.trusted,
-            set_aside=self._set_aside_forged,
+            set_aside=self.control.set_aside_forged,
             checks_signatures=self.lead_check.active,
         )
         self.token = ""
@@ -339,7 +330,7 @@ class Teammate:
         self.outbox.flush(self._report_trouble)
         self._record_outcomes()
         entries = self._unread()
-        plain = self.handle_messages(entries)
+        plain = self.control.handle_messages(entries)
         if self.stopped:
             return True
         if self._compact is not None:
@@ -410,94 +401,6 @@ class Teammate:
         self._inbox_seen = None if unread else loaded.signature
         return [self.lead_check.checked(entry) for entry in unread]
 
-    def _on_forged(self, entry: InboxEntry, message: Any) -> None:
-        """A forged entry: said once; a protocol message in it is reported to the lead."""
-        if not self.lead_check.first_report(entry):
-            return
-        if message is None:
-            self.say(f"unverified message as {entry.from_} (not signed by the lead): {entry.text}")
-        elif isinstance(message, ShutdownRequest) and self._stale(message):
-            self._ignore_stale(message)  # what it is, whatever its signature: from before
-        else:
-            self._refuse(entry, message)
-
-    def _set_aside_forged(self, entry: InboxEntry, message: Any) -> None:
-        """A forged answer that came while waiting for the lead: reported and marked read; the
-        request goes on waiting for the lead's own answer."""
-        self._on_forged(entry, message)
-        self.mailbox.mark_read(self.name, [entry])
-
-    def handle_messages(self, entries: list[InboxEntry]) -> list[InboxEntry]:
-        """Handle protocol messages, a live shutdown request first; return the plain ones
-        (still unread: they are marked read once the brain has answered them). A message whose
-        handling fails is set aside (marked read and reported), never retried forever."""
-        decoded = [(e, self._decode(e)) for e in map(self.lead_check.checked, entries)]
-        for entry, message in decoded:
-            if isinstance(message, ShutdownRequest) and not entry.unverified:
-                self._guarded(entry, functools.partial(self._on_shutdown, entry, message))
-                if self.stopped:
-                    return []
-        plain = []
-        for entry, message in decoded:
-            if entry.unverified:  # not obeyed; a model sees it, marked verified="false"
-                self._guarded(entry, functools.partial(self._on_forged, entry, message))
-                plain.append(entry)
-                continue
-            if isinstance(message, ShutdownRequest):
-                continue
-            if message is None:
-                self.say(f"message from {entry.from_}: {entry.text}")
-                plain.append(entry)
-                continue
-            self._guarded(entry, functools.partial(self._on_protocol, entry, message))
-        return plain
-
-    def _guarded(self, entry: InboxEntry, handle: Callable[[], None]) -> None:
-        try:
-            handle()
-        except ENVIRONMENT_ERRORS:
-            raise  # not the message's fault: the loop backs off and tries it again
-        except Exception as exc:  # one bad message must not stop the teammate
-            problem = describe(exc)
-            self.say(f"set aside a message from {entry.from_} that could not be handled: {problem}")
-            self.mailbox.mark_read(self.name, [entry])
-            self._tell_lead(
-                f"{self.name} set aside a message from {entry.from_} that it could not handle "
-                f"({problem}); it stays in its inbox archive",
-                "set aside a message",
-            )
-
-    def _on_protocol(self, entry: InboxEntry, message: Any) -> None:
-        from_lead = self._from_lead(entry, message)
-        if isinstance(message, ModeSetRequest | TeamPermissionUpdate | CompactRequest) and (
-            not from_lead
-        ):
-            self._refuse(entry, message)
-        elif isinstance(message, CompactRequest):
-            self._on_compact(entry, message.instructions or "")
-            return  # marked read once done: a crash before that leaves it to be done again
-        elif isinstance(message, ModeSetRequest):
-            self._set_mode(message.mode)
-        elif isinstance(message, TeamPermissionUpdate):
-            self.brain.update_permissions([message.permissionUpdate.model_dump(exclude_none=True)])
-            self.say(f"the lead updated permissions: {message.permissionUpdate.rules}")
-        elif isinstance(message, TaskAssignment):
-            self.say(f"assigned task #{message.taskId}: {message.subject}")
-        elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
-            self.say(f"ignoring a {message.type} from {entry.from_}")
-        self.mailbox.mark_read(self.name, [entry])
-
-    def _on_compact(self, entry: InboxEntry, instructions: str) -> None:
-        """The lead asked for a compaction: before the brain's next model request if it is in
-        a turn (the request is read when the turn ends), else in an idle turn of its own
-        (`_compact_now`, after the other messages; the request is read once it is done)."""
-        self._in_flight.add(entry.identity)  # not handled twice meanwhile
-        if self._in_turn:
-            self.say(self.brain.compact(instructions, self, now=False))
-            self._arrived.append(entry)
-        else:
-            self._compact = (entry, instructions)
-
     def _compact_now(self) -> None:
         assert self._compact is not None
         (entry, instructions), self._compact = self._compact, None
@@ -514,27 +417,6 @@ class Teammate:
             self.activity.end()
         self.say(note)
         self.reporter.set(MemberState.IDLE, note)
-
-    def _from_lead(self, entry: InboxEntry, message: Any) -> bool:
-        """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one;
-        and signed by the lead when this teammate checks signatures."""
-        inner = getattr(message, "from_", None)
-        trusted = self.lead_check.trusted(entry)
-        return entry.from_ == LEAD_NAME and inner in (None, LEAD_NAME) and trusted
-
-    def _refuse(self, entry: InboxEntry, message: Any) -> None:
-        """A request only the lead may make, from someone else: reported, not obeyed."""
-        if self.lead_check.unsigned_lead(entry):
-            note = (
-                f"Ignored a {message.type} as {entry.from_} that does not carry the lead's "
-                "signature (lead_sig): somebody else wrote it into my inbox."
-            )
-            summary = f"ignored an unsigned {message.type}"
-        else:
-            note = f"Ignored a {message.type} from {entry.from_}: only {LEAD_NAME} may send me one."
-            summary = f"ignored a {message.type} from {entry.from_}"
-        self.say(note)
-        self._tell_lead(note, summary)
 
     def _respond(self, plain: list[InboxEntry]) -> Outcome | None:
         """Let the brain answer plain messages; they are marked read once it has (a crash
@@ -588,7 +470,7 @@ class Teammate:
         plain ones are returned, and marked read when the turn ends (`_turn_ended`); an
         approved shutdown raises `Interrupted`."""
         self._inbox_seen = None
-        plain = self.handle_messages(self._unread())
+        plain = self.control.handle_messages(self._unread())
         if self.stopped:
             raise Interrupted("shutdown approved")
         self._in_flight.update(entry.identity for entry in plain)  # not handed over twice
@@ -694,68 +576,11 @@ class Teammate:
         """`between_turns_protocol_only`, reading the inbox only if it changed; True if plain
         messages wait (for the next turn)."""
         entries = self._unread()
-        protocol = [e for e in entries if self._decode(e) is not None]
-        self.handle_messages(protocol)
+        protocol = [e for e in entries if self.control.decode(e) is not None]
+        self.control.handle_messages(protocol)
         if self.stopped:
             raise Interrupted("shutdown approved")
         return len(protocol) < len(entries)
-
-    def _decode(self, entry: InboxEntry) -> Any:
-        try:
-            return entry.structured()
-        except ProtocolsError as exc:
-            self.say(f"malformed message from {entry.from_} (kept in the inbox archive): {exc}")
-            return None
-
-    def _answer_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> bool:
-        """A shutdown request that came while waiting for the lead: True if it stops us."""
-        self._on_shutdown(entry, request)
-        return self.stopped
-
-    def _stale(self, request: ShutdownRequest) -> bool:
-        return self.member is not None and is_stale(request, self.member.joinedAt)
-
-    def _ignore_stale(self, request: ShutdownRequest) -> None:
-        note = (
-            f"Ignored shutdown request {request.requestId}: it was sent before I joined "
-            "(meant for an earlier teammate of my name)."
-        )
-        self.say(note)
-        self._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
-
-    def _on_shutdown(self, entry: InboxEntry, request: ShutdownRequest) -> None:
-        from_lead = self._from_lead(entry, request)  # before the mark: a read id verifies no more
-        self.mailbox.mark_read(self.name, [entry])
-        assert self.member is not None
-        if not from_lead:
-            self._refuse(entry, request)
-            return
-        if self._stale(request):
-            self._ignore_stale(request)
-            return
-        accept, reason = self.brain.accept_shutdown(request)
-        if not accept:
-            self.say(f"refusing shutdown: {reason}")
-            rejected = ShutdownRejected(
-                requestId=request.requestId, from_=self.name, reason=reason, timestamp=now_iso()
-            )
-            self._send(LEAD_NAME, rejected)
-            return
-        released = self.board.release_all(self.name)
-        member = self._current_member() or self.member
-        approved = ShutdownApproved(
-            requestId=request.requestId,
-            from_=self.name,
-            timestamp=now_iso(),
-            paneId=member.tmuxPaneId or None,
-            backendType=member.backendType or None,
-        )
-        self._send(LEAD_NAME, approved)
-        self.say(
-            f"shutting down ({request.reason or 'asked by the lead'}); released "
-            f"{[t.id for t in released] or 'no tasks'}"
-        )
-        self.stopped = True
 
     # tasks
 
