@@ -1,16 +1,17 @@
 """Leases: how the store learns a member on another machine is gone.
 
-A member holds a lease by heartbeating (`Leases.heartbeat`): its row's ``lease_expires_at``
-becomes the server's ``now()`` plus the lease's length, so no two machines' clocks are
-compared. `Leases.sweep` (run by the lead, or by anyone: it is safe to run anywhere, any
-number of times at once) finds members whose lease ran out, and for each, in one transaction:
-marks it dead (``alive`` false, ``isActive`` false), returns its unfinished tasks to pending at
-a new epoch (so whatever it still sends with its old epochs is refused), and tells the lead
-with a ``teammate_terminated`` message, as `swarm.team.members.reap` does for local members.
-A member declared dead that heartbeats again is told so (`LeaseLost`): it must not go on with
-work it held; it may rejoin. `Leases.end` declares one member dead at once, the same way (its
-host saw its process exit). `view` is every member's lease as the server sees it now, for telling
-a member alive from dead on any machine (`swarm status`, `swarm reap`).
+A member holds a lease by heartbeating (`Leases.heartbeat`): its row's ``lease_expires_at`` becomes
+the server's ``now()`` plus the lease's length, so no two machines' clocks are compared.
+`Leases.sweep` (run by the lead, or by anyone: it is safe to run anywhere, any number of times at
+once) finds members whose lease ran out, and for each, in one transaction: marks it dead (``alive``
+false, ``isActive`` false), returns its unfinished tasks to pending at a new epoch (so whatever it
+still sends with its old epochs is refused), and tells the lead with a ``teammate_terminated``
+message, as `swarm.team.members.reap` does for local members. A member declared dead that heartbeats
+again is told so (`LeaseLost`): it must not go on with work it held (whatever it sends about it is
+refused), and it rejoins (`Leases.rejoin`: alive again, with a new lease, the lead told), as a
+teammate's heartbeat does. `Leases.end` declares one member dead at once, the same way (its host saw
+its process exit). `view` is every member's lease as the server sees it now, for telling a member
+alive from dead on any machine (`swarm status`, `swarm reap`).
 
 A lease lasts ``$SWARM_LEASE_S`` seconds (`lease_seconds`; default 30): tests shorten it.
 """
@@ -121,6 +122,31 @@ class Leases:
 
         # one UPDATE that stands alone (the SELECT after it only words the error)
         return self.db.run(work, "heartbeat", transaction=False)
+
+    def rejoin(self, name: str, lease_s: float = DEFAULT_LEASE_S) -> bool:
+        """Bring back `name`, declared dead while its process still ran (its lease ran out in a
+        pause longer than the lease), with a new lease, and tell the lead so. Its tasks stay where
+        the sweep put them (back on the board, at a new epoch: whatever it still sends about them
+        is refused). False if it was not declared dead (or is no member)."""
+
+        def work(conn: Conn) -> bool:
+            found = conn.execute(
+                "UPDATE members SET alive = true, "
+                "lease_expires_at = now() + make_interval(secs => %s) "
+                "WHERE team = %s AND name = %s AND NOT alive RETURNING name",
+                [lease_s, self.team, text(name, "member name")],
+            ).fetchone()
+            if found is None:
+                return False
+            note = (
+                f"{name} is alive: it was declared dead when its lease ran out (paused, or cut "
+                "off from the store, longer than its lease) and has rejoined with a new one; "
+                "the tasks it held stay back on the board"
+            )
+            append_entry(conn, self.team, LEAD_NAME, new_entry(note, name, summary="rejoined"))
+            return True
+
+        return self.db.run(work, "rejoin")
 
     def expires_at(self, name: str) -> datetime | None:
         found = self.db.run(

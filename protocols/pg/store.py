@@ -222,6 +222,24 @@ class PgStore:
         return within(seconds, work, what, done=lambda: database(url).close(), slow=slow)
 
 
+def _rejoin(
+    leases: Leases,
+    name: str,
+    lease_s: float,
+    lost: LeaseLost,
+    say: Callable[[str], None] | None,
+) -> None:
+    """A heartbeat that found `name` declared dead: alive again with a new lease (`Leases.rejoin`;
+    a store away now is tried again at the next beat, which finds it dead again)."""
+    try:
+        back = leases.rejoin(name, lease_s)
+    except Error as exc:
+        log.warning("heartbeat of %s: %s; could not rejoin: %s", name, lost, exc)
+        return
+    if back and say is not None:
+        say(f"{lost}; rejoined with a new lease")
+
+
 @contextlib.contextmanager
 def _heartbeating(
     url: str,
@@ -254,10 +272,8 @@ def _heartbeating(
                         leases.sweep()
                     if beat.unread:
                         news()
-                except LeaseLost as exc:
-                    if say is not None:
-                        say(f"{exc}")
-                    return
+                except LeaseLost as exc:  # declared dead in a pause: back, with a new lease
+                    _rejoin(leases, name, lease_s, exc, say)
                 except UnknownMember as exc:  # removed, or its team deleted: said and looked, once
                     if member:
                         log.warning("heartbeat of %s: %s", name, exc)

@@ -1,6 +1,7 @@
 """What a running member does on its own on a PostgreSQL team: a heartbeat tells it when a sweep
 is due, so idle members sweep only when a lease ran out (one statement per beat otherwise), and
-a teammate does sweep then (a dead member's task comes back and is done); a store's parts are
+a teammate does sweep then (a dead member's task comes back and is done); a member declared dead
+while it still ran rejoins at its next beat; a store's parts are
 used from several of its threads (each on a connection of its own)."""
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import pytest
 from helpers import swarm, wait_for
 from pg_cli import url_of
 
+from protocols.errors import StaleClaim
 from protocols.messages.models import TeammateTerminated
 from protocols.paths import TeamPaths
 from protocols.pg import Database, Leases, PgMailbox, PgTaskBoard, PgTeamFile
-from protocols.pg.store import PgStore
+from protocols.pg.store import PgStore, _heartbeating
 
 TEAM = "t"
 
@@ -78,3 +80,31 @@ def test_a_stores_parts_can_be_used_from_several_threads(conninfo: str, config_r
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_a_member_declared_dead_while_it_ran_rejoins_at_its_next_beat(
+    db: Database, pg_team: PgTeamFile, conninfo: str
+) -> None:
+    """bob's lease ran out in a pause longer than the lease: the sweep declared him dead and put
+    his task back. His heartbeat, running again, finds him dead and rejoins: alive with a new
+    lease (so he beats, and sweeps, again), the lead told; his task stays on the board, and his
+    late completion of it is refused."""
+    board = PgTaskBoard(db, TEAM)
+    task = board.create("held by bob")
+    claim = board.claim(task.id, "bob")
+    assert claim.success
+    leases = Leases(db, TEAM)
+    said: list[str] = []
+    with _heartbeating(conninfo, TEAM, "bob", said.append, lease_s=1.0):
+        assert leases.end("bob", "its lease ran out") is not None  # as the sweep does
+        assert leases.view()["bob"].alive is False
+        wait_for(lambda: leases.view()["bob"].alive, "bob's heartbeat to rejoin")
+        wait_for(lambda: said, "bob to say he was declared dead and rejoined")
+        assert "declared dead" in said[0] and "rejoined with a new lease" in said[0]
+    notes = [e.text for e in PgMailbox(db, TEAM).read_all("team-lead")]
+    assert any("bob is alive" in n and "rejoined" in n for n in notes), notes
+    again = board.get(task.id)
+    assert again is not None and (again.status, again.owner) == ("pending", None)
+    with pytest.raises(StaleClaim):  # what he still sends about it is refused
+        board.complete(task.id, "bob", claim.epoch)
+    assert leases.rejoin("bob") is False  # alive: nothing to rejoin
