@@ -30,8 +30,9 @@ This package imports neither `swarm` nor `teammate`."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from protocols.lazy import lazy_names
 
 if TYPE_CHECKING:
     from protocols.errors import ProtocolsError
@@ -72,14 +73,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'protocols' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"protocols.{home}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = [
     "BROADCAST",

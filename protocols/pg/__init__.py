@@ -22,8 +22,9 @@ store class          file counterpart                       module
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from protocols.lazy import lazy_names
 
 if TYPE_CHECKING:
     from protocols.pg.database import Database
@@ -53,14 +54,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'protocols.pg' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"protocols.pg.{home}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = [
     "Database",
