@@ -9,12 +9,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from protocols.logs import logger
-
 if TYPE_CHECKING:
     from protocols.inbox.spool import Spool, Waiting
-
-log = logger(__name__)
 
 
 class Committed(NamedTuple):
