@@ -31,7 +31,7 @@ from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.team.signing import plan_digest
 from protocols.values import MemberState
-from teammate.link import Approval, Interrupted, PlanVerdict
+from teammate.link import Approval, Interrupted, PermissionAsk, PlanVerdict
 from teammate.reporter import StatusReporter
 
 if TYPE_CHECKING:
@@ -84,24 +84,18 @@ class LeadRequests:
         self.set_aside = set_aside
         self.checks_signatures = checks_signatures
 
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
         """The permission protocol: ask the lead and wait for its answer to this request."""
+        description = ask.description
         request = request_permission(
             self.mailbox,
             worker=self.name,
-            tool_name=tool_name,
-            tool_use_id=tool_use_id or f"toolu_swarm_{secrets.token_hex(8)}",
+            tool_name=ask.tool_name,
+            tool_use_id=ask.tool_use_id or f"toolu_swarm_{secrets.token_hex(8)}",
             description=description,
-            input=tool_input,
+            input=ask.tool_input,
             color=self.color,
-            suggestions=suggestions or [],
+            suggestions=ask.suggestions or [],
         )
         self.say(f"asked the lead for permission ({request.request_id}): {description}")
         self.reporter.set(MemberState.WAITING, f"waiting for permission: {description}")

@@ -7,6 +7,7 @@ runtime (`teammate.runtime`) implements the link; `teammate.brains.base.Brain` i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -31,6 +32,23 @@ class Outcome:
     report: str = ""  # longer text for the lead, e.g. the tail of a command's output
     metadata: dict[str, Any] = field(default_factory=dict)  # stored on the task
     completed_by_brain: bool = False  # the brain already marked the task completed
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    """One question for the lead about a tool call, as it travels from the call through the links
+    (a sub-agent's, its parent's, the runtime's) to the permission request in the lead's inbox:
+    the tool, its input, a line a person reads, the call's id, and the rules the lead may add."""
+
+    tool_name: str
+    tool_input: dict[str, Any]
+    description: str
+    tool_use_id: str | None = None
+    suggestions: list[dict[str, Any]] | None = None
+
+    def by(self, who: str) -> PermissionAsk:
+        """The same question, its description saying who asks (a sub-agent, through its parent)."""
+        return dataclasses.replace(self, description=f"{who}: {self.description}")
 
 
 @dataclass(frozen=True)
@@ -88,14 +106,7 @@ class TeamLink(Protocol):
     @property
     def board(self) -> AnyTaskBoard: ...
 
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
         """Ask the lead; blocks until the matching answer or the timeout (then: denied)."""
         ...
 

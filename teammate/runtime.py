@@ -69,7 +69,7 @@ from teammate.control import MessageControl
 from teammate.instance import single_instance
 from teammate.lead_check import LeadCheck
 from teammate.lead_requests import LeadRequests
-from teammate.link import Approval, Interrupted, Outcome, PlanVerdict, Watched
+from teammate.link import Approval, Interrupted, Outcome, PermissionAsk, PlanVerdict, Watched
 from teammate.membership import await_membership, join
 from teammate.options import TeammateOptions
 from teammate.outbox import ENVIRONMENT_ERRORS, Outbox
@@ -668,17 +668,8 @@ class Teammate:
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self._send(to, body, summary)
 
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
-        return self.requests.ask_permission(
-            tool_name, tool_input, description, tool_use_id, suggestions
-        )
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
+        return self.requests.ask_permission(ask)
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
         return self.requests.ask_plan_approval(plan, plan_file)

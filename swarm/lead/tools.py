@@ -39,7 +39,7 @@ from swarm.team.resume import clear_dead, crashed
 from swarm.team.signatures import lead_mailbox
 from swarm.team.stopping import delete_team
 from teammate.config.definitions import load_agent
-from teammate.link import Approval, PlanVerdict, Watched
+from teammate.link import Approval, PermissionAsk, PlanVerdict, Watched
 from teammate.options import MemberSpec
 from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, tool
@@ -77,7 +77,7 @@ class LeadLink:
     def board(self) -> AnyTaskBoard:
         return open_store(self.paths).task_board(lead_mailbox(self.paths))
 
-    def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
         return Approval(False, "the lead agent has no one to ask; its tools never need it")
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:

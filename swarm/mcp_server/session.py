@@ -40,7 +40,7 @@ from swarm.mcp_server import membership
 from swarm.team.members import MCP_BACKEND
 from swarm.team.signatures import lead_mailbox
 from teammate.hooks import Hooks, project_hooks
-from teammate.link import Approval, PlanVerdict, Watched
+from teammate.link import Approval, PermissionAsk, PlanVerdict, Watched
 from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 
@@ -188,7 +188,7 @@ class McpSession:
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
         self.mailbox.send(to, body, sender=self.name, summary=summary, color=self.color)
 
-    def ask_permission(self, *args: Any, **kwargs: Any) -> Approval:
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
         return Approval(False, "an MCP member's client decides its own permissions")
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:

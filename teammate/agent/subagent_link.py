@@ -14,7 +14,7 @@ from protocols.member.status import SubAgentStatus
 from protocols.paths import TeamPaths
 from teammate.agent.subagent_run import SubAgentRun
 from teammate.api.model import Usage
-from teammate.link import Approval, PlanVerdict, TeamLink, Watched
+from teammate.link import Approval, PermissionAsk, PlanVerdict, TeamLink, Watched
 from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 
@@ -53,17 +53,8 @@ class SubAgentLink:
     def board(self) -> AnyTaskBoard:
         return self._parent().board
 
-    def ask_permission(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        description: str,
-        tool_use_id: str | None = None,
-        suggestions: list[dict[str, Any]] | None = None,
-    ) -> Approval:
-        return self._parent().ask_permission(
-            tool_name, tool_input, f"{self.name}: {description}", tool_use_id, suggestions
-        )
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
+        return self._parent().ask_permission(ask.by(self.name))
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:
         return self._parent().ask_plan_approval(plan, plan_file)

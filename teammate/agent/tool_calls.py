@@ -26,7 +26,7 @@ from teammate.agent.stall_guard import StallGuard, calls_of
 from teammate.agent.transcript import Transcript
 from teammate.api.model import Model, ModelError, ModelReply, ModelRequest
 from teammate.hooks import HookResult
-from teammate.link import TeamLink
+from teammate.link import PermissionAsk, TeamLink
 from teammate.permissions.auto import JUDGE_MODEL, judge
 from teammate.permissions.policy import Decision, PermissionPolicy
 from teammate.reporter import StatusReporter
@@ -207,7 +207,7 @@ class ToolCalls:
         the call `name` with `tool_input`); None if it may, else the lead's reason to stop."""
         assert self.link is not None
         with permission_span(name):
-            answer = self.link.ask_permission(name, tool_input, asked, use_id)
+            answer = self.link.ask_permission(PermissionAsk(name, tool_input, asked, use_id))
         return None if answer.approved else answer.reason or "no reason given"
 
     def _leaves_sandbox(self, name: str, tool_input: dict[str, Any]) -> bool:
@@ -221,13 +221,14 @@ class ToolCalls:
         if self.link is None:
             raise ToolError(f"{name} needs approval and there is no lead to ask")
         with permission_span(name):
-            answer = self.link.ask_permission(
+            ask = PermissionAsk(
                 name,
                 tool_input,
                 describe_call(name, tool_input),
                 use_id,
                 self.policy.suggestions(name, tool_input),
             )
+            answer = self.link.ask_permission(ask)
         if not answer.approved:
             raise ToolError(
                 f"Permission to use {name} was denied by team-lead: "

@@ -31,7 +31,7 @@ from protocols.tasks.model import Task
 from protocols.values import PermissionMode
 from teammate.agent.worktree import WORKTREES_DIR
 from teammate.hooks import HookBlocked, Hooks, before_task_completed
-from teammate.link import Outcome, TeamLink
+from teammate.link import Outcome, PermissionAsk, TeamLink
 from teammate.permissions.policy import Decision, PermissionPolicy, Rule, rule_or_command_pattern
 from teammate.sandbox.bwrap import Sandbox
 
@@ -118,7 +118,9 @@ class ShellBrain:
         if decision.behavior == "deny":
             return Outcome("failed", f"not allowed to run {command!r}: {decision.reason}")
         if decision.behavior == "ask":
-            answer = link.ask_permission("Bash", {"command": command}, f"Run: {command}")
+            answer = link.ask_permission(
+                PermissionAsk("Bash", {"command": command}, f"Run: {command}")
+            )
             if not answer.approved:
                 reason = answer.reason or "denied"
                 return Outcome(

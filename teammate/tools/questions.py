@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from teammate.link import PermissionAsk
 from teammate.tools.base import ToolContext, ToolError, tool
 
 QUESTION_TOOL = "AskUserQuestion"
@@ -64,9 +65,10 @@ def ask_user_question(
     link = ctx.link()
     first = questions[0].question
     more = f" (and {len(questions) - 1} more)" if len(questions) > 1 else ""
-    answer = link.ask_permission(
+    ask = PermissionAsk(
         QUESTION_TOOL, {"questions": asked}, f"Question: {first}{more}", ctx.tool_use_id, []
     )
+    answer = link.ask_permission(ask)
     if not answer.approved:
         raise ToolError(f"The user did not answer: {answer.reason or 'no reason given'}")
     given = answers_of(answer.updated_input or {})

@@ -36,10 +36,8 @@ class LeadStub:
     name: str = "alice"
     color: str | None = None
 
-    def ask_permission(
-        self, tool_name, tool_input, description, tool_use_id=None, suggestions=None
-    ):
-        self.asked.append((tool_name, tool_input, tool_use_id))
+    def ask_permission(self, ask):
+        self.asked.append((ask.tool_name, ask.tool_input, ask.tool_use_id))
         return self.answers.pop(0)
 
     def ask_plan_approval(self, plan: str, plan_file: str) -> PlanVerdict:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from swarm.team.approvals import QuestionError, _chosen
-from teammate.link import Approval
+from teammate.link import Approval, PermissionAsk
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.questions import answers_of, ask_user_question
 
@@ -29,8 +29,8 @@ class Lead:
         self.answer = answer
         self.asked: list[dict[str, Any]] = []
 
-    def ask_permission(self, tool_name: str, tool_input: dict[str, Any], *rest: Any) -> Approval:
-        self.asked.append({"tool": tool_name, **tool_input})
+    def ask_permission(self, ask: PermissionAsk) -> Approval:
+        self.asked.append({"tool": ask.tool_name, **ask.tool_input})
         return self.answer
 
 
