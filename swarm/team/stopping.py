@@ -207,7 +207,9 @@ def _interrupted(
             "(each stops by itself if it agrees)"
         )
     if unasked:
-        lines.append(f"not asked yet (its request was still being written): {_names(unasked, every=True)}")
+        lines.append(
+            f"not asked yet (its request was still being written): {_names(unasked, every=True)}"
+        )
     kept = "the team's files are kept" if not keep else "nothing was deleted"
     lines.append(f"{kept}; run `{what}` again to finish (--wait 0 stops the rest at once)")
     return printable_line("; ".join(lines))
