@@ -18,6 +18,7 @@ import sys
 
 VARIABLE = "SWARM_TEST_RUN"
 MAX_PASSES = 20
+HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
 
 
 def marked(token: str) -> list[int]:
@@ -32,9 +33,20 @@ def marked(token: str) -> list[int]:
                 environ = handle.read()
         except OSError:  # gone meanwhile, or a kernel thread
             continue
-        if marker in environ.split(b"\0"):
+        if marker in environ.split(b"\0") and not _ends_with_the_runner(int(entry)):
             found.append(int(entry))
     return found
+
+
+def _ends_with_the_runner(pid: int) -> bool:
+    """multiprocessing's helpers (the resource tracker, the fork server) end by themselves once
+    the runner that started them is gone: not left behind, only a moment slower than the reaper."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+    except OSError:
+        return True  # gone already
+    return any(helper in command for helper in HELPERS)
 
 
 def reap(token: str) -> int:
