@@ -463,10 +463,12 @@ def finish_shutdown(
     released = [t.id for t in open_store(paths).task_board().release_all(member.name)]
     team = open_store(paths).team_file()
     if keep:
-        with _listing(paths, member.name, "marked stopped in"):
-            close_requests(paths, member.name, "it was stopped")
-            team.update_member(member.name, isActive=False, **{STOPPED_KEY: now_ms()})
-        keep_assignment(paths, member.name, held)
+        try:
+            with _listing(paths, member.name, "marked stopped in"):
+                close_requests(paths, member.name, "it was stopped")
+                team.update_member(member.name, isActive=False, **{STOPPED_KEY: now_ms()})
+        finally:  # its tasks stay its own even when its entry could not be marked
+            keep_assignment(paths, member.name, held)
         return []
     if team.load().member(member.name) is not None:
         with _listing(paths, member.name, "removed from"):
