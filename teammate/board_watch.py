@@ -25,7 +25,7 @@ from protocols.tasks.task import CLAUDE, SHELL, ClaimResult
 from protocols.values import ModelKind
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyTaskBoard
+    from protocols.store.contract import TaskBoardContract
 
 
 BOARD_RESCAN_S = 600.0
@@ -47,7 +47,7 @@ class BoardWatch:
 
     def __init__(
         self,
-        board: AnyTaskBoard,
+        board: TaskBoardContract,
         name: str,
         watcher: Callable[[], Any],
         clock: Callable[[], float] = time.monotonic,

@@ -35,7 +35,7 @@ from teammate.link import Approval, Interrupted, PermissionAsk, PlanVerdict
 from teammate.reporter import StatusReporter
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
 
 
 # Claude Code's words for an approval that does not name the plan it approves
@@ -57,7 +57,7 @@ class LeadRequests:
         name: str,
         color: str | None,
         paths: TeamPaths,
-        mailbox: AnyMailbox,
+        mailbox: MailboxContract,
         reporter: StatusReporter,
         say: Callable[[str], None],
         send: Callable[[str, Any], None],

@@ -16,7 +16,7 @@ from protocols.inbox.entry import InboxEntry
 from protocols.paths import TeamPaths
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox, AnyTaskBoard
+    from protocols.store.contract import MailboxContract, TaskBoardContract
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,10 @@ class TeamLink(Protocol):
     def paths(self) -> TeamPaths: ...
 
     @property
-    def mailbox(self) -> AnyMailbox: ...
+    def mailbox(self) -> MailboxContract: ...
 
     @property
-    def board(self) -> AnyTaskBoard: ...
+    def board(self) -> TaskBoardContract: ...
 
     def ask_permission(self, ask: PermissionAsk) -> Approval:
         """Ask the lead; blocks until the matching answer or the timeout (then: denied)."""

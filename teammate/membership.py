@@ -23,7 +23,7 @@ from teammate.reporter import StatusReporter
 from teammate.trouble import Trouble, describe
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyTeamFile
+    from protocols.store.contract import TeamFileContract
 
 
 class NotAMember(Error):
@@ -31,7 +31,7 @@ class NotAMember(Error):
 
 
 def await_membership(
-    team: AnyTeamFile,
+    team: TeamFileContract,
     name: str,
     trouble: Trouble,
     say: Callable[[str], None],
@@ -52,7 +52,7 @@ def await_membership(
             time.sleep(delay)
 
 
-def require_member(team: AnyTeamFile, name: str) -> Member:
+def require_member(team: TeamFileContract, name: str) -> Member:
     member = team.load().member(name)
     if member is None:
         raise NotAMember(
@@ -62,7 +62,9 @@ def require_member(team: AnyTeamFile, name: str) -> Member:
     return member
 
 
-def join(team: AnyTeamFile, member: Member, trouble: Trouble, say: Callable[[str], None]) -> str:
+def join(
+    team: TeamFileContract, member: Member, trouble: Trouble, say: Callable[[str], None]
+) -> str:
     """Record this process in `member`'s entry and mark it active; returns the process token
     (also set in this process's environment, so the commands it starts carry it)."""
     recorded = (member.model_extra or {}).get("processToken")

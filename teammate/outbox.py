@@ -19,11 +19,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocols.errors import LockLost, LockTimeout, UnknownMember
-from protocols.inbox.mailbox import Mailbox, new_message_id
+from protocols.inbox.mailbox import new_message_id
 from teammate.trouble import Trouble, describe
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
 
 
 # failures of the surroundings, not of a message: retried after a back-off, never set aside
@@ -35,7 +35,7 @@ Message = tuple[str, Any, str | None, str]  # to, body, summary, message id
 
 class Outbox:
     def __init__(
-        self, mailbox: AnyMailbox, sender: str, color: str | None, say: Callable[[str], None]
+        self, mailbox: MailboxContract, sender: str, color: str | None, say: Callable[[str], None]
     ) -> None:
         self.mailbox = mailbox
         self.sender = sender
@@ -112,7 +112,7 @@ class Outbox:
     def _deliver_run(self, run: list[Message]) -> None:
         """Messages to one member: one write of its inbox (on files), else one by one."""
         to = run[0][0]
-        if len(run) == 1 or not isinstance(self.mailbox, Mailbox):
+        if len(run) == 1:
             for message in run:
                 self._deliver(*message)
             return

@@ -47,7 +47,6 @@ from protocols.errors import (
     UnknownMember,
 )
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.mailbox import Mailbox
 from protocols.member.budget import budgets_dir
 from protocols.messages.models import (
     IdleNotification,
@@ -119,9 +118,7 @@ class Teammate:
         self.board = self.store.task_board(self.mailbox)
         # one reader of config.json for the mailbox's member checks and its own entry: it
         # parses the file once after a change, not once per reader (200 members: ~1 ms each)
-        self.team = (
-            self.mailbox.team if isinstance(self.mailbox, Mailbox) else self.store.team_file()
-        )
+        self.team = self.mailbox.team_file()
         self._say = say
         self.member: Member | None = None
         self.stopped = False
@@ -136,7 +133,7 @@ class Teammate:
             paths.tasks_dir,
             labels=labels_of(options.spec.model, options.spec.agent_type),
         )
-        self._inbox_seen: tuple[int, int, int] | None = None
+        self._inbox_seen: object = None  # the inbox as it was when it held nothing new
         self._in_flight: set[str] = set()  # plain messages the brain is answering right now
         # plain messages handed to the brain between two model turns: read once the turn ends
         self._arrived: list[InboxEntry] = []
@@ -382,23 +379,14 @@ class Teammate:
     # messages
 
     def _team_exists(self) -> bool:
-        if isinstance(self.mailbox, Mailbox):
-            return os.path.exists(self.paths.config)
         return self.store.team_exists()
 
     def _unread(self) -> list[InboxEntry]:
-        """Unread entries not already being answered; the file is only re-read once it changed."""
-        if not isinstance(self.mailbox, Mailbox):  # PostgreSQL: the live queue is small
-            fresh = self.mailbox.read_unread(self.name)
-            unread = [entry for entry in fresh if entry.identity not in self._in_flight]
-            return [self.lead_check.checked(entry) for entry in unread]
-        inbox = self.mailbox.inbox(self.name)
-        signature = inbox.signature()
-        if signature is not None and signature == self._inbox_seen:
-            return []
-        loaded = inbox.load()
-        unread = [entry for entry in loaded.unread() if entry.identity not in self._in_flight]
-        self._inbox_seen = None if unread else loaded.signature
+        """Unread entries not already being answered; an inbox is only read again once it
+        changed since it held nothing new (`unread_changed`)."""
+        fresh, seen = self.mailbox.unread_changed(self.name, self._inbox_seen)
+        unread = [entry for entry in fresh if entry.identity not in self._in_flight]
+        self._inbox_seen = None if unread else seen
         return [self.lead_check.checked(entry) for entry in unread]
 
     def _compact_now(self) -> None:

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 RESOLUTION_TTL_MS = 60 * 60 * 1000
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
 
 
 class PermissionFileRequest(Record):
@@ -215,7 +215,7 @@ def _file(directory: Path, request_id: str) -> Path:
 
 
 def request_permission(
-    mailbox: AnyMailbox,
+    mailbox: MailboxContract,
     *,
     worker: str,
     tool_name: str,

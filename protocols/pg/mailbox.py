@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -40,7 +40,7 @@ from protocols.messages.models import StructuredMessage
 from protocols.pg.columns import document, text
 from protocols.pg.database import Database
 from protocols.pg.notify import Listener, notify
-from protocols.pg.team import require_member, roster
+from protocols.pg.team import PgTeamFile, require_member, roster
 from protocols.pg.watch import PgWatcher
 from protocols.watch.wakeup import DEFAULT_RESCAN_S
 
@@ -139,6 +139,38 @@ class PgMailbox:
         entries = self.send(
             to, body, sender=sender, summary=summary, color=color, message_id=message_id
         )
+        return [e.to_json_dict() for e in entries]
+
+    def post_many(
+        self,
+        to: str,
+        messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+        *,
+        sender: str,
+        color: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Several messages, each ``(body, summary, message_id)``, to one member in one
+        transaction, in this order (`Mailbox.post_many`): all of them are stored, or none."""
+        if to == BROADCAST:
+            return [
+                item
+                for body, summary, message_id in messages
+                for item in self.post(
+                    to, body, sender=sender, summary=summary, color=color, message_id=message_id
+                )
+            ]
+        entries = [
+            self._signed(new_entry(body, sender, summary, color, message_id))
+            for body, summary, message_id in messages
+        ]
+        text(to, "recipient")
+
+        def work(conn: Conn) -> None:
+            require_member(conn, self.team, to)
+            for entry in entries:
+                append_entry(conn, self.team, to, entry)
+
+        self.db.run(work, f"send to {to!r}")
         return [e.to_json_dict() for e in entries]
 
     def broadcast(
@@ -271,6 +303,17 @@ class PgMailbox:
     def compact(self, agent: str, keep_read: int = 0) -> None:
         """Nothing to do: read entries leave the live queue as they are marked."""
 
+    def peek_unread(self, agent: str) -> list[InboxEntry]:
+        """`read_unread`: a query takes no lock."""
+        return self.read_unread(agent)
+
+    def unread_changed(self, agent: str, seen: object) -> tuple[list[InboxEntry], object]:
+        """`read_unread`, always in full: a member's live queue is small."""
+        return self.read_unread(agent), None
+
+    def team_file(self) -> PgTeamFile:
+        return PgTeamFile(self.db, self.team)
+
     def mark_read(self, agent: str, entries: Iterable[InboxEntry | PlainEntry]) -> int:
         """Mark exactly these entries read (by identity); returns how many were marked."""
         wanted = {e.identity for e in entries}
@@ -296,17 +339,17 @@ class PgMailbox:
         self,
         agent: str,
         timeout: float,
-        listener: Listener | PgWatcher | None = None,
+        watcher: Listener | PgWatcher | None = None,
         until: Callable[[], bool] | None = None,
     ) -> list[InboxEntry]:
         """Unread entries as soon as there are any, or [] after `timeout` seconds.
 
         Woken by the team's notifications, and looks again every `rescan_s` seconds whatever
-        it heard. Pass a `listener` to keep one connection across many waits. `until` ends the
-        wait early, with [], once it returns True (looked at on every wake-up).
+        it heard. Pass a `watcher` (or its listener) to keep one connection across many
+        waits. `until` ends the wait early, with [], once it returns True (looked at on every
+        wake-up).
         """
-        if isinstance(listener, PgWatcher):
-            listener = listener.listener
+        listener = watcher.listener if isinstance(watcher, PgWatcher) else watcher
         if listener is None:
             with self.listener() as own:
                 return self.wait(agent, timeout, own, until)
@@ -327,14 +370,13 @@ class PgMailbox:
         agent: str,
         match: Callable[[Any], bool],
         timeout: float,
-        listener: Listener | PgWatcher | None = None,
+        watcher: Listener | PgWatcher | None = None,
         mark: bool = True,
         sender: str | None = None,
     ) -> tuple[InboxEntry, Any] | None:
         """The first unread structured message that `match` accepts (from `sender`, if given);
         with `mark`, only that entry is marked read. None after `timeout` seconds."""
-        if isinstance(listener, PgWatcher):
-            listener = listener.listener
+        listener = watcher.listener if isinstance(watcher, PgWatcher) else watcher
         if listener is None:
             with self.listener() as own:
                 return self.await_message(agent, match, timeout, own, mark, sender)
@@ -351,11 +393,11 @@ class PgMailbox:
             listener.wait({agent}, min(remaining, self.rescan_s))
 
     def receive(
-        self, agent: str, timeout: float, listener: Listener | PgWatcher | None = None
+        self, agent: str, timeout: float, watcher: Listener | PgWatcher | None = None
     ) -> list[InboxEntry]:
         """Wait for unread entries, mark them read and return them (at least once: a crash
         between the two leaves them unread)."""
-        entries = self.wait(agent, timeout, listener)
+        entries = self.wait(agent, timeout, watcher)
         self.mark_read(agent, entries)
         return entries
 

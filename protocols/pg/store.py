@@ -33,6 +33,7 @@ from protocols.pg.hosts import Hosts
 from protocols.pg.leases import Expired, Lease, Leases, lease_seconds
 from protocols.pg.mailbox import PgMailbox
 from protocols.pg.permissions import PgPermissionStore
+from protocols.pg.retention import Pruned, Pruner, Retention, prune
 from protocols.pg.tasks import PgTaskBoard
 from protocols.pg.team import PgTeamFile
 from protocols.pg.url import BadStoreUrl, redacted
@@ -195,6 +196,14 @@ class PgStore:
 
     def hosts(self) -> Hosts:
         return Hosts(self.db, self.team)
+
+    def history_pruner(self, say: Callable[[str], None]) -> Pruner:
+        """`prune_history` when due (`protocols.pg.retention.Pruner`)."""
+        return Pruner(self.db, self.team, say)
+
+    def prune_history(self, policy: Retention, dry_run: bool = False) -> Pruned:
+        """Delete the history `policy` no longer keeps (`protocols.pg.retention.prune`)."""
+        return prune(self.db, self.team, policy, dry_run=dry_run)
 
     def delete_team(self) -> bool:
         """Delete the team's rows (messages, tasks, requests, status); False if it had none."""

@@ -92,6 +92,15 @@ class PgTaskBoard:
         found = self.db.run(lambda c: tasks(c, self.team, rows(c, self.team)), "list tasks")
         return [t for t in found if include_internal or not t.internal]
 
+    def rows(self, include_internal: bool = False) -> builtins.list[Task]:
+        """`list`: one query is the cheapest look there is."""
+        return self.list(include_internal)
+
+    def task_metadata(self, task_id: str | int) -> dict[str, Any] | None:
+        """The task's ``metadata`` (None: no such task)."""
+        task = self.get(task_id)
+        return None if task is None else task.metadata
+
     # creating
 
     def create(

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from protocols.errors import ProtocolsError
 from protocols.fs import safefs
@@ -44,21 +44,12 @@ if TYPE_CHECKING:
     from protocols.inbox.mailbox import EntrySigner, Mailbox
     from protocols.inbox.permissions import PermissionStore
     from protocols.member.status import AgentStatus
-    from protocols.pg.mailbox import PgMailbox
-    from protocols.pg.permissions import PgPermissionStore
-    from protocols.pg.store import PgStore
-    from protocols.pg.tasks import PgTaskBoard
-    from protocols.pg.team import PgTeamFile
+    from protocols.pg.retention import Pruned, Pruner, Retention
     from protocols.records.plain import Plain
+    from protocols.store.contract import StoreContract
     from protocols.tasks.board import Sender, TaskBoard
     from protocols.team.file import TeamFile
     from protocols.watch.wakeup import InboxWatcher
-
-    AnyTeamFile: TypeAlias = TeamFile | PgTeamFile
-    AnyMailbox: TypeAlias = Mailbox | PgMailbox
-    AnyTaskBoard: TypeAlias = TaskBoard | PgTaskBoard
-    AnyPermissionStore: TypeAlias = PermissionStore | PgPermissionStore
-    AnyStore: TypeAlias = "FileStore | PgStore"
 
 T = TypeVar("T")
 
@@ -123,8 +114,9 @@ def locate(
     return TeamPaths(paths.root, paths.team, paths.task_list, found) if found else paths
 
 
-def open_store(paths: TeamPaths) -> AnyStore:
-    """The store `paths` says the team lives in: files, or PostgreSQL."""
+def open_store(paths: TeamPaths) -> StoreContract:
+    """The store `paths` says the team lives in: files, or PostgreSQL (both keep the contract
+    of `protocols.store.contract`, which mypy checks here)."""
     if paths.store is None:
         return FileStore(paths)
     from protocols.pg.store import PgStore  # psycopg only for a PostgreSQL team
@@ -237,12 +229,27 @@ class FileStore:
         """Files need no shipping: `swarm logs` reads the member's own files."""
         return nullcontext()
 
+    def member_log(self, name: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """Nothing is shipped on files: `swarm logs` reads the member's own files."""
+        return []
+
     def member_host(self, name: str) -> tuple[str, int] | None:
         """Where `name` runs, as far as the store knows: files do not say (this machine)."""
         return None
 
     def leases(self) -> None:
         """Files hold no leases: a member is judged by its process (`protocols.pids`)."""
+        return None
+
+    def hosts(self) -> None:
+        """A team in files lives on this machine: it has no hosts."""
+        return None
+
+    def history_pruner(self, say: Callable[[str], None]) -> Pruner | None:
+        """Files keep each inbox's record beside it and prune nothing."""
+        return None
+
+    def prune_history(self, policy: Retention, dry_run: bool = False) -> Pruned | None:
         return None
 
     def sweep(self) -> list[Any]:

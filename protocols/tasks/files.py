@@ -149,6 +149,16 @@ class TaskFiles:
         rows = task_summary.rows(self.paths.tasks_dir, self.paths.task_summary, self)
         return rows if include_internal else [r for r in rows if not r.internal]
 
+    def task_metadata(self, task_id: str | int) -> dict[str, Any] | None:
+        """A task file's ``metadata`` as it is on disk, no model built (None: unreadable, or
+        none): what a summary row leaves out."""
+        try:
+            data = json.loads(safefs.read_text(self.paths.task(task_id)))
+        except (OSError, ValueError):
+            return None
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        return metadata if isinstance(metadata, dict) else None
+
     def read_task(self, name: str, dir_fd: int) -> Task | Plain | Invalid | None:
         """The task in `name` for the summary (`task_summary.Reader`): read without its model when
         the file is plainly a task (`protocols.tasks.shape.TASK`), so a look at a changed board

@@ -19,7 +19,7 @@ from swarm.team.signatures import lead_mailbox
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
     from protocols.paths import TeamPaths
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
 
 
 @click.command()
@@ -129,7 +129,7 @@ def inbox(name: str, unread: bool, mark_read: bool, follow: bool, as_json: bool,
 
 
 def _follow(
-    paths: TeamPaths, mailbox: AnyMailbox, name: str, as_json: bool, mark_read: bool
+    paths: TeamPaths, mailbox: MailboxContract, name: str, as_json: bool, mark_read: bool
 ) -> None:
     """Print unread messages as they arrive (JSON: one object per line) until interrupted."""
     shown: set[str] = set()

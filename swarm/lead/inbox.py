@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from protocols.errors import ProtocolsError
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.mailbox import Mailbox
 from protocols.messages.models import (
     IdleNotification,
     ShutdownApproved,
@@ -112,17 +111,9 @@ class Leader:
             else store.watcher([LEAD_NAME])  # PostgreSQL: its notifications
         )
         self._reaped_at = 0.0
-        self.pruner: Any = None
-        if store.kind == "postgresql":  # files keep each inbox's record, and prune nothing
-            from protocols.pg.retention import Pruner
-            from protocols.pg.store import PgStore
-
-            assert isinstance(store, PgStore)
-            self.pruner = Pruner(store.db, paths.team, log.warning)
+        self.pruner = store.history_pruner(log.warning)  # None: files prune nothing
 
     def __enter__(self) -> Leader:
-        if isinstance(self.mailbox, Mailbox):
-            self.mailbox.inbox(LEAD_NAME)  # the watched file exists from now on
         self.watcher.start()
         return self
 

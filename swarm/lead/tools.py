@@ -45,7 +45,7 @@ from teammate.tools.agents import AgentCall, agent, task_output, task_stop
 from teammate.tools.base import Tool, ToolContext, ToolError, ToolOutput, tool
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox, AnyTaskBoard
+    from protocols.store.contract import MailboxContract, TaskBoardContract
 
 
 @dataclass
@@ -70,11 +70,11 @@ class LeadLink:
     _busy: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
-    def mailbox(self) -> AnyMailbox:
+    def mailbox(self) -> MailboxContract:
         return lead_mailbox(self.paths)
 
     @property
-    def board(self) -> AnyTaskBoard:
+    def board(self) -> TaskBoardContract:
         return open_store(self.paths).task_board(lead_mailbox(self.paths))
 
     def ask_permission(self, ask: PermissionAsk) -> Approval:

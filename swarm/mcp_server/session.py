@@ -45,7 +45,7 @@ from teammate.reporter import StatusReporter
 from teammate.tools.base import ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox, AnyTaskBoard
+    from protocols.store.contract import MailboxContract, TaskBoardContract
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class McpSession:
     # the TeamLink
 
     @property
-    def mailbox(self) -> AnyMailbox:
+    def mailbox(self) -> MailboxContract:
         # the lead's entries are signed, so teammates with a verify key obey an MCP lead too
         return (
             lead_mailbox(self.paths)
@@ -180,7 +180,7 @@ class McpSession:
         )
 
     @property
-    def board(self) -> AnyTaskBoard:
+    def board(self) -> TaskBoardContract:
         return open_store(self.paths).task_board(
             self.mailbox
         )  # an owner change tells the new owner
@@ -226,7 +226,7 @@ class McpSession:
             return self.closed.is_set() or (cancelled is not None and cancelled())
 
         with open_store(self.paths).watcher([name]) as watcher:
-            return mailbox.wait(name, wait_s, watcher, until=give_up)  # type: ignore[arg-type]
+            return mailbox.wait(name, wait_s, watcher, until=give_up)
 
     def mark_read(self, entries: list[InboxEntry]) -> None:
         if self.closed.is_set():

@@ -36,7 +36,7 @@ from swarm.errors import SwarmError
 FAILURE_LINES = 10  # of a failed task's output, shown by `swarm task show`
 
 if TYPE_CHECKING:  # adding a task builds no model: `swarm task add` loads no pydantic
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
     from protocols.tasks.model import Task
 
 
@@ -202,7 +202,7 @@ def send_shutdown_request(paths: TeamPaths, name: str, reason: str | None = None
     return request.requestId
 
 
-def _lead_mailbox(paths: TeamPaths) -> AnyMailbox:
+def _lead_mailbox(paths: TeamPaths) -> MailboxContract:
     """The lead's mailbox, signing when the lead has a key (loaded only when a message goes)."""
     from swarm.team.signatures import lead_mailbox
 

@@ -36,7 +36,7 @@ from swarm.errors import SwarmError
 from swarm.team.liveness import is_mcp, member_state
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyStore
+    from protocols.store.contract import StoreContract
 
 PANE_ID = re.compile(r"%[0-9]+")
 
@@ -110,7 +110,7 @@ def attach_target(paths: TeamPaths, name: str, environ: Mapping[str, str]) -> At
     )
 
 
-def _not_elsewhere(store: AnyStore, team: str, name: str) -> None:
+def _not_elsewhere(store: StoreContract, team: str, name: str) -> None:
     """`SwarmError` when `name` runs on another host (as its last log line in a PostgreSQL
     store says): its pane and log are there; here its shipped log can be followed."""
     found = store.member_host(name)

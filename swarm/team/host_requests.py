@@ -40,16 +40,13 @@ LOOK_S = 1.0  # the longest wait between two looks at the request (the safety ne
 
 def team_hosts(paths: TeamPaths, what: str = "--host") -> Hosts:
     """The team's hosts; `SwarmError` for a team in files, which has none."""
-    store = open_store(paths)
-    if store.kind != "postgresql":
+    hosts = open_store(paths).hosts()
+    if hosts is None:
         raise SwarmError(
             f"{what} needs a team on PostgreSQL (swarm team create {paths.team} --store URL); "
             f"team {paths.team!r} is in files on this machine"
         )
-    from protocols.pg.store import PgStore
-
-    assert isinstance(store, PgStore)
-    return store.hosts()
+    return hosts
 
 
 def require_live(hosts: Hosts, host: str) -> None:

@@ -54,7 +54,7 @@ from teammate.options import MemberSpec, check_limits, command_line
 from teammate.permissions.policy import rule_or_command_pattern
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyTeamFile
+    from protocols.store.contract import TeamFileContract
 
 
 @dataclass(frozen=True)
@@ -267,7 +267,7 @@ def _with_worktree(spec: MemberSpec, name: str, agent_type: str) -> MemberSpec:
     return dataclasses.replace(spec, worktree=worktree, agents=agents)
 
 
-def _record_process(team: AnyTeamFile, name: str, spawned: Spawned) -> Member:
+def _record_process(team: TeamFileContract, name: str, spawned: Spawned) -> Member:
     """Write where the member's process is (pane, backend, pid and start time, tmux socket)."""
     return team.update_member(
         name,

@@ -136,10 +136,7 @@ class Liveness(NamedTuple):
 def liveness(paths: TeamPaths) -> Liveness:
     """The team's `Liveness` now: its members' leases and hosts on PostgreSQL."""
     store = open_store(paths)
-    leases = store.leases()
-    if leases is None:
+    leases, hosts = store.leases(), store.hosts()
+    if leases is None or hosts is None:  # files: a member is judged by its process
         return Liveness()
-    from protocols.pg.store import PgStore
-
-    assert isinstance(store, PgStore)
-    return Liveness(leases, store.hosts().alive())
+    return Liveness(leases, hosts.alive())

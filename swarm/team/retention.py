@@ -26,10 +26,8 @@ def prune_history(
             "its messages in an append-only record beside it); pruning is for teams on "
             "PostgreSQL"
         )
-    from protocols.pg.retention import Retention, prune, setting
-    from protocols.pg.store import PgStore
+    from protocols.pg.retention import Retention, setting
 
-    assert isinstance(store, PgStore)
     given: dict[str, Any] = {}
     if days is not None:
         given["days"] = setting(days, "--days", float)
@@ -37,4 +35,6 @@ def prune_history(
         given["keep"] = setting(keep, "--keep", int)
     if not store.team_exists():
         raise SwarmError(f"team {paths.team!r} not found in the store {store.where()}")
-    return prune(store.db, paths.team, Retention.from_env(**given), dry_run=dry_run)
+    pruned = store.prune_history(Retention.from_env(**given), dry_run=dry_run)
+    assert pruned is not None  # a team on PostgreSQL keeps a history
+    return pruned

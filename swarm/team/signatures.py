@@ -25,7 +25,7 @@ from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox
+    from protocols.store.contract import MailboxContract
     from protocols.team.keyfile import KeyFileSigner
 
 
@@ -48,7 +48,7 @@ def lead_signer(paths: TeamPaths) -> KeyFileSigner | None:
     return keyfile.KeyFileSigner(paths.lead_key) if signatures_on() else None
 
 
-def lead_mailbox(paths: TeamPaths) -> AnyMailbox:
+def lead_mailbox(paths: TeamPaths) -> MailboxContract:
     """The team's mailbox as swarm's lead processes use it: lead entries signed."""
     return open_store(paths).mailbox(signer=lead_signer(paths))
 

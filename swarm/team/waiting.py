@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocols.inbox.entry import InboxEntry
-from protocols.inbox.mailbox import Mailbox
 from protocols.paths import TeamPaths
 from protocols.store.selection import STATUS, open_store
 from protocols.values import MemberState, TaskStatus
@@ -135,10 +134,7 @@ def unread_message(paths: TeamPaths, name: str) -> Check:
     mailbox = open_store(paths).mailbox()
 
     def check() -> Outcome | None:
-        if isinstance(mailbox, Mailbox):  # a look without the inbox's lock
-            unread = tuple(e for e in mailbox.inbox(name).peek().entries() if not e.read)
-        else:
-            unread = tuple(mailbox.read_unread(name))
+        unread = tuple(mailbox.peek_unread(name))  # a look without the inbox's lock
         if unread:
             return Outcome(MET, f"{len(unread)} unread message(s) for {name}", unread)
         return None

@@ -53,12 +53,8 @@ from swarm.views.member_keys import ATTACH
 from swarm.views.snapshot import RequestView, TeamView, snapshot
 
 if TYPE_CHECKING:
-    from protocols.pg.watch import PgWatcher
-    from protocols.store.selection import AnyMailbox
-    from protocols.watch.wakeup import InboxWatcher
+    from protocols.store.contract import MailboxContract
     from swarm.team.approvals import Pending
-
-    AnyWatcher = InboxWatcher | PgWatcher
 
 RESCAN_S = 2.0  # a safety net for lost inotify events, and to age the "ago" columns
 ONCE_WIDTH = 120  # `--once` into a pipe, with no --width and no $COLUMNS
@@ -80,8 +76,8 @@ class Dashboard:
         self.controls = Controls(self._answer, self._send, act=self._act)
         self._keys: list[str] = []
         self._lock = threading.Lock()
-        self._mailbox: AnyMailbox | None = None  # one, so it knows which inboxes it has seen
-        self.watcher: AnyWatcher = open_store(paths).team_watcher(RESCAN_S)
+        self._mailbox: MailboxContract | None = None  # one, so it knows which inboxes it has seen
+        self.watcher = open_store(paths).team_watcher(RESCAN_S)
         self.chores = Chores(paths, self.watcher.changed.set)
         self.log: MemberLog | None = None  # the log shown, read incrementally
         self.live: Live | None = None

@@ -15,20 +15,17 @@ files hold them (a teammate may have written them): `status_table` and `dashboar
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from protocols.clock import ms_from_iso
 from protocols.clock import now_ms as clock_now_ms
 from protocols.errors import ProtocolsError
-from protocols.fs import safefs
 from protocols.inbox.record import RecordEntries
 from protocols.member.status_keys import USAGE_KEYS, subagent_label
 from protocols.names import LEAD_NAME
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
-from protocols.tasks.board import TaskBoard
 from protocols.tasks.task import STATUSES, TaskLike, state_of
 from protocols.values import MemberState
 from swarm.team.approvals import Pending, pending_requests
@@ -43,14 +40,14 @@ if TYPE_CHECKING:
     from protocols.inbox.shape import PlainEntry
     from protocols.member.status import SubAgentStatus
     from protocols.records.plain import Plain
-    from protocols.store.selection import AnyTaskBoard, AnyTeamFile
+    from protocols.store.contract import TaskBoardContract, TeamFileContract
     from protocols.team.model import Member
 
 
 TEXT_MAX = 120
 PARSE_RETRY_S = 0.2  # an inbox being written in place (Claude Code) is re-read this long
 READERS_KEPT = 8
-_READERS: dict[TeamPaths, tuple[AnyTeamFile, AnyTaskBoard]] = {}
+_READERS: dict[TeamPaths, tuple[TeamFileContract, TaskBoardContract]] = {}
 
 
 class SubAgentView(NamedTuple):
@@ -167,10 +164,8 @@ def snapshot(
     now = clock_now_ms() if now_ms is None else now_ms
     team_file, board = _readers(paths)
     members = team_file.members()
-    everything: list[TaskLike] = (
-        list(board.rows(include_internal=True))
-        if once and isinstance(board, TaskBoard)
-        else list(board.list(include_internal=True))
+    everything: list[TaskLike] = list(
+        board.rows(include_internal=True) if once else board.list(include_internal=True)
     )
     visible = [t for t in everything if not t.internal]
     tasks: dict[str, list[TaskLike]] = {s: [] for s in STATUSES}
@@ -205,28 +200,18 @@ def snapshot(
     )
 
 
-def _failure_tails(board: AnyTaskBoard, failed: list[TaskLike]) -> dict[str, list[str]]:
+def _failure_tails(board: TaskBoardContract, failed: list[TaskLike]) -> dict[str, list[str]]:
     """The last lines of each failed task's output (``metadata.outputTail``), unescaped; read
     from its file when the listing left its metadata out (a summary row)."""
     tails = {}
     for listed in failed:
         metadata = getattr(listed, "metadata", None)
-        if not isinstance(metadata, dict) and isinstance(board, TaskBoard):
-            metadata = _file_metadata(board, listed.id)  # a summary row: no model built
+        if not isinstance(metadata, dict):
+            metadata = board.task_metadata(listed.id)  # a summary row: no model built
         tail = (metadata or {}).get("outputTail")
         if isinstance(tail, str) and tail.strip():
             tails[listed.id] = tail.strip().splitlines()[-FAILURE_LINES:]
     return tails
-
-
-def _file_metadata(board: TaskBoard, task_id: str) -> dict[str, Any] | None:
-    """A task file's ``metadata`` as it is on disk (None: unreadable, or none)."""
-    try:
-        data = json.loads(safefs.read_text(board.paths.task(task_id)))
-    except (OSError, ValueError):
-        return None
-    metadata = data.get("metadata") if isinstance(data, dict) else None
-    return metadata if isinstance(metadata, dict) else None
 
 
 def _still_blocked(everything: list[TaskLike], visible: list[TaskLike]) -> dict[str, list[str]]:
@@ -340,7 +325,7 @@ def _subagent_view(
     )
 
 
-def _readers(paths: TeamPaths) -> tuple[AnyTeamFile, AnyTaskBoard]:
+def _readers(paths: TeamPaths) -> tuple[TeamFileContract, TaskBoardContract]:
     """The team file and board readers of `paths`, kept between snapshots: each re-parses only
     the files that changed since (a redraw of `swarm watch` stats the tasks, parses none)."""
     readers = _READERS.pop(paths, None) or (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocols.clock import ms_from_iso
 from protocols.names import did_you_mean
@@ -22,9 +22,6 @@ from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from swarm.errors import SwarmError
 from swarm.views.logs import ActivityLog, LogEvent, show_on_wakes
-
-if TYPE_CHECKING:
-    from protocols.pg.store import PgStore
 
 PROCESS_KINDS = frozenset({"output", "log"})  # protocols.pg.member_log.PROCESS_KINDS
 RESCAN_S = 5.0  # the safety net under the team's notifications
@@ -34,9 +31,7 @@ class StoreLines:
     """`name`'s shipped records not yet read (module doc)."""
 
     def __init__(self, paths: TeamPaths, name: str) -> None:
-        store = open_store(paths)
-        assert store.kind == "postgresql"
-        self.store: PgStore = store  # type: ignore[assignment]
+        self.store = open_store(paths)  # a team on PostgreSQL: the lines shipped there
         self.name = name
         self.after = 0
         self.first = self.new()

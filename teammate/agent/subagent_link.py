@@ -19,7 +19,7 @@ from teammate.reporter import StatusReporter, tool_activity
 from teammate.tools.base import ToolError
 
 if TYPE_CHECKING:
-    from protocols.store.selection import AnyMailbox, AnyTaskBoard
+    from protocols.store.contract import MailboxContract, TaskBoardContract
     from teammate.agent.subagents import SubAgents
 
 WATCH_S = 0.25  # how soon a stopped sub-agent abandons its model call
@@ -46,11 +46,11 @@ class SubAgentLink:
         return self._parent().paths
 
     @property
-    def mailbox(self) -> AnyMailbox:
+    def mailbox(self) -> MailboxContract:
         return self._parent().mailbox
 
     @property
-    def board(self) -> AnyTaskBoard:
+    def board(self) -> TaskBoardContract:
         return self._parent().board
 
     def ask_permission(self, ask: PermissionAsk) -> Approval:
