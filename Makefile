@@ -56,17 +56,18 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
-test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, contract, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
 
-test-unit: install  ## the in-process tests (about a minute on 2 cores)
+test-unit: install  ## the in-process tests, and the store contract on files (about a minute on 2 cores)
 	$(PY) -m pytest $(XDIST) tests/unit
+	$(PY) -m pytest $(XDIST) tests/contract -k files
 
 test-fast: install  ## unit and process tests, without the slow ones and the stress folder
-	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/processes
+	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/contract tests/processes
 
-test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg, and the lead scenarios on two hosts)
-	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg
+test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg, the store contract, and the lead scenarios on two hosts)
+	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg tests/contract
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/processes/test_scenarios.py -k postgresql
 
 test-interop: install  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -378,3 +379,10 @@ def stop_teammate(paths: Any, name: str, proc: subprocess.Popen[str]) -> str:
 def stop_alice(team: Any, proc: subprocess.Popen[str]) -> str:
     """`stop_teammate` for alice, the usual teammate of the process tests."""
     return stop_teammate(team.paths, "alice", proc)
+
+
+def url_of(conninfo: str) -> str:
+    """A test server's conninfo (``host=/tmp/... port=... user=... dbname=...``) as a store URL."""
+    info = dict(part.split("=", 1) for part in conninfo.split())
+    host = quote(info["host"], safe="")
+    return f"postgresql://{info['user']}@/{info['dbname']}?host={host}&port={info['port']}"

@@ -49,18 +49,6 @@ def test_roster_changes_are_refused_as_on_file(db: Database, pg_team: PgTeamFile
     assert pg_team.member_names() == ["team-lead", "alice", "bob", "carol"]
 
 
-def test_update_applies_a_change_of_the_whole_config(pg_team: PgTeamFile) -> None:
-    after = pg_team.update(
-        lambda c: c.updated(
-            description="new",
-            members=[m.updated(model="opus") if m.name == "bob" else m for m in c.members[:3]],
-        )
-    )
-    assert pg_team.load().to_json_dict() == after.to_json_dict()
-    assert pg_team.member_names() == ["team-lead", "alice", "bob"]
-    assert pg_team.load().require("bob").model == "opus"
-
-
 def test_deleting_a_team_deletes_what_it_had(db: Database, pg_team: PgTeamFile) -> None:
     from protocols.pg import PgMailbox, PgTaskBoard
 

@@ -1,7 +1,8 @@
 """Who may take a task (`protocols.tasks.task.may_take`) and a task's state in one word
-(`protocols.tasks.task.state_of`), on the file board: a task with a command is for shell workers, a
-task ``for`` a kind, a name or an agent type is taken by those alone, a member that failed a
-task does not take it again by itself, and a claim by name is not filtered."""
+(`protocols.tasks.task.state_of`): a task with a command is for shell workers, a task ``for`` a
+kind, a name or an agent type is taken by those alone, a member that failed a task does not take
+it again by itself (the board's claims on every store: tests/contract), and the file board's
+claim under the lock checks the file again."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.tasks.board import NewTask, TaskBoard
+from protocols.tasks.board import TaskBoard
 from protocols.tasks.task import (
     ClaimFailure,
     TaskState,
@@ -17,7 +18,6 @@ from protocols.tasks.task import (
     for_text,
     may_take,
     state_of,
-    states,
     takers,
 )
 from protocols.team.file import TeamFile
@@ -67,46 +67,6 @@ def test_one_word_for_each_state() -> None:
 @pytest.fixture
 def board(team: TeamFile) -> TaskBoard:
     return TaskBoard(team.paths)
-
-
-def test_the_board_gives_each_member_what_it_may_take(board: TaskBoard) -> None:
-    board.create_many(
-        [
-            NewTask("build", metadata={"command": "make"}),
-            NewTask("review", metadata={"for": ["claude"]}),
-            NewTask("deploy", metadata={"command": "make deploy", "for": ["carol"]}),
-        ]
-    )
-    got = board.claim_next("sam", labels=SCRIPTED)
-    assert got is not None and got.task is not None and got.task.subject == "review"
-    got = board.claim_next("alice", labels=SHELL)
-    assert got is not None and got.task is not None and got.task.subject == "build"
-    assert board.claim_next("bob", labels=SHELL) is None  # deploy is carol's
-    got = board.claim_next("carol", labels=SHELL)
-    assert got is not None and got.task is not None and got.task.subject == "deploy"
-    states_now = states(board.list())
-    assert set(states_now.values()) == {TaskState.IN_PROGRESS}
-
-
-def test_a_failed_task_retried_goes_to_someone_else(board: TaskBoard) -> None:
-    task = board.create("flaky", metadata={"command": "false"})
-    claimed = board.claim_next("alice", labels=SHELL)
-    assert claimed is not None and claimed.success
-    board.fail(task.id, "exit code 1", by="alice")
-    assert states(board.list())[task.id] == TaskState.FAILED
-    board.retry(task.id)
-    assert board.require(task.id).metadata == {"command": "false", "failedBy": ["alice"]}
-    assert board.claim_next("alice", labels=SHELL) is None  # not alice again, by itself
-    unfiltered = board.claim_next("alice")  # a caller that gives no labels: no filtering
-    assert unfiltered is not None and unfiltered.success
-    board.retry(task.id)
-    again = board.claim_next("bob", labels=SHELL)
-    assert again is not None and again.success and again.task.owner == "bob"  # type: ignore[union-attr]
-    # a claim by name is a person's (or the lead's) choice: it is not filtered
-    board.fail(task.id, "exit code 1", by="bob")
-    board.retry(task.id)
-    assert board.claim(task.id, "alice").success
-    assert board.require(task.id).metadata["failedBy"] == ["alice", "bob"]  # type: ignore[index]
 
 
 def test_the_claim_under_the_lock_checks_the_file_again(board: TaskBoard) -> None:
