@@ -57,7 +57,7 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
 test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, contract, processes, stress, interop, pg), $(TEST_WORKERS) at a time
-	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests
+	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) --durations=25 tests
 
 test-unit: install  ## the in-process tests, and the store contract on files (about a minute on 2 cores)
 	$(PY) -m pytest $(XDIST) tests/unit
