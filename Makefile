@@ -9,7 +9,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-stamp
 PIP_INSTALL = $(PY) -m pip install --quiet --disable-pip-version-check
 QUIETLY = 2>$(VENV)/pip.log || { cat $(VENV)/pip.log >&2; exit 1; }
 
-.PHONY: install install-runtime postgresql ripgrep chromium bubblewrap demo demo-protocols test test-unit test-fast test-pg test-interop lint bench screenshots clean
+.PHONY: install install-runtime postgresql ripgrep chromium bubblewrap demo demo-protocols test test-unit test-fast test-pg test-interop lint shapes bench screenshots clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -72,6 +72,9 @@ test-pg: install postgresql  ## the PostgreSQL store against real servers (tests
 
 test-interop: install  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
+
+shapes: install  ## write each noun's pydantic-free shape from its model (protocols/shape_gen.py)
+	$(PY) -m protocols.shape_gen
 
 lint: install  ## ruff, mypy (with the pydantic plugin), then import-linter's contracts (pyproject.toml)
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,5 @@
-"""An inbox entry read by its shape (`protocols.records.plain`): `INBOX_ENTRY` mirrors
-`protocols.inbox.entry.InboxEntry` field for field (`tests/unit/test_plain.py` holds them together);
+"""An inbox entry read by its shape (`protocols.records.plain`): `INBOX_ENTRY`, generated from
+`protocols.inbox.entry.InboxEntry` (`protocols.inbox.entry_shape`);
 `PlainEntry` is what a view asks of an `InboxEntry` (its fields, `identity`, `is_read`,
 `structured`, `to_json_dict`), without pydantic.
 """
@@ -8,22 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocols.inbox.entry_shape import INBOX_ENTRY as INBOX_ENTRY  # generated
 from protocols.inbox.ids import identity_of
-from protocols.records.plain import OPT_BOOL, OPT_INT, OPT_STR, STR, Field, Plain, Shape
-
-INBOX_ENTRY = Shape(
-    "InboxEntry",
-    from_=Field(STR, key="from"),
-    text=Field(STR),
-    summary=Field(OPT_STR, None),
-    timestamp=Field(STR),
-    color=Field(OPT_STR, None),
-    read=Field(OPT_BOOL, None),
-    id=Field(OPT_STR, None),
-    msgV=Field(OPT_INT, None),
-    msg_id=Field(OPT_STR, None),
-    type=Field(OPT_STR, None),
-)
+from protocols.records.plain import Plain
 
 
 class PlainEntry(Plain):

@@ -131,7 +131,7 @@ class AgentStatus(Record):
     requests: int = 0  # model calls made
     turns: int = 0  # model calls that were answered
     toolCalls: int = 0
-    usage: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    usage: dict[str, int] = Field(default_factory=zero_usage)
     pid: int | None = None
     updatedAt: str = Field(default_factory=now_iso)
     subagents: list[SubAgentStatus] = Field(default_factory=list)

@@ -158,6 +158,13 @@ class Shape:
                 return False
         return self.also is None or self.also(raw)
 
+    def with_rules(
+        self, also: Check | None, properties: dict[str, Callable[[Plain], Any]] | None = None
+    ) -> Shape:
+        """This shape with a check of the whole record and the properties a reader asks for:
+        what a model adds to its fields (a generated shape has the fields alone)."""
+        return Shape(self.name, also, properties, **self.fields)
+
     def read(self, raw: Any) -> Plain | None:
         """`raw` as a `Plain` record, or None when the model is to judge it."""
         return Plain(self, raw) if self.accepts(raw) else None

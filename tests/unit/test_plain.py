@@ -1,4 +1,5 @@
-"""The shapes (`protocols.*.shape`, `protocols.messages.shapes`) against their pydantic models:
+"""The shapes (`protocols.*.shape`, generated from the models by `protocols.shape_gen`, and the
+rule `protocols.messages.shapes` adds) against their pydantic models:
 the same fields, keys, required ones and defaults; and, for JSON generated around what the
 files hold (keys dropped, values of other types, unknown keys, nulls), a shape takes a value
 only when its model takes it unchanged: the same field values, the same `to_json_dict` and
