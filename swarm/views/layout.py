@@ -67,6 +67,38 @@ def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]], width:
     their `comfort`."""
     natural = [max((cell_len(row[i]) for row in rows), default=0) for i in range(len(columns))]
     floor = [c.floor(n) for c, n in zip(columns, natural, strict=True)]
+    keep = _kept(columns, natural, floor, width)
+    want = [natural[i] if i in keep else 0 for i in range(len(columns))]
+    room = width - GAP * (len(keep) - 1)
+    if sum(want) > room:  # short of width: the capped columns give up their long values first
+        want = [min(w, c.cap) if c.cap else w for w, c in zip(want, columns, strict=True)]
+    flexible = [i for i in keep if columns[i].weight]
+    fixed = [i for i in keep if not columns[i].weight]
+    # the fixed columns shrink only when the flexible ones, at their minimums, would not fit
+    _shrink(columns, fixed, want, floor, room - sum(floor[i] for i in flexible))
+    _share_flexible(columns, flexible, want, floor, room - sum(want[i] for i in fixed))
+    return want
+
+
+def _share_flexible(
+    columns: Sequence[Column], flexible: list[int], want: list[int], floor: list[int], room: int
+) -> None:
+    """Fit the `flexible` columns' `want` into `room`, by weight, never below their floor."""
+    if sum(want[i] for i in flexible) <= room:
+        return
+    widths = _share(
+        [floor[i] for i in flexible],
+        [want[i] for i in flexible],
+        [columns[i].weight for i in flexible],
+        room,
+    )
+    for i, w in zip(flexible, widths, strict=True):
+        want[i] = w
+
+
+def _kept(columns: Sequence[Column], natural: list[int], floor: list[int], width: int) -> set[int]:
+    """The columns kept, a priority at a time, while the next one's minimums still fit beside
+    the kept ones at their comfortable widths."""
     keep: set[int] = set()
     used = -GAP  # the columns kept, each at its comfortable width
     for priority in sorted({c.priority for c in columns}):
@@ -75,31 +107,21 @@ def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]], width:
             break
         keep.update(group)
         used += sum(columns[i].room(natural[i]) + GAP for i in group)
-    want = [natural[i] if i in keep else 0 for i in range(len(columns))]
-    room = width - GAP * (len(keep) - 1)
-    if sum(want) > room:  # short of width: the capped columns give up their long values first
-        want = [min(w, c.cap) if c.cap else w for w, c in zip(want, columns, strict=True)]
-    flexible = [i for i in keep if columns[i].weight]
-    fixed = [i for i in keep if not columns[i].weight]
-    # the fixed columns shrink only when the flexible ones, at their minimums, would not fit
-    spare = room - sum(want[i] for i in fixed) - sum(floor[i] for i in flexible)
+    return keep
+
+
+def _shrink(
+    columns: Sequence[Column], fixed: list[int], want: list[int], floor: list[int], room: int
+) -> None:
+    """Shrink the `fixed` columns' `want` (lowest priority first, never below their floor)
+    until they fit in `room`."""
+    spare = room - sum(want[i] for i in fixed)
     for i in sorted(fixed, key=lambda i: -columns[i].priority):
         if spare >= 0:
             break
         give = min(want[i] - floor[i], -spare)
         want[i] -= give
         spare += give
-    share = room - sum(want[i] for i in fixed)
-    if sum(want[i] for i in flexible) > share:
-        widths = _share(
-            [floor[i] for i in flexible],
-            [want[i] for i in flexible],
-            [columns[i].weight for i in flexible],
-            share,
-        )
-        for i, w in zip(flexible, widths, strict=True):
-            want[i] = w
-    return want
 
 
 def _share(low: list[int], high: list[int], weights: list[int], total: int) -> list[int]:
