@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from protocols.team.model import Member, TeamConfig
 
 # the common names are imported when first used: `from protocols.errors import Error` in a
-# command that sends one message must not build every model of the package (issue 18: start-up)
+# command that sends one message must not build every model of the package
 _HOMES = {
     "BROADCAST": "inbox.mailbox",
     "LEAD_NAME": "names",

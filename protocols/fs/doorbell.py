@@ -2,9 +2,9 @@
 
 inotify instances are per user (``fs.inotify.max_user_instances``, 128 by default) and each
 swarm process needs one, so on a machine with more than about 120 swarm processes the rest
-cannot be woken by the kernel. They used to check their files every half second: at 200 idle
-teammates, 72 of them polling made nearly all of the team's idle CPU. Now such a reader rings
-for itself: it makes a named pipe (a FIFO) per watched file or directory,
+cannot be woken by the kernel. Checking their files every half second instead would make
+nearly all of an idle team's CPU (at 200 idle teammates, 72 of them polling). So such a reader
+rings for itself: it makes a named pipe (a FIFO) per watched file or directory,
 ``<directory>/.swarm-doorbells/<name>.<pid>-<random>`` (``*`` for "anything in the directory"),
 and waits on it with `select`. Every swarm write that replaces a file (`protocols.fs.jsonio`'s
 atomic writes: inboxes, tasks, config.json, status files) rings the bells of that file and of

@@ -7,17 +7,15 @@ later, and with sixteen workers taking turns at a task list's lock those sleeps 
 descriptor (so the lock is the caller's: flock locks belong to the open file, which both
 descriptors share), and is woken the moment the holder lets go.
 
-Measured (`bench/claims.py`, 16 workers, 1,000 tasks, the same minutes): 188/113/90 claims per
-second against 141/89/77 with the 0.2-2 ms backoff. Not for a group-commit writer waiting to be
-carried (`FileGuard.acquire_unless`): it would take the lock only to find its entry committed
-and hand it on, and those hand-overs cost more than they save (`bench/throughput.py`: 955/701/805
-sends per second against 1,148/877/899 polling); it keeps polling.
+It serves claims on a task list (`bench/claims.py` compares it with polling, figures in
+docs/protocols.md). Not for a group-commit writer waiting to be carried
+(`FileGuard.acquire_unless`): it would take the lock only to find its entry committed and hand
+it on, and those hand-overs cost more than they save (`bench/throughput.py`); it keeps polling.
 
 Helper threads are kept for the next wait (a few of them, idle in `_IDLE`), not started anew
-for each: with sixteen workers on one board nearly every claim waits for the list lock. Two
-processes taking turns at one lock (2026-11-27, 2 cores): about 100 us of CPU per wait with a
-thread started for each, 30-50 us with one kept (and plain locks instead of `threading.Event`s,
-whose timed wait is Python code).
+for each: with sixteen workers on one board nearly every claim waits for the list lock, and a
+thread started per wait costs several times the CPU of one kept (waiting on plain locks rather
+than `threading.Event`s, whose timed wait is Python code).
 
 If the wait ends without the lock (the deadline), the helper thread is told; should it still get
 the lock later, it lets go of it at once, closes its descriptor and ends, so no lock is ever

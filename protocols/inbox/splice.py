@@ -1,4 +1,4 @@
-"""Appending to an inbox without parsing it (issue 19).
+"""Appending to an inbox without parsing it.
 
 A commit that only appends (no read marks to set, nothing to compact) needs three answers
 about the live inbox: is it whole, does it hold this message already, how many of its entries

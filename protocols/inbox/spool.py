@@ -1,4 +1,4 @@
-"""The send spool of one inbox: many writers, one lock hold and one fsync (group commit, issue 19).
+"""The send spool of one inbox: many writers, one lock hold and one fsync (group commit).
 
 A swarm sender that finds an inbox's lock free writes the inbox itself, as before. One that
 finds it taken does not queue up for a write of its own: it drops its send into the inbox's

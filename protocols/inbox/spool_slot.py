@@ -1,4 +1,4 @@
-"""A process's reusable spool files: a spooled send that allocates no inode (issue 19).
+"""A process's reusable spool files: a spooled send that allocates no inode.
 
 A writer that finds an inbox's lock taken spools its send (`protocols.inbox.spool`). A new file per
 send cost a new inode, and freeing it after the commit: on this project's machine (ext4 with no

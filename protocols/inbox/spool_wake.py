@@ -1,12 +1,11 @@
 """A spooled writer woken the moment its send is handed back, instead of at its next poll.
 
 A writer whose send waits in the spool (`protocols.inbox.spool_slot`) learns that it was carried by
-looking: is its slot's file back under its idle name? It used to look between sleeps of 1 ms
-growing to 10 ms, so it noticed a hand-back about 1.4 ms late on average (measured with eight
-writers, `bench/throughput.py`), and each writer's next send started that much later: fewer
-sends in each commit, and fewer commits per second.
+looking: is its slot's file back under its idle name? Looking between sleeps (1 ms growing to
+10 ms) notices a hand-back about a millisecond late, and each writer's next send starts that
+much later: fewer sends in each commit, and fewer commits per second (`bench/throughput.py`).
 
-Now each slot has a *bell*: a Unix datagram socket bound to an abstract address named after the
+So each slot has a *bell*: a Unix datagram socket bound to an abstract address named after the
 slot (``\\0swarm-spool-<slot id>``: nothing on disk, gone when its process is). The committer,
 right after it hands a slot back (`protocols.inbox.spool.Spool.remove`), sends one byte to that
 address (`ring`): one system call, never blocking, its failure ignored. The waiting writer

@@ -3,7 +3,7 @@ console do, and which recipients are dead.
 
 Kept apart from `swarm.team.actions` so that a send loads no pydantic model: the members are read
 as raw entries (`protocols.team.file.TeamFile.entries`) and the message is written as it is on disk
-(`protocols.inbox.mailbox.Mailbox.post`). Agents call ``swarm send`` hundreds of times (issue 18).
+(`protocols.inbox.mailbox.Mailbox.post`). Agents call ``swarm send`` hundreds of times.
 """
 
 from __future__ import annotations

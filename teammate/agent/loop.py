@@ -21,7 +21,7 @@ Why the model stopped decides what comes next:
 - ``refusal``: the run ends (``refusal``), the answer's calls not run;
 - ``model_context_window_exceeded``: as ``max_tokens``, and the conversation is compacted first.
 
-The request goes first (issue 19): a run's first request is built from what is in memory, and
+The request goes first: a run's first request is built from what is in memory, and
 what only records the turn (the transcript lines of the new prompt and the request,
 `Transcript.hold`; the caller's bookkeeping, `defer`) is written once the model has the
 request (`ModelRequest.on_sent`), when the call fails, when the run ends without a request, or
