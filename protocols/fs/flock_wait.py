@@ -7,8 +7,8 @@ later, and with sixteen workers taking turns at a task list's lock those sleeps 
 descriptor (so the lock is the caller's: flock locks belong to the open file, which both
 descriptors share), and is woken the moment the holder lets go.
 
-It serves claims on a task list (`bench/claims.py` compares it with polling, figures in
-docs/protocols.md). Not for a group-commit writer waiting to be carried
+It serves claims on a task list (`bench/claims.py` compares it with polling; the figures are in
+docs/perf-log.md). Not for a group-commit writer waiting to be carried
 (`FileGuard.acquire_unless`): it would take the lock only to find its entry committed and hand
 it on, and those hand-overs cost more than they save (`bench/throughput.py`); it keeps polling.
 
