@@ -38,7 +38,7 @@ from swarm.views.panes import pane_servers
 if TYPE_CHECKING:
     from protocols.inbox.entry import InboxEntry
     from protocols.inbox.shape import PlainEntry
-    from protocols.member.status import SubAgentStatus
+    from protocols.member.status import AgentStatus, SubAgentStatus
     from protocols.records.plain import Plain
     from protocols.store.contract import TaskBoardContract, TeamFileContract
     from protocols.team.model import Member
@@ -241,13 +241,6 @@ def _member_view(
     """One member: its roster state (``waiting`` when its status file says so), current task,
     activity, usage and cost."""
     status = open_store(paths).peek_status(member.name)
-    state = judge.state(member)
-    waiting = status is not None and status.state == MemberState.WAITING
-    if waiting and state in (MemberState.WORKING, MemberState.IDLE):
-        state = MemberState.WAITING
-    budget = status.budget if status is not None else None
-    limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
-    shown = OVER_BUDGET if budget is not None and budget.over and state in LIVE else str(state)
     current = working.get(member.name)
     entry = member_entry(member)
     usage = {k: int((status.usage if status else {}).get(k, 0)) for k in USAGE_KEYS}
@@ -255,31 +248,57 @@ def _member_view(
     return MemberView(
         name=member.name,
         color=member.color,
-        state=shown,
+        state=_shown_state(status, judge.state(member)),
         task=f"#{current.id} {current.subject}" if current else None,
-        activity=status.activity if status else "",
-        activity_age_s=_age(now, ms_from_iso(status.updatedAt)) if status else None,
         model=model,
-        requests=status.requests if status else 0,
-        turns=status.turns if status else 0,
         usage=usage,
         cost_usd=_cost(status, model, usage, prices),
         pid=member_pid(member) or (status.pid if status else None),
         backend=member.backendType,
-        subagents=[_subagent_view(member.name, s, model, prices) for s in status.subagents]
-        if status
-        else [],
-        mcp_servers=[s.to_json_dict() for s in status.mcpServers] if status else [],
-        budget=budget.model_dump() if budget is not None and limited else None,
         host=member_host(member),
         lease_s=_rounded(judge.lease_left_s(member.name)),
-        context_tokens=status.contextTokens if status else None,
-        context_window=status.contextWindow if status else None,
-        compactions=status.compactions if status else 0,
-        shells=[shell.to_json_dict() for shell in status.shells] if status else [],
         pane=_text(entry.get("tmuxPaneId")),
         socket=_text(entry.get("tmuxSocket")),
+        **_from_status(status, member.name, model, prices, now),
     )
+
+
+def _shown_state(status: AgentStatus | Plain | None, state: MemberState) -> str:
+    """The roster's state, ``waiting`` when the status file says so, ``over budget`` when a
+    live member waits for a raise."""
+    waiting = status is not None and status.state == MemberState.WAITING
+    if waiting and state in (MemberState.WORKING, MemberState.IDLE):
+        state = MemberState.WAITING
+    budget = status.budget if status is not None else None
+    return OVER_BUDGET if budget is not None and budget.over and state in LIVE else str(state)
+
+
+def _from_status(
+    status: AgentStatus | Plain | None, name: str, model: str | None, prices: PriceTable, now: int
+) -> dict[str, Any]:
+    """What a member's view takes from its status file (a member without one: nothing yet)."""
+    if status is None:
+        return {
+            **dict.fromkeys(("activity_age_s", "budget", "context_tokens", "context_window")),
+            **dict.fromkeys(("requests", "turns", "compactions"), 0),
+            "activity": "",
+            **{key: [] for key in ("subagents", "mcp_servers", "shells")},
+        }
+    budget = status.budget
+    limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
+    return {
+        "activity": status.activity,
+        "activity_age_s": _age(now, ms_from_iso(status.updatedAt)),
+        "requests": status.requests,
+        "turns": status.turns,
+        "subagents": [_subagent_view(name, s, model, prices) for s in status.subagents],
+        "mcp_servers": [s.to_json_dict() for s in status.mcpServers],
+        "budget": budget.model_dump() if budget is not None and limited else None,
+        "context_tokens": status.contextTokens,
+        "context_window": status.contextWindow,
+        "compactions": status.compactions,
+        "shells": [shell.to_json_dict() for shell in status.shells],
+    }
 
 
 def _text(value: Any) -> str | None:
