@@ -10,9 +10,9 @@ from protocols.printable import printable, printable_json
 from swarm.cli.common import json_option, paths_for, team_option
 from swarm.cli.completion import complete_member
 from swarm.errors import SwarmError
+from swarm.views.log_lines import LogEvent
 from swarm.views.logs import (
     ActivityLog,
-    LogEvent,
     ProcessLog,
     RawTranscript,
     SubAgentLog,

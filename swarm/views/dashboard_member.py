@@ -19,7 +19,8 @@ from collections.abc import Callable
 from protocols.errors import Error
 from protocols.paths import TeamPaths
 from protocols.printable import printable_line
-from swarm.views.logs import ActivityLog, LogEvent
+from swarm.views.log_lines import LogEvent
+from swarm.views.logs import ActivityLog
 
 LOG_LINES = 2000  # a member's log lines kept for its page
 STOP_WAIT_S = 30.0  # how long a restart or shutdown waits for the member's answer

@@ -20,8 +20,6 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,121 +29,25 @@ from protocols.fs import safefs
 from protocols.inbox.entry import InboxEntry
 from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
-from protocols.printable import printable_json_text, printable_line
 from protocols.store.selection import open_store
 from protocols.watch.wakeup import InboxWatcher
 from swarm.errors import SwarmError
+from swarm.views.log_lines import (
+    INPUT_CHARS,
+    RECORD_LINES,
+    LogEvent,
+    cut,
+    first_line,
+    message_text,
+    one_line,
+    plural,
+    summarize_input,
+    token_note,
+)
 from teammate.agent.transcript_history import read_segment, segments
 
-INPUT_CHARS = 100
-TEXT_CHARS = 200
 ARCHIVE_SUFFIX = ".archive.jsonl"
 SIDECHAIN_SUFFIX = ".jsonl"  # a sub-agent's transcript; its output file is <agentId>.output
-DETAIL_KEYS = (
-    "summary",
-    "reason",
-    "subject",
-    "description",
-    "message",
-    "feedback",
-    "error",
-    "idleReason",
-)
-
-
-@dataclass(frozen=True)
-class LogEvent:
-    """One line: ``ts`` (ISO-8601, "" for a process log line), a ``kind``, the readable text."""
-
-    ts: str
-    kind: str
-    text: str
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    def line(self) -> str:
-        """The line to print, escaped (`protocols.printable`): a raw transcript line stays
-        valid JSON, anything else shows its control characters as ``\\x1b``, ``\\n``."""
-        text = printable_json_text(self.text) if self.kind == "raw" else printable_line(self.text)
-        return f"{clock(self.ts)}  {text}" if self.ts else text
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ts": self.ts, "kind": self.kind, "text": self.text, **self.fields}
-
-
-def clock(ts: str) -> str:
-    """``HH:MM:SS`` in local time ("--:--:--" when the timestamp does not parse)."""
-    ms = ms_from_iso(ts)
-    return "--:--:--" if ms is None else datetime.fromtimestamp(ms / 1000).strftime("%H:%M:%S")
-
-
-def cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def one_line(text: str, limit: int = TEXT_CHARS) -> str:
-    return cut(" ".join(text.split()), limit)
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
-def _compacted(record: dict[str, Any]) -> str:
-    """A compaction as a line: what it did, and how big the conversation was before and after."""
-    before, after = record.get("pre_tokens"), record.get("post_tokens")
-    size = ""
-    if isinstance(before, int) and isinstance(after, int):
-        size = f": {before:,} -> {after:,} tokens"
-    if record.get("how") == "microcompact":
-        dropped = record.get("dropped") or 0
-        extra = f", {plural(int(dropped), 'message')} dropped" if dropped else ""
-        return f"old tool output cleared{extra}{size}"
-    trigger = record.get("trigger") or "auto"
-    return f"compacted the conversation ({trigger}){size}"
-
-
-def summarize_input(name: str, tool_input: Any) -> str:
-    """A tool call's input on one line: a Bash command, file paths, else compact JSON."""
-    if isinstance(tool_input, dict):
-        command = tool_input.get("command") if name == "Bash" else None
-        if isinstance(command, str):
-            return cut(" ↵ ".join(p.strip() for p in command.strip().splitlines()), INPUT_CHARS)
-        files = [str(tool_input[k]) for k in ("file_path", "notebook_path") if k in tool_input]
-        if files:
-            return cut(" ".join(files), INPUT_CHARS)
-    compact = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"), default=str)
-    return cut(compact, INPUT_CHARS)
-
-
-def first_line(text: str) -> str:
-    """The first line of a tool's output, and how many more there are."""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    if not lines:
-        return "(no output)"
-    more = f" ({plural(len(lines) - 1, 'more line')})" if len(lines) > 1 else ""
-    return cut(lines[0].strip(), INPUT_CHARS) + more
-
-
-def token_note(usage: Any) -> str:
-    """``(1,234 in / 56 out, 1,000 cached)``: every input token, and how many came from cache."""
-    get = usage.get if isinstance(usage, dict) else lambda key: None
-    cached = int(get("cache_read_input_tokens") or 0)
-    prompt = int(get("input_tokens") or 0) + cached + int(get("cache_creation_input_tokens") or 0)
-    note = f"({prompt:,} in / {int(get('output_tokens') or 0):,} out"
-    return note + (f", {cached:,} cached)" if cached else ")")
-
-
-def message_text(entry: InboxEntry) -> str:
-    """A plain message on one line; a structured one as ``[type]`` and its main detail."""
-    try:
-        message = entry.structured()
-    except ProtocolsError:
-        return f"[invalid] {one_line(entry.text)}"
-    if message is None:
-        return one_line(entry.text)
-    body = message.to_json_dict()
-    detail = next((body[k] for k in DETAIL_KEYS if isinstance(body.get(k), str)), "")
-    return f"[{message.type}] {one_line(detail)}".rstrip()
 
 
 class FileTail:
@@ -327,59 +229,32 @@ class ActivityLog:
         return self._from_record(record) if isinstance(record, dict) else []
 
     def _from_record(self, record: dict[str, Any]) -> list[LogEvent]:
-        ts, kind, use_id = str(record.get("ts", "")), record.get("kind"), record.get("id")
+        ts, kind = str(record.get("ts", "")), record.get("kind")
+        if not isinstance(kind, str):
+            return []
+        if kind in ("tool_call", "tool_result", "tool_crash"):
+            return [self._tool_event(ts, kind, record)]
+        if kind == "response":
+            return self._response(ts, record)
+        line = RECORD_LINES.get(kind)
+        # requests, messages, and kinds this version does not know: nothing
+        return [LogEvent(ts, kind, line(record))] if line is not None else []
+
+    def _tool_event(self, ts: str, kind: str, record: dict[str, Any]) -> LogEvent:
+        """A tool call, its result or its crash (each result named by its call)."""
+        use_id = record.get("id")
         if kind == "tool_call":
             name = str(record.get("name") or "?")
             self.tool_names[str(use_id)] = name
             summary = summarize_input(name, record.get("input"))
-            return [LogEvent(ts, kind, f"→ {name}: {summary}", {"tool": name, "id": use_id})]
+            return LogEvent(ts, kind, f"→ {name}: {summary}", {"tool": name, "id": use_id})
+        name = self.tool_names.get(str(use_id), "tool")
         if kind == "tool_result":
-            name = self.tool_names.get(str(use_id), "tool")
             error = bool(record.get("is_error"))
             text = f"← {name} {'✗' if error else 'ok'}: {first_line(str(record.get('content')))}"
-            return [LogEvent(ts, kind, text, {"tool": name, "id": use_id, "is_error": error})]
-        if kind == "tool_crash":
-            name = self.tool_names.get(str(use_id), "tool")
-            last = (str(record.get("traceback") or "").strip().splitlines() or ["?"])[-1]
-            return [LogEvent(ts, kind, f"✗ {name} crashed: {cut(last, INPUT_CHARS)}")]
-        if kind == "response":
-            return self._response(ts, record)
-        if kind == "error":
-            status = f" ({record['status']})" if record.get("status") else ""
-            return [LogEvent(ts, kind, f"model error{status}: {one_line(str(record['error']))}")]
-        if kind == "shell":
-            code = record.get("exit_code")
-            end = f" (exit code {code})" if isinstance(code, int) else ""
-            what = one_line(str(record.get("command") or ""))
-            text = f"background command {record.get('id')} {record.get('state')}{end}: {what}"
-            return [LogEvent(ts, kind, text)]
-        if kind == "compacted":
-            return [LogEvent(ts, kind, _compacted(record))]
-        if kind in ("compact_failed", "compact_blocked"):
-            why = one_line(str(record.get("error") or record.get("reason") or ""))
-            failed = "no summary could be had" if kind == "compact_failed" else "a hook blocked it"
-            return [LogEvent(ts, kind, f"not compacted ({failed}): {why}")]
-        if kind == "resume_warning":
-            return [
-                LogEvent(ts, kind, f"resumed with a warning: {one_line(str(record['warning']))}")
-            ]
-        if kind == "trimmed":
-            budget, dropped = int(record.get("budget") or 0), int(record.get("dropped") or 0)
-            dropped_text = plural(dropped, "message")
-            text = f"trimmed the conversation to {budget:,} tokens ({dropped_text} dropped)"
-            return [LogEvent(ts, kind, text)]
-        if kind == "session":
-            how = "carrying on with its conversation" if record.get("resumed") else "fresh"
-            return [LogEvent(ts, kind, f"started (pid {record.get('pid')}), {how}")]
-        if kind == "session_end":
-            return [LogEvent(ts, kind, "stopped")]
-        if kind == "mcp_server":
-            server, state = str(record.get("server") or "?"), str(record.get("state") or "?")
-            detail = f": {one_line(str(record['error']))}" if record.get("error") else ""
-            if state == "connected":
-                detail = f" ({plural(len(record.get('tools') or []), 'tool')})"
-            return [LogEvent(ts, kind, f"MCP server {server} {state}{detail}")]
-        return []  # requests, messages, and kinds this version does not know
+            return LogEvent(ts, kind, text, {"tool": name, "id": use_id, "is_error": error})
+        last = (str(record.get("traceback") or "").strip().splitlines() or ["?"])[-1]
+        return LogEvent(ts, kind, f"✗ {name} crashed: {cut(last, INPUT_CHARS)}")
 
     def _response(self, ts: str, record: dict[str, Any]) -> list[LogEvent]:
         blocks = [b for b in record.get("content") or [] if isinstance(b, dict)]

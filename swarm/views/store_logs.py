@@ -21,7 +21,8 @@ from protocols.names import did_you_mean
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
 from swarm.errors import SwarmError
-from swarm.views.logs import ActivityLog, LogEvent, show_on_wakes
+from swarm.views.log_lines import LogEvent
+from swarm.views.logs import ActivityLog, show_on_wakes
 
 PROCESS_KINDS = frozenset({"output", "log"})  # protocols.pg.member_log.PROCESS_KINDS
 RESCAN_S = 5.0  # the safety net under the team's notifications

@@ -24,7 +24,8 @@ from protocols.errors import ProtocolsError
 from protocols.names import LEAD_NAME, checked_component
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
-from swarm.views.logs import ActivityLog, LogEvent, ProcessLog, message_text
+from swarm.views.log_lines import LogEvent, message_text
+from swarm.views.logs import ActivityLog, ProcessLog
 from swarm.web.responses import BadInput
 
 THREAD_MOST = 300  # the newest messages of a thread shown
