@@ -80,7 +80,7 @@ class MessageControl:
                 f"set aside a message from {entry.from_} that could not be handled: {problem}"
             )
             self.t.mailbox.mark_read(self.t.name, [entry])
-            self.t._tell_lead(
+            self.t.tell_lead(
                 f"{self.t.name} set aside a message from {entry.from_} that it could not handle "
                 f"({problem}); it stays in its inbox archive",
                 "set aside a message",
@@ -100,10 +100,10 @@ class MessageControl:
         ):
             self.refuse(entry, message)
         elif isinstance(message, CompactRequest):
-            self.on_compact(entry, message.instructions or "")
+            self.t.compact_when_it_can(entry, message.instructions or "")
             return  # marked read once done: a crash before that leaves it to be done again
         elif isinstance(message, ModeSetRequest):
-            self.t._set_mode(message.mode)
+            self.t.set_mode(message.mode)
         elif isinstance(message, TeamPermissionUpdate):
             self.t.brain.update_permissions(
                 [message.permissionUpdate.model_dump(exclude_none=True)]
@@ -114,17 +114,6 @@ class MessageControl:
         elif not isinstance(message, PermissionResponse | PlanApprovalResponse):
             self.t.say(f"ignoring a {message.type} from {entry.from_}")
         self.t.mailbox.mark_read(self.t.name, [entry])
-
-    def on_compact(self, entry: InboxEntry, instructions: str) -> None:
-        """The lead asked for a compaction: before the brain's next model request if it is in a turn
-        (the request is read when the turn ends), else in an idle turn of its own (the teammate's
-        `_compact_now`, after the other messages; the request is read once it is done)."""
-        self.t._in_flight.add(entry.identity)  # not handled twice meanwhile
-        if self.t._in_turn:
-            self.t.say(self.t.brain.compact(instructions, self.t, now=False))
-            self.t._arrived.append(entry)
-        else:
-            self.t._compact = (entry, instructions)
 
     def from_lead(self, entry: InboxEntry, message: Any) -> bool:
         """Sent by the lead: the entry's sender, and the message's own ``from`` when it has one;
@@ -145,7 +134,7 @@ class MessageControl:
             note = f"Ignored a {message.type} from {entry.from_}: only {LEAD_NAME} may send me one."
             summary = f"ignored a {message.type} from {entry.from_}"
         self.t.say(note)
-        self.t._tell_lead(note, summary)
+        self.t.tell_lead(note, summary)
 
     def on_forged(self, entry: InboxEntry, message: Any) -> None:
         """A forged entry: said once; a protocol message in it is reported to the lead."""
@@ -187,10 +176,10 @@ class MessageControl:
             rejected = ShutdownRejected(
                 requestId=request.requestId, from_=self.t.name, reason=reason, timestamp=now_iso()
             )
-            self.t._send(LEAD_NAME, rejected)
+            self.t.send_message(LEAD_NAME, rejected)
             return
         released = self.t.board.release_all(self.t.name)
-        member = self.t._current_member() or self.t.member
+        member = self.t.current_member() or self.t.member
         approved = ShutdownApproved(
             requestId=request.requestId,
             from_=self.t.name,
@@ -198,7 +187,7 @@ class MessageControl:
             paneId=member.tmuxPaneId or None,
             backendType=member.backendType or None,
         )
-        self.t._send(LEAD_NAME, approved)
+        self.t.send_message(LEAD_NAME, approved)
         self.t.say(
             f"shutting down ({request.reason or 'asked by the lead'}); released "
             f"{[t.id for t in released] or 'no tasks'}"
@@ -214,4 +203,4 @@ class MessageControl:
             "(meant for an earlier teammate of my name)."
         )
         self.t.say(note)
-        self.t._send(LEAD_NAME, note, summary="ignored a stale shutdown request")
+        self.t.send_message(LEAD_NAME, note, summary="ignored a stale shutdown request")

@@ -153,7 +153,7 @@ class Teammate:
             mailbox=self.mailbox,
             reporter=self.reporter,
             say=self.say,
-            send=self._send,
+            send=self.send_message,
             answer_shutdown=self.control.answer_shutdown,
             watcher=lambda: self._watcher,
             joined_at=lambda: self.member.joinedAt if self.member is not None else 0,
@@ -194,7 +194,7 @@ class Teammate:
                     with self._connected() as watcher:
                         self._watcher = watcher
                         if watcher.degraded:
-                            self._tell_lead(f"{self.name}: {watcher.degraded}", "no inotify")
+                            self.tell_lead(f"{self.name}: {watcher.degraded}", "no inotify")
                         try:
                             self._loop(watcher)
                         except Stop as stop:  # hand back its tasks: a SIGKILL may follow soon
@@ -310,7 +310,7 @@ class Teammate:
         with contextlib.suppress(Exception):
             self.reporter.set(activity=f"problem: {problem}; retrying in {delay:g} s")
         if new:
-            self._tell_lead(
+            self.tell_lead(
                 f"{self.name} hit a problem and keeps trying (every {delay:g} s and longer): "
                 f"{problem}",
                 "a problem, retrying",
@@ -388,6 +388,17 @@ class Teammate:
         unread = [entry for entry in fresh if entry.identity not in self._in_flight]
         self._inbox_seen = None if unread else seen
         return [self.lead_check.checked(entry) for entry in unread]
+
+    def compact_when_it_can(self, entry: InboxEntry, instructions: str) -> None:
+        """The lead asked for a compaction: before the brain's next model request if it is in a
+        turn (the request is read when the turn ends), else in an idle turn of its own
+        (`_compact_now`, after the other messages; the request is read once it is done)."""
+        self._in_flight.add(entry.identity)  # not handled twice meanwhile
+        if self._in_turn:
+            self.say(self.brain.compact(instructions, self, now=False))
+            self._arrived.append(entry)
+        else:
+            self._compact = (entry, instructions)
 
     def _compact_now(self) -> None:
         assert self._compact is not None
@@ -532,7 +543,7 @@ class Teammate:
 
     def _budget_warn(self, text: str) -> None:
         self.say(text)
-        self._tell_lead(text, "80% of its budget used")
+        self.tell_lead(text, "80% of its budget used")
 
     def _budget_over(self, reason: str) -> None:
         """Stopped before a model request: the lead hears why (a failed idle notification)."""
@@ -545,14 +556,14 @@ class Teammate:
             failureReason=reason,
         )
         try:
-            self._send(LEAD_NAME, note)
+            self.send_message(LEAD_NAME, note)
         except Exception as exc:  # the lead's inbox may be what is broken
             self.say(f"could not tell the lead: {describe(exc)}")
         self.reporter.set(activity=reason)
 
     def _budget_back(self, text: str) -> None:
         self.say(text)
-        self._tell_lead(text, "budget raised; carrying on")
+        self.tell_lead(text, "budget raised; carrying on")
         self.reporter.set(activity="budget raised; carrying on")
 
     def between_turns_protocol_only(self) -> None:
@@ -623,13 +634,15 @@ class Teammate:
             del self._unrecorded[task_id]
             self.board_watch.forget(task.id)
             self.say(f"#{task.id}: not recorded: {exc}")
-            self._tell_lead(f"{self.name}: #{task.id} was done, but {exc}", "a stale claim")
+            self.tell_lead(f"{self.name}: #{task.id} was done, but {exc}", "a stale claim")
             return
         del self._unrecorded[task_id]
         self.board_watch.forget(task.id)
         self.say(outcome.summary + (f"\n{outcome.report}" if outcome.report else ""))
         if outcome.report:
-            self._send(LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary)
+            self.send_message(
+                LEAD_NAME, f"{outcome.summary}\n{outcome.report}", summary=outcome.summary
+            )
         self._before_idle()
         if not self.stopped:
             self._send_idle(task, outcome)
@@ -654,7 +667,7 @@ class Teammate:
     # what the brain uses (`teammate.link.TeamLink`)
 
     def send(self, to: str, body: Any, summary: str | None = None) -> None:
-        self._send(to, body, summary)
+        self.send_message(to, body, summary)
 
     def ask_permission(self, ask: PermissionAsk) -> Approval:
         return self.requests.ask_permission(ask)
@@ -687,7 +700,7 @@ class Teammate:
             completedStatus=outcome.status if outcome and task else None,
             failureReason=broke or reason,
         )
-        self._send(LEAD_NAME, note)
+        self.send_message(LEAD_NAME, note)
         self._release()  # with the turn's answers, when the outbox held them
         self.activity.end()
         self.reporter.set(
@@ -696,13 +709,13 @@ class Teammate:
             clear_task=True,
         )
 
-    def _send(self, to: str, body: Any, summary: str | None = None) -> None:
+    def send_message(self, to: str, body: Any, summary: str | None = None) -> None:
         self.outbox.send(to, body, summary)
 
-    def _tell_lead(self, text: str, summary: str) -> None:
+    def tell_lead(self, text: str, summary: str) -> None:
         """A note for the lead that must not fail the caller (it may be what is failing)."""
         try:
-            self._send(LEAD_NAME, text, summary=summary or None)
+            self.send_message(LEAD_NAME, text, summary=summary or None)
         except Exception as exc:  # the lead's inbox may be what is broken
             self.say(f"could not tell the lead: {describe(exc)}")
 
@@ -736,11 +749,11 @@ class Teammate:
         except Exception as exc:  # config.json unreadable, or locked too long
             self.say(f"could not mark itself {'active' if active else 'idle'}: {describe(exc)}")
 
-    def _set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: str) -> None:
         self.brain.set_mode(mode)
         self.say(f"permission mode is now {mode}")
 
-    def _current_member(self) -> Member | None:
+    def current_member(self) -> Member | None:
         return self.team.load().member(self.name)
 
     def say(self, text: str) -> None:
