@@ -151,6 +151,23 @@ def broadcast_threads(wall_s: float, cpu_s: float) -> int:
     return max(2, min(BROADCAST_THREADS, math.ceil(wall_s / cpu_s)))
 
 
+def post_each(
+    post: Callable[..., list[dict[str, Any]]],
+    messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+    sender: str,
+    color: str | None,
+) -> list[dict[str, Any]]:
+    """`post_many` to ``"*"`` on every store: each message broadcast by `post` in turn (a
+    broadcast writes many inboxes: there is no one write to share)."""
+    return [
+        item
+        for body, summary, message_id in messages
+        for item in post(
+            BROADCAST, body, sender=sender, summary=summary, color=color, message_id=message_id
+        )
+    ]
+
+
 class Mailbox:
     """The inboxes of one team, on disk."""
 
@@ -272,13 +289,7 @@ class Mailbox:
         notification). As `post` otherwise: each id is stored once, and a failure writes none
         of them (a retry with the same ids completes the rest)."""
         if to == BROADCAST:
-            return [
-                item
-                for body, summary, message_id in messages
-                for item in self.post(
-                    to, body, sender=sender, summary=summary, color=color, message_id=message_id
-                )
-            ]
+            return post_each(self.post, messages, sender, color)
         self._require_members([to])
         items = [
             self._signed(new_item(body, sender, summary, color, message_id))

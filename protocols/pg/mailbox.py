@@ -35,6 +35,7 @@ from protocols.inbox.mailbox import (
     first_match,
     is_structured_text,
     new_entry,
+    post_each,
 )
 from protocols.messages.models import StructuredMessage
 from protocols.pg.columns import document, text
@@ -152,13 +153,7 @@ class PgMailbox:
         """Several messages, each ``(body, summary, message_id)``, to one member in one
         transaction, in this order (`Mailbox.post_many`): all of them are stored, or none."""
         if to == BROADCAST:
-            return [
-                item
-                for body, summary, message_id in messages
-                for item in self.post(
-                    to, body, sender=sender, summary=summary, color=color, message_id=message_id
-                )
-            ]
+            return post_each(self.post, messages, sender, color)
         entries = [
             self._signed(new_entry(body, sender, summary, color, message_id))
             for body, summary, message_id in messages

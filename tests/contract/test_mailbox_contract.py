@@ -116,6 +116,10 @@ def test_several_messages_to_one_member_are_stored_together_in_order(
     assert [(e.text, e.summary, e.id) for e in got] == batch
     with pytest.raises(UnknownMember):
         mailbox.post_many("nobody", batch, sender="bob")
+    mailbox.post_many("*", [("all hands", None, "b-9")], sender="bob")  # each a broadcast
+    for name in ("team-lead", "alice", "carol"):
+        assert [e.text for e in mailbox.read_unread(name)][-1:] == ["all hands"]
+    assert [e.text for e in mailbox.read_unread("bob")] == []
 
 
 def test_a_look_at_the_unread_takes_nothing_and_a_second_one_is_free(

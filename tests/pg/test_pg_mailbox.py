@@ -23,16 +23,6 @@ def _shutdown(request_id: str) -> ShutdownRequest:
     )
 
 
-HOSTILE = [
-    'it\'s "quoted" `back` $(rm -rf ~) ${HOME} %s %(x)s ; DROP TABLE messages; --',
-    "line one\nline two\r\n\ttabbed",
-    "NUL \x00 inside, bell \x07, escape \x1b[31mred\x1b[0m, DEL \x7f",
-    "unicode: héllo 日本語 🙂 \u202e right-to-left \ufeff",
-    "a lone surrogate \ud800 here",
-    "x" * 100_000,
-]
-
-
 def test_work_cut_off_by_a_lost_connection_is_done_again_once(
     db: Database, pg_team: PgTeamFile, conninfo: str
 ) -> None:
