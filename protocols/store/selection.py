@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -114,9 +114,33 @@ def locate(
     return TeamPaths(paths.root, paths.team, paths.task_list, found) if found else paths
 
 
+# stores handed in by `handed_store`, by (config root, team)
+_handed: dict[tuple[Path, str], StoreContract] = {}
+
+
+@contextmanager
+def handed_store(paths: TeamPaths, store: StoreContract) -> Iterator[StoreContract]:
+    """While the block runs, `open_store` answers `store` for `paths`' team, whatever its paths
+    say: the seam where a test hands the code its own store (one that records or fails)."""
+    key = (paths.root, paths.team)
+    before = _handed.get(key)
+    _handed[key] = store
+    try:
+        yield store
+    finally:
+        if before is None:
+            _handed.pop(key, None)
+        else:
+            _handed[key] = before
+
+
 def open_store(paths: TeamPaths) -> StoreContract:
     """The store `paths` says the team lives in: files, or PostgreSQL (both keep the contract
-    of `protocols.store.contract`, which mypy checks here)."""
+    of `protocols.store.contract`, which mypy checks here); or the one `handed_store` gave."""
+    if _handed:
+        handed = _handed.get((paths.root, paths.team))
+        if handed is not None:
+            return handed
     if paths.store is None:
         return FileStore(paths)
     from protocols.pg.store import PgStore  # psycopg only for a PostgreSQL team

@@ -7,20 +7,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from protocols.errors import StoreUnavailable
+from protocols.inbox.mailbox import Mailbox
+from protocols.paths import TeamPaths
 from protocols.store.selection import (
     POINTER,
     BadStoreUrl,
     FileStore,
     check_url,
+    handed_store,
     locate,
     open_store,
     read_pointer,
     redacted,
     write_pointer,
 )
+from protocols.team.file import TeamFile
 
 URL = "postgresql://swarm:hunter2@db.example:5432/swarm?sslmode=require"
 
@@ -111,3 +117,26 @@ def test_a_file_team_never_imports_the_postgresql_store(config_root: Path) -> No
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+class _StoreDown(FileStore):
+    """A file store whose mailbox cannot be reached: what a test hands the code."""
+
+    def mailbox(self, signer: object = None, on_read: object = None) -> Any:
+        raise StoreUnavailable("the test's store is down")
+
+
+def test_a_handed_store_is_the_one_the_code_opens_until_the_block_ends(
+    paths: TeamPaths, team: TeamFile
+) -> None:
+    from swarm.team.waiting import unread_message
+
+    with handed_store(paths, _StoreDown(paths)) as handed:
+        assert open_store(paths) is handed
+        assert open_store(TeamPaths(paths.root, "other")) is not handed  # only that team
+        with pytest.raises(StoreUnavailable, match="the test's store is down"):
+            unread_message(paths, "alice")
+    assert type(open_store(paths)) is FileStore
+    Mailbox(paths).send("alice", "hi", sender="bob")
+    outcome = unread_message(paths, "alice")()
+    assert outcome is not None and [e.text for e in outcome.messages] == ["hi"]
