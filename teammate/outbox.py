@@ -110,11 +110,10 @@ class Outbox:
         self._retry_at = 0.0
 
     def _deliver_run(self, run: list[Message]) -> None:
-        """Messages to one member: one write of its inbox (on files), else one by one."""
+        """Messages to one member: one write of its inbox (one transaction on PostgreSQL)."""
         to = run[0][0]
         if len(run) == 1:
-            for message in run:
-                self._deliver(*message)
+            self._deliver(*run[0])
             return
         try:
             self.mailbox.post_many(

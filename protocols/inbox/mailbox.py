@@ -26,7 +26,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from protocols.clock import now_iso
 from protocols.errors import BroadcastRefused, ProtocolsError, UnknownMember
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from protocols.inbox.shape import PlainEntry
     from protocols.messages.models import StructuredMessage
     from protocols.watch.wakeup import InboxWatcher
+
+    # several messages to one member, each (body, summary, message id): `Mailbox.post_many`
+    Batch: TypeAlias = Sequence[tuple[str | StructuredMessage, str | None, str | None]]
 
 log = logger(__name__)
 
@@ -153,7 +156,7 @@ def broadcast_threads(wall_s: float, cpu_s: float) -> int:
 
 def post_each(
     post: Callable[..., list[dict[str, Any]]],
-    messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+    messages: Batch,
     sender: str,
     color: str | None,
 ) -> list[dict[str, Any]]:
@@ -279,7 +282,7 @@ class Mailbox:
     def post_many(
         self,
         to: str,
-        messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+        messages: Batch,
         *,
         sender: str,
         color: str | None = None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -46,6 +46,7 @@ from protocols.pg.watch import PgWatcher
 from protocols.watch.wakeup import DEFAULT_RESCAN_S
 
 if TYPE_CHECKING:
+    from protocols.inbox.mailbox import Batch
     from protocols.inbox.shape import PlainEntry
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class PgMailbox:
     def post_many(
         self,
         to: str,
-        messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+        messages: Batch,
         *,
         sender: str,
         color: str | None = None,

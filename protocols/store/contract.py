@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import builtins
 
     from protocols.inbox.entry import InboxEntry
-    from protocols.inbox.mailbox import EntrySigner
+    from protocols.inbox.mailbox import Batch, EntrySigner
     from protocols.inbox.permissions import PermissionFileRequest
     from protocols.inbox.shape import PlainEntry
     from protocols.member.status import AgentStatus
@@ -105,7 +105,7 @@ class MailboxContract(Protocol):
     def post_many(
         self,
         to: str,
-        messages: Sequence[tuple[str | StructuredMessage, str | None, str | None]],
+        messages: Batch,
         *,
         sender: str,
         color: str | None = None,

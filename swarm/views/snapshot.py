@@ -279,10 +279,17 @@ def _from_status(
     """What a member's view takes from its status file (a member without one: nothing yet)."""
     if status is None:
         return {
-            **dict.fromkeys(("activity_age_s", "budget", "context_tokens", "context_window")),
-            **dict.fromkeys(("requests", "turns", "compactions"), 0),
             "activity": "",
-            **{key: [] for key in ("subagents", "mcp_servers", "shells")},
+            "activity_age_s": None,
+            "requests": 0,
+            "turns": 0,
+            "subagents": [],
+            "mcp_servers": [],
+            "budget": None,
+            "context_tokens": None,
+            "context_window": None,
+            "compactions": 0,
+            "shells": [],
         }
     budget = status.budget
     limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
