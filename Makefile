@@ -9,7 +9,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-stamp
 PIP_INSTALL = $(PY) -m pip install --quiet --disable-pip-version-check
 QUIETLY = 2>$(VENV)/pip.log || { cat $(VENV)/pip.log >&2; exit 1; }
 
-.PHONY: install install-runtime postgresql ripgrep chromium bubblewrap demo demo-protocols test test-unit test-fast test-pg test-interop lint shapes bench screenshots clean
+.PHONY: install install-runtime bytecode postgresql ripgrep chromium bubblewrap demo demo-protocols test test-unit test-fast test-pg test-interop lint shapes bench screenshots clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "swarm needs Python 3.11 or newer; set PYTHON=python3.11")'
@@ -31,6 +31,13 @@ install-runtime: $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
+# swarm starts many short Python processes (each teammate, each CLI command). Where
+# PYTHONDONTWRITEBYTECODE is set (as in many containers), none of them writes the bytecode of
+# swarm's own modules, so each compiled them all again at start: compiled once here instead
+# (Python still reads .pyc files with that variable set; a changed source is compiled anew)
+bytecode: | $(PY)
+	@$(PY) -m compileall -q -j 0 swarm teammate protocols tests bench examples
+
 postgresql:  ## PostgreSQL's server binaries for tests/pg (Debian's package, only when initdb is missing)
 	@bash .ci/install-postgresql
 
@@ -43,10 +50,10 @@ chromium:  ## Chromium for swarm web's browser tests (Debian's package, only whe
 bubblewrap:  ## bubblewrap for the sandbox of teammates' commands (Debian's package, only when bwrap is missing)
 	@bash .ci/install-bubblewrap
 
-demo: install-runtime  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
+demo: install-runtime bytecode  ## offline shell workers work a task graph, then a scripted Claude teammate reviews it
 	$(PY) examples/shell_team_demo.py
 
-demo-protocols: install-runtime  ## the files layer alone: worker processes sharing a board
+demo-protocols: install-runtime bytecode  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
 # tests mostly wait on processes: four at a time keep two cores busy; an idle worker takes
@@ -56,21 +63,21 @@ XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip
-test: install postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, contract, processes, stress, interop, pg), $(TEST_WORKERS) at a time
+test: install bytecode postgresql ripgrep chromium bubblewrap  ## every test (tests/unit, contract, processes, stress, interop, pg), $(TEST_WORKERS) at a time
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) --durations=25 tests
 
-test-unit: install  ## the in-process tests, and the store contract on files (about a minute on 2 cores)
+test-unit: install bytecode  ## the in-process tests, and the store contract on files (about a minute on 2 cores)
 	$(PY) -m pytest $(XDIST) tests/unit
 	$(PY) -m pytest $(XDIST) tests/contract -k files
 
-test-fast: install  ## unit and process tests, without the slow ones and the stress folder
+test-fast: install bytecode  ## unit and process tests, without the slow ones and the stress folder
 	$(PY) -m pytest $(XDIST) -m "not slow" tests/unit tests/contract tests/processes
 
-test-pg: install postgresql  ## the PostgreSQL store against real servers (tests/pg, the store contract, and the lead scenarios on two hosts)
+test-pg: install bytecode postgresql  ## the PostgreSQL store against real servers (tests/pg, the store contract, and the lead scenarios on two hosts)
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/pg tests/contract
 	SWARM_REQUIRE_POSTGRESQL=1 $(PY) -m pytest $(XDIST) tests/processes/test_scenarios.py -k postgresql
 
-test-interop: install  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)
+test-interop: install bytecode  ## only the tests next to a real Claude Code, 2.1.88, 2.1.330 and 2.1.332 (installed from npm into .cache/)
 	$(PY) -m pytest tests/interop
 
 shapes: install  ## write each noun's pydantic-free shape from its model (protocols/shape_gen.py)
@@ -82,7 +89,7 @@ lint: install  ## ruff, mypy (with the pydantic plugin), then import-linter's co
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
-bench: install postgresql ripgrep bubblewrap  ## the benchmarks of docs/protocols.md; each ends with a key=value line
+bench: install bytecode postgresql ripgrep bubblewrap  ## the benchmarks of docs/protocols.md; each ends with a key=value line
 	$(PY) bench/cli_startup.py --imports
 	$(PY) bench/latency.py
 	$(PY) bench/mcp_delivery.py
