@@ -6,6 +6,9 @@ media type from their bytes, decoded with Pillow, downscaled to Claude Code 2.1.
 re-encoded to its byte budget: `image_content`), and PDFs as ``document`` blocks (whole when
 small, else the pages asked for, extracted with pypdf: `pdf_content`).
 
+Pillow and pypdf are imported when an image or a PDF is read, not with this module: together
+they are most of a teammate's start-up imports, and most teammates never read either.
+
 The limits are Claude Code 2.1.330's: its model catalogue's ``image_limits`` (2576 px a side,
 4784 image tokens of 28 x 28 px each, the same for every model it lists), 512,000 bytes for an
 image Read returns, a whole PDF only up to 10 pages and 20 MB, at most 20 pages a read.
@@ -18,13 +21,14 @@ import io
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, BinaryIO
-
-from PIL import Image, ImageOps, UnidentifiedImageError
-from pypdf import PasswordType, PdfReader, PdfWriter
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from teammate.tools.base import Content, ToolError
 from teammate.tools.file_lines import human_size
+
+if TYPE_CHECKING:
+    from PIL import Image
+    from pypdf import PdfReader
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_IMAGE_SIDE = 2576  # the catalogue's image_limits maxWidth / maxHeight
@@ -39,7 +43,6 @@ PDF_PAGES_PER_READ = 20
 MAX_PDF_BYTES = 100 << 20  # a larger PDF is not opened at all
 JPEG_QUALITIES = (85, 75, 60, 45)
 EXIF_ORIENTATION = 0x0112
-LANCZOS = Image.Resampling.LANCZOS
 
 # first bytes of formats Read cannot show, for saying what a file is
 SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -176,6 +179,8 @@ def image_block(data: bytes, media_type: str) -> dict[str, Any]:
 def fit_image(data: bytes, media_type: str, name: str) -> Fitted:
     """The image within the limits: as it is when it already is, else downscaled to the most
     pixels they allow and re-encoded (PNG, or JPEG when PNG is too large) to `IMAGE_BYTES`."""
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -194,6 +199,8 @@ def fit_image(data: bytes, media_type: str, name: str) -> Fitted:
 
 
 def _check_pixels(image: Image.Image, media_type: str, name: str) -> None:
+    from PIL import Image
+
     width, height = image.size
     limit = MAX_DECODE_PIXELS
     if media_type == "image/jpeg":  # decoded at a fraction of its size (`Image.draft`)
@@ -232,14 +239,17 @@ def target_size(width: int, height: int) -> tuple[int, int]:
 def _shrunk(image: Image.Image, media_type: str, target: tuple[int, int], name: str) -> Fitted:
     """`image` at `target` size, turned upright as its EXIF says, encoded within
     `IMAGE_BYTES`; smaller again while it does not fit."""
+    from PIL import Image, ImageOps
+
     original = image.size
     if media_type == "image/jpeg":
         image.draft("RGB", target)  # decode at 1/2, 1/4 or 1/8 scale when that is enough
     if image.getexif().get(EXIF_ORIENTATION, 1) in (5, 6, 7, 8):  # a quarter turn
         original, target = (original[1], original[0]), (target[1], target[0])
     upright = _resizable(ImageOps.exif_transpose(image))
+    lanczos = Image.Resampling.LANCZOS
     for _ in range(6):
-        resized = upright if upright.size == target else upright.resize(target, LANCZOS)
+        resized = upright if upright.size == target else upright.resize(target, lanczos)
         encoded = _encoded(resized, prefer_jpeg=media_type == "image/jpeg")
         if encoded is not None:
             return Fitted(encoded[0], encoded[1], resized.size, original)
@@ -281,6 +291,8 @@ def _has_alpha(image: Image.Image) -> bool:
 
 def _flattened(image: Image.Image) -> Image.Image:
     """`image` as RGB, transparent parts on white (JPEG has no alpha)."""
+    from PIL import Image
+
     if not _has_alpha(image):
         return image.convert("RGB")
     rgba = image.convert("RGBA")
@@ -389,6 +401,8 @@ def _parsed_pages(pages: str) -> tuple[int, int | None]:
 def _opened_pdf(handle: BinaryIO, name: str) -> PdfReader:
     """The PDF's reader (lazy: pages are parsed when used); encrypted ones are opened with
     the empty password or refused."""
+    from pypdf import PasswordType, PdfReader
+
     handle.seek(0)
     try:
         reader = PdfReader(handle)
@@ -404,6 +418,8 @@ def _opened_pdf(handle: BinaryIO, name: str) -> PdfReader:
 
 def _extracted(reader: PdfReader, first: int, last: int, name: str) -> bytes:
     """Pages `first`..`last` as a PDF of their own."""
+    from pypdf import PdfWriter
+
     try:
         writer = PdfWriter()
         for index in range(first - 1, last):
