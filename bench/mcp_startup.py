@@ -119,14 +119,20 @@ def alone(servers: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--servers",
+        default="1,3",
+        help="the numbers of servers to compare with the baseline, comma-separated (default 1,3)",
+    )
     args = parser.parse_args()
+    counts = [int(count) for count in args.servers.split(",")]
     baseline = median_of(args.runs, 0, False)
     figures = {"baseline_0_servers_s": baseline}
     print(f"spawn -> first model request, median of {args.runs} runs")
     head = ("servers", "optional", "required", "baseline", "alone")
     print("  " + "  ".join(f"{h:>9}" for h in head))
     print(f"  {0:>9}  {baseline:>8.3f}s  {'-':>9}  {baseline:>8.3f}s  {'-':>9}")
-    for count in (1, 3):
+    for count in counts:
         optional = median_of(args.runs, count, False)
         required = median_of(args.runs, count, True)
         by_itself = statistics.median(alone(count) for _ in range(args.runs))
