@@ -347,6 +347,7 @@ def test_earlier_messages_keep_their_time_and_a_second_lead_only_watches(
     first = LeadSession(None, workdir)
     sessions.append(first)
     first.expect(f"[{when}] alice: from yesterday", "the earlier message, at its own time")
+    first.expect("-- from now on, as they arrive --", "the line after the earlier ones")
     lines = first.output.splitlines()
     earlier = lines.index("-- earlier: 1 from before this console started --")
     assert lines[earlier + 1].startswith(f"[{when}]") and "as they arrive" in lines[earlier + 2]
