@@ -292,7 +292,11 @@ def _from_status(
             "shells": [],
         }
     budget = status.budget
-    limited = budget is not None and (budget.maxCostUsd is not None or budget.maxTokens is not None)
+    # a limit of its own (cost, tokens or time), or the team's that it is stopped by
+    limited = budget is not None and (
+        any(limit is not None for limit in (budget.maxCostUsd, budget.maxTokens, budget.maxSeconds))
+        or budget.over
+    )
     return {
         "activity": status.activity,
         "activity_age_s": _age(now, ms_from_iso(status.updatedAt)),

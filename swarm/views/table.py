@@ -7,8 +7,9 @@ row per running sub-agent (``alice \u203a Explore``: its description as the task
 call, its own turns, calls, tokens and cost, which the member's row already counts) and per
 background command running (``alice \u203a $ b1a2c3d4``: its description, its command); the task
 board by status (every in-progress and pending task, the last `COMPLETED_SHOWN` completed ones);
-the requests waiting for the lead (each with its real input in full, not the teammate's
-description of it, and the sub-agent that asked, if one did); the last messages to the lead; the
+the requests waiting for the lead (each with its real input in full, the sub-agent that asked,
+if one did, and under it the teammate's description when it says something else, labelled as
+unverified: what a loop or stall guard asks shows there); the last messages to the lead; the
 team's totals; how to see the teammates' tmux panes (`swarm.views.panes`: a private server is
 not in ``tmux ls``). Every string read from a file is escaped with
 `protocols.printable.printable_line`.
@@ -23,6 +24,8 @@ from protocols.member.status_keys import subagent_label
 from protocols.names import LEAD_NAME
 from protocols.printable import printable_line, printable_lines
 from protocols.tasks.task import list_line
+from swarm.team.approvals import LABELLED_KINDS
+from swarm.team.request_text import details
 from swarm.views.panes import pane_servers
 from swarm.views.snapshot import MemberView, SubAgentView, TeamView
 
@@ -217,6 +220,8 @@ def render(view: TeamView) -> str:
     for r in view.requests:
         asks = printable_line(f"{r.id}  {r.agent or r.teammate}  {r.tool}: {r.summary}")
         lines.append(f"  {asks}  ({ago(r.age_s)})")
+        if r.pending is not None and r.kind in LABELLED_KINDS:  # why, if not the input
+            lines += [f"    {line}" for line in details(r.pending)]  # ("a loop? ...")
     if not view.requests:
         lines.append("  none")
 

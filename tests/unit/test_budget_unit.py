@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from protocols.clock import iso_from_ms
+from protocols.inbox.mailbox import Mailbox
+from protocols.inbox.permissions import request_permission
 from protocols.member.budget import (
     BudgetFile,
     Limits,
@@ -14,9 +16,14 @@ from protocols.member.budget import (
     update_team_budget,
 )
 from protocols.member.prices import PriceTable, default_prices
+from protocols.member.status import AgentStatus, BudgetStatus, write_status
 from protocols.paths import TeamPaths
+from protocols.pids import ProcessIdentity
 from protocols.team.file import TeamFile
 from swarm.team.budget import BudgetError, Change, parse_change
+from swarm.views.snapshot import snapshot
+from swarm.views.table import render
+from teammate.agent.loop_guard import question
 from teammate.api.model import Usage
 from teammate.budget import Budget, Notices
 
@@ -159,3 +166,54 @@ def test_the_teams_time_counts_from_its_file_on_the_wall_clock(
         "the team is over its time: it has run 1m 1s of 1m; raise it with "
         "`swarm team budget --time +1m`"
     )
+
+
+@pytest.mark.parametrize(
+    ("budget", "shown"),
+    [
+        # a time limit alone
+        (
+            BudgetStatus(maxSeconds=60.0, seconds=61.0, over=True, reason="ran 1m01s of 1m"),
+            {"maxSeconds": 60.0, "over": True, "reason": "ran 1m01s of 1m"},
+        ),
+        # no limit of its own: stopped by the team's
+        (
+            BudgetStatus(costUsd=0.5, over=True, reason="the team has spent $2.00 of $2"),
+            {"maxCostUsd": None, "over": True, "reason": "the team has spent $2.00 of $2"},
+        ),
+    ],
+)
+def test_what_stopped_a_member_shows_whichever_limit_tripped(
+    team: TeamFile, paths: TeamPaths, budget: BudgetStatus, shown: dict[str, object]
+) -> None:
+    team.update_member("alice", **ProcessIdentity.mine().to_value())  # alive: this process
+    write_status(paths, AgentStatus(name="alice", model="sonnet", state="idle", budget=budget))
+    (alice,) = [m for m in snapshot(paths).members if m.name == "alice"]
+    assert alice.state == "over budget"
+    assert alice.budget is not None and shown.items() <= alice.budget.items()
+
+
+def test_a_member_without_limits_shows_no_budget(team: TeamFile, paths: TeamPaths) -> None:
+    team.update_member("alice", **ProcessIdentity.mine().to_value())
+    write_status(
+        paths,
+        AgentStatus(name="alice", model="sonnet", state="idle", budget=BudgetStatus(costUsd=0.1)),
+    )
+    (alice,) = [m for m in snapshot(paths).members if m.name == "alice"]
+    assert alice.budget is None and alice.state == "idle"
+
+
+def test_status_says_why_a_guard_stopped_a_member(team: TeamFile, paths: TeamPaths) -> None:
+    """A loop guard's request shows the looping call and, under it, the question it asks."""
+    asked = question("Bash", 5)
+    request_permission(
+        Mailbox(paths),
+        worker="alice",
+        tool_name="Bash",
+        tool_use_id="toolu_1",
+        description=asked,
+        input={"command": "ls"},
+    )
+    lines = render(snapshot(paths)).splitlines()
+    at = next(i for i, line in enumerate(lines) if "alice  Bash: ls" in line)
+    assert lines[at + 1] == f"    the teammate's description (unverified): {asked}"

@@ -156,7 +156,8 @@ def test_the_shapes_show_what_the_models_show(
     assert plain[1] == modelled[1]
     text = plain[0]
     waiting = text.split("requests waiting (4)\n")[1].split("\n\n")[0]
-    assert [line.split()[1] for line in waiting.splitlines()] == [
+    asks = [line for line in waiting.splitlines() if not line.startswith("    ")]  # not "why"
+    assert [line.split()[1] for line in asks] == [
         "alice",
         "carol-the-reviewer-with-a-long-name",
         "dmitri",
