@@ -18,12 +18,17 @@ and ignored.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from protocols.errors import Error
 
 EVERY_DOMAIN = "*"  # in allowedDomains: the whole network (else the domains, by a proxy)
+# a host name, ``*.`` before it for its subdomains (labels of letters, digits, ``-`` and ``_``)
+LABEL = r"[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?"
+DOMAIN = re.compile(rf"(\*\.)?{LABEL}(\.{LABEL})*\.?")
 
 
 class SandboxSettingsError(Error, ValueError):
@@ -70,7 +75,7 @@ def parse_sandbox(value: Any, where: str) -> SandboxConfig:
         allow_write=_strings(filesystem, "allowWrite", f"{where}.filesystem"),
         deny_write=_strings(filesystem, "denyWrite", f"{where}.filesystem"),
         deny_read=_strings(filesystem, "denyRead", f"{where}.filesystem"),
-        allowed_domains=_strings(network, "allowedDomains", f"{where}.network"),
+        allowed_domains=_domains(_strings(network, "allowedDomains", f"{where}.network"), where),
     )
 
 
@@ -100,6 +105,29 @@ def _flag(value: dict[str, Any], key: str, where: str, default: bool | None) -> 
     if found is not default and not isinstance(found, bool):
         raise SandboxSettingsError(f"{where}.{key} must be true or false, not {found!r}")
     return found
+
+
+def _domains(domains: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """`domains` if each is one the proxy can match a host name against (else the error names
+    it): no scheme, path or port, which would never match and so never allow anything."""
+    for domain in domains:
+        if not _is_domain(domain):
+            raise SandboxSettingsError(
+                f"{where}.network.allowedDomains: {domain!r} is not a domain; write example.com, "
+                f"*.example.com (its subdomains), an IP address, or {EVERY_DOMAIN!r} (every "
+                "domain), without a scheme, a path or a port"
+            )
+    return domains
+
+
+def _is_domain(domain: str) -> bool:
+    if domain == EVERY_DOMAIN or DOMAIN.fullmatch(domain):
+        return True
+    try:
+        ipaddress.ip_address(domain.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def _strings(value: dict[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -25,6 +25,13 @@ from teammate.sandbox.landlock import LandlockSandbox
         ({"filesystem": []}, "sandbox.filesystem must be an object, not list"),
         ({"filesystem": {"allowWrite": [""]}}, "sandbox.filesystem.allowWrite must be a list"),
         ({"network": {"allowedDomains": [1]}}, "sandbox.network.allowedDomains must be a list"),
+        # would never match a host name, so would silently allow nothing
+        (
+            {"network": {"allowedDomains": ["pypi.org", "https://github.com/x"]}},
+            "allowedDomains: 'https://github.com/x' is not a domain; write example.com",
+        ),
+        ({"network": {"allowedDomains": ["example.com:443"]}}, "'example.com:443' is not a"),
+        ({"network": {"allowedDomains": ["a..b"]}}, "'a..b' is not a domain"),
     ],
 )
 def test_a_wrong_value_is_named(tmp_path: Path, value: object, named: str) -> None:
@@ -33,6 +40,12 @@ def test_a_wrong_value_is_named(tmp_path: Path, value: object, named: str) -> No
     with pytest.raises(SettingsError) as raised:
         load_settings(path)
     assert str(path) in str(raised.value) and named in str(raised.value)
+
+
+def test_domains_the_proxy_can_match_are_taken() -> None:
+    domains = ["*", "pypi.org", "*.github.com", "files.pythonhosted.org.", "127.0.0.1", "[::1]"]
+    parsed = parse_sandbox({"network": {"allowedDomains": domains}}, "settings.json")
+    assert parsed.allowed_domains == tuple(domains)
 
 
 def test_files_merge_flags_win_and_lists_add_up(tmp_path: Path, config_root: Path) -> None:
