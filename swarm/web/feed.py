@@ -4,7 +4,8 @@ The thread waits on the team's watcher, the one `swarm watch` uses (`open_store(
 .team_watcher`: inotify on the team's directories, or a PostgreSQL team's ``LISTEN``), with a
 rescan every `RESCAN_S` seconds as a safety net; after each wake it looks at the team
 (`swarm.web.state.TeamState`) and, when the JSON changed, takes a sample of the team's cost
-(`swarm.web.costs.CostSeries`), adds the series to the state as ``cost_series`` and the
+(`swarm.web.costs.CostSeries`, saved in the team's folder now and then and when the feed
+stops), adds the series to the state as ``cost_series`` and the
 server's clock as ``now_ms`` (the page counts ages from the instants the state gives, against
 this clock) and publishes it to the event loop, which wakes every stream waiting
 (`Feed.next`). No stream polls, and a team where nothing happens sends nothing.
@@ -24,7 +25,7 @@ from protocols.clock import now_ms
 from protocols.errors import ProtocolsError
 from protocols.paths import TeamPaths
 from protocols.store.selection import open_store
-from swarm.web.costs import CostSeries
+from swarm.web.costs import CostSeries, series_path
 from swarm.web.state import TeamState, encoded
 
 RESCAN_S = 15.0
@@ -40,7 +41,7 @@ class Feed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._news = asyncio.Event()
         self._stop = threading.Event()
-        self.costs = CostSeries()  # the feed's thread's only
+        self.costs = CostSeries(series_path(paths))  # the feed's thread's only
         self._watcher = open_store(paths).team_watcher(RESCAN_S)
         self._thread = threading.Thread(target=self._run, name="swarm-web-feed", daemon=True)
 
@@ -53,6 +54,8 @@ class Feed:
         self._stop.set()
         self._watcher.changed.set()
         self._thread.join(10)
+        if not self._thread.is_alive():
+            self.costs.save()
 
     def poke(self) -> None:
         """Look again now (an answer was just written)."""
@@ -87,6 +90,7 @@ class Feed:
                     last = text
                     now = now_ms()
                     self.costs.sample(now, looked.get("cost_usd"))
+                    self.costs.save_if_due()
                     pushed = encoded({**looked, "cost_series": self.costs.points(), "now_ms": now})
                     try:
                         self._loop.call_soon_threadsafe(self._publish, pushed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,9 @@ def test_bad_questions_get_a_400(
     assert said in response.json()["error"]
 
 
-def test_the_cost_over_time(web: WebServer, team: TeamFile) -> None:
+def test_the_cost_over_time_is_kept_when_the_server_restarts(
+    web: WebServer, team: TeamFile, procs: Processes
+) -> None:
     def last_cost(state: dict[str, Any]) -> float | None:
         series = state["cost_series"]
         return series[-1][1] if series else None
@@ -107,6 +110,11 @@ def test_the_cost_over_time(web: WebServer, team: TeamFile) -> None:
     series = state["cost_series"]
     assert [cost for _, cost in series][-2:] == [0.5, 1.75]
     assert all(a[0] <= b[0] for a, b in pairwise(series))
+
+    web.proc.send_signal(signal.SIGTERM)  # stopped, the server keeps its chart
+    assert web.proc.wait(30) == 0
+    again = WebServer(procs)
+    assert wait_for(lambda: again.state()["cost_series"], "the kept chart")[: len(series)] == series
 
 
 def make_team(root: Path, name: str, where: Path) -> TeamPaths:

@@ -13,7 +13,7 @@ from swarm.errors import SwarmError
 from swarm.team.approvals import AlreadyAnswered, RequestNotFound
 from swarm.web.access import FailureLimit, Role, Tokens, change_refused, given_token
 from swarm.web.actions import text_field
-from swarm.web.costs import CostSeries
+from swarm.web.costs import SAVE_EVERY_S, CostSeries
 from swarm.web.responses import BadInput, status_of
 from swarm.web.server import Tls, check_exposure, parse_address
 from swarm.web.state import _questions
@@ -120,6 +120,41 @@ def test_the_cost_series_keeps_a_flat_run_short_and_the_newest_samples() -> None
     for at in (6, 7, 8):
         series.sample(at, 1.0 + at)
     assert len(series.points()) == 4 and series.points()[-1] == [8, 9.0]
+
+
+def test_the_cost_series_is_kept_in_a_file_and_a_bad_one_starts_it_anew(tmp_path: Path) -> None:
+    path = tmp_path / "web" / "cost-series.json"
+    clock = [0.0]
+    series = CostSeries(path, clock=lambda: clock[0])
+    series.save_if_due()  # nothing sampled: nothing written
+    assert not path.exists()
+    series.sample(1, 0.5)
+    series.save_if_due()  # the first save is due at once
+    series.sample(2, 0.75)
+    series.save_if_due()  # the next only `SAVE_EVERY_S` later
+    assert CostSeries(path).points() == [[1, 0.5]]
+    clock[0] = SAVE_EVERY_S
+    series.save_if_due()
+    series.sample(3, 1.0)
+    series.save()  # as the server stops
+    again = CostSeries(path)
+    again.sample(4, 1.5)
+    assert again.points() == [[1, 0.5], [2, 0.75], [3, 1.0], [4, 1.5]]
+
+    path.write_text('[[1, 0.5], ["x", 1], [2, NaN], [3, true], [4], 7, [5, 2.5]]')
+    assert CostSeries(path).points() == [[1, 0.5], [5, 2.5]]  # what is not a sample is dropped
+    for bad in ("{broken", '{"a": 1}', ""):
+        path.write_text(bad)
+        assert CostSeries(path).points() == []
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("[[1, 2]]")
+    path.unlink()
+    path.symlink_to(elsewhere)  # a planted link is not followed, nor written through
+    planted = CostSeries(path)
+    assert planted.points() == []
+    planted.sample(9, 3.0)
+    planted.save()  # refused and logged: the chart goes on in memory
+    assert elsewhere.read_text() == "[[1, 2]]" and planted.points() == [[9, 3.0]]
 
 
 def test_an_actions_text_is_checked_in_full() -> None:
