@@ -48,9 +48,12 @@ def child_paths(root: str, team: str = TEAM) -> TeamPaths:
 
 
 def forkserver_context() -> mp_context.ForkServerContext:
-    """Children forked from a clean server that has `protocols` imported: cheap to start."""
+    """Children forked from a clean server that has `protocols` and the workers' modules
+    imported: cheap to start (a ``spawn`` child imports them all again, ~0.4 s of CPU each).
+    One server per pytest process, started by the first test that asks; `pg_procs` is
+    imported where tests/pg is on the path (it is skipped where it is not)."""
     ctx = mp_context.ForkServerContext()
-    ctx.set_forkserver_preload(["protocols", "procs"])
+    ctx.set_forkserver_preload(["protocols", "procs", "pg_procs"])
     return ctx
 
 

@@ -1,7 +1,7 @@
 """Code run in the child processes of the PostgreSQL store's tests (and the benchmark).
 
-Children are started with the ``spawn`` context (fresh interpreters, never a fork of the pytest
-process) and get the database's conninfo as an argument. Each puts exactly one report on its
+Children are forked from the ``forkserver``'s clean single-threaded server
+(`procs.forkserver_context`), never from the pytest process, and get the database's conninfo as an argument. Each puts exactly one report on its
 results queue, with the traceback instead of dying silently when something raised, and waits
 at the `start` barrier first so that all begin together (`procs.run_together`).
 """

@@ -11,7 +11,6 @@ that is a failure.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import subprocess
@@ -28,7 +27,7 @@ from machines import Machine, machine, stop
 from pg_cli import url_of
 from pg_procs import TEAM, check_the_race, claim_until_done, claim_until_done_in, dependent_tasks
 from pg_server import ServerUnavailable, TemporaryServer
-from procs import run_together
+from procs import forkserver_context, run_together
 from test_pg_hosts import (
     SHORT_LEASE_S,
     b_works_the_board,
@@ -327,7 +326,7 @@ def test_sixteen_workers_on_two_hosts_claim_a_thousand_tasks_once_each_in_depend
         workers += [
             (claim_until_done_in, (lab.ns.name, over_the_veth, f"b-{n}", 240.0)) for n in range(8)
         ]
-        reports = run_together(mp.get_context("spawn"), workers, timeout_s=300)
+        reports = run_together(forkserver_context(), workers, timeout_s=300)
         check_the_race(db, reports, blocked_by)
         by_machine = Counter(r.worker[0] for r in reports for _ in r.claims)
         assert by_machine["a"] > 0 and by_machine["b"] > 0, by_machine  # both took part

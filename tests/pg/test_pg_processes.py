@@ -5,7 +5,6 @@ never a time."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 from collections import Counter
@@ -20,7 +19,7 @@ from pg_procs import (
     dependent_tasks,
     send_many,
 )
-from procs import run_together
+from procs import forkserver_context, run_together
 
 from protocols.errors import LeaseLost, StaleClaim
 from protocols.messages.models import TeammateTerminated
@@ -34,7 +33,7 @@ def test_every_acknowledged_send_of_many_writers_is_stored_exactly_once(
 ) -> None:
     writers, each = 8, 200
     reports = run_together(
-        mp.get_context("spawn"),
+        forkserver_context(),
         [(send_many, (conninfo, f"w{n}", "alice", each)) for n in range(writers)],
         timeout_s=300,
     )
@@ -52,7 +51,7 @@ def test_sixteen_workers_claim_a_thousand_tasks_once_each_in_dependency_order(
     blocked_by = dependent_tasks(PgTaskBoard(db, TEAM), 1000)
     assert sum(map(bool, blocked_by.values())) > 150
     reports = run_together(
-        mp.get_context("spawn"),
+        forkserver_context(),
         [(claim_until_done, (conninfo, f"worker-{n}", 240.0)) for n in range(16)],
         timeout_s=300,
     )
@@ -64,7 +63,7 @@ def test_a_claimer_killed_mid_task_loses_its_lease_and_the_task_is_done_once(
 ) -> None:
     board = PgTaskBoard(db, TEAM)
     task = board.create("the only task")
-    ctx = mp.get_context("spawn")
+    ctx = forkserver_context()
     ours, theirs = ctx.Pipe()
     doomed = ctx.Process(target=claim_and_hang, args=(conninfo, "bob", 1.0, theirs))
     doomed.start()

@@ -3,7 +3,6 @@ every acknowledged message is stored once and received once."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import threading
 from collections import Counter
 
@@ -12,7 +11,7 @@ import pytest
 from helpers import wait_for
 from pg_procs import TEAM, receive_until, send_many
 from pg_server import TemporaryServer
-from procs import run_together
+from procs import forkserver_context, run_together
 
 from protocols.pg import Database, PgMailbox, PgTeamFile
 
@@ -46,7 +45,7 @@ def test_a_restart_mid_run_loses_nothing_acknowledged_and_delivers_nothing_twice
     restarter = threading.Thread(target=restart_mid_run)
     restarter.start()
     reports = run_together(
-        mp.get_context("spawn"),
+        forkserver_context(),
         [(send_many, (conninfo, f"w{n}", "alice", each)) for n in range(writers)]
         + [(receive_until, (conninfo, "alice", expected, 240.0))],
         timeout_s=300,

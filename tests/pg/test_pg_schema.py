@@ -3,13 +3,11 @@ knows."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import psycopg
 import pytest
 from pg_procs import connect_and_migrate
 from pg_server import TemporaryServer
-from procs import run_together
+from procs import forkserver_context, run_together
 
 from protocols.errors import ProtocolsError
 from protocols.pg import Database
@@ -37,7 +35,7 @@ def test_many_processes_connecting_to_a_new_database_migrate_it_once(
 ) -> None:
     conninfo = pg_server.create_database("fresh")
     reports = run_together(
-        mp.get_context("spawn"), [(connect_and_migrate, (conninfo,)) for _ in range(8)], 120
+        forkserver_context(), [(connect_and_migrate, (conninfo,)) for _ in range(8)], 120
     )
     assert reports == ["ok"] * 8
     with psycopg.connect(conninfo) as conn:

@@ -20,7 +20,6 @@ before its blockers are completed, and a worker holding an unfinished task canno
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -37,6 +36,7 @@ from procs import (
     claim_actions,
     claim_and_log,
     claim_until_done,
+    forkserver_context,
     run_together,
     vandalise,
 )
@@ -81,7 +81,7 @@ def test_sixteen_workers_claim_every_task_exactly_once_and_never_too_early(
     team: TeamFile, paths: TeamPaths, config_root: Path
 ) -> None:
     blocked_by = make_board(paths)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
     workers = [
         (claim_until_done, (str(config_root), f"w{k}", PROBE_BUSY_EVERY, WORK_DEADLINE_S))
         for k in range(WORKERS)
@@ -138,7 +138,7 @@ def test_a_worker_holding_an_unfinished_task_is_refused_as_agent_busy(
 ) -> None:
     board = TaskBoard(paths)
     first, second, third = (board.create(f"task {n}") for n in range(1, 4))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
 
     (took,) = run_as(ctx, config_root, "w1", [("claim", first.id)])
     assert took.success and took.task_id == first.id
@@ -197,7 +197,7 @@ def test_workers_killed_mid_run_lose_nothing_and_no_task_is_held_twice(
     team: TeamFile, paths: TeamPaths, config_root: Path, tmp_path: Path
 ) -> None:
     make_big_board(paths)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
     names = [*KILLED, *(f"w{k}" for k in range(WORKERS - len(KILLED)))]
     logs = {name: tmp_path / f"{name}.log" for name in names}
     processes = {
@@ -288,7 +288,7 @@ def test_workers_on_a_board_that_a_vandal_keeps_rewriting_claim_only_real_tasks(
     outside = tmp_path / "outside.json"
     valid = {"id": str(HOSTILE_FIRST + 3), "subject": "outside", "description": ""}
     outside.write_text(json.dumps(valid))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
     kinds = 9
     workers = [
         (claim_until_done, (str(config_root), f"w{k}", PROBE_BUSY_EVERY, WORK_DEADLINE_S))

@@ -12,7 +12,6 @@ file parses at every moment.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from procs import (
     SenderReport,
     archive_items,
     broadcast_many,
+    forkserver_context,
     live_items,
     read_until,
     run_together,
@@ -89,7 +89,7 @@ def test_eight_senders_one_reader_every_message_exactly_once(
 ) -> None:
     root = str(config_root)
     expected = {f"w{k}:{n}" for k in range(SENDERS) for n in range(PER_SENDER)}
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
     workers = [(send_many, (root, "alice", f"w{k}", PER_SENDER)) for k in range(SENDERS)]
     workers.append((read_until, (root, "alice", len(expected), WORK_DEADLINE_S)))
 
@@ -129,7 +129,7 @@ def test_concurrent_broadcasts_reach_every_other_member_exactly_once(
 ) -> None:
     root = str(config_root)
     members = team.member_names()  # team-lead, alice, bob, carol
-    ctx = multiprocessing.get_context("spawn")
+    ctx = forkserver_context()
     workers = [(broadcast_many, (root, me, BROADCAST_ROUNDS, 10)) for me in members]
 
     with ParseChecker(paths.inbox("alice")) as checker:
