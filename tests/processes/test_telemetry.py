@@ -1,6 +1,7 @@
 """OpenTelemetry end to end, with real processes and a local OTLP/HTTP receiver: `swarm task
 add` starts a trace, a shell teammate's work on the task continues it (the trace context kept
-in the task's metadata), and with telemetry off nothing is exported."""
+in the task's metadata), a Claude teammate's requests, tool calls, permission wait and sub-agent
+nest in it, and with telemetry off nothing is exported."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Processes, teammate_argv, wait_for
+from helpers import Processes, swarm, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
 from otlp_receiver import OtlpReceiver, ReceivedSpan
 
@@ -21,6 +22,7 @@ from protocols.inbox.mailbox import Mailbox
 from protocols.tasks.board import TaskBoard
 from protocols.team.file import TeamFile
 from protocols.trace_context import TRACE_KEY, carrier_of
+from swarm.team.approvals import pending_requests
 
 Start = Callable[..., subprocess.Popen[str]]
 
@@ -104,7 +106,9 @@ def test_a_claude_teammates_requests_tools_and_sub_agent_nest_in_the_tasks_trace
         if len(body["messages"]) == 1:
             call = {"description": "find the answer", "prompt": "What does notes.txt say?"}
             return Turn.tool("Agent", {**call, "subagent_type": "Explore"})
-        if len(body["messages"]) == 3:
+        if len(body["messages"]) == 3:  # acceptEdits: a command asks the lead
+            return Turn.tool("Bash", {"command": "touch answered.txt"})
+        if len(body["messages"]) == 5:
             return Turn.tool("TaskUpdate", {"taskId": "1", "status": "completed"})
         return Turn.text("Done: 42.")
 
@@ -113,6 +117,8 @@ def test_a_claude_teammates_requests_tools_and_sub_agent_nest_in_the_tasks_trace
     with MessagesAPI(play) as api:
         start("alice", api, "--permission-mode", "acceptEdits", env=env)
         task_id = add_task(env, "find the answer", "--for", "claude")
+        (request,) = wait_for(lambda: pending_requests(team.paths), "alice's permission request")
+        assert swarm("approve", request.id).returncode == 0  # telemetry off: no span of its own
         wait_for(lambda: board.require(task_id).status == "completed", "alice to do it")
 
         def arrived() -> bool:
@@ -137,8 +143,11 @@ def test_a_claude_teammates_requests_tools_and_sub_agent_nest_in_the_tasks_trace
     assert sub.attributes["agent_id"] and sub.attributes["parent_agent_id"] == "alice@t"
     (read,) = [s for s in spans if s.name == "execute_tool Read"]
     assert parent(read) is sub  # the sub-agent's own tool call
+    (waited,) = [s for s in spans if s.name == "permission wait"]
+    assert waited.attributes["gen_ai.tool.name"] == "Bash"
+    assert parent(waited).name == "execute_tool Bash" and parent(parent(waited)) is work
     chats = [s for s in spans if s.name.startswith("chat ")]
-    assert len(chats) == 5  # the teammate's three requests and the sub-agent's two
+    assert len(chats) == 6  # the teammate's four requests and the sub-agent's two
     for chat in chats:
         assert chat.attributes["gen_ai.system"] == "anthropic"
         assert chat.attributes["gen_ai.usage.output_tokens"] > 0
