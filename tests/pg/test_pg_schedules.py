@@ -1,7 +1,7 @@
 """Schedules of a team on PostgreSQL, kept in its store (`swarm.schedule.pg_book`) and fired by
 schedulers on two machines (config roots of their own) at once: each firing once, a row lock
 standing for the file's lock; a scheduler killed with SIGKILL mid-pass loses and doubles
-nothing; either machine lists and removes them."""
+nothing; either machine lists and removes them; `swarm host serve` fires them too."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from helpers import DEADLINE_S
-from machines import Machine, machine
+from helpers import DEADLINE_S, wait_for
+from machines import Machine, machine, serve, stop
 from pg_cli import url_of
 
 from protocols.pg import Database, PgTaskBoard
@@ -110,3 +110,24 @@ def test_a_scheduler_killed_mid_pass_on_one_machine_is_finished_by_the_other(
             assert [h.outcome for h in found.history] == ["fired"] * 3
     finally:
         db.close()
+
+
+def test_a_host_serve_fires_the_stores_schedules(tmp_path: Path, conninfo: str) -> None:
+    """`swarm host serve` runs the schedules too: one missed while no scheduler ran (its
+    ``--missed once``) is fired at once when a host starts serving, on that host."""
+    url = url_of(conninfo)
+    a, b = machine(tmp_path, "a", url), machine(tmp_path, "b", url)
+    a.swarm("team", "create", "t")
+    added = a.json("schedule", "add", "*/5 * * * *", "--task", "nightly", "--missed", "once")
+    since = (datetime.now(UTC) - timedelta(minutes=11)).isoformat()  # two firings missed
+    PgScheduleBook(url).update(added["id"], lambda s: s.model_copy(update={"created": since}), 5)
+    db = Database(conninfo, reconnect_s=60.0)
+    agent = serve(b, "b1")
+    try:
+        fired = wait_for(lambda: [m for m in marks(db) if m.startswith(added["id"])], "a firing")
+        assert len(fired) == 1 and marks(db)[fired[0]] == 1, marks(db)  # the last one, once
+        assert "nightly" in [t.subject for t in PgTaskBoard(db, "t").list()]
+    finally:
+        stop(agent)
+        db.close()
+    assert agent.process.returncode == 0, agent.output()
