@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import DEADLINE_S
+from reaper import VARIABLE as REAPER_VARIABLE
 
 
 @dataclass
@@ -50,8 +51,10 @@ def machine(tmp_path: Path, name: str, url: str, **extra: str) -> Machine:
     for directory in (root, home, work):
         directory.mkdir(parents=True)
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("SWARM_", "CLAUDE", "ANTHROPIC_"))
-    }
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SWARM_", "CLAUDE", "ANTHROPIC_")) or k == REAPER_VARIABLE
+    }  # the run's token kept: what a machine starts is reaped with the run (tests/reaper.py)
     env.update(
         HOME=str(home),
         CLAUDE_CONFIG_DIR=str(root),

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from helpers import DEADLINE_S, Processes, commit_all, git, teammate_argv, wait_for
 from messages_api import MessagesAPI, Turn
+from reaper import VARIABLE as REAPER_VARIABLE
 
 from protocols.inbox.mailbox import Mailbox
 from protocols.messages.models import ShutdownRequest
@@ -38,7 +39,9 @@ def start(team: TeamFile, workdir: Path) -> Iterator[Start]:
 
     def launch(api: MessagesAPI, fork: bool, *extra: str) -> subprocess.Popen[str]:
         environ = {
-            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SWARM_"))
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "SWARM_")) or k == REAPER_VARIABLE
         }
         environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
         if fork:
