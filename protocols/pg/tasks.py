@@ -22,6 +22,7 @@ import psycopg
 
 from protocols.clock import now_iso
 from protocols.errors import InvalidTaskUpdate
+from protocols.names import checked_component
 from protocols.pg import claims
 from protocols.pg.columns import document, optional_text, text
 from protocols.pg.database import Database
@@ -71,6 +72,9 @@ class PgTaskBoard:
         return [r[0] for r in found]
 
     def get(self, task_id: str | int) -> Task | None:
+        """The task, or None if there is none; an id that could name no task file (``../1``,
+        ``a/b``) is refused as the file store refuses it (`InvalidName`)."""
+        checked_component(str(task_id), "task id")
         number = _number(task_id)
         if number is None:
             return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.errors import InvalidTaskUpdate, TaskNotFound
+from protocols.errors import InvalidName, InvalidTaskUpdate, TaskNotFound
 from protocols.messages.models import TaskAssignment
 from protocols.store.contract import StoreContract
 from protocols.tasks.board import NewTask
@@ -44,7 +44,10 @@ def test_bad_updates_are_refused(store: StoreContract) -> None:
         board.update(task.id, addBlockedBy=["99"])
     with pytest.raises(TaskNotFound):
         board.update("99", status="completed")
-    assert board.get("-1") is None and board.get("99") is None
+    assert board.get("-1") is None and board.get("99") is None and board.get("abc") is None
+    for unsafe in ("../1", "a/b", "", "."):  # could name no task file: refused on every store
+        with pytest.raises(InvalidName, match="task id"):
+            board.get(unsafe)
 
 
 def test_unknown_update_fields_go_under_metadata_and_none_removes(store: StoreContract) -> None:
