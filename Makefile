@@ -1,5 +1,13 @@
 # One command each: `make demo` and `make test` create the environment, install, and run.
-PYTHON ?= python3
+# The interpreter the environment is made with (PYTHON=... picks another): the system's own
+# /usr/bin/python3 when it is 3.11 or newer and can make a venv, else python3 on PATH. A
+# distribution's Python is built with profile-guided and link-time optimisation, where a pyenv
+# or source build usually is not (as on this project's machines, where pyenv's comes first on
+# PATH): docs/perf-log.md has what it changes for the test suite
+FIT_PYTHON = import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach p,/usr/bin/python3 python3,$(shell $(p) -c '$(FIT_PYTHON)' >/dev/null 2>&1 && echo $(p))) python3)
+endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
@@ -56,10 +64,12 @@ demo: install-runtime bytecode  ## offline shell workers work a task graph, then
 demo-protocols: install-runtime bytecode  ## the files layer alone: worker processes sharing a board
 	$(PY) examples/protocols_demo.py
 
-# tests mostly wait on processes: four at a time keep two cores busy; an idle worker takes
-# queued tests from a busy one (worksteal), so the run does not end on one long queue
+# four at a time keep two cores busy; each worker is handed one test at a time, in the order
+# tests/conftest.py sorts them (the long ones first), so the long tests run side by side from
+# the start and the short ones fill the gaps at the end (worksteal split the list into four
+# runs at the start: one worker got every long test and the run ended on it)
 TEST_WORKERS ?= 4
-XDIST = -n $(TEST_WORKERS) --dist worksteal
+XDIST = -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 # tests/pg start PostgreSQL servers of their own; with SWARM_REQUIRE_POSTGRESQL=1 a missing server
 # is a failure, not a skip

@@ -56,15 +56,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[REAPER] = reaper  # it outlives this process, by design
 
 
+# files of long tests not marked slow (the longest in `make test`'s --durations): run early too
+LONG_FILES = frozenset(
+    {
+        "test_bench_smoke.py",
+        "test_docs.py",
+        "test_mcp.py",
+        "test_team_gone.py",
+        "test_web_page_actions.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run four at a time, the long tests go first (next to real Claude Code, then the stress
-    and crash runs) and the short ones after them in their usual order, so that at the end the
-    short ones fill the gaps instead of one long test running alone."""
+    """Run four at a time (the Makefile hands each worker one test at a time, in this order),
+    the long tests go first (next to real Claude Code, then the stress and crash runs and the
+    other long ones) and the short ones after them in their usual order, so that the long ones
+    run side by side and at the end the short ones fill the gaps instead of one long test
+    running alone."""
 
     def rank(item: pytest.Item) -> int:
         if "interop" in item.path.parts:
             return 0
-        return 1 if item.get_closest_marker("slow") or "stress" in item.path.parts else 2
+        long = item.get_closest_marker("slow") or item.path.name in LONG_FILES
+        return 1 if long or "stress" in item.path.parts else 2
 
     items.sort(key=rank)
 
