@@ -1,5 +1,5 @@
 """`swarm web` in a real headless Chromium (Debian's `chromium`, installed by
-.ci/install-chromium; skipped without it), driven over the DevTools protocol (`chromium`): the
+.ci/install-chromium; skipped without it), driven by Playwright (`chromium`): the
 page opens its event stream and renders the team, a hostile task subject and message as text,
 a real shell teammate's request with its buttons; clicking Approve lets the teammate go on; a
 second page that answers after it is told; an Edit's diff, a plan, a failed task and a running
