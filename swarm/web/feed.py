@@ -5,14 +5,14 @@ The thread waits on the team's watcher, the one `swarm watch` uses (`open_store(
 rescan every `RESCAN_S` seconds as a safety net; after each wake it looks at the team
 (`swarm.web.state.TeamState`) and, when the JSON changed, takes a sample of the team's cost
 (`swarm.web.costs.CostSeries`, saved in the team's folder now and then and when the feed
-stops), adds the series to the state as ``cost_series`` and the
-server's clock as ``now_ms`` (the page counts ages from the instants the state gives, against
-this clock) and publishes it to the event loop, which wakes every stream waiting
-(`Feed.next`). No stream polls, and a team where nothing happens sends nothing.
+stops), adds the series to the state as ``cost_series`` and the server's clock as ``now_ms``
+(the page counts ages from the instants the state gives, against this clock) and publishes
+it to the event loop, which wakes every stream waiting (`Feed.next`). No stream polls, and a
+team where nothing happens sends nothing.
 
 The rescan sees what no file change announces: a member's process that died without a word
 (``kill -9``) shows as dead within `RESCAN_S` seconds. A look at a team of 200 members takes
-~80 ms of CPU; every 15 s that is ~0.55% of a core (`bench/web.py`).
+tens of milliseconds of CPU; `bench/web.py` measures what that comes to when idle.
 """
 
 from __future__ import annotations
