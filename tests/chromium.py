@@ -3,12 +3,12 @@ launched on that binary: Playwright's own browser builds are never downloaded): 
 evaluate JavaScript in it (a click is ``element.click()`` run by the page's own handlers), send
 a DevTools command (`Chromium.call`: the screen size a phone has), take a screenshot.
 
-One Playwright driver serves every browser of the test process; each `Chromium` is a browser of
-its own (a profile directory of its own), so two of them are two independent pages."""
+One Playwright driver serves the browsers open at once in the test process, and stops when the
+last one closes; each `Chromium` is a browser of its own (a profile directory of its own), so
+two of them are two independent pages."""
 
 from __future__ import annotations
 
-import atexit
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,29 +22,46 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NEEDS_CHROMIUM = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium: `bash .ci/install-chromium` installs Debian's"
 )
-_driver: Playwright | None = None  # started by the first browser of this process
+_driver: Playwright | None = None  # while any browser of this process is open
+_open = 0  # how many are
 
 
 def _playwright() -> Playwright:
-    global _driver
+    """The Playwright driver, started by the first browser open in this process. It holds an
+    event loop on this thread while it runs, so it is stopped when the last browser closes
+    (else a later test's `asyncio.run` here fails)."""
+    global _driver, _open
     if _driver is None:
         from playwright.sync_api import sync_playwright
 
         _driver = sync_playwright().start()
-        atexit.register(_driver.stop)  # its node process goes with this one
+    _open += 1
     return _driver
+
+
+def _release() -> None:
+    global _driver, _open
+    _open -= 1
+    if _open == 0 and _driver is not None:
+        _driver.stop()
+        _driver = None
 
 
 class Chromium:
     def __init__(self, profile: Path) -> None:
         assert CHROMIUM is not None
-        self._context = _playwright().chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            headless=True,
-            no_viewport=True,  # the screen size is the page's DevTools emulation (`open`, `call`)
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run"],
-        )
+        driver = _playwright()
+        try:
+            self._context = driver.chromium.launch_persistent_context(
+                str(profile),
+                executable_path=CHROMIUM,
+                headless=True,
+                no_viewport=True,  # the screen size is the DevTools emulation (`open`, `call`)
+                args=["--no-sandbox", "--disable-gpu", "--no-first-run"],
+            )
+        except BaseException:
+            _release()
+            raise
         self._page: Page | None = None
         self._session: CDPSession | None = None
 
@@ -85,4 +102,7 @@ class Chromium:
         self.page.screenshot(path=str(path), full_page=True)
 
     def close(self) -> None:
-        self._context.close()
+        try:
+            self._context.close()
+        finally:
+            _release()
