@@ -71,9 +71,12 @@ def test_two_pages_clicking_at_once_one_wins_and_the_other_is_told(
     (tmp_path / "build").mkdir()
     board = waiting(team, procs, WebServer(procs), browsers)
     one, two = browsers
-    # both clicks are made before either answer comes back
-    one.js("document.querySelector('.request button.approve').click()")
-    two.js("document.querySelector('.request button.deny').click()")
+    # both clicks are on the card each page shows: the buttons are taken first, so the second
+    # click lands even if the first answer has already reached its page and redrawn it
+    assert one.js("(window.pressed = document.querySelector('.request button.approve')) !== null")
+    assert two.js("(window.pressed = document.querySelector('.request button.deny')) !== null")
+    one.js("window.pressed.click()")
+    two.js("window.pressed.click()")
     wait_for(lambda: board.require("1").status == "completed" or board.require("1").failed, "it")
     won_by_approve = board.require("1").status == "completed"
     loser = two if won_by_approve else one
