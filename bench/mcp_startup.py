@@ -116,16 +116,28 @@ def alone(servers: int) -> float:
     return took
 
 
+def server_counts(text: str) -> list[int]:
+    """``1,3``: the numbers of servers to run with, each 1 or more."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give numbers of 1 or more, such as 1,3")
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--servers",
-        default="1,3",
+        type=server_counts,
+        default=[1, 3],
         help="the numbers of servers to compare with the baseline, comma-separated (default 1,3)",
     )
     args = parser.parse_args()
-    counts = [int(count) for count in args.servers.split(",")]
+    counts: list[int] = args.servers
     baseline = median_of(args.runs, 0, False)
     figures = {"baseline_0_servers_s": baseline}
     print(f"spawn -> first model request, median of {args.runs} runs")

@@ -94,7 +94,7 @@ class Chromium:
         try:
             return self.page.evaluate(expression)
         except Error as exc:
-            if "context was destroyed" in exc.message or "navigation" in exc.message:
+            if "Execution context was destroyed" in exc.message:  # "... because of a navigation"
                 return None
             raise
 

@@ -1,9 +1,10 @@
 """Code run in the child processes of the PostgreSQL store's tests (and the benchmark).
 
-Children are forked from the ``forkserver``'s clean single-threaded server
-(`procs.forkserver_context`), never from the pytest process, and get the database's conninfo as an argument. Each puts exactly one report on its
-results queue, with the traceback instead of dying silently when something raised, and waits
-at the `start` barrier first so that all begin together (`procs.run_together`).
+The tests fork the children from the ``forkserver``'s clean single-threaded server
+(`procs.forkserver_context`), the benchmark spawns them; never a fork of the pytest process.
+Each gets the database's conninfo as an argument, puts exactly one report on its results queue
+(with the traceback instead of dying silently when something raised), and waits at the `start`
+barrier first so that all begin together (`procs.run_together`).
 """
 
 from __future__ import annotations
