@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocols.clock import now_iso
+from protocols.collector import no_last_collection
 from protocols.errors import Error, ProtocolsError
 from protocols.member.budget import Limits
 from protocols.member.catalogue import resolve
@@ -78,6 +79,7 @@ class CannotStart(Error):
 
 
 def main(argv: list[str] | None = None) -> int:
+    no_last_collection()
     logging.basicConfig(level=os.environ.get("SWARM_LOG_LEVEL", "WARNING"), stream=sys.stderr)
     # `kill -USR1 PID` prints where each of its threads is to its stderr (its pane or log): a
     # teammate that seems stuck says where, and goes on

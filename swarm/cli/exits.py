@@ -1,23 +1,11 @@
 """How a `swarm` command ends, shared by the quick entry point (`swarm.cli.quick`) and click's
-(`swarm.cli.main`): Ctrl-C's exit status, a failed file operation in one line, and skipping the
-interpreter's last collection at exit."""
+(`swarm.cli.main`): Ctrl-C's exit status and a failed file operation in one line."""
 
 from __future__ import annotations
 
-import atexit
 import errno
-import functools
-import gc
 
 INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C, as a shell gives it
-
-
-@functools.cache
-def no_last_collection() -> None:
-    """At exit, skip the interpreter's last pass of the cycle collector over every object still
-    alive (~7 ms of a ~100 ms ``swarm status``): the process's end frees them all the same, and
-    Python does not promise to finalize objects alive at exit anyway. Once per process."""
-    atexit.register(gc.freeze)
 
 
 def os_error_text(exc: OSError) -> str:

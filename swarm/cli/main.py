@@ -12,10 +12,11 @@ import sys
 
 import click
 
+from protocols.collector import no_last_collection
 from protocols.errors import Error
 from protocols.printable import printable
 from swarm import __version__
-from swarm.cli.exits import INTERRUPTED, no_last_collection, os_error_text
+from swarm.cli.exits import INTERRUPTED, os_error_text
 
 # each command's module is imported only when that command runs, so `swarm send` does not load
 # the lead, libtmux or rich; `swarm --help` lists them from the one-line summaries kept here

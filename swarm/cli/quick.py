@@ -20,12 +20,12 @@ metadata: ~30 ms more than ``swarm --help``).
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Mapping
 
-from swarm.cli.exits import INTERRUPTED, no_last_collection, os_error_text
+from protocols.collector import collection_paused, no_last_collection
+from swarm.cli.exits import INTERRUPTED, os_error_text
 
 COMPLETION_VARIABLE = "_SWARM_COMPLETE"  # click's shell completion for prog_name "swarm"
 
@@ -100,20 +100,17 @@ def _quick_status(args: list[str]) -> str | None:
     if form is None:
         return None
     team, as_json = form
-    collecting = gc.isenabled()
-    gc.disable()  # imports and the look make no cycles worth ~2 ms of collector passes
-    try:
-        from protocols.fs import safefs
-        from protocols.paths import config_root
-        from protocols.store.selection import locate
-        from swarm.views.status_report import status_report
+    # imports and the look make no cycles worth ~2 ms of collector passes
+    with collection_paused():
+        try:
+            from protocols.fs import safefs
+            from protocols.paths import config_root
+            from protocols.store.selection import locate
+            from swarm.views.status_report import status_report
 
-        paths = locate(team, config_root(), None)
-        if paths.store is not None or not safefs.exists(paths.config):
-            return None  # PostgreSQL (its own checks), or no such team (click reports it)
-        return status_report(paths, as_json)
-    except Exception:  # a bad name, a failed look: click does it again, and reports
-        return None
-    finally:
-        if collecting:
-            gc.enable()
+            paths = locate(team, config_root(), None)
+            if paths.store is not None or not safefs.exists(paths.config):
+                return None  # PostgreSQL (its own checks), or no such team (click reports it)
+            return status_report(paths, as_json)
+        except Exception:  # a bad name, a failed look: click does it again, and reports
+            return None

@@ -6,10 +6,7 @@ Click-free, so that the command's quick path (`swarm.cli.quick`) and its click c
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
-
+from protocols.collector import collection_paused
 from protocols.paths import TeamPaths
 from protocols.printable import printable_json
 from swarm.views.snapshot import snapshot, to_json
@@ -20,23 +17,10 @@ def status_report(paths: TeamPaths, as_json: bool) -> str:
     """The team as `swarm status` shows it (without the final newline): members, their tasks,
     model calls and tokens, task counts and pending requests; JSON with control characters
     escaped (`printable_json`), or the table (which escapes its cells itself)."""
-    with no_cycle_collection():
+    # a look makes ~100,000 objects (10,000 tasks, 200 members) and no cycles: the collector's
+    # passes over them would cost ~5 ms of a command that exits right after
+    with collection_paused():
         view = snapshot(paths, once=True)
         if as_json:
             return printable_json(to_json(view), indent=2)
         return render(view)
-
-
-@contextlib.contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Collect no reference cycles while a look builds its view: it makes ~100,000 objects
-    (10,000 tasks, 200 members) and makes no cycles, and the collector's passes over them cost
-    ~5 ms of a look that exits right after. Collection resumes after (tests run commands in
-    their own process)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from protocols.collector import import_frozen
 from protocols.errors import Error
 from protocols.member.catalogue import resolve
 from protocols.member.prices import ONE_HOUR_KEY, WEB_SEARCHES_KEY
@@ -275,8 +276,9 @@ class ClaudeModel:
     """The Messages API through the `anthropic` SDK (module doc)."""
 
     def __init__(self, model: str, timeout_s: float = 600.0) -> None:
-        import anthropic  # imported here: the shell worker never needs it
-
+        # imported here (the shell worker never needs it), with the collector kept off its
+        # million objects (protocols.collector)
+        anthropic = import_frozen("anthropic")
         self.name = resolve(model).id
         self._anthropic = anthropic
         self._transport = _transport_errors()
