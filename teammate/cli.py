@@ -40,7 +40,6 @@ from protocols.paths import TeamPaths
 from protocols.printable import printable
 from protocols.store.selection import locate, open_store
 from protocols.values import MemberState, ModelKind, PermissionMode
-from teammate.agent.fork import fork_enabled
 from teammate.agent.transcript import Transcript
 from teammate.api.model import (
     ClaudeModel,
@@ -51,14 +50,12 @@ from teammate.api.model import (
 from teammate.api.model_settings import ModelSettings, SettingsValueError
 from teammate.api.script import load_script
 from teammate.brains.base import Brain
-from teammate.brains.claude import ClaudeBrain, turns_from
 from teammate.brains.shell import ShellBrain, shell_policy
 from teammate.budget import Budget
 from teammate.config.definitions import AgentDefinition, from_flag_json, load_agent
 from teammate.config.settings import Settings, layered_settings, load_settings
 from teammate.hooks import settings_hooks
 from teammate.instance import AlreadyRunning
-from teammate.mcp.client import McpManager
 from teammate.mcp.config import configured_servers
 from teammate.options import MemberSpec, TeammateOptions, UsageError, parse
 from teammate.permissions.policy import parse_rule, rule_or_command_pattern
@@ -200,6 +197,12 @@ def build_brain(
         return ShellBrain(
             cwd=cwd, policy=policy, timeout_s=spec.task_timeout_s, hooks=hooks, sandbox=sandbox
         )
+    # the Claude brain's modules (its agent loop, tools and MCP client: ~75 ms of a start) load
+    # only here: a shell teammate never needs them
+    from teammate.agent.fork import fork_enabled
+    from teammate.brains.claude import ClaudeBrain, turns_from
+    from teammate.mcp.client import McpManager
+
     reporter.attach_budget(_budget(options, paths))
     if spec.ask:  # --ask rules apply to a Claude teammate's tool calls too
         rules = {**rules, "ask": [*map(rule_or_command_pattern, spec.ask), *rules.get("ask", [])]}

@@ -5,6 +5,7 @@ the stub backend: nothing is started."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -207,3 +208,39 @@ def test_restricted_and_effort_shape_a_claude_teammate(paths: TeamPaths, tmp_pat
     assert decision.behavior == "deny"
     restricted.stop()
     usual.stop()
+
+
+def test_a_shell_teammate_starts_without_the_claude_brains_modules(paths: TeamPaths) -> None:
+    """A shell teammate never loads the agent loop, its tools, the MCP client or the SDK (each
+    start would pay ~75 ms for them); a Claude one does, through the same function."""
+    code = """if True:
+        import sys
+        from protocols.paths import config_root
+        from protocols.store.selection import locate
+        from teammate.cli import build_brain
+        from teammate.options import parse
+        from teammate.reporter import StatusReporter
+
+        paths = locate("t", config_root(), None)
+        options = parse(["--agent-id", "a@t", "--agent-name", "a", "--team-name", "t",
+                         "--model", sys.argv[1], *sys.argv[2:]])
+        brain = build_brain(options, paths, StatusReporter(None, "a", sys.argv[1]), print)
+        heavy = ("teammate.brains.claude", "teammate.agent.loop", "teammate.mcp.client", "mcp",
+                 "anthropic")
+        print(type(brain).__name__, *[name for name in heavy if name in sys.modules])
+        brain.stop()
+    """
+    script = paths.root / "turns.yaml"
+    script.write_text("- text: hi\n")
+
+    def loaded(*argv: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert loaded("shell") == "ShellBrain"
+    assert loaded("scripted", "--script", str(script)) == (
+        "ClaudeBrain teammate.brains.claude teammate.agent.loop teammate.mcp.client"
+    )
