@@ -122,7 +122,8 @@ class Teammate:
         self._say = say
         self.member: Member | None = None
         self.stopped = False
-        self.signals = StopSignals(lambda: self.token)  # installed while it runs
+        # installed while it runs; a signal's stop also ends the wait in progress
+        self.signals = StopSignals(lambda: self.token, nudge=self._missed_news)
         self.store_silent = False  # its stop was cut short: the store did not answer
         self._watcher: Any = None  # the store's watcher: InboxWatcher, or PgWatcher
         self.board_watch = BoardWatch(
@@ -277,6 +278,7 @@ class Teammate:
 
     def _loop(self, watcher: Any) -> None:
         while not self.stopped:
+            self.signals.check()  # a stop whose raise a finalizer swallowed (teammate.stopping)
             watcher.clear()
             try:  # a store out of reach (its network is down) is trouble too: it waits it out
                 if not self._team_exists():  # TeamGone is no Exception: it ends the loop
@@ -298,8 +300,9 @@ class Teammate:
                     self._report_trouble(exc, delay, new)
 
     def _missed_news(self) -> None:
-        """The heartbeat's thread: the store says there is news (unread messages, the team or
-        this member gone) that no notification brought; the wait in progress ends, it looks."""
+        """From another thread: the heartbeat's (the store says there is news, unread messages
+        or the team or this member gone, that no notification brought) or the stop relay's (a
+        signal asked for a stop): the wait in progress ends, and it looks."""
         watcher = self._watcher
         if watcher is not None:
             watcher.changed.set()

@@ -1,8 +1,13 @@
 """How a teammate stops: the signals that start a stop, and the stop's bounded time.
 
 SIGTERM, or SIGHUP (its pane closed under it), raises `Stop` in the main thread wherever it
-waits: a task's command, a lock, the store's retries while the store is out of reach. From then
-on the teammate is stopping (`StopSignals`):
+waits: a task's command, a lock, the store's retries while the store is out of reach. Python
+runs the handler wherever the main thread is, and where that is a weakref callback or a
+finalizer (run by the collector or by an object's last reference going), the exception is
+printed as ignored and lost. So the stop is also kept (`StopSignals.requested`) until the
+teammate takes it (`begin`), and a thread of the handlers' own wakes the teammate's wait
+(`nudge`), whose loop raises it again (`check`): a lost raise costs no more than a wake-up.
+From then on the teammate is stopping (`StopSignals`):
 
 - a SIGHUP is ignored (a closing pane's, after its lead's SIGTERM);
 - a second SIGTERM ends the process at once, exit status 143: what it started is killed, and its
@@ -25,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from types import FrameType
@@ -67,15 +73,28 @@ def handback_seconds(env: Mapping[str, str] | None = None) -> float:
 class StopSignals:
     """The teammate's SIGTERM and SIGHUP handlers (module doc), installed while the block runs
     and the previous ones put back after. `token`: its ``SWARM_PROCESS_TOKEN``, whose carriers
-    (the commands it started) a second SIGTERM kills on the way out."""
+    (the commands it started) a second SIGTERM kills on the way out. `nudge`: called on a
+    thread of its own after a signal that asked for a stop, to end the wait in progress."""
 
-    def __init__(self, token: Callable[[], str] = lambda: "") -> None:
+    def __init__(
+        self, token: Callable[[], str] = lambda: "", nudge: Callable[[], None] = lambda: None
+    ) -> None:
         self.stopping = False
+        self.requested: Stop | None = None  # asked for by a signal, not yet taken (`begin`)
         self._terms = 0  # SIGTERMs since the stop began
         self._token = token
+        self._nudge = nudge
         self._previous: dict[int, Any] = {}
+        self._bell: int | None = None  # the write end of the pipe the relay thread reads
 
     def __enter__(self) -> StopSignals:
+        # a write from the handler never blocks (a full pipe already holds a wake-up); the
+        # relay reads until the write end is closed (`__exit__`)
+        read_end, self._bell = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self._bell, False)
+        relay = threading.Thread(target=self._relay, args=(read_end,), name="stop-relay")
+        relay.daemon = True
+        relay.start()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -84,18 +103,41 @@ class StopSignals:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
+        bell, self._bell = self._bell, None
+        if bell is not None:
+            os.close(bell)
 
     def begin(self) -> None:
         """The stop has begun (an approved shutdown's, or a signal's): from now on a SIGTERM no
-        longer raises `Stop`."""
+        longer raises `Stop`, and a signal's stop is taken."""
         self.stopping = True
+        self.requested = None
+
+    def check(self) -> None:
+        """Raise the stop a signal asked for, if its own raise was lost (module doc)."""
+        requested = self.requested
+        if requested is not None:
+            raise Stop(requested.why)
+
+    def _relay(self, read_end: int) -> None:
+        try:
+            while os.read(read_end, 64):
+                self._nudge()
+        except OSError:
+            pass
+        finally:
+            os.close(read_end)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         is_term = signum == signal.SIGTERM
         if not self.stopping:
             self.stopping = True
             self._terms += is_term
-            raise Stop(signal.Signals(signum).name)
+            self.requested = Stop(signal.Signals(signum).name)
+            if self._bell is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._bell, b"!")
+            raise Stop(self.requested.why)
         if not is_term:
             return  # a closing pane's SIGHUP: the stop goes on
         self._terms += 1
