@@ -57,7 +57,8 @@ from teammate.tools.agents import SUBAGENT_TOOLS
 from teammate.tools.base import Tool, ToolContext, ToolError
 from teammate.tools.files import edit, read, write
 from teammate.tools.lsp import LSP_TOOLS
-from teammate.tools.lsp_client import LspClient, ServerRegistry
+from teammate.tools.lsp_client import LspClient
+from teammate.tools.lsp_servers import ServerRegistry
 from teammate.tools.notebook import NOTEBOOK_TOOLS
 from teammate.tools.questions import QUESTION_TOOLS
 from teammate.tools.search import glob, grep

@@ -27,14 +27,8 @@ from urllib.parse import unquote, urlparse
 from pydantic import Field
 
 from teammate.tools.base import Tool, ToolContext, ToolError, tool
-from teammate.tools.lsp_client import (
-    LanguageServer,
-    LspClient,
-    LspError,
-    ServerRegistry,
-    from_units,
-    to_units,
-)
+from teammate.tools.lsp_client import LanguageServer, LspClient, from_units, to_units
+from teammate.tools.lsp_servers import LspError, ServerRegistry
 
 MAX_FILE_BYTES = 10_000_000  # a larger file is not sent to a server (Claude Code's limit too)
 MAX_SHOWN = 300  # entries listed; the rest counted

@@ -23,12 +23,8 @@ import pytest
 
 from teammate.tools.base import ToolContext, ToolError
 from teammate.tools.lsp import LSP_TOOLS, lsp, lsp_tools_for
-from teammate.tools.lsp_client import (
-    LanguageServer,
-    LspClient,
-    ServerRegistry,
-    parse_servers,
-)
+from teammate.tools.lsp_client import LanguageServer, LspClient
+from teammate.tools.lsp_servers import ServerRegistry, parse_servers
 
 VENV_BIN = str(Path(sys.executable).parent)  # pylsp is installed beside the test's Python
 REPO = Path(__file__).resolve().parents[2]
