@@ -80,7 +80,7 @@ class StopSignals:
         self, token: Callable[[], str] = lambda: "", nudge: Callable[[], None] = lambda: None
     ) -> None:
         self.stopping = False
-        self.requested: Stop | None = None  # asked for by a signal, not yet taken (`begin`)
+        self.requested: str | None = None  # why a signal asked for a stop, until `begin`
         self._terms = 0  # SIGTERMs since the stop began
         self._token = token
         self._nudge = nudge
@@ -115,9 +115,9 @@ class StopSignals:
 
     def check(self) -> None:
         """Raise the stop a signal asked for, if its own raise was lost (module doc)."""
-        requested = self.requested
-        if requested is not None:
-            raise Stop(requested.why)
+        why = self.requested
+        if why is not None:
+            raise Stop(why)
 
     def _relay(self, read_end: int) -> None:
         try:
@@ -133,11 +133,11 @@ class StopSignals:
         if not self.stopping:
             self.stopping = True
             self._terms += is_term
-            self.requested = Stop(signal.Signals(signum).name)
+            self.requested = why = signal.Signals(signum).name
             if self._bell is not None:
                 with contextlib.suppress(OSError):
                     os.write(self._bell, b"!")
-            raise Stop(self.requested.why)
+            raise Stop(why)
         if not is_term:
             return  # a closing pane's SIGHUP: the stop goes on
         self._terms += 1
