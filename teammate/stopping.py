@@ -1,13 +1,11 @@
 """How a teammate stops: the signals that start a stop, and the stop's bounded time.
 
 SIGTERM, or SIGHUP (its pane closed under it), raises `Stop` in the main thread wherever it
-waits: a task's command, a lock, the store's retries while the store is out of reach. Python
-runs the handler wherever the main thread is, and where that is a weakref callback or a
-finalizer (run by the collector or by an object's last reference going), the exception is
-printed as ignored and lost. So the stop is also kept (`StopSignals.requested`) until the
-teammate takes it (`begin`), and a thread of the handlers' own wakes the teammate's wait
-(`nudge`), whose loop raises it again (`check`): a lost raise costs no more than a wake-up.
-From then on the teammate is stopping (`StopSignals`):
+waits: a task's command, a lock, the store's retries while the store is out of reach. A raise
+that Python lost (the handler ran inside a finalizer: `protocols.stop_request`) is kept until
+the teammate takes it (`begin`); a thread of the handlers' own wakes the teammate's wait
+(`nudge`), whose loop raises it again (`check`). From then on the teammate is stopping
+(`StopSignals`):
 
 - a SIGHUP is ignored (a closing pane's, after its lead's SIGTERM);
 - a second SIGTERM ends the process at once, exit status 143: what it started is killed, and its
@@ -38,6 +36,7 @@ from typing import Any
 
 from protocols.pids import carrying_token
 from protocols.printable import printable
+from protocols.stop_request import StopRequest
 
 DEFAULT_HANDBACK_S = 5.0
 HANDBACK_ENV = "SWARM_HANDBACK_S"
@@ -80,19 +79,15 @@ class StopSignals:
         self, token: Callable[[], str] = lambda: "", nudge: Callable[[], None] = lambda: None
     ) -> None:
         self.stopping = False
-        self.requested: str | None = None  # why a signal asked for a stop, until `begin`
+        self.request = StopRequest(Stop)  # a signal's stop, until `begin` takes it
         self._terms = 0  # SIGTERMs since the stop began
         self._token = token
         self._nudge = nudge
         self._previous: dict[int, Any] = {}
-        self._bell: int | None = None  # the write end of the pipe the relay thread reads
 
     def __enter__(self) -> StopSignals:
-        # a write from the handler never blocks (a full pipe already holds a wake-up); the
-        # relay reads until the write end is closed (`__exit__`)
-        read_end, self._bell = os.pipe2(os.O_CLOEXEC)
-        os.set_blocking(self._bell, False)
-        relay = threading.Thread(target=self._relay, args=(read_end,), name="stop-relay")
+        # the relay reads the request's pipe until its write end is closed (`__exit__`)
+        relay = threading.Thread(target=self._relay, args=(self.request.open(),), name="stop-relay")
         relay.daemon = True
         relay.start()
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -103,21 +98,17 @@ class StopSignals:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
-        bell, self._bell = self._bell, None
-        if bell is not None:
-            os.close(bell)
+        self.request.close()
 
     def begin(self) -> None:
         """The stop has begun (an approved shutdown's, or a signal's): from now on a SIGTERM no
         longer raises `Stop`, and a signal's stop is taken."""
         self.stopping = True
-        self.requested = None
+        self.request.take()
 
     def check(self) -> None:
         """Raise the stop a signal asked for, if its own raise was lost (module doc)."""
-        why = self.requested
-        if why is not None:
-            raise Stop(why)
+        self.request.check()
 
     def _relay(self, read_end: int) -> None:
         try:
@@ -133,11 +124,7 @@ class StopSignals:
         if not self.stopping:
             self.stopping = True
             self._terms += is_term
-            self.requested = why = signal.Signals(signum).name
-            if self._bell is not None:
-                with contextlib.suppress(OSError):
-                    os.write(self._bell, b"!")
-            raise Stop(why)
+            raise self.request.ask(signal.Signals(signum).name)
         if not is_term:
             return  # a closing pane's SIGHUP: the stop goes on
         self._terms += 1

@@ -29,8 +29,9 @@ after `Database.reconnect_s`, and the agent says so and tries again, for as long
 teammates, cut off too, are judged by their leases meanwhile.
 
 On SIGTERM or SIGINT it stops its teammates (each hands its tasks back as it stops), declares
-them dead, marks the host gone, and exits 0. A host killed outright leaves its teammates to
-their leases.
+them dead, marks the host gone, and exits 0; a signal whose raise Python lost
+(`protocols.stop_request`) ends its wait and is raised again by its loop. A host killed
+outright leaves its teammates to their leases.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from protocols.pg.mailbox import append_entry
 from protocols.pg.notify import Listener
 from protocols.pg.retention import Pruner
 from protocols.pg.store import PgStore
+from protocols.stop_request import StopRequest
 from protocols.values import MemberState
 from swarm.backends import SpawnBackend, Spawned, choose_backend
 from swarm.backends.base import wait_until
@@ -69,10 +71,6 @@ DEFAULT_RESCAN_S = 5.0
 class Stopping(BaseException):
     """SIGTERM or SIGINT arrived: the agent winds down (not an `Exception`: no handler of a
     request takes it for that request's failure)."""
-
-
-def _raise_stopping(signum: int, frame: object) -> None:
-    raise Stopping(signal.Signals(signum).name)
 
 
 @dataclass
@@ -113,15 +111,22 @@ class HostAgent:
         if not self.store.team_exists():
             raise Error(f"team {self.paths.team!r} not found in the store {self.store.where()}")
         info = {"machine": socket.gethostname(), "pid": os.getpid(), "cwd": str(self.cwd)}
-        previous = {s: signal.signal(s, _raise_stopping) for s in (signal.SIGTERM, signal.SIGINT)}
+        request = StopRequest(Stopping)
+        wake = request.open()
+
+        def stopping(signum: int, frame: object) -> None:
+            raise request.ask(signal.Signals(signum).name)
+
+        previous = {s: signal.signal(s, stopping) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self.hosts.register(self.name, info, self.lease_s)
             self.say(f"host {self.name} serving team {self.paths.team!r} ({self.store.where()})")
             with self._heartbeating(), Listener(Database(self.store.url), self.paths.team) as ear:
                 while True:
+                    request.check()
                     try:
                         self.step()
-                        ear.heard({host_channel(self.name)}, self.rescan_s)
+                        ear.heard({host_channel(self.name)}, self.rescan_s, wake_fds=(wake,))
                     except StoreUnavailable as exc:  # its network is down: it serves on
                         self.say(f"{exc}; trying again")
         except Stopping as why:
@@ -129,6 +134,8 @@ class HostAgent:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            request.close()
+            os.close(wake)
             self._wind_down()
         return 0
 
