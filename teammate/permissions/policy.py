@@ -4,9 +4,9 @@ Rules use Claude Code's syntax (see `parse_rule`): ``Bash`` (the whole tool), ``
 test:*)`` (a command prefix), ``Bash(git status)`` (an exact command; ``*`` is a wildcard),
 ``Edit(src/**)`` / ``Read(./docs/*.md)`` (gitignore-style paths: ``//`` is the filesystem root,
 ``~/`` the home directory, ``/`` and ``./`` the project root (cwd), a bare name matches at any
-depth), ``WebFetch(domain:example.com)`` (`domain_matches`: that host only; ``*.example.com``
-the hosts below it; ``*`` every host). ``Edit`` rules cover every file-editing tool, ``Read``
-rules every file-reading one (Glob, Grep: their ``path``).
+depth), ``WebFetch(domain:example.com)`` (`teammate.permissions.domain_rules`: that host only;
+``*.example.com`` the hosts below it; ``*`` every host). ``Edit`` rules cover every file-editing
+tool, ``Read`` rules every file-reading one (Glob, Grep: their ``path``).
 
 `PermissionPolicy.decide` checks, in order: deny rules (they win in every mode), the mode
 (bypassPermissions allows; plan allows only read and team tools, and asks about web tools as
@@ -20,18 +20,21 @@ rule. `teammate.permissions.path_rules` matches paths.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 from protocols.values import PermissionMode
 from teammate.permissions.command_split import command_matches, split_command, suggested_pattern
+from teammate.permissions.domain_rules import (
+    DOMAIN_PREFIX,
+    check_domain_rule,
+    domain_matches,
+    url_host,
+)
 from teammate.permissions.path_rules import inside, path_matches, target_path
 
 if TYPE_CHECKING:  # the tools (and their pydantic models) are not needed to read rules
@@ -52,10 +55,6 @@ _TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 _TOOL_RULE_TEXT = re.compile(r"[A-Z][\w-]*\(.*\)", re.DOTALL)  # Tool(content), not a command
 _MCP_NAME = re.compile(r"mcp__[\w-]+")  # an MCP server or tool: a rule, not a command
 _RULE = re.compile(r"(?P<tool>[^()\s]+)(?:\((?P<content>.*)\))?", re.DOTALL)
-_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63}")  # a host name, in ASCII
-_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}")
-_WILD_LABEL = re.compile(r"[a-z0-9_*-]{1,63}")  # a rule's first label with a * in it
-DOMAIN_PREFIX = "domain:"  # WebFetch rules name a host: WebFetch(domain:example.com)
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class Rule:
         elif self.content is not None and self.content.endswith(":*") and not self.content[:-2]:
             raise ValueError(f"empty command prefix in {self.tool_name}({self.content})")
         if self.tool_name == "WebFetch" and self.content is not None:
-            _check_domain_rule(self.content)
+            check_domain_rule(self.content)
 
     def __str__(self) -> str:
         return self.tool_name if self.content is None else f"{self.tool_name}({self.content})"
@@ -350,83 +349,6 @@ class PermissionPolicy:
             if hit is not None and hit not in used:
                 used.append(hit)
         return used
-
-
-def normal_host(host: str) -> str | None:
-    """`host` as WebFetch rules and fetches name it: lower case, an internationalised name in
-    its ASCII (IDNA, punycode) form, no trailing dot, an IPv4 address in dotted form however it
-    was written (``0x7f.1`` is ``127.0.0.1``, as the resolver reads it), an IPv6 one compressed;
-    None if it is not a host name."""
-    host = host.lower().rstrip(".")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if ":" in host:
-        try:
-            return str(ipaddress.IPv6Address(host))
-        except ValueError:
-            return None
-    if _NUMERIC_HOST.fullmatch(host):
-        try:
-            return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            return None
-    try:
-        ascii_host = host.encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        return None
-    return ascii_host if _HOST.fullmatch(ascii_host) else None
-
-
-def url_host(url: str) -> str | None:
-    """The host a WebFetch of `url` goes to (`normal_host`); None if it names none. WebFetch
-    fetches from this very host, so what a rule matched is what is fetched."""
-    try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:  # an unclosed IPv6 bracket
-        return None
-    return normal_host(host) if host else None
-
-
-def _host_pattern(content: str) -> str | None:
-    """A ``domain:`` rule's pattern in the form `normal_host` gives hosts (None: not one)."""
-    pattern = content.removeprefix(DOMAIN_PREFIX).strip().lower().rstrip(".")
-    if "*" not in pattern:
-        return normal_host(pattern) if pattern else None
-    if pattern == "*":
-        return pattern
-    first, _, rest = pattern.partition(".")
-    suffix = normal_host(rest) if rest and "*" not in rest else None
-    if suffix is None or not _WILD_LABEL.fullmatch(first):
-        return None  # a * only in the first label, with a host after it
-    return f"{first}.{suffix}"
-
-
-def domain_matches(content: str, host: str) -> bool:
-    """Whether a WebFetch rule's ``domain:PATTERN`` names `host` (a `normal_host`), as Claude
-    Code matches them: ``domain:example.com`` that host alone, never its subdomains;
-    ``domain:*.example.com`` every host below example.com (``a.b.example.com`` too), not
-    example.com itself; ``domain:*`` every host; a ``*`` within the first label stands for
-    part of it (``docs-*.example.com``)."""
-    pattern = _host_pattern(content)
-    if pattern is None:
-        return False
-    if pattern == "*":
-        return True
-    first, _, rest = pattern.partition(".")
-    if first == "*":
-        return bool(rest) and host.endswith("." + rest) and not host.startswith(".")
-    regex = re.escape(first).replace(r"\*", "[^.]*") + (r"\." + re.escape(rest) if rest else "")
-    return re.fullmatch(regex, host) is not None
-
-
-def _check_domain_rule(content: str) -> None:
-    """`ValueError` unless `content` is a WebFetch rule's ``domain:HOST``."""
-    if not content.startswith(DOMAIN_PREFIX) or _host_pattern(content) is None:
-        raise ValueError(
-            f"WebFetch({content}) is not a WebFetch rule: they name a host, as in "
-            "WebFetch(domain:example.com), WebFetch(domain:*.example.com) (the hosts below it) "
-            "or WebFetch(domain:*)"
-        )
 
 
 def _web_suggestions(tool_name: str, tool_input: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@
 ``ftp:``, ``data:``), a user name or password in it, a control character, a space or a
 backslash, more than `MAX_URL_CHARS` characters, a host that is not a host name. An
 internationalised host is fetched by its ASCII (punycode) name, the one the permission rules
-``WebFetch(domain:HOST)`` match (`teammate.permissions.policy.url_host`): what a rule allowed
+``WebFetch(domain:HOST)`` match (`teammate.permissions.domain_rules.url_host`): what a rule allowed
 is what is fetched, since the URL is rebuilt from that host. ``http`` becomes ``https``, as in
 Claude Code, except for a loopback host (``localhost``, 127.0.0.0/8, ``::1``): a teammate's own
 dev server, or a test's, is fetched as given. Other host names without a dot are refused, as
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-from teammate.permissions.policy import url_host
+from teammate.permissions.domain_rules import url_host
 from teammate.tools.base import ToolError
 from teammate.tools.file_lines import escape
 
@@ -54,7 +54,7 @@ class Target:
 
     url: str
     scheme: str
-    host: str  # `teammate.permissions.policy.normal_host`'s form
+    host: str  # `teammate.permissions.domain_rules.normal_host`'s form
     port: int | None
 
     @property
