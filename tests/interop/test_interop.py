@@ -184,12 +184,16 @@ def test_a_claude_code_teammate_hears_swarm_and_answers(
         assert tricky in seen
         wrapped = f'<teammate-message teammate_id="team-lead" summary="a test">\n{tricky}\n'
         assert any(wrapped in last_user_text(r) for r in api.requests), "the wrapped message"
+
         # it marked both of swarm's messages read, and kept swarm's own keys
-        entries = json.loads(team.inbox("alice").read_text())
-        wait_for(
-            lambda: all(e["read"] for e in json.loads(team.inbox("alice").read_text())),
-            "alice's inbox all read",
-        )
+        def all_read() -> list[list[dict[str, Any]]] | None:
+            try:  # Claude Code rewrites the file in place: a read can catch it half written
+                entries = json.loads(team.inbox("alice").read_text())
+            except ValueError:
+                return None
+            return [entries] if all(e["read"] for e in entries) else None
+
+        (entries,) = wait_for(all_read, "alice's inbox all read")
         assert all("id" in e for e in entries)
         # 2.1.330 deleted what it read; swarm's history still has both messages, read
         history = [(m["text"], m["read"]) for m in swarm_inbox("alice")]
