@@ -6,8 +6,8 @@ retry. But Python runs a handler wherever the main thread happens to be, and whe
 weakref callback or a finalizer (run by the cycle collector, or by an object's last reference
 going), the exception is printed as "ignored" and lost, and the process goes on as if nothing
 had come. So a `StopRequest` also keeps why the stop was asked for until the process takes it
-(`take`), and rings a pipe whose read end (`fd`) the process's wait can poll, or a thread can
-read, so that the wait ends and the loop raises the stop again (`check`).
+(`take`), and rings a pipe whose read end (`open` returns it) the process's wait can poll, or a
+thread can read, so that the wait ends and the loop raises the stop again (`check`).
 """
 
 from __future__ import annotations
